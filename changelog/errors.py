@@ -1,0 +1,9 @@
+"""The one error type of `changelog/`: raised when the benchmark repository's records (changelog, configs, notes) are invalid or unreadable."""
+
+from __future__ import annotations
+
+
+class ChangelogError(Exception):
+    """`str(err)` is one line: what was wrong and what to do. exit_code: 1 checked, 2 usage/env."""
+
+    exit_code: int = 2

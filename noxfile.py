@@ -1,0 +1,100 @@
+"""Every user-facing workflow is a nox session.
+
+    nox -s demo        run nightly + release on the embedded example benchmark repository
+    nox -s tests       the whole test suite, with a real registry and dockerd on loopback
+    nox -s lint        ruff (lint + format check) and mypy
+    nox -s bench       performance targets of DESIGN.md, as ratios measured in one run
+    nox -s qualify|nightly|release -- ARGS    the pipeline commands, arguments passed through
+
+Services (registry, dockerd) come from `images.services`: reused when RELPIPE_REGISTRY /
+DOCKER_HOST name running ones, otherwise started for the session and stopped after it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import nox
+
+nox.options.sessions = ["lint", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.default_venv_backend = "venv"
+
+ROOT = Path(__file__).parent
+PACKAGES = ["pipeline", "changelog", "images", "engine", "validate"]
+PYTHON = "3.11"
+DEMO_STATE = Path(os.environ.get("RELPIPE_DEMO_STATE", Path.home() / ".cache" / "relpipe" / "demo"))
+
+
+def _gpu_present() -> bool:
+    return bool(shutil.which("nvidia-smi")) or Path("/dev/kfd").exists()
+
+
+def _env() -> dict[str, str]:
+    env = {"PYTHONHASHSEED": "0"}
+    if not _gpu_present():
+        # Triton kernels must be decorated with the interpreter on: set before any import.
+        env["TRITON_INTERPRET"] = "1"
+    return env
+
+
+def _install(session: nox.Session, test: bool = True) -> None:
+    session.install("-e", ".[all]")
+    if test:
+        session.install("-r", "requirements-test.txt")
+
+
+def _with_services(session: nox.Session, *cmd: str, state_dir: Path | None = None,
+                   success_codes: list[int] | None = None) -> None:
+    args = ["python", "-m", "images.services", "run"]
+    if state_dir is not None:
+        args += ["--state-dir", str(state_dir)]
+    session.run(*args, "--", *cmd, env=_env(), success_codes=success_codes or [0])
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Run the test suite against real services (pytest's 'no tests' is a failure)."""
+    _install(session)
+    _with_services(session, "python", "-m", "pytest", *(session.posargs or ["-q"]))
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff lint, ruff format check, mypy on the packages."""
+    session.install("-e", ".[all]", "ruff>=0.6", "mypy>=1.10", "types-PyYAML")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy", *PACKAGES)
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Benchmarks: every bench/bench_*.py, ratios against references measured in the same run."""
+    _install(session)
+    session.install("-r", "requirements-bench.txt")
+    _with_services(session, "python", "bench/run.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def demo(session: nox.Session) -> None:
+    """Nightly + release on examples/benchmark-repo against fixture nightlies."""
+    _install(session, test=False)
+    _with_services(session, "python", "-m", "pipeline.demo", *session.posargs,
+                   state_dir=DEMO_STATE / "services")
+
+
+def _pipeline_session(command: str):  # type: ignore[no-untyped-def]
+    def run(session: nox.Session) -> None:
+        _install(session, test=False)
+        session.run("relpipe", command, *session.posargs, env=_env())
+
+    run.__doc__ = f"relpipe {command} -- ARGS (services are whatever DOCKER_HOST/registry you use)"
+    return run
+
+
+qualify = nox.session(python=PYTHON, name="qualify")(_pipeline_session("qualify"))
+nightly = nox.session(python=PYTHON, name="nightly")(_pipeline_session("nightly"))
+release = nox.session(python=PYTHON, name="release")(_pipeline_session("release"))

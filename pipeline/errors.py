@@ -1,0 +1,9 @@
+"""The one error type of `pipeline/`: raised when a pipeline stage could not run (bad run record, refused release)."""
+
+from __future__ import annotations
+
+
+class PipelineError(Exception):
+    """`str(err)` is one line: what was wrong and what to do. exit_code: 1 checked, 2 usage/env."""
+
+    exit_code: int = 2

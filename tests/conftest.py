@@ -1,0 +1,63 @@
+"""Shared fixtures: the real corpus, real services (registry, dockerd), real git repositories.
+
+A test that needs a service asks for the `registry` or `docker_host` fixture. Services named
+by the environment (as `nox -s tests` does through `images.services run`) are reused; otherwise
+they are started once per test session. When a service cannot be had, the test is skipped on a
+developer machine, and FAILS in CI (CI=true): CI never silently skips.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from images import services as svc
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS_ENV = "RELPIPE_CORPUS"
+
+
+def _unavailable(reason: str) -> None:
+    if svc.in_ci():
+        pytest.fail(f"required in CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    """The real InferenceX data (read at run time, never copied): ../shared/data/inferencex."""
+    path = Path(os.environ.get(CORPUS_ENV, ROOT.parent / "shared" / "data" / "inferencex"))
+    if not (path / "perf-changelog.yaml").is_file():
+        _unavailable(f"corpus not found at {path} (set {CORPUS_ENV})")
+    return path
+
+
+@pytest.fixture(scope="session")
+def _services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[svc.Services]:
+    state = tmp_path_factory.mktemp("services")
+    try:
+        started = svc.start(state)
+    except svc.ServiceError as exc:
+        _unavailable(str(exc))
+        raise
+    try:
+        yield started
+    finally:
+        svc.stop(started)
+
+
+@pytest.fixture(scope="session")
+def registry(_services: svc.Services) -> str:
+    """host:port of a plain-HTTP distribution registry on 127.0.0.1."""
+    assert _services.registry
+    return _services.registry
+
+
+@pytest.fixture(scope="session")
+def docker_host(_services: svc.Services) -> str:
+    """DOCKER_HOST of a dockerd with no networking (unix socket)."""
+    assert _services.docker_host
+    return _services.docker_host

@@ -1,0 +1,9 @@
+"""The one error type of `validate/`: raised when a check could not be run (bad rules file, unreadable repository, bad notes)."""
+
+from __future__ import annotations
+
+
+class ValidateError(Exception):
+    """`str(err)` is one line: what was wrong and what to do. exit_code: 1 checked, 2 usage/env."""
+
+    exit_code: int = 2
