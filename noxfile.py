@@ -46,8 +46,12 @@ def _install(session: nox.Session, test: bool = True) -> None:
         session.install("-r", "requirements-test.txt")
 
 
-def _with_services(session: nox.Session, *cmd: str, state_dir: Path | None = None,
-                   success_codes: list[int] | None = None) -> None:
+def _with_services(
+    session: nox.Session,
+    *cmd: str,
+    state_dir: Path | None = None,
+    success_codes: list[int] | None = None,
+) -> None:
     args = ["python", "-m", "images.services", "run"]
     if state_dir is not None:
         args += ["--state-dir", str(state_dir)]
@@ -82,8 +86,14 @@ def bench(session: nox.Session) -> None:
 def demo(session: nox.Session) -> None:
     """Nightly + release on examples/benchmark-repo against fixture nightlies."""
     _install(session, test=False)
-    _with_services(session, "python", "-m", "pipeline.demo", *session.posargs,
-                   state_dir=DEMO_STATE / "services")
+    _with_services(
+        session,
+        "python",
+        "-m",
+        "pipeline.demo",
+        *session.posargs,
+        state_dir=DEMO_STATE / "services",
+    )
 
 
 def _pipeline_session(command: str):  # type: ignore[no-untyped-def]

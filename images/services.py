@@ -117,7 +117,9 @@ def _wait(check: object, what: str, proc: subprocess.Popen[bytes], log: Path) ->
             return
         if proc.poll() is not None:
             tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
-            raise ServiceError(f"{what} exited with {proc.returncode}: {' '.join(tail)} (log: {log})")
+            raise ServiceError(
+                f"{what} exited with {proc.returncode}: {' '.join(tail)} (log: {log})"
+            )
         time.sleep(0.1)
     _stop_pid(proc.pid)
     raise ServiceError(f"{what} did not become ready in {START_TIMEOUT_S:.0f}s (log: {log})")
@@ -183,8 +185,8 @@ def start_registry(state: Path, extra_config: str = "", name: str = "registry") 
         proc = subprocess.Popen(
             [binary, "serve", str(config)], stdout=out, stderr=out, start_new_session=True
         )
-    scheme_ok = (lambda: registry_alive(addr)) if "tls:" not in extra_config else (
-        lambda: _port_open(addr)
+    scheme_ok = (
+        (lambda: registry_alive(addr)) if "tls:" not in extra_config else (lambda: _port_open(addr))
     )
     _wait(scheme_ok, f"docker-registry on {addr}", proc, log)
     return addr, proc.pid
@@ -251,6 +253,11 @@ def _stop_pid(pid: int, grace: float = 20.0) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+def stop_pid(pid: int, grace: float = 20.0) -> None:
+    """Stop one process we started (SIGTERM, then SIGKILL after `grace`), e.g. an extra registry."""
+    _stop_pid(pid, grace)
+
+
 def start(
     state_dir: Path | None = None, need_registry: bool = True, need_docker: bool = True
 ) -> Services:
@@ -307,7 +314,9 @@ def _save(services: Services, state: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m images.services", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m images.services", description=__doc__.split("\n")[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     run_p = sub.add_parser("run", help="start services, run CMD with their env, stop them")
     start_p = sub.add_parser("start", help="start services and leave them running")
@@ -346,8 +355,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("run needs a command after --")
     try:
         env = dict(os.environ, **services.env())
-        print(f"relpipe services: {' '.join(f'{k}={v}' for k, v in services.env().items())}",
-              file=sys.stderr)
+        print(
+            f"relpipe services: {' '.join(f'{k}={v}' for k, v in services.env().items())}",
+            file=sys.stderr,
+        )
         return subprocess.call(cmd, env=env)
     finally:
         stop(services)

@@ -36,10 +36,19 @@ USAGE = "usage: relpipe [-h] [--version] COMMAND [ARGS ...]"
 
 def _help() -> str:
     width = max(len(name) for name in COMMANDS)
-    lines = [USAGE, "", "Qualify nightly inference images and turn them into releases.", "", "commands:"]
+    lines = [
+        USAGE,
+        "",
+        "Qualify nightly inference images and turn them into releases.",
+        "",
+        "commands:",
+    ]
     lines += [f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items()]
-    lines += ["", "Run `relpipe COMMAND --help` for a command's options.",
-              "Exit codes: 0 success/PASS, 1 checked failure, 2 usage or environment error."]
+    lines += [
+        "",
+        "Run `relpipe COMMAND --help` for a command's options.",
+        "Exit codes: 0 success/PASS, 1 checked failure, 2 usage or environment error.",
+    ]
     return "\n".join(lines)
 
 

@@ -20,6 +20,29 @@ def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
         "HOME": str(repo),
     }
     full = dict(os.environ, **base, **(env or {}))
-    out = subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                         text=True, env=full)
+    out = subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=full
+    )
     return out.stdout
+
+
+def commit_files(
+    repo: Path,
+    files: dict[str, str | bytes | None],
+    message: str,
+    env: dict[str, str] | None = None,
+) -> str:
+    """Write (str/bytes) or delete (None) `files` in `repo` (git init'ed if new), commit; return the sha."""
+    if not (repo / ".git").exists():
+        repo.mkdir(parents=True, exist_ok=True)
+        git(repo, "init", "-q", "-b", "main")
+    for name, content in files.items():
+        path = repo / name
+        if content is None:
+            git(repo, "rm", "-q", "--", name)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.encode() if isinstance(content, str) else content)
+        git(repo, "add", "--", name)
+    git(repo, "commit", "-q", "--allow-empty", "-m", message, env=env)
+    return git(repo, "rev-parse", "HEAD").strip()

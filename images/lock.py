@@ -1,0 +1,278 @@
+"""`images.lock.yaml`: the record of pinned images in a benchmark repository.
+
+One mapping per pinned `registry/repository:tag` (sorted), each with `digest` (what
+`docker pull repo@digest` uses: the index digest for multi-platform tags), `platform`,
+`platform-digest`, `media-type`, `resolved-at`, `created` and `facts` (merged in later by the
+probe). Only `Pinned` records (digests re-hashed from fetched bytes) can enter the file; writes are
+atomic (temp file + fsync + rename) under an exclusive lock so concurrent pins never lose entries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from images.errors import ImageError
+from images.reference import Reference, parse
+from images.registry import Pinned
+
+DEFAULT_LOCK = "images.lock.yaml"
+HEADER = "# images.lock.yaml: written by `relpipe images pin`; digests are verified, do not edit by hand.\n"
+MAX_LOCK_BYTES = 16 * 1024 * 1024
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_FIELDS = ("digest", "platform", "platform-digest", "media-type", "resolved-at", "created", "facts")
+
+
+class LockError(ImageError):
+    """The lock file is malformed or disagrees with what is being merged (checked failure)."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class LockEntry:
+    key: str  # registry/repository:tag (or registry/repository@digest for digest-only pins)
+    digest: str
+    platform: str | None
+    platform_digest: str
+    media_type: str
+    resolved_at: str
+    created: str | None
+    facts: Mapping[str, Any] = field(default_factory=dict)
+
+    def reference(self) -> Reference:
+        """The digest-qualified reference that gets run."""
+        return parse(self.key.split("@", 1)[0]).with_digest(self.digest)
+
+    def to_yaml(self) -> dict[str, Any]:
+        return {
+            "digest": self.digest,
+            "platform": self.platform,
+            "platform-digest": self.platform_digest,
+            "media-type": self.media_type,
+            "resolved-at": self.resolved_at,
+            "created": self.created,
+            "facts": _sorted(self.facts),
+        }
+
+
+def key_for(ref: Reference) -> str:
+    """Lock key of a reference: by tag when it has one, else by digest."""
+    if ref.tag or not ref.digest:
+        return ref.tagged()
+    return f"{ref.name}@{ref.digest}"
+
+
+def entry_from_pin(pin: Pinned) -> LockEntry:
+    return LockEntry(
+        key_for(pin.reference),
+        pin.digest,
+        pin.platform,
+        pin.platform_digest,
+        pin.media_type,
+        pin.resolved_at,
+        pin.created,
+        {},
+    )
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _sorted(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, list | tuple):
+        return [_sorted(v) for v in value]
+    return value
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects aliases (billion laughs) and duplicate keys."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise LockError(
+                f"lock file: YAML aliases are not allowed (line {event.start_mark.line + 1})"
+            )
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise LockError(
+                    f"lock file: duplicate key {key!r} (line {key_node.start_mark.line + 1})"
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _opt_str(raw: Mapping[str, Any], name: str, key: str) -> str | None:
+    value = raw.get(name)
+    if value is not None and not isinstance(value, str):
+        raise LockError(f"lock entry {key}: {name} must be a string")
+    return value
+
+
+def _digest_field(raw: Mapping[str, Any], name: str, key: str, path: str) -> str:
+    value = raw.get(name)
+    if not isinstance(value, str) or not _DIGEST.fullmatch(value):
+        raise LockError(f"{path}: entry {key}: {name} must be sha256:<64 hex>")
+    return value
+
+
+def parse_lock(data: bytes, path: str = DEFAULT_LOCK) -> dict[str, LockEntry]:
+    """Parse and validate lock bytes; every digest is checked for shape."""
+    if len(data) > MAX_LOCK_BYTES:
+        raise LockError(f"{path}: larger than {MAX_LOCK_BYTES} bytes; refusing")
+    try:
+        doc = yaml.load(data.decode("utf-8"), Loader=_StrictLoader)  # noqa: S506 - strict SafeLoader subclass
+    except UnicodeDecodeError:
+        raise LockError(f"{path}: not UTF-8") from None
+    except yaml.YAMLError as exc:
+        raise LockError(f"{path}: invalid YAML: {str(exc).splitlines()[0]}") from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise LockError(f"{path}: top level must be a mapping of repository:tag to entries")
+    out: dict[str, LockEntry] = {}
+    for key, raw in doc.items():
+        if not isinstance(key, str) or not isinstance(raw, dict):
+            raise LockError(f"{path}: entry {key!r} must map a reference string to a mapping")
+        unknown = set(raw) - set(_FIELDS)
+        if unknown:
+            raise LockError(f"{path}: entry {key}: unknown fields {sorted(unknown)}")
+        digest = _digest_field(raw, "digest", key, path)
+        pdigest = _digest_field(raw, "platform-digest", key, path)
+        try:
+            ref = parse(key)
+        except ImageError as exc:
+            raise LockError(f"{path}: entry key {key!r}: {exc}") from None
+        if key != key_for(ref):
+            raise LockError(
+                f"{path}: entry key {key!r} is not normalised (expected {key_for(ref)!r})"
+            )
+        if ref.digest and ref.digest != digest:
+            raise LockError(f"{path}: entry {key}: digest does not match the key's digest")
+        facts = raw.get("facts") or {}
+        if not isinstance(facts, dict):
+            raise LockError(f"{path}: entry {key}: facts must be a mapping")
+        media_type = raw.get("media-type")
+        resolved_at = raw.get("resolved-at")
+        if not isinstance(media_type, str) or not isinstance(resolved_at, str):
+            raise LockError(f"{path}: entry {key}: media-type and resolved-at are required strings")
+        out[key] = LockEntry(
+            key,
+            digest,
+            _opt_str(raw, "platform", key),
+            pdigest,
+            media_type,
+            resolved_at,
+            _opt_str(raw, "created", key),
+            facts,
+        )
+    return out
+
+
+def render(entries: Mapping[str, LockEntry]) -> str:
+    """Deterministic text: sorted keys, fixed field order, sorted facts."""
+    doc = {key: entries[key].to_yaml() for key in sorted(entries)}
+    body = (
+        yaml.safe_dump(
+            doc, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1000
+        )
+        if doc
+        else ""
+    )
+    return HEADER + body
+
+
+def load(path: str | os.PathLike[str]) -> dict[str, LockEntry]:
+    p = Path(path)
+    if not p.exists():
+        return {}
+    return parse_lock(p.read_bytes(), str(p))
+
+
+def lookup(entries: Mapping[str, LockEntry], ref: str | Reference) -> LockEntry | None:
+    return entries.get(key_for(parse(ref)))
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    lock_path = path.with_name(path.name + ".lock")
+    with open(lock_path, "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Temp file in the same folder + fsync + rename + fsync of the folder."""
+    folder = path.parent
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(text.encode("utf-8"))
+            out.flush()
+            os.fsync(out.fileno())
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o777)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def update(path: str | os.PathLike[str], pins: Iterable[Pinned]) -> dict[str, LockEntry]:
+    """Add or replace entries for `pins`; facts survive only when the digest is unchanged."""
+    p = Path(path)
+    with _locked(p):
+        entries = load(p)
+        for pin in pins:
+            new = entry_from_pin(pin)
+            old = entries.get(new.key)
+            if old is not None and old.digest == new.digest:
+                new = replace(new, facts=old.facts)
+            entries[new.key] = new
+        write_atomic(p, render(entries))
+    return entries
+
+
+def merge_facts(
+    path: str | os.PathLike[str], ref: str | Reference, digest: str, facts: Mapping[str, Any]
+) -> LockEntry:
+    """Merge probe facts into the entry of `ref`, refusing when the probed digest differs."""
+    p = Path(path)
+    with _locked(p):
+        entries = load(p)
+        key = key_for(parse(ref))
+        entry = entries.get(key)
+        if entry is None:
+            raise LockError(f"{p}: no entry for {key}; run `relpipe images pin {key}` first")
+        if digest not in (entry.digest, entry.platform_digest):
+            raise LockError(
+                f"{p}: facts are for {digest} but {key} is pinned to {entry.digest}; re-pin first"
+            )
+        merged = dict(entry.facts)
+        merged.update(facts)
+        entries[key] = replace(entry, facts=merged)
+        write_atomic(p, render(entries))
+    return entries[key]

@@ -1,0 +1,149 @@
+"""Image references: parse and normalise `[registry/]repository[:tag][@sha256:<hex>]`.
+
+Follows the distribution reference grammar (the one docker and skopeo use): a first component
+with a `.` or `:` or equal to `localhost` is a registry; Docker Hub is `docker.io` and its
+single-name repositories live under `library/`. Anything else is rejected with one line that
+says what was wrong, because a reference that parses "almost" is how the wrong image gets run.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+
+from images.errors import ImageError
+
+DOCKER_HUB = "docker.io"
+# Docker Hub's API lives on a different host than its name.
+DOCKER_HUB_API = "registry-1.docker.io"
+_HUB_ALIASES = {"docker.io", "index.docker.io", "registry-1.docker.io", "registry.hub.docker.com"}
+
+_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
+_DOMAIN_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_DOMAIN = re.compile(rf"(?:{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?")
+_TAG = re.compile(r"[\w][\w.-]{0,127}")
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_MAX_NAME = 255
+
+
+class ReferenceError(ImageError):
+    """A string is not a valid image reference (usage error)."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True, order=True)
+class Reference:
+    """A normalised image reference; `tag` and `digest` may both be set (digest wins when pulling)."""
+
+    registry: str
+    repository: str
+    tag: str | None = None
+    digest: str | None = None
+
+    @property
+    def name(self) -> str:
+        """`registry/repository`, the part that names the repository."""
+        return f"{self.registry}/{self.repository}"
+
+    @property
+    def reference(self) -> str:
+        """What goes after `/manifests/` in the registry API: the digest, else the tag, else `latest`."""
+        return self.digest or self.tag or "latest"
+
+    @property
+    def api_host(self) -> str:
+        """Host[:port] the HTTP API is served on."""
+        return DOCKER_HUB_API if self.registry == DOCKER_HUB else self.registry
+
+    @property
+    def loopback(self) -> bool:
+        return is_loopback(self.registry)
+
+    def with_tag(self, tag: str) -> Reference:
+        return Reference(self.registry, self.repository, _check_tag(tag), None)
+
+    def with_digest(self, digest: str) -> Reference:
+        return Reference(self.registry, self.repository, self.tag, check_digest(digest))
+
+    def tagged(self) -> str:
+        """`registry/repository:tag` (tag defaults to `latest`): the key a tag is pinned under."""
+        return f"{self.name}:{self.tag or 'latest'}"
+
+    def __str__(self) -> str:
+        out = self.name
+        if self.tag:
+            out += f":{self.tag}"
+        if self.digest:
+            out += f"@{self.digest}"
+        return out
+
+
+def is_loopback(registry: str) -> bool:
+    """True for `localhost`, 127.0.0.0/8 and ::1 (with or without a port)."""
+    host = registry
+    if host.startswith("["):
+        host = host[1 : host.index("]")] if "]" in host else host
+    elif host.count(":") == 1:
+        host = host.split(":", 1)[0]
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_digest(digest: str) -> str:
+    if not _DIGEST.fullmatch(digest):
+        raise ReferenceError(
+            f"invalid digest {digest!r}: expected sha256: followed by 64 lowercase hex digits"
+        )
+    return digest
+
+
+def _check_tag(tag: str) -> str:
+    if not _TAG.fullmatch(tag):
+        raise ReferenceError(
+            f"invalid tag {tag!r}: use letters, digits, '_', '.', '-' (max 128, not starting with '.' or '-')"
+        )
+    return tag
+
+
+def parse(ref: str | Reference) -> Reference:
+    """Parse and normalise `ref`; a `Reference` is returned unchanged."""
+    if isinstance(ref, Reference):
+        return ref
+    if not isinstance(ref, str) or not ref or ref != ref.strip() or any(c.isspace() for c in ref):
+        raise ReferenceError(f"invalid image reference {ref!r}: empty or contains whitespace")
+    rest, digest = ref, None
+    if "@" in rest:
+        rest, digest = rest.split("@", 1)
+        check_digest(digest)
+    tag = None
+    slash = rest.rfind("/")
+    colon = rest.rfind(":")
+    if colon > slash:
+        rest, tag = rest[:colon], _check_tag(rest[colon + 1 :])
+    first, sep, remainder = rest.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        registry, path = first, remainder
+        if not _DOMAIN.fullmatch(registry):
+            raise ReferenceError(f"invalid registry {registry!r} in image reference {ref!r}")
+    else:
+        registry, path = DOCKER_HUB, rest
+    if registry.lower() in _HUB_ALIASES:
+        registry = DOCKER_HUB
+    components = path.split("/")
+    for comp in components:
+        if not _COMPONENT.fullmatch(comp):
+            hint = " (repository names must be lowercase)" if comp.lower() != comp else ""
+            raise ReferenceError(
+                f"invalid repository component {comp!r} in image reference {ref!r}{hint}"
+            )
+    if registry == DOCKER_HUB and len(components) == 1:
+        path = f"library/{path}"
+    if len(f"{registry}/{path}") > _MAX_NAME:
+        raise ReferenceError(f"image name in {ref!r} is longer than {_MAX_NAME} characters")
+    return Reference(registry, path, tag, digest)

@@ -1,0 +1,228 @@
+"""`relpipe images resolve|latest|pin|probe`: registry look-ups, verified pins and the lock file.
+
+A thin shell over `images.registry`, `images.nightly`, `images.lock` and (for `pin --config`)
+`changelog.configs.pin`: parse arguments, call them, print text or `--json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from images.errors import ImageError
+from images.reference import parse
+from images.registry import RegistryClient
+
+DEFAULT_LOCK = "images.lock.yaml"  # images.lock.DEFAULT_LOCK, without importing PyYAML here
+
+
+def _client(args: argparse.Namespace) -> RegistryClient:
+    return RegistryClient(insecure=args.insecure_registry or (), ca_bundle=args.ca_bundle)
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, sort_keys=False))
+
+
+def _resolve(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        results = client.resolve_many(args.refs, args.platform)
+    if args.json:
+        _print_json([r.to_json() for r in results])
+    else:
+        for r in results:
+            extra = f"  {r.platform} {r.platform_digest}" if r.platform else ""
+            print(f"{r.ref}  {r.digest}{extra}")
+    return 0
+
+
+def _latest(args: argparse.Namespace) -> int:
+    from images.nightly import matching
+
+    repo = parse(args.repository)
+    if repo.tag or repo.digest:
+        raise ImageError(
+            f"latest takes a repository without tag or digest, got {args.repository!r}"
+        )
+    with _client(args) as client:
+        tags = client.list_tags(repo, page_size=args.page_size)
+        found = matching(tags, args.pattern)
+        if not found:
+            err = ImageError(
+                f"{repo.name}: none of {len(tags)} tags matches {args.pattern!r}; pass --pattern"
+            )
+            err.exit_code = 1
+            raise err
+        best = found[-1]
+        resolved = client.resolve(repo.with_tag(best.tag), args.platform)
+    record = {
+        "repository": repo.name,
+        "tag": best.tag,
+        "timestamp": best.timestamp.isoformat(),
+        "version": ".".join(map(str, best.version)) or None,
+        "tags-total": len(tags),
+        "tags-matching": len(found),
+        **resolved.to_json(),
+        "ref": f"{args.repository}:{best.tag}",
+    }
+    if args.json:
+        _print_json(record)
+    else:
+        print(f"{record['ref']}  {resolved.digest}")
+    return 0
+
+
+def _pin(args: argparse.Namespace) -> int:
+    refs = [parse(r) for r in args.refs]
+    if args.config_key and len(refs) != 1:
+        raise ImageError("--config-key pins exactly one REF into the config; give one")
+    if bool(args.config) != bool(args.config_key):
+        raise ImageError("--config and --config-key go together")
+    # Imported here: PyYAML is only needed by the commands that write the lock.
+    from images.lock import entry_from_pin, update
+
+    with _client(args) as client:
+        pins = [client.pin(r, args.platform) for r in args.refs]
+    update(args.lock, pins)
+    out: list[dict[str, Any]] = []
+    for pin in pins:
+        entry = entry_from_pin(pin)
+        out.append({"key": entry.key, "ref": pin.ref, **entry.to_yaml()})
+    if args.config:
+        # Imported here: the config editor belongs to changelog/, wired by this command only.
+        from changelog.configs.pin import pin_image
+
+        pin = pins[0]
+        image = pin.ref.split("@", 1)[0]
+        if args.with_digest:
+            image = f"{image}@{pin.digest}"
+        result = pin_image(args.config, args.config_key, image)
+        out[0]["config"] = {
+            "path": result.path,
+            "key": result.key,
+            "old-image": result.old_image,
+            "new-image": result.new_image,
+            "line": result.line,
+            "changed": result.changed,
+        }
+    if args.json:
+        _print_json(out)
+    else:
+        for item in out:
+            print(f"{item['key']}  {item['digest']}  -> {args.lock}")
+            if "config" in item:
+                cfg = item["config"]
+                state = "changed" if cfg["changed"] else "unchanged"
+                print(
+                    f"{cfg['path']}:{cfg['line']}: {cfg['key']} image {state}: {cfg['new-image']}"
+                )
+    return 0
+
+
+def _probe(args: argparse.Namespace) -> int:
+    """Pin REF (verified), run `python -m engine probe` inside it by digest, report the facts."""
+    # Imported here: docker and the runtime are needed by this subcommand only.
+    from images.runtime import Runtime
+
+    spec = importlib.util.find_spec(
+        "engine"
+    )  # located, never imported: it is mounted, not run here
+    if spec is None or spec.origin is None:
+        raise ImageError("cannot find the relpipe engine package to mount; reinstall relpipe")
+    engine_dir = Path(spec.origin).parent
+    with _client(args) as client:
+        pin = client.pin(args.ref, args.platform)
+    with tempfile.TemporaryDirectory(prefix="relpipe-probe-") as out:
+        run = Runtime.from_env().run_engine(
+            pin.reference, "probe", engine_dir=engine_dir, out_dir=Path(out), timeout_s=args.timeout
+        )
+        doc = run.require()
+    facts = {k: v for k, v in doc.items() if k not in ("schema", "command", "status")}
+    if args.lock:
+        from images.lock import merge_facts
+
+        merge_facts(args.lock, pin.reference, pin.digest, facts)
+    if args.json:
+        _print_json(
+            {
+                "ref": pin.ref,
+                "digest": pin.digest,
+                "platform-digest": pin.platform_digest,
+                "facts": facts,
+            }
+        )
+    else:
+        engine = facts.get("engine") or {}
+        print(f"{pin.ref}  {pin.digest}")
+        for key in ("name", "version", "commit"):
+            print(f"  engine.{key}: {engine.get(key) if isinstance(engine, dict) else None}")
+        for key in ("rocm", "python", "gpu"):
+            print(f"  {key}: {json.dumps(facts.get(key))}")
+        for err in facts.get("errors") or []:
+            print(f"  missing: {err}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="relpipe images", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print JSON")
+    common.add_argument(
+        "--insecure-registry",
+        action="append",
+        metavar="HOST[:PORT]",
+        help="speak plain HTTP to this (non-loopback) registry",
+    )
+    common.add_argument("--ca-bundle", metavar="PEM", help="extra CA certificates to trust")
+    common.add_argument("--platform", default=None, help="os/arch[/variant] (default linux/amd64)")
+
+    p = sub.add_parser("resolve", parents=[common], help="tag -> digest (one HEAD per tag)")
+    p.add_argument("refs", nargs="+", metavar="REF")
+    p.set_defaults(func=_resolve)
+
+    p = sub.add_parser("latest", parents=[common], help="newest nightly tag of a repository")
+    p.add_argument("repository", metavar="REPOSITORY")
+    p.add_argument(
+        "--pattern",
+        default="nightly_%Y%m%d%H%M",  # images.nightly.DEFAULT_PATTERN (imported only by `latest`)
+        help="tag pattern (%%Y %%m %%d %%H %%M %%S <ver>) or a family: atom, vllm, sglang "
+        "(default nightly_%%Y%%m%%d%%H%%M)",
+    )
+    p.add_argument("--page-size", type=int, default=1000, help="tags per listing request (n=)")
+    p.set_defaults(func=_latest)
+
+    p = sub.add_parser("pin", parents=[common], help="verified pin into the lock file")
+    p.add_argument("refs", nargs="+", metavar="REF")
+    p.add_argument("--lock", default=DEFAULT_LOCK, help=f"lock file (default {DEFAULT_LOCK})")
+    p.add_argument(
+        "--config", metavar="MASTER_YAML", help="also set the image of --config-key here"
+    )
+    p.add_argument("--config-key", metavar="KEY")
+    p.add_argument(
+        "--with-digest", action="store_true", help="write tag@sha256:... into the config"
+    )
+    p.set_defaults(func=_pin)
+
+    p = sub.add_parser(
+        "probe", parents=[common], help="facts from inside the image (engine, ROCm, ...)"
+    )
+    p.add_argument("ref", metavar="REF")
+    p.add_argument(
+        "--lock", default=None, help="merge the facts into this lock file's entry for REF"
+    )
+    p.add_argument("--timeout", type=float, default=600.0, help="container limit in seconds")
+    p.set_defaults(func=_probe)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    return int(args.func(args))

@@ -1,0 +1,77 @@
+"""Config pin: a minimal textual edit of one key's `image:` that keeps every other byte."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from changelog.configs.pin import ConfigPinError, edit_image, pin_image
+
+NEW = "rocm/atom-dev:nightly_202610070333"
+DIGEST = "sha256:2f605a3e" + "0" * 56
+
+
+@pytest.mark.parametrize("image", [NEW, f"{NEW}@{DIGEST}"], ids=["tag", "with-digest"])
+def test_corpus_bump_changes_exactly_one_line(corpus_dir: Path, tmp_path: Path, image: str) -> None:
+    original = (corpus_dir / "amd-master.yaml").read_bytes()
+    path = tmp_path / "amd-master.yaml"
+    shutil.copyfile(corpus_dir / "amd-master.yaml", path)
+    result = pin_image(path, "dsv4-fp4-mi355x-atom", image)
+    assert result.changed and result.old_image == "rocm/atom-dev:nightly_202607231538"
+    old_lines, new_lines = original.split(b"\n"), path.read_bytes().split(b"\n")
+    assert len(old_lines) == len(new_lines)
+    diff = [i for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=True)) if a != b]
+    assert diff == [result.line - 1]
+    assert new_lines[diff[0]] == f"  image: {image}".encode()
+    # the look-alike keys that share the prefix are untouched
+    assert (
+        b"dsv4-fp4-mi355x-atom-mtp:\n  image: rocm/atom-dev:nightly_202607231538"
+        in path.read_bytes()
+    )
+    # idempotent: the second pin is a no-op and writes nothing
+    mtime = path.stat().st_mtime_ns
+    assert pin_image(path, "dsv4-fp4-mi355x-atom", image).changed is False
+    assert path.stat().st_mtime_ns == mtime
+
+
+def test_flow_mapping_quotes_and_comments_are_kept() -> None:
+    text = (
+        "# header comment\n"
+        "a: {image: 'rocm/x:old', model: m}   # trailing\n"
+        "b:\n"
+        '  image: "rocm/x:old"  # keep me\n'
+        "  model: m\n"
+    )
+    out, res = edit_image(text, "a", "rocm/x:new")
+    assert out == text.replace("'rocm/x:old'", "'rocm/x:new'", 1) and res.line == 2
+    out, res = edit_image(text, "b", "rocm/x:new")
+    assert out == text.replace('"rocm/x:old"', '"rocm/x:new"') and res.line == 4
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "image", "message"),
+    [
+        ("a:\n  image: x\n", "zz", "y", "not found"),
+        ("a:\n  image: x\na:\n  image: y\n", "a", "y", "appears 2 times"),
+        ("a:\n  model: m\n", "a", "y", "exactly one scalar 'image:'"),
+        ("a:\n  image: [x]\n", "a", "y", "exactly one scalar"),
+        ("a:\n  image: |\n    x\n", "a", "y", "block scalar"),
+        ("a:\n  image: x\n", "a", "bad image # x", "invalid image reference"),
+        ("a: [\n", "a", "y", "invalid YAML"),
+        ("- a\n", "a", "y", "top level is not a mapping"),
+    ],
+)
+def test_refusals(text: str, key: str, image: str, message: str) -> None:
+    with pytest.raises(ConfigPinError, match=message) as info:
+        edit_image(text, key, image)
+    assert "\n" not in str(info.value)
+
+
+def test_crlf_file_is_refused_and_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_bytes(b"a:\r\n  image: x\r\n")
+    with pytest.raises(ConfigPinError, match="carriage returns"):
+        pin_image(path, "a", "y")
+    assert path.read_bytes() == b"a:\r\n  image: x\r\n"

@@ -1,0 +1,115 @@
+"""Reference parsing and normalisation (docker's grammar), including property tests."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from images.reference import Reference, ReferenceError, is_loopback, parse
+
+D = "sha256:" + "ab" * 32
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("ubuntu", Reference("docker.io", "library/ubuntu")),
+        ("ubuntu:24.04", Reference("docker.io", "library/ubuntu", "24.04")),
+        (
+            "rocm/atom-dev:nightly_202610070333",
+            Reference("docker.io", "rocm/atom-dev", "nightly_202610070333"),
+        ),
+        ("docker.io/rocm/atom-dev", Reference("docker.io", "rocm/atom-dev")),
+        ("index.docker.io/library/ubuntu", Reference("docker.io", "library/ubuntu")),
+        ("docker.io/ubuntu", Reference("docker.io", "library/ubuntu")),
+        ("127.0.0.1:5000/a/b:t", Reference("127.0.0.1:5000", "a/b", "t")),
+        ("localhost/x", Reference("localhost", "x")),
+        ("localhost:5000/x@" + D, Reference("localhost:5000", "x", None, D)),
+        ("ghcr.io/o/r:v1@" + D, Reference("ghcr.io", "o/r", "v1", D)),
+        ("Registry.Example.com/a__b/c-d.e", Reference("Registry.Example.com", "a__b/c-d.e")),
+    ],
+)
+def test_parse_normalises(text: str, expected: Reference) -> None:
+    assert parse(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("Ubuntu", "must be lowercase"),
+        ("rocm/Atom-dev:x", "must be lowercase"),
+        ("a//b", "invalid repository component ''"),
+        ("x:", "invalid tag ''"),
+        ("x:-bad", "invalid tag"),
+        ("x@sha256:abc", "64 lowercase hex"),
+        ("x@md5:" + "a" * 32, "invalid digest"),
+        ("", "empty"),
+        (" x", "whitespace"),
+        ("a/b c", "whitespace"),
+        ("bad_host:99999x/a", "invalid"),
+        ("a/" + "b" * 300, "longer than 255"),
+    ],
+)
+def test_parse_rejects_with_one_line(text: str, message: str) -> None:
+    with pytest.raises(ReferenceError, match=message) as info:
+        parse(text)
+    assert "\n" not in str(info.value) and info.value.exit_code == 2
+
+
+def test_properties() -> None:
+    ref = parse("127.0.0.1:5000/a/b:t@" + D)
+    assert ref.reference == D and ref.tagged() == "127.0.0.1:5000/a/b:t"
+    assert parse("x").reference == "latest" and parse("x").api_host == "registry-1.docker.io"
+    assert ref.with_tag("u") == Reference("127.0.0.1:5000", "a/b", "u")
+    assert parse(ref) is ref
+
+
+@pytest.mark.parametrize(
+    ("host", "loop"),
+    [
+        ("127.0.0.1:5000", True),
+        ("127.8.9.10", True),
+        ("localhost:1", True),
+        ("[::1]:5000", True),
+        ("128.0.0.1:5000", False),
+        ("docker.io", False),
+        ("localhost.example.com", False),
+    ],
+)
+def test_loopback(host: str, loop: bool) -> None:
+    assert is_loopback(host) is loop
+
+
+component = st.from_regex(r"[a-z0-9]{1,8}([._-][a-z0-9]{1,8}){0,2}", fullmatch=True)
+tag = st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,20}", fullmatch=True)
+registry = st.sampled_from(
+    ["", "docker.io/", "127.0.0.1:5000/", "localhost/", "ghcr.io/", "r.example.com:443/"]
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    registry,
+    st.lists(component, min_size=1, max_size=3),
+    st.none() | tag,
+    st.none() | st.from_regex(r"[0-9a-f]{64}", fullmatch=True),
+)
+def test_round_trip(reg: str, comps: list[str], t: str | None, hexd: str | None) -> None:
+    # without a registry, a first component with a '.' names a registry (docker's rule)
+    assume(reg or len(comps) == 1 or "." not in comps[0])
+    text = reg + "/".join(comps) + (f":{t}" if t else "") + (f"@sha256:{hexd}" if hexd else "")
+    ref = parse(text)
+    assert parse(str(ref)) == ref
+    assert ref.tag == t and ref.digest == (f"sha256:{hexd}" if hexd else None)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=40))
+def test_arbitrary_text_parses_or_fails_cleanly(text: str) -> None:
+    try:
+        ref = parse(text)
+    except ReferenceError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert parse(str(ref)) == ref
