@@ -1,0 +1,553 @@
+"""Semantic diff of master configs (and recipe YAML files) between two revisions, and the points plan.
+
+Owns the answer to "what did this config change do to the benchmark?": image changes per key; per
+search-space arm (tp, offload, spec decoding, ...) the concurrency points added or removed; the
+environment settings added, removed or changed per point (`env:` mappings and `additional-settings`
+`NAME=VALUE` lists, also under `prefill`/`decode`); version changes of nested components such as
+the KV offload backend (`kv-offload-backend: { name: lmcache, version: ... }`); other fields; and
+how many throughput points the keys expand to. Recipe files (any other YAML) get a leaf-path diff.
+
+The result is structured (frozen records with `to_json`/`from_json`); `changelog.notes` turns it
+into bullets in both languages. Pure functions of the two texts.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, TypeAlias
+
+import yaml
+
+from changelog.errors import ChangelogError
+
+MAX_TEXT = 16 * 1024 * 1024
+# Arm fields that are not part of an arm's identity: its points, its environment, and versions.
+_POINT_FIELDS = frozenset({"conc-list", "conc-start", "conc-end"})
+_ENV_FIELDS = frozenset({"env", "additional-settings"})
+# Canonical order for arm labels; anything else follows alphabetically.
+_ARM_ORDER = (
+    "tp",
+    "ep",
+    "dp-attn",
+    "dcp-size",
+    "kv-offloading",
+    "kv-offload-backend",
+    "spec-decoding",
+    "router",
+    "prefill",
+    "decode",
+)
+
+
+# ---------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class ImageChange:
+    kind: ClassVar[str] = "image"
+    key: str
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class KeyChange:
+    """A whole config key added or removed (`change` is "added" or "removed")."""
+
+    kind: ClassVar[str] = "key"
+    key: str
+    change: str
+
+    def __post_init__(self) -> None:
+        if self.change not in ("added", "removed"):
+            raise ChangelogError(f"key change must be 'added' or 'removed', got {self.change!r}")
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    """Any other field; `old`/`new` are the YAML scalars as text, None when absent."""
+
+    kind: ClassVar[str] = "field"
+    key: str
+    path: str
+    old: str | None
+    new: str | None
+
+
+@dataclass(frozen=True)
+class ConcurrencyChange:
+    kind: ClassVar[str] = "concurrency"
+    key: str
+    scenario: str
+    arm: str
+    added: tuple[int, ...]
+    removed: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class EnvChange:
+    """One setting changed at some points of an arm: removed (new None), added (old None) or changed."""
+
+    kind: ClassVar[str] = "env"
+    key: str
+    scenario: str
+    arm: str
+    name: str
+    old: str | None
+    new: str | None
+    concurrency: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class VersionChange:
+    """A nested component's version in one arm, e.g. field kv-offload-backend, name lmcache."""
+
+    kind: ClassVar[str] = "version"
+    key: str
+    scenario: str
+    arm: str
+    field: str
+    name: str
+    old: str | None
+    new: str | None
+
+
+Change: TypeAlias = (
+    ImageChange | KeyChange | FieldChange | ConcurrencyChange | EnvChange | VersionChange
+)
+_KINDS: dict[str, type[Change]] = {
+    c.kind: c
+    for c in (ImageChange, KeyChange, FieldChange, ConcurrencyChange, EnvChange, VersionChange)
+}
+
+
+@dataclass(frozen=True)
+class KeyPoints:
+    """Throughput points one key expands to in the old and new revision (None: key absent)."""
+
+    key: str
+    old: int | None
+    new: int | None
+
+
+@dataclass(frozen=True)
+class ConfigDiff:
+    changes: tuple[Change, ...]
+    points: tuple[KeyPoints, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "changes": [change_to_json(c) for c in self.changes],
+            "points": [points_to_json(p) for p in self.points],
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> ConfigDiff:
+        obj = _mapping(data, "config diff")
+        return cls(
+            tuple(change_from_json(c) for c in _list(obj.get("changes", []), "changes")),
+            tuple(points_from_json(p) for p in _list(obj.get("points", []), "points")),
+        )
+
+
+def change_to_json(change: Change) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": change.kind}
+    for f in fields(change):
+        value = getattr(change, f.name)
+        out[f.name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def change_from_json(data: object) -> Change:
+    """Parse one change record (from `release.json`); unknown kinds and wrong types are errors."""
+    obj = _mapping(data, "config change")
+    kind = obj.get("kind")
+    cls = _KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ChangelogError(
+            f"config change has unknown kind {kind!r}; expected one of {sorted(_KINDS)}"
+        )
+    names = {f.name for f in fields(cls)}
+    extra = set(obj) - names - {"kind"}
+    if extra:
+        raise ChangelogError(f"config change {kind!r} has unknown fields {sorted(extra)}")
+    args: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name not in obj:
+            raise ChangelogError(f"config change {kind!r} lacks field {f.name!r}")
+        args[f.name] = _typed(obj[f.name], str(f.type), f"config change {kind}.{f.name}")
+    return cls(**args)
+
+
+def points_to_json(points: KeyPoints) -> dict[str, Any]:
+    return {"key": points.key, "old": points.old, "new": points.new}
+
+
+def points_from_json(data: object) -> KeyPoints:
+    obj = _mapping(data, "points plan entry")
+    return KeyPoints(
+        _typed(obj.get("key"), "str", "points.key"),
+        _typed(obj.get("old"), "int | None", "points.old"),
+        _typed(obj.get("new"), "int | None", "points.new"),
+    )
+
+
+def _typed(value: object, spec: str, what: str) -> Any:
+    # Field types are a small closed set; checking them here keeps release.json fail-closed.
+    nullable = spec.endswith("| None")
+    base = spec.removesuffix(" | None")
+    if value is None and nullable:
+        return None
+    if base == "str" and isinstance(value, str):
+        return value
+    if base == "int" and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if (
+        base == "tuple[int, ...]"
+        and isinstance(value, list)
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    ):
+        return tuple(value)
+    raise ChangelogError(f"{what} must be {spec}, got {type(value).__name__}; fix release.json")
+
+
+def _mapping(data: object, what: str) -> Mapping[str, Any]:
+    if not isinstance(data, dict):
+        raise ChangelogError(f"{what} must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _list(data: object, what: str) -> list[Any]:
+    if not isinstance(data, list):
+        raise ChangelogError(f"{what} must be a JSON list, got {type(data).__name__}")
+    return data
+
+
+# ---------------------------------------------------------------- loading
+
+
+# libyaml's parser when present: the real masters are 10k lines and this runs on every release.
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _StrictLoader(_BaseLoader):  # type: ignore[valid-type,misc]
+    """SafeLoader that refuses duplicate keys (YAML silently keeps the last one)."""
+
+
+def _construct_mapping(
+    loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False
+) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise ChangelogError(
+                f"duplicate key {key!r} at line {key_node.start_mark.line + 1}; remove one of them"
+            )
+        seen.add(key)
+    return dict(loader.construct_pairs(node, deep=deep))
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_yaml(text: str, what: str = "config") -> Any:
+    """Parse untrusted YAML: no NUL, no aliases (billion-laughs), no duplicate keys, bounded size."""
+    if len(text) > MAX_TEXT:
+        raise ChangelogError(f"{what} is larger than {MAX_TEXT} bytes; refusing to parse it")
+    if "\x00" in text:
+        raise ChangelogError(f"{what} contains a NUL byte; it is not a YAML text file")
+    try:
+        for event in yaml.parse(text, Loader=_StrictLoader):
+            if isinstance(event, yaml.AliasEvent):
+                line = event.start_mark.line + 1 if event.start_mark else 0
+                raise ChangelogError(
+                    f"{what} line {line}: YAML aliases are not allowed; write the value out"
+                )
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - _StrictLoader is a SafeLoader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ChangelogError(f"{what}{where}: invalid YAML ({problem}); fix the file") from None
+
+
+def _is_master(doc: object) -> bool:
+    return (
+        isinstance(doc, dict)
+        and bool(doc)
+        and all(isinstance(v, dict) and "scenarios" in v for v in doc.values())
+    )
+
+
+# ---------------------------------------------------------------- expansion
+
+
+def _scalar(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_scalar(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_scalar(v) for v in value) + "]"
+    return str(value)
+
+
+def concurrencies(arm: Mapping[str, Any], where: str) -> tuple[int, ...]:
+    """The concurrency points of one arm: `conc-list`, or `conc-start`..`conc-end` doubling."""
+    if "conc-list" in arm:
+        values = arm["conc-list"]
+        if not isinstance(values, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values
+        ):
+            raise ChangelogError(f"{where}: conc-list must be a list of positive integers")
+        return tuple(values)
+    start, end = arm.get("conc-start"), arm.get("conc-end")
+    if (
+        not (isinstance(start, int) and isinstance(end, int))
+        or isinstance(start, bool)
+        or isinstance(end, bool)
+        or not 0 < start <= end
+    ):
+        raise ChangelogError(
+            f"{where}: needs conc-list, or conc-start <= conc-end (positive integers)"
+        )
+    out, conc = [], start
+    while conc <= end:  # InferenceX sweeps powers of two from start up to end
+        out.append(conc)
+        conc *= 2
+    return tuple(out)
+
+
+def _settings(arm: Mapping[str, Any], where: str) -> dict[str, str]:
+    """Environment of an arm: `env` mapping and `NAME=VALUE` settings, prefill/decode prefixed."""
+    out: dict[str, str] = {}
+    scopes: list[tuple[str, Mapping[str, Any]]] = [("", arm)]
+    scopes += [
+        (f"{role}.", arm[role]) for role in ("prefill", "decode") if isinstance(arm.get(role), dict)
+    ]
+    for prefix, scope in scopes:
+        env = scope.get("env")
+        if env is not None:
+            if not isinstance(env, dict):
+                raise ChangelogError(f"{where}: env must be a mapping of NAME: value")
+            out.update({f"{prefix}{k}": _scalar(v) for k, v in env.items()})
+        extra = scope.get("additional-settings")
+        if extra is not None:
+            if not isinstance(extra, list):
+                raise ChangelogError(
+                    f"{where}: additional-settings must be a list of NAME=VALUE strings"
+                )
+            for item in extra:
+                name, sep, value = str(item).partition("=")
+                out[f"{prefix}{name}"] = value if sep else ""
+    return out
+
+
+def _versions(arm: Mapping[str, Any]) -> dict[str, tuple[str, str | None]]:
+    return {
+        k: (str(v.get("name")), None if v.get("version") is None else str(v["version"]))
+        for k, v in arm.items()
+        if isinstance(v, dict) and "name" in v
+    }
+
+
+def _arm_label(arm: Mapping[str, Any]) -> str:
+    order = {name: i for i, name in enumerate(_ARM_ORDER)}
+    parts = []
+    for name in sorted(arm, key=lambda n: (order.get(n, len(order)), n)):
+        if name in _POINT_FIELDS or name in _ENV_FIELDS:
+            continue
+        value = arm[name]
+        if isinstance(value, dict):
+            inner = {k: v for k, v in value.items() if k not in _ENV_FIELDS and k != "version"}
+            value = inner["name"] if set(inner) == {"name"} else _scalar(inner)
+        parts.append(f"{name}={_scalar(value)}")
+    return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class _Arm:
+    """All points of one arm identity (several YAML items may share it, e.g. split by env)."""
+
+    scenario: str
+    label: str
+    env: Mapping[int, Mapping[str, str]]  # concurrency -> settings at that point
+    versions: Mapping[str, tuple[str, str | None]]
+
+    @property
+    def points(self) -> tuple[int, ...]:
+        return tuple(self.env)
+
+
+@dataclass(frozen=True)
+class _Key:
+    fields: Mapping[str, str]
+    arms: tuple[_Arm, ...]
+
+
+def _expand_key(name: str, cfg: Mapping[str, Any]) -> _Key:
+    flat = {k: _scalar(v) for k, v in cfg.items() if k != "scenarios"}
+    scenarios = cfg.get("scenarios")
+    if not isinstance(scenarios, dict):
+        raise ChangelogError(f"config key {name}: scenarios must be a mapping")
+    points: dict[tuple[str, str], dict[int, Mapping[str, str]]] = {}
+    versions: dict[tuple[str, str], dict[str, tuple[str, str | None]]] = {}
+    for scen_name, entries in scenarios.items():
+        if not isinstance(entries, list):
+            raise ChangelogError(f"config key {name}: scenario {scen_name} must be a list")
+        scen_seen: dict[str, int] = defaultdict(int)
+        for entry in entries:
+            if not isinstance(entry, dict):
+                raise ChangelogError(
+                    f"config key {name}: scenario {scen_name} entries must be mappings"
+                )
+            scen = str(scen_name)
+            if "isl" in entry or "osl" in entry:
+                scen += f" isl={entry.get('isl')} osl={entry.get('osl')}"
+            scen_seen[scen] += 1
+            if scen_seen[scen] > 1:  # two entries with one shape: keep them apart by position
+                scen += f" #{scen_seen[scen]}"
+            for field, value in entry.items():
+                if field not in ("search-space", "isl", "osl"):
+                    flat[f"{scen}.{field}"] = _scalar(value)
+            space = entry.get("search-space")
+            if not isinstance(space, list):
+                raise ChangelogError(f"config key {name}: {scen} needs a search-space list")
+            for arm in space:
+                where = f"config key {name}: {scen}"
+                if not isinstance(arm, dict):
+                    raise ChangelogError(f"{where}: search-space items must be mappings")
+                concs, env = concurrencies(arm, where), _settings(arm, where)
+                base, n = _arm_label(arm), 1
+                label = base
+                # Items sharing a shape are one arm unless their points collide (then number them).
+                while any(c in points.get((scen, label), {}) for c in concs):
+                    n += 1
+                    label = f"{base} #{n}"
+                points.setdefault((scen, label), {}).update({c: env for c in concs})
+                versions.setdefault((scen, label), {}).update(_versions(arm))
+    arms = tuple(
+        _Arm(scen, label, pts, versions[(scen, label)]) for (scen, label), pts in points.items()
+    )
+    return _Key(flat, arms)
+
+
+def _expand(doc: object, what: str) -> dict[str, _Key]:
+    if not _is_master(doc) or not isinstance(doc, dict):
+        raise ChangelogError(
+            f"{what} is not a master config (a mapping of config keys with scenarios)"
+        )
+    return {str(k): _expand_key(str(k), v) for k, v in doc.items()}
+
+
+# ---------------------------------------------------------------- diff
+
+
+def _count(key: _Key) -> int:
+    return sum(len(arm.points) for arm in key.arms)
+
+
+def points_plan(
+    text: str, keys: Iterable[str] | None = None, what: str = "config"
+) -> dict[str, int]:
+    """Throughput points per config key (all keys, or the given ones; unknown keys are errors)."""
+    expanded = _expand(load_yaml(text, what), what)
+    wanted = list(expanded) if keys is None else list(keys)
+    missing = [k for k in wanted if k not in expanded]
+    if missing:
+        raise ChangelogError(f"config keys not in {what}: {', '.join(missing)}")
+    return {k: _count(expanded[k]) for k in wanted}
+
+
+def diff(old_text: str, new_text: str) -> ConfigDiff:
+    """Structured changes between two revisions of a master config, or of any recipe YAML."""
+    old_doc, new_doc = load_yaml(old_text, "old config"), load_yaml(new_text, "new config")
+    if not (_is_master(old_doc) and _is_master(new_doc)):
+        return ConfigDiff(tuple(_diff_tree("", old_doc, new_doc)), ())
+    old, new = _expand(old_doc, "old config"), _expand(new_doc, "new config")
+    changes: list[Change] = []
+    points: list[KeyPoints] = []
+    for key in list(old) + [k for k in new if k not in old]:
+        if key not in new or key not in old:
+            changes.append(KeyChange(key, "removed" if key not in new else "added"))
+            points.append(
+                KeyPoints(
+                    key,
+                    _count(old[key]) if key in old else None,
+                    _count(new[key]) if key in new else None,
+                )
+            )
+            continue
+        before = len(changes)
+        changes += _diff_key(key, old[key], new[key])
+        if len(changes) > before:
+            points.append(KeyPoints(key, _count(old[key]), _count(new[key])))
+    return ConfigDiff(tuple(changes), tuple(points))
+
+
+def _diff_key(key: str, old: _Key, new: _Key) -> list[Change]:
+    out: list[Change] = []
+    if old.fields.get("image") != new.fields.get("image"):
+        out.append(ImageChange(key, old.fields.get("image", ""), new.fields.get("image", "")))
+    for field in list(old.fields) + [f for f in new.fields if f not in old.fields]:
+        if field != "image" and old.fields.get(field) != new.fields.get(field):
+            out.append(FieldChange(key, field, old.fields.get(field), new.fields.get(field)))
+    old_arms = {(a.scenario, a.label): a for a in old.arms}
+    new_arms = {(a.scenario, a.label): a for a in new.arms}
+    for ident in list(old_arms) + [i for i in new_arms if i not in old_arms]:
+        a, b = old_arms.get(ident), new_arms.get(ident)
+        old_pts, new_pts = (a.points if a else ()), (b.points if b else ())
+        added = tuple(sorted(c for c in new_pts if c not in old_pts))
+        removed = tuple(sorted(c for c in old_pts if c not in new_pts))
+        if added or removed:
+            out.append(ConcurrencyChange(key, ident[0], ident[1], added, removed))
+        if a and b:
+            out += _diff_env(key, a, b)
+            for field in list(a.versions) + [f for f in b.versions if f not in a.versions]:
+                va, vb = a.versions.get(field), b.versions.get(field)
+                if va and vb and va[0] == vb[0] and va[1] != vb[1]:
+                    out.append(VersionChange(key, a.scenario, a.label, field, va[0], va[1], vb[1]))
+    return out
+
+
+def _diff_env(key: str, a: _Arm, b: _Arm) -> list[Change]:
+    # Only points present in both revisions: an added/removed point is a concurrency change.
+    groups: dict[tuple[str, str | None, str | None], list[int]] = defaultdict(list)
+    for conc in sorted(c for c in a.points if c in b.points):
+        env_a, env_b = a.env[conc], b.env[conc]
+        for name in list(env_a) + [n for n in env_b if n not in env_a]:
+            old, new = env_a.get(name), env_b.get(name)
+            if old != new:
+                groups[(name, old, new)].append(conc)
+    return [
+        EnvChange(key, a.scenario, a.label, name, old, new, tuple(concs))
+        for (name, old, new), concs in groups.items()
+    ]
+
+
+def _diff_tree(path: str, old: object, new: object) -> list[Change]:
+    """Leaf-path diff for recipe files; the 'key' of each change is the recipe's dotted path."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[Change] = []
+        for k in list(old) + [k for k in new if k not in old]:
+            sub = f"{path}.{k}" if path else str(k)
+            if k not in new:
+                out.append(FieldChange(sub, "", _scalar(old[k]), None))
+            elif k not in old:
+                out.append(FieldChange(sub, "", None, _scalar(new[k])))
+            else:
+                out += _diff_tree(sub, old[k], new[k])
+        return out
+    if old != new:
+        return [FieldChange(path or "(document)", "", _scalar(old), _scalar(new))]
+    return []
+
+
+def changed_keys(changes: Sequence[Change]) -> tuple[str, ...]:
+    """Config keys touched by the changes, in first-seen order."""
+    return tuple(dict.fromkeys(c.key for c in changes))
