@@ -1,0 +1,61 @@
+"""`relpipe fixtures build`: build reproducible fixture nightlies and push them to a registry.
+
+A thin shell over `images.build.build_fixtures`: parse arguments, build (layers cached on disk,
+manifests already under their tag are not pushed again), print one line per nightly or `--json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from images import fixture_repo
+from images.build import build_fixtures, default_cache_dir
+from images.errors import ImageError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="relpipe fixtures", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    build = sub.add_parser("build", help="build fixture nightlies and push them (cached)")
+    build.add_argument("--registry", required=True, help="HOST:PORT of the registry (loopback)")
+    build.add_argument("--repository", required=True, help="repository name, e.g. rocm/atom-dev")
+    build.add_argument(
+        "--count",
+        type=int,
+        default=4,
+        help=f"number of nightlies, 1..{fixture_repo.MAX_NIGHTLIES} (default 4)",
+    )
+    build.add_argument(
+        "--variant",
+        choices=fixture_repo.VARIANTS,
+        default="good",
+        help="kind of the newest nightly: good, broken (rms_norm wrong), hang",
+    )
+    build.add_argument(
+        "--cache-dir", type=Path, default=None, help=f"layer cache (default {default_cache_dir()})"
+    )
+    build.add_argument("--json", action="store_true", help="print the nightlies as JSON")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if "/" in args.registry or not args.registry.strip():
+        raise ImageError(f"--registry takes HOST:PORT, got {args.registry!r}")
+    log = (
+        (lambda msg: print(f"relpipe fixtures: {msg}", file=sys.stderr)) if not args.json else None
+    )
+    images = build_fixtures(
+        args.registry, args.repository, args.count, args.variant, cache_dir=args.cache_dir, log=log
+    )
+    if args.json:
+        print(json.dumps([image.to_json() for image in images], indent=2))
+    else:
+        for image in images:
+            state = "pushed" if image.pushed else "cache hit"
+            print(f"{image.tagged}  {image.digest}  atom {image.engine_version}  {state}")
+    return 0

@@ -1,0 +1,107 @@
+"""The real engine payload inside fixture nightlies run by digest: probe facts exactly, smoke and
+decode-parity pass on the image's own ATOM ops, and the bad variants fail (CPU, Triton interpreter;
+prompts and token counts are tiny so the whole module stays near two minutes)."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from images.build import FixtureImage, build_fixtures
+from images.runtime import Runtime
+
+pytestmark = [pytest.mark.services, pytest.mark.slow]
+ENGINE = Path(__file__).resolve().parents[2] / "engine"
+TINY = ["--prompts", "1", "--max-new", "2", "--prompt-bytes", "8", "--ops", "atom"]
+
+
+@pytest.fixture(scope="module")
+def images(registry: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, FixtureImage]:
+    cache = tmp_path_factory.getbasetemp() / "fixture-cache"  # shared with the other image tests
+    run_id = uuid.uuid4().hex[:8]
+    return {
+        variant: build_fixtures(
+            registry,
+            f"relpipe-test-engine/atom-{variant}-{run_id}",
+            count=1,
+            variant=variant,
+            cache_dir=cache,
+        )[-1]
+        for variant in ("good", "broken", "hang")
+    }
+
+
+@pytest.fixture(scope="module")
+def runtime(docker_host: str) -> Runtime:
+    return Runtime.from_env(docker_host=docker_host, gpu="none")
+
+
+def test_probe_reports_the_fixture_facts_exactly(
+    runtime: Runtime, images: dict[str, FixtureImage], tmp_path: Path
+) -> None:
+    image = images["good"]
+    run = runtime.run_engine(
+        image.reference, "probe", engine_dir=ENGINE, out_dir=tmp_path, timeout_s=300
+    )
+    facts = run.require()
+    assert facts["engine"]["version"] == image.engine_version
+    assert facts["engine"]["commit"] == image.engine_commit
+    assert facts["aiter"]["commit"] == image.aiter_commit
+    assert facts["rocm"]["version"] == image.rocm_version
+    assert facts["packages"]["lmcache"] == image.lmcache_version
+    assert facts["packages"]["torch"].startswith("2.13.0")
+
+
+def test_smoke_passes_on_the_images_own_atom_ops(
+    runtime: Runtime, images: dict[str, FixtureImage], tmp_path: Path
+) -> None:
+    run = runtime.run_engine(
+        images["good"].reference,
+        "smoke",
+        [*TINY, "--timeout", "240"],
+        engine_dir=ENGINE,
+        out_dir=tmp_path,
+        timeout_s=300,
+    )
+    result = run.require()
+    assert result["status"] == "pass"
+    assert result["ops"] == {"rms_norm": "atom", "silu_and_mul": "atom"}
+
+
+@pytest.mark.parametrize(("variant", "verdict"), [("good", "PASS"), ("broken", "FAIL")])
+def test_decode_parity_passes_on_good_and_fails_on_broken_rms_norm(
+    runtime: Runtime, images: dict[str, FixtureImage], tmp_path: Path, variant: str, verdict: str
+) -> None:
+    run = runtime.run_engine(
+        images[variant].reference,
+        "eval",
+        ["--suite", "decode-parity", "--kv-dtypes", "fp32", *TINY, "--timeout", "240"],
+        engine_dir=ENGINE,
+        out_dir=tmp_path,
+        timeout_s=300,
+    )
+    assert run.verdict == verdict, (run.error, run.logs[-2000:])
+    assert run.result is not None and run.result["ops"]["rms_norm"] == "atom"
+    if verdict == "FAIL":
+        assert (
+            run.result["status"] == "fail" and "parity" in (run.error or "") + run.result["reason"]
+        )
+
+
+def test_a_hanging_op_fails_smoke_by_watchdog(
+    runtime: Runtime, images: dict[str, FixtureImage], tmp_path: Path
+) -> None:
+    # The watchdog budget covers start-up (torch import) too: leave room for a loaded CI host.
+    run = runtime.run_engine(
+        images["hang"].reference,
+        "smoke",
+        [*TINY, "--timeout", "40"],
+        engine_dir=ENGINE,
+        out_dir=tmp_path,
+        timeout_s=150,
+    )
+    assert run.verdict == "FAIL" and not run.timed_out
+    assert run.result is not None and run.result["status"] == "fail"
+    assert "mono decode" in run.result["hung_in"]
