@@ -1,0 +1,180 @@
+"""Batched git access (validate.gitio) on real repositories: parsing, refs, URLs, image copies."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from support import commit_files, git
+
+from validate import gitio, precision
+from validate.errors import ValidateError
+
+
+@pytest.mark.parametrize(
+    ("text", "rev"),
+    [
+        ("0.1.7.dev60+g7fc0926c6", "7fc0926c6"),
+        ("0.1.7.dev43+gaa0c5c3a1.d20260101", "aa0c5c3a1"),
+        ("v0.1.6", "v0.1.6"),
+        ("HEAD~3", "HEAD~3"),
+        ("release/0.1^{commit}", "release/0.1^{commit}"),
+        (" 7fc0926c6 ", "7fc0926c6"),
+    ],
+)
+def test_commit_of_accepts_refs_and_versions(text: str, rev: str) -> None:
+    assert gitio.commit_of(text) == rev
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "--output=/tmp/pwned",
+        "-h",
+        "a..b",
+        "HEAD:atom/config.py",
+        "a b",
+        "x\nHEAD",
+        "",
+        "a/",
+        "x.lock",
+        "$(id)",
+        "`id`",
+    ],
+)
+def test_commit_of_rejects_injection(text: str) -> None:
+    with pytest.raises(ValidateError, match="not a commit, tag or version"):
+        gitio.commit_of(text)
+
+
+HOSTILE_PATHS = [
+    "atom/new\nline.py",
+    "atom/tab\there.py",
+    "atom/pi|pe.py",
+    "-rf.py",
+    "atom/ünï😀.py",
+    'atom/"quoted".py',
+    "atom/ M.py",
+]
+
+
+def test_hostile_paths_round_trip_through_diff_and_log(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    a = commit_files(repo, {"README": "x\n"}, "init")
+    b = commit_files(
+        repo,
+        {p: f"# {i}\n" for i, p in enumerate(HOSTILE_PATHS)},
+        "feat: hostile names\n\n:100644 100644 abc M\nM\nbody\x1eline\n",
+    )
+    changes = gitio.diff_raw(repo, a, b)
+    assert sorted(c.path for c in changes) == sorted(HOSTILE_PATHS)
+    assert {c.status for c in changes} == {"A"}
+    (entry,) = gitio.log(repo, a, b)
+    assert sorted(t.path for t in entry.touches) == sorted(HOSTILE_PATHS)
+    assert entry.body == ":100644 100644 abc M\nM\nbody\x1eline\n"
+    assert (entry.sha, entry.parents, entry.side) == (b, (a,), "new")
+
+
+def test_non_utf8_path_is_replaced_not_crashing(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    a = commit_files(repo, {"README": "x\n"}, "init")
+    (repo / "atom").mkdir()
+    (repo / "atom").joinpath(b"caf\xe9.py".decode("utf-8", "surrogateescape")).write_text("x\n")
+    git(repo, "add", "-A")
+    b = commit_files(repo, {}, "latin-1 name")
+    (change,) = gitio.diff_raw(repo, a, b)
+    assert change.path == "atom/caf\ufffd.py"
+
+
+def test_resolve_tags_branches_and_versions_in_one_call(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    a = commit_files(repo, {"a": "1\n"}, "one")
+    git(repo, "tag", "-a", "v0.1.6", "-m", "release")
+    b = commit_files(repo, {"a": "2\n"}, "two")
+    assert gitio.resolve(repo, ["v0.1.6", f"0.1.7.dev1+g{b[:9]}", "main"]) == [a, b, b]
+    with pytest.raises(ValidateError, match=r"^'nope' is missing in .*full history\)$"):
+        gitio.resolve(repo, ["main", "nope"])
+    with pytest.raises(ValidateError, match="not a git repository"):
+        gitio.resolve(tmp_path, ["main"])
+
+
+def test_read_blobs_batches_and_reports_missing(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    commit_files(repo, {"a": "one\n", "b": b"\0bin\n"}, "init")
+    shas = git(repo, "rev-parse", "HEAD:a", "HEAD:b").split()
+    assert gitio.read_blobs(repo, [*shas, shas[0]]) == {shas[0]: b"one\n", shas[1]: b"\0bin\n"}
+    with pytest.raises(ValidateError, match="missing from"):
+        gitio.read_blobs(repo, ["0" * 39 + "1"])
+
+
+def test_url_repository_is_cached_and_fetched_only_when_needed(tmp_path: Path) -> None:
+    source = tmp_path / "upstream"
+    a = commit_files(source, {"atom/config.py": "X = 1\n"}, "one")
+    b = commit_files(source, {"atom/config.py": "X = 2\n"}, "two (#2)")
+    url = source.as_uri()
+    cache = tmp_path / "cache"
+    repo = gitio.open_url(url, [a, b], cache=cache)
+    assert repo.parent == cache and (repo / "HEAD").is_file()
+    report = precision.diff(repo, a, b, display=url)
+    assert [c.pr for c in report.commits] == [2]
+    # Cached: with the source gone, a pair it already has needs no network.
+    shutil.move(source, tmp_path / "moved")
+    assert gitio.open_url(url, [a[:10], "main"], cache=cache) == repo
+    shutil.move(tmp_path / "moved", source)
+    # A commit that only a non-branch ref reaches (like GitHub's refs/pull/N/head) is fetched by id.
+    git(source, "checkout", "-q", "-b", "pr")
+    c = commit_files(source, {"atom/config.py": "X = 3\n"}, "three (#3)")
+    git(source, "update-ref", "refs/pull/3/head", c)
+    git(source, "checkout", "-q", "main")
+    git(source, "branch", "-D", "pr")
+    assert gitio.open_url(url, [b, c], cache=cache) == repo
+    assert gitio.resolve(repo, [c]) == [c]
+
+
+def test_url_errors_are_one_line_and_never_show_credentials(tmp_path: Path) -> None:
+    with pytest.raises(ValidateError) as err:
+        gitio.open_url("http://user:s3cret@127.0.0.1:1/atom.git", ["main"], cache=tmp_path)
+    assert str(err.value).startswith("cannot fetch from http://***@127.0.0.1:1/atom.git: ")
+    assert "s3cret" not in str(err.value)
+    assert "\n" not in str(err.value)
+    for bad in ("ext::sh -c touch% /tmp/pwned", "--upload-pack=touch /tmp/x", "/not/a/url"):
+        with pytest.raises(ValidateError, match="not a repository URL"):
+            gitio.open_url(bad, ["main"], cache=tmp_path)
+
+
+def test_image_git_dir_is_sanitised_before_use(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    a = commit_files(repo, {"atom/model_ops/linear.py": "y = x\n"}, "one")
+    b = commit_files(repo, {"atom/model_ops/linear.py": "y = 2 * x\n"}, "two (#2)")
+    git_dir = tmp_path / "copied.git"
+    shutil.copytree(repo / ".git", git_dir)
+    marker = tmp_path / "pwned"
+    with open(git_dir / "config", "a") as config:
+        config.write(
+            f"[core]\n\tfsmonitor = touch {marker}\n\tpager = touch {marker}\n"
+            f"[log]\n\tshowSignature = true\n[gpg]\n\tprogram = touch {marker}\n"
+        )
+    (git_dir / "hooks").mkdir(exist_ok=True)
+    (git_dir / "objects" / "info" / "alternates").write_text("/etc\n")
+    gitio.sanitize_git_dir(git_dir)
+    assert "fsmonitor" not in (git_dir / "config").read_text()
+    assert not (git_dir / "objects" / "info" / "alternates").exists()
+    assert not (git_dir / "hooks").exists()
+    report = precision.diff(git_dir, a, b)
+    assert [f.verdict for f in report.files] == ["relevant"]
+    assert not marker.exists()
+    with pytest.raises(ValidateError, match="not a git directory"):
+        gitio.sanitize_git_dir(tmp_path)
+
+
+def test_shallow_clone_is_flagged(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    commit_files(source, {"a": "1\n"}, "one")
+    commit_files(source, {"a": "2\n"}, "two")
+    b = commit_files(source, {"a": "3\n"}, "three")
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "2", source.as_uri(), str(shallow))
+    report = precision.diff(shallow, "HEAD~1", b)
+    assert report.shallow is True
+    assert "shallow clone" in precision.render_markdown(report)

@@ -1,0 +1,211 @@
+"""Cosmetic-change detection (validate.cosmetic): what may and may not be called cosmetic."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from validate import cosmetic
+
+BASE = '''"""Module doc."""
+import logging
+
+logger = logging.getLogger(__name__)
+
+
+def scale(x, s):
+    """Scale x."""
+    y = x * s
+    return y
+'''
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        BASE.replace("    y = x * s\n", "    # multiply\n    y = x * s  # by s\n"),
+        BASE.replace('"""Scale x."""', '"""Scale x by s.\n\n    Longer text.\n    """'),
+        BASE.replace('    """Scale x."""\n', ""),
+        BASE.replace("    return y\n", '    logger.info("y=%s", y.sum())\n    return y\n'),
+        BASE.replace(
+            "    return y\n",
+            "    logging.debug(\n        'multi %s',\n        y,\n    )\n    return y\n",
+        ),
+        BASE.replace("    y = x * s\n    return y\n", "    y = x * s\n\n\n    return y\n"),
+        BASE.replace("    ", "        "),  # indentation width only
+        BASE.replace("    return y\n", "    'a bare string statement'\n    return y\n"),
+        BASE.replace("    return y\n", "    return y;  logger.warning('x')\n"),
+    ],
+    ids=[
+        "comments",
+        "docstring-edit",
+        "docstring-removed",
+        "logging-call",
+        "multiline-logging",
+        "blank-lines",
+        "indent-width",
+        "bare-string",
+        "logging-after-semicolon",
+    ],
+)
+def test_python_cosmetic_edits(new: str) -> None:
+    assert cosmetic.is_cosmetic("atom/x.py", BASE.encode(), new.encode())
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        BASE.replace("x * s", "x * s * 2"),
+        BASE.replace("    return y\n", "    print(y)\n    return y\n"),  # print is behaviour
+        BASE.replace("    return y\n", "    logger.info('x').propagate = False\n    return y\n"),
+        BASE.replace("    return y\n", "    logger.info(x.pop())\n    y = 1\n    return y\n"),
+        BASE.replace("logging.getLogger(__name__)", "logging.getLogger('atom')"),
+        BASE.replace("def scale(x, s):", "def scale(x, s):\n    pass"),
+        BASE + "def broken(:\n",  # does not tokenize the same way: never cosmetic
+        BASE.replace('"""Module doc."""', 'X = """Module doc."""'),
+    ],
+    ids=[
+        "arith",
+        "print",
+        "logging-chain",
+        "extra-code",
+        "logger-name",
+        "pass",
+        "syntax",
+        "string-assigned",
+    ],
+)
+def test_python_real_edits(new: str) -> None:
+    assert not cosmetic.is_cosmetic("atom/x.py", BASE.encode(), new.encode())
+
+
+def test_untokenizable_python_is_never_cosmetic() -> None:
+    bad = b"def f(:\n    '''unterminated\n"
+    assert cosmetic.python_fingerprint(bad) is None
+    assert not cosmetic.is_cosmetic("a.py", bad, bad + b"\n")
+
+
+CPP = b"""/* fused rmsnorm */
+#include <hip.h>
+// accumulate in fp32
+float f(float x) { return x * 2.0f; }
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "old", "new", "expected"),
+    [
+        (
+            "k.cu",
+            CPP,
+            CPP.replace(b"// accumulate in fp32", b"// accumulate in fp32 (faster)\n\n"),
+            True,
+        ),
+        (
+            "k.cu",
+            CPP,
+            CPP.replace(b"/* fused rmsnorm */", b"/*\n * fused rmsnorm\n * v2\n */"),
+            True,
+        ),
+        ("k.cu", CPP, CPP.replace(b"2.0f", b"2.5f"), False),
+        ("k.cu", CPP, CPP + b"/* c */ int y = 1;\n", False),  # code after a block comment counts
+        ("k.cu", CPP, CPP.replace(b"float f", b"  float f"), True),
+        ("c.yaml", b"a:\n  b: 1\n", b"# note\na:\n  b: 1   \n", True),
+        ("c.yaml", b"a:\n  b: 1\n", b"a:\nb: 1\n", False),  # YAML indentation is structure
+        ("run.sh", b"echo hi\n", b"# say hi\necho hi\n", True),
+        ("data.bin", b"\0\1", b"\0\1 ", False),
+        ("notes.txt", b"a  b\n", b"a b\n", False),  # inner whitespace is kept
+    ],
+)
+def test_text_files(path: str, old: bytes, new: bytes, expected: bool) -> None:
+    assert cosmetic.is_cosmetic(path, old, new) is expected
+
+
+def test_changed_lines_lists_added_first_and_drops_comments() -> None:
+    old = b"a = 1\nb = 2\n# old comment\nc = 3\n"
+    new = b"a = 1\nb = 20\n# new comment\n\nc = 3\n"
+    assert cosmetic.changed_lines("x.py", old, new) == ["b = 20", "b = 2"]
+    assert cosmetic.changed_lines("x.py", b"", b"x = 1\n") == ["x = 1"]
+    assert cosmetic.changed_lines("x.py", b"x = 1\n", b"") == ["x = 1"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["x = 1", "y = x", "# c", "", "z = (1,", "'''s'''", "logger.info(1)"]),
+        max_size=12,
+    )
+)
+def test_is_cosmetic_is_reflexive_and_never_raises(lines: list[str]) -> None:
+    data = "\n".join(lines).encode() + b"\n"
+    fingerprint = cosmetic.python_fingerprint(data)
+    assert cosmetic.is_cosmetic("f.py", data, data) is (fingerprint is not None)
+    cosmetic.is_cosmetic("f.py", data, b"x = 2\n")
+
+
+# --- the windowed comparison must agree with the whole-file token comparison ----------------------
+
+SNIPPETS = [
+    "import torch\n",
+    "def f(x):\n    return x * 2\n",
+    'def g(x):\n    """Doc.\n\ndef fake():\n    pass\n"""\n    return x\n',
+    'PROMPT = """\n# header\nx = 1\n"""\n',
+    "X = [\n1,\n2,\n]\n",
+    "y = 1 + \\\n2\n",
+    "class C:\n    # comment\n    a = 'q#q'\n\n    def m(self):\n        logger.info('m')\n        return 1\n",
+    '"""Module doc."""\n',
+    "z = {'a': (1,\n# inside\n2)}\n",
+    "# top comment\n",
+    "s = '''\nclass Fake:\n'''\n",
+]
+EDITS = [
+    "# note\n",
+    "\n",
+    "    # indented note\n",
+    "x = 2\n",
+    "logger.info('x')\n",
+    "'''doc'''\n",
+    "1,\n",
+    ")\n",
+    '"""\n',
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(SNIPPETS), min_size=1, max_size=8), st.data())
+def test_windowed_comparison_equals_whole_file_comparison(
+    parts: list[str], data: st.DataObject
+) -> None:
+    old = "".join(parts)
+    lines = old.splitlines(keepends=True)
+    at = data.draw(st.integers(0, len(lines)))
+    edit = data.draw(st.sampled_from(EDITS))
+    mode = data.draw(st.sampled_from(["insert", "replace"]))
+    new_lines = lines[:at] + [edit] + lines[at + (mode == "replace") :]
+    new = "".join(new_lines)
+    a, b = cosmetic.python_fingerprint(old.encode()), cosmetic.python_fingerprint(new.encode())
+    expected = a is not None and a == b
+    assert cosmetic.is_cosmetic("f.py", old.encode(), new.encode()) is expected
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ('P = """\n# header\n"""\n', 'P = """\n# header 2\n"""\n', False),  # string content
+        (
+            '"""Doc.\n\ndef fake():\n    pass\n"""\nx = 1\n',
+            '"""Doc.\n\ndef fake():\n    pass\n"""\nx = 2\n',
+            False,
+        ),
+        (
+            '"""Doc.\n\ndef fake():\n    pass\n"""\nx = 1\n',
+            '"""Doc.\n\ndef fake():\n    return\n"""\nx = 1\n',
+            True,
+        ),
+        ("X = [\n1,\n2,\n]\n", "X = [\n3,\n2,\n]\n", False),
+        ("X = [\n1,\n2,\n]\n", "X = [\n1,\n# two\n2,\n]\n", True),
+    ],
+)
+def test_window_edges(old: str, new: str, expected: bool) -> None:
+    assert cosmetic.is_cosmetic("m.py", old.encode(), new.encode()) is expected

@@ -1,0 +1,146 @@
+"""Engine commits as a reviewer reads them: PR number, normalised type and scope, files touched.
+
+Upstream subjects mix styles: conventional (`fix(moe): ...`, `feat!: ...`), bracketed (`[Fix] ...`,
+`[feat](docker): ...`, `[ROCm][Perf] ...`), GitHub merges (`Merge pull request #12 from ...`) and
+squash suffixes (`... (#2479)`). This module turns them into one vocabulary; it owns no git I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from validate.gitio import LogEntry
+
+# Spellings seen upstream -> the normalised type. Anything else is "other".
+TYPES: dict[str, str] = {
+    "fix": "fix", "fixes": "fix", "fixed": "fix", "bugfix": "fix", "bug": "fix", "hotfix": "fix",
+    "feat": "feat", "feature": "feat", "features": "feat", "new": "feat", "add": "feat",
+    "perf": "perf", "performance": "perf", "opt": "perf", "optim": "perf", "optimize": "perf",
+    "refactor": "refactor", "refactoring": "refactor", "cleanup": "refactor",
+    "docs": "docs", "doc": "docs", "documentation": "docs",
+    "test": "test", "tests": "test", "testing": "test", "ut": "test",
+    "ci": "ci", "build": "build", "docker": "build", "deps": "build",
+    "chore": "chore", "misc": "chore", "style": "style", "lint": "style",
+    "revert": "revert", "wip": "wip",
+}  # fmt: skip
+
+_PR_SUFFIX = re.compile(r"\(#(\d{1,7})\)")
+_PR_MERGE = re.compile(r"^Merge pull request #(\d{1,7})\b")
+_CONVENTIONAL = re.compile(r"^([A-Za-z]+)(?:\(([^()\n]{1,60})\))?!?:\s*")
+_BRACKETS = re.compile(r"^(?:\[([^\[\]\n]{1,40})\]\s*)+")
+_BRACKET = re.compile(r"\[([^\[\]\n]{1,40})\]")
+_BRACKET_SCOPE = re.compile(r"^\(([^()\n]{1,60})\)\s*:?\s*")
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What a subject line says about its commit."""
+
+    type: str
+    scope: str | None
+    pr: int | None
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit between OLD and NEW. side: 'new' (in NEW only) or 'old' (in OLD only)."""
+
+    sha: str
+    parents: tuple[str, ...]
+    side: str
+    author: str
+    date: str
+    subject: str
+    type: str
+    scope: str | None
+    pr: int | None
+    files: tuple[str, ...]
+
+    @property
+    def merge(self) -> bool:
+        return len(self.parents) > 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sha": self.sha,
+            "parents": list(self.parents),
+            "side": self.side,
+            "author": self.author,
+            "date": self.date,
+            "subject": self.subject,
+            "type": self.type,
+            "scope": self.scope,
+            "pr": self.pr,
+            "merge": self.merge,
+            "files": list(self.files),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Commit:
+        return cls(
+            sha=data["sha"],
+            parents=tuple(data["parents"]),
+            side=data["side"],
+            author=data["author"],
+            date=data["date"],
+            subject=data["subject"],
+            type=data["type"],
+            scope=data["scope"],
+            pr=data["pr"],
+            files=tuple(data["files"]),
+        )
+
+
+def _normal(word: str) -> str | None:
+    return TYPES.get(word.strip().lower())
+
+
+def parse_subject(subject: str) -> Subject:
+    """Type, scope and PR number of a commit subject (pure; never fails)."""
+    text = subject.strip()
+    pr = None
+    merge = _PR_MERGE.match(text)
+    if merge:
+        return Subject("merge", None, int(merge.group(1)))
+    suffixes = _PR_SUFFIX.findall(text)
+    if suffixes:
+        # Squash merges append the PR last; earlier ones are usually cherry-picked references.
+        pr = int(suffixes[-1])
+    if text.startswith(("Merge branch", "Merge remote-tracking branch", "Merge tag")):
+        return Subject("merge", None, pr)
+    if text.startswith('Revert "'):
+        return Subject("revert", None, pr)
+    conventional = _CONVENTIONAL.match(text)
+    if conventional and _normal(conventional.group(1)):
+        return Subject(_normal(conventional.group(1)) or "other", conventional.group(2), pr)
+    brackets = _BRACKETS.match(text)
+    if brackets:
+        labels = _BRACKET.findall(brackets.group(0))
+        kinds = [k for k in (_normal(label) for label in labels) if k]
+        others = [label for label in labels if not _normal(label)]
+        rest = _BRACKET_SCOPE.match(text[brackets.end() :])
+        scope = rest.group(1) if rest else (others[0] if others else None)
+        if kinds:
+            return Subject(kinds[0], scope, pr)
+        return Subject("other", scope, pr)
+    return Subject("other", None, pr)
+
+
+def from_log(entry: LogEntry, files: tuple[str, ...] | None = None) -> Commit:
+    """A `Commit` record from a parsed `git log` entry (files: its touched paths by default)."""
+    subject = parse_subject(entry.subject)
+    touched = tuple(t.path for t in entry.touches) if files is None else files
+    return Commit(
+        sha=entry.sha,
+        parents=entry.parents,
+        side=entry.side,
+        author=entry.author,
+        date=entry.date,
+        subject=entry.subject,
+        type=subject.type,
+        scope=subject.scope,
+        pr=subject.pr,
+        files=touched,
+    )

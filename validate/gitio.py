@@ -1,0 +1,478 @@
+"""Batched, injection-safe git access for the engine commit diff.
+
+This module owns every git process the precision diff starts and the parsing of their output.
+The cost model is a handful of processes per pair whatever its size (DESIGN "Performance"):
+one `cat-file --batch-check` resolves both refs, one `diff --raw -z -M` lists the changed files,
+one `log -z --name-status` lists the commits and the files each touched, one `cat-file --batch`
+reads every blob the classifier needs, one `ls-tree` proves that watched files exist. The diff,
+log and ls-tree run concurrently because they are independent once the refs are resolved.
+
+Security: refs and URLs are validated before they reach git, git gets argument lists (no shell),
+refs reach `cat-file` through stdin (never parsed as options), revisions are followed by `--`,
+and configuration that could run programs (pager, fsmonitor, signature checks, ext transport)
+is overridden on every command line. Repositories copied out of images are untrusted: their
+config, hooks, alternates and grafts are replaced by `sanitize_git_dir`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from validate.errors import ValidateError
+
+SHA_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+# What a user may pass as OLD/NEW: a ref name, a (short) sha, or rev syntax like `v1^` / `HEAD~3`.
+# No leading '-' (option injection), no whitespace/control characters (stdin line injection), no
+# `..` / `:` (ranges and path lookups would change what is compared).
+_REF_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/+@^~{}-]{0,254}")
+# `0.1.7.dev60+g7fc0926c6` (setuptools-scm / versioneer): the commit is the hex after `+g`.
+_VERSION_RE = re.compile(r"[0-9][0-9A-Za-z.!-]*\+g([0-9a-f]{7,64})(?:[.+][0-9A-Za-z.]*)?")
+_URL_RE = re.compile(r"(?:https?|ssh|git|file)://[^\s]+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s]+")
+_STATUS_RE = re.compile(rb"[AMDTUXB]|[RC][0-9]{0,3}")
+_MAX_ERR = 300
+
+# Every git command line starts with these: no pager, literal UTF-8 paths, and no configuration
+# that could make a read-only command start another program.
+_BASE = (
+    "git",
+    "--no-pager",
+    "-c", "core.quotepath=off",
+    "-c", "core.fsmonitor=false",
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "log.showSignature=false",
+    "-c", "diff.external=",
+    "-c", "protocol.ext.allow=never",
+    "-c", "protocol.allow=user",
+)  # fmt: skip
+_ENV = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "GIT_PAGER": "cat",
+    "LC_ALL": "C",
+}
+
+
+@dataclass(frozen=True)
+class RawChange:
+    """One entry of `git diff --raw`: a file between two trees."""
+
+    status: str  # A M D T R C (R/C without the score)
+    path: str  # path in NEW (the only path for A/M/D/T)
+    old_path: str | None  # path in OLD for renames/copies
+    old_blob: str | None  # None for an added file
+    new_blob: str | None  # None for a deleted file
+    old_mode: str
+    new_mode: str
+    score: int | None  # similarity percentage of a rename/copy
+
+
+@dataclass(frozen=True)
+class FileTouch:
+    """One file a commit touched (from `git log --name-status`)."""
+
+    status: str
+    path: str
+    old_path: str | None
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One commit of `git log --left-right OLD...NEW`. side: 'new' (only in NEW) or 'old'."""
+
+    sha: str
+    parents: tuple[str, ...]
+    side: str
+    author: str
+    date: str
+    subject: str
+    body: str
+    touches: tuple[FileTouch, ...]
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= _MAX_ERR else line[:_MAX_ERR] + "..."
+
+
+def redact(url: str) -> str:
+    """A URL without its user:password part, for messages and reports."""
+    return re.sub(r"(://)[^/@\s]*@", r"\1***@", url)
+
+
+def commit_of(text: str) -> str:
+    """OLD/NEW as given by a user -> a rev git can resolve; version strings give their sha."""
+    text = text.strip()
+    match = _VERSION_RE.fullmatch(text)
+    if match:
+        return match.group(1)
+    if not _REF_RE.fullmatch(text) or ".." in text or text.endswith((".", "/", ".lock")):
+        raise ValidateError(
+            f"not a commit, tag or version: {_one_line(text)!r}; "
+            "give a sha, a tag, a branch or a version like 0.1.7.dev60+g7fc0926c6"
+        )
+    return text
+
+
+def _command(repo: Path, args: Sequence[str]) -> list[str]:
+    return [*_BASE, "-C", str(repo), *args]
+
+
+def _check(repo: Path, args: Sequence[str], code: int, stderr: bytes, what: str) -> None:
+    if code != 0:
+        err = stderr.decode("utf-8", "replace").strip().splitlines()
+        first = next((line for line in err if line.startswith(("fatal", "error"))), None)
+        detail = _one_line(first or (err[0] if err else f"exit {code}"))
+        raise ValidateError(f"git {what or args[0]} failed in {repo}: {detail}")
+
+
+def run(repo: Path, *args: str, stdin: bytes | None = None, what: str = "") -> bytes:
+    """Run one git command in `repo`; return stdout. A failure is a one-line ValidateError."""
+    try:
+        proc = subprocess.run(_command(repo, args), input=stdin, capture_output=True,
+                              env={**os.environ, **_ENV}, check=False)  # fmt: skip
+    except OSError as exc:
+        raise ValidateError(f"cannot run git ({exc.strerror}); install git 2.30 or newer") from None
+    _check(repo, args, proc.returncode, proc.stderr, what)
+    return proc.stdout
+
+
+def run_many(repo: Path, *commands: Sequence[str]) -> list[bytes]:
+    """Start independent read-only git commands together and collect their stdout in order.
+
+    They overlap in time without threads: each process writes into its own pipe and blocks only
+    when that pipe is full, until its turn to be drained comes.
+    """
+    env = {**os.environ, **_ENV}
+    procs = []
+    try:
+        for args in commands:
+            procs.append(subprocess.Popen(_command(repo, args), stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env))  # fmt: skip
+        outs = [proc.communicate() for proc in procs]
+    except OSError as exc:
+        raise ValidateError(f"cannot run git ({exc.strerror}); install git 2.30 or newer") from None
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    for args, proc, (_, err) in zip(commands, procs, outs, strict=True):
+        _check(repo, args, proc.returncode, err, args[0])
+    return [out for out, _ in outs]
+
+
+def resolve(repo: Path, refs: Sequence[str]) -> list[str]:
+    """Full commit shas of `refs` (validated with `commit_of`), in one `cat-file` process."""
+    revs = [commit_of(ref) for ref in refs]
+    check_repository(repo)
+    out = run(
+        repo, "cat-file", "--batch-check",
+        stdin="".join(f"{rev}^{{commit}}\n" for rev in revs).encode(), what="cat-file",
+    )  # fmt: skip
+    lines = out.decode("utf-8", "replace").splitlines()
+    shas = []
+    for ref, line in zip(refs, lines, strict=True):
+        parts = line.split()
+        if len(parts) != 3 or parts[1] != "commit" or not SHA_RE.fullmatch(parts[0]):
+            state = parts[-1] if parts else "missing"
+            raise ValidateError(
+                f"{ref!r} is {state} in {repo}: not a commit there "
+                "(fetch it, or check that the repository has full history)"
+            )
+        shas.append(parts[0])
+    return shas
+
+
+def rev_parse_args(refs: Sequence[str]) -> list[str]:
+    """Full shas of validated revs in one `rev-parse` that can run alongside the other commands.
+
+    `resolve` is the careful path (stdin, per-ref messages); this is the fast one for refs that
+    `commit_of` already validated (no leading '-', so no option can be injected)."""
+    return ["rev-parse", *(f"{commit_of(ref)}^{{commit}}" for ref in refs)]
+
+
+def parse_shas(out: bytes, count: int) -> list[str]:
+    shas = out.decode("ascii", "replace").split()
+    if len(shas) != count or not all(SHA_RE.fullmatch(s) for s in shas):
+        raise ValidateError(f"unexpected git rev-parse output {out[:200]!r}")
+    return shas
+
+
+def check_repository(repo: Path) -> None:
+    """Fail early, in one line, when `repo` is not the top of a repository or a git directory."""
+    if not (repo / "HEAD").is_file() and not (repo / ".git").exists():
+        raise ValidateError(f"not a git repository: {repo}; give --repo PATH|URL|image:REF")
+
+
+def _decode(raw: bytes) -> str:
+    # Paths and messages are bytes in git; invalid UTF-8 becomes U+FFFD so reports stay printable.
+    return raw.decode("utf-8", "replace")
+
+
+def parse_diff_raw(out: bytes) -> list[RawChange]:
+    """Parse `git diff --raw -z --no-abbrev` output."""
+    tokens = out.split(b"\0")
+    changes: list[RawChange] = []
+    i = 0
+    while i < len(tokens) and tokens[i]:
+        meta = tokens[i].split()
+        if len(meta) != 5 or not meta[0].startswith(b":"):
+            raise ValidateError(f"unexpected git diff output near {tokens[i][:80]!r}")
+        old_mode, new_mode, old_blob, new_blob, status = (_decode(m) for m in meta)
+        letter, score = status[0], (int(status[1:]) if status[1:].isdigit() else None)
+        if letter in "RC":
+            old_path, path = _decode(tokens[i + 1]), _decode(tokens[i + 2])
+            i += 3
+        else:
+            old_path, path = None, _decode(tokens[i + 1])
+            i += 2
+        changes.append(
+            RawChange(
+                status=letter,
+                path=path,
+                old_path=old_path,
+                old_blob=None if set(old_blob) == {"0"} else old_blob,
+                new_blob=None if set(new_blob) == {"0"} else new_blob,
+                old_mode=old_mode[1:],
+                new_mode=new_mode,
+                score=score,
+            )
+        )
+    return changes
+
+
+_LOG_FIELDS = 7
+_LOG_FORMAT = "%H%x00%P%x00%m%x00%an%x00%aI%x00%s%x00%b%x00"
+
+
+def parse_log(out: bytes) -> list[LogEntry]:
+    """Parse `git log -z --name-status --format=_LOG_FORMAT` output.
+
+    Each commit is 7 NUL-terminated fields and an empty token, then its name-status entries (the
+    first status carries a leading newline); the next commit starts with a bare sha. Field counts,
+    not content, drive the parser, so messages may contain anything but NUL.
+    """
+    tokens = out.split(b"\0")
+    entries: list[LogEntry] = []
+    i, n = 0, len(tokens)
+    while i < n and tokens[i]:
+        if not SHA_RE.fullmatch(_decode(tokens[i])) or i + _LOG_FIELDS >= n:
+            raise ValidateError(f"unexpected git log output near {tokens[i][:80]!r}")
+        sha, parents, mark, author, date, subject, body = (
+            _decode(t) for t in tokens[i : i + _LOG_FIELDS]
+        )
+        i += _LOG_FIELDS + 1
+        touches: list[FileTouch] = []
+        while i < n and _STATUS_RE.fullmatch(tokens[i].lstrip(b"\n")):
+            status = _decode(tokens[i].lstrip(b"\n"))
+            if status[0] in "RC":
+                touches.append(FileTouch(status[0], _decode(tokens[i + 2]), _decode(tokens[i + 1])))
+                i += 3
+            else:
+                touches.append(FileTouch(status[0], _decode(tokens[i + 1]), None))
+                i += 2
+        entries.append(
+            LogEntry(
+                sha=sha,
+                parents=tuple(parents.split()),
+                side="old" if mark == "<" else "new",
+                author=author,
+                date=date,
+                subject=subject,
+                body=body,
+                touches=tuple(touches),
+            )
+        )
+    return entries
+
+
+def diff_args(old: str, new: str) -> list[str]:
+    """`git diff --raw` of two commits, renames detected (parse with `parse_diff_raw`)."""
+    return ["diff", "--raw", "-z", "-M", "--no-abbrev", "--no-ext-diff", "--no-textconv",
+            "--no-relative", old, new, "--"]  # fmt: skip
+
+
+def log_args(old: str, new: str) -> list[str]:
+    """`git log` of the symmetric difference OLD...NEW with the files each commit touched.
+
+    For an ancestor pair this is exactly OLD..NEW; for release branches the commits only in OLD
+    come back with side 'old'. Merges list no files (their branch commits carry them).
+    """
+    return ["log", "-z", "--left-right", "--name-status", "-M", "--no-abbrev", "--no-decorate",
+            "--no-show-signature", "--no-color", "--no-mailmap", f"--format={_LOG_FORMAT}",
+            f"{old}...{new}", "--"]  # fmt: skip
+
+
+def ls_tree_args(commit: str) -> list[str]:
+    """Every file path of a commit's tree (parse with `parse_paths`)."""
+    return ["ls-tree", "-r", "-z", "--name-only", "--full-tree", commit, "--"]
+
+
+def history_args(commit: str) -> list[str]:
+    """(sha, subject, body) of every commit reachable from `commit` (parse with `parse_history`)."""
+    return ["log", "-z", "--no-show-signature", "--no-color", "--format=%H%x00%s%x00%b", commit,
+            "--"]  # fmt: skip
+
+
+def diff_raw(repo: Path, old: str, new: str) -> list[RawChange]:
+    """Files that differ between two commits (renames detected), one process."""
+    return parse_diff_raw(run(repo, *diff_args(old, new), what="diff"))
+
+
+def log(repo: Path, old: str, new: str) -> list[LogEntry]:
+    """Commits of OLD...NEW with their files (see `log_args`), one process."""
+    return parse_log(run(repo, *log_args(old, new), what="log"))
+
+
+def parse_paths(out: bytes) -> list[str]:
+    return [_decode(t) for t in out.split(b"\0") if t]
+
+
+def parse_history(out: bytes) -> list[tuple[str, str, str]]:
+    tokens = out.split(b"\0")
+    return [
+        (_decode(tokens[i]).strip(), _decode(tokens[i + 1]), _decode(tokens[i + 2]))
+        for i in range(0, len(tokens) - 2, 3)
+    ]
+
+
+def read_objects(
+    repo: Path, infos: Sequence[str], blobs: Sequence[str]
+) -> tuple[list[tuple[str, str] | None], dict[str, bytes]]:
+    """One `cat-file --batch-command` process: `info` on each of `infos` (rev or `REV:path`, as
+    (sha, type) or None when missing) and the contents of every blob in `blobs`."""
+    wanted = list(dict.fromkeys(blobs))
+    if any("\n" in name or "\r" in name for name in infos):
+        raise ValidateError("object names may not contain line breaks")
+    script = "".join([*(f"info {name}\n" for name in infos), *(f"contents {s}\n" for s in wanted)])
+    # --buffer: one flush at the end instead of one per object (per-object flushes made the
+    # stdin/stdout ping-pong dominate for thousands of blobs).
+    out = run(repo, "cat-file", "--batch-command", "--buffer", stdin=script.encode(),
+              what="cat-file")  # fmt: skip
+    found: list[tuple[str, str] | None] = []
+    pos = 0
+    for _ in infos:
+        end = out.index(b"\n", pos)
+        info = out[pos:end].decode("utf-8", "replace").split()
+        pos = end + 1
+        ok = len(info) == 3 and SHA_RE.fullmatch(info[0]) is not None
+        found.append((info[0], info[1]) if ok else None)
+    contents: dict[str, bytes] = {}
+    for sha in wanted:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        if len(header) != 3 or header[1] != b"blob":
+            raise ValidateError(f"blob {sha} is missing from {repo}; the repository is incomplete")
+        size = int(header[2])
+        contents[sha] = out[end + 1 : end + 1 + size]
+        pos = end + 1 + size + 1
+    return found, contents
+
+
+def read_blobs(repo: Path, shas: Sequence[str]) -> dict[str, bytes]:
+    """Contents of many blobs in one `cat-file` process."""
+    return read_objects(repo, [], shas)[1] if shas else {}
+
+
+def is_shallow(repo: Path) -> bool:
+    """Whether the repository is a shallow clone (its history may end before OLD)."""
+    return (repo / "shallow").is_file() or (repo / ".git" / "shallow").is_file()
+
+
+# --- repositories given as URLs or copied out of images ---------------------------------------
+
+
+def cache_root() -> Path:
+    """Where URL clones are cached: $RELPIPE_CACHE/repos or ~/.cache/relpipe/repos."""
+    base = os.environ.get("RELPIPE_CACHE")
+    return (Path(base) if base else Path.home() / ".cache" / "relpipe") / "repos"
+
+
+def is_url(text: str) -> bool:
+    return bool(_URL_RE.fullmatch(text))
+
+
+def _has_commits(repo: Path, revs: Sequence[str]) -> bool:
+    try:
+        resolve(repo, revs)
+    except ValidateError:
+        return False
+    return True
+
+
+def open_url(url: str, refs: Sequence[str], cache: Path | None = None) -> Path:
+    """A cached bare clone of `url` that contains `refs`; fetches only when one is missing.
+
+    Branches and tags are fetched first; a sha that no ref reaches is then fetched by id (the
+    server must allow it). A lock file serialises concurrent relpipe processes on one cache.
+    """
+    if not is_url(url) or url.startswith("-"):
+        raise ValidateError(
+            f"not a repository URL: {redact(url)!r}; use https://, ssh:// or file://"
+        )
+    revs = [commit_of(ref) for ref in refs]
+    root = cache or cache_root()
+    repo = root / hashlib.sha256(url.encode()).hexdigest()[:20]
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{repo.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (repo / "HEAD").is_file():
+            tmp = root / f"{repo.name}.tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            run(root, "init", "--quiet", "--bare", str(tmp), what="init")
+            tmp.rename(repo)
+        elif _has_commits(repo, revs):
+            return repo
+        shown = redact(url)
+        _fetch(repo, url, shown, "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
+        missing = [rev for rev in revs if not _has_commits(repo, [rev])]
+        by_id = [rev for rev in missing if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", rev)]
+        if by_id:
+            _fetch(repo, url, shown, *by_id)
+    resolve(repo, refs)  # a one-line error naming the ref that is still missing
+    return repo
+
+
+def _fetch(repo: Path, url: str, shown: str, *refspecs: str) -> None:
+    try:
+        run(repo, "fetch", "--quiet", "--no-write-fetch-head", "--end-of-options", url,
+            *refspecs, what="fetch")  # fmt: skip
+    except ValidateError as exc:
+        detail = str(exc).split(": ", 1)[-1].replace(url, shown)
+        raise ValidateError(
+            f"cannot fetch from {shown}: {detail}; check the URL and access"
+        ) from None
+
+
+_SAFE_CONFIG = "[core]\n\trepositoryformatversion = {version}\n\tbare = true\n{extensions}"
+
+
+def sanitize_git_dir(git_dir: Path) -> Path:
+    """Make a `.git` copied out of an image safe to read: our config, no hooks/alternates/grafts.
+
+    The image is untrusted, so its config could name programs (fsmonitor, pager, gpg) and its
+    alternates could point at host paths. Only the object format survives from the old config.
+    """
+    if not (git_dir / "HEAD").is_file() or not (git_dir / "objects").is_dir():
+        raise ValidateError(f"{git_dir} is not a git directory; the image has no engine history")
+    config = git_dir / "config"
+    old = config.read_text("utf-8", "replace") if config.is_file() else ""
+    sha256 = re.search(r"objectformat\s*=\s*sha256", old, re.IGNORECASE) is not None
+    extensions = "[extensions]\n\tobjectformat = sha256\n" if sha256 else ""
+    for path in (git_dir / "hooks", git_dir / "info" / "grafts",
+                 git_dir / "objects" / "info" / "alternates", git_dir / "commondir"):  # fmt: skip
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+    config.write_text(_SAFE_CONFIG.format(version=1 if sha256 else 0, extensions=extensions))
+    return git_dir

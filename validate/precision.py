@@ -1,0 +1,917 @@
+"""The engine precision diff: which changes between two engine commits can move numerical precision.
+
+Owns the rules format (`precision_rules.yaml`, `aiter_rules.yaml`, user files), the classification
+of each changed file (relevant / cosmetic / not-relevant, with category, commits and reason), the
+watch evidence (which precision files did NOT change), the upstream watch list (commits or PRs
+that must or must not be in NEW), and the report (`PrecisionReport`: JSON and Markdown).
+Git access is `validate.gitio` (a fixed handful of processes per pair); the cosmetic rules are
+`validate.cosmetic`; commit subjects are `validate.commits`.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from validate import cosmetic, gitio
+from validate.commits import Commit, from_log, parse_subject
+from validate.errors import ValidateError
+
+HERE = Path(__file__).parent
+BUILTIN_RULES = {"atom": HERE / "precision_rules.yaml", "aiter": HERE / "aiter_rules.yaml"}
+VERDICTS = ("relevant", "cosmetic", "not-relevant")
+STATUS_NAMES = {"A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C": "copied",
+                "T": "type-changed"}  # fmt: skip
+_GITLINK = "160000"
+_MAX_RULES_BYTES = 1 << 20
+_RULE_KEYS = {"category", "paths", "content", "why", "scope"}
+_WATCH_KEYS = {"path", "label", "content", "gate"}
+_TOP_KEYS = {"schema", "name", "project", "never", "rules", "watch", "upstream"}
+_UPSTREAM_KINDS = ("must-contain", "must-not-contain")
+_PR_REF = re.compile(r"(?:[\w.-]+/[\w.-]+)?#?(\d{1,7})")
+_SHA_REF = re.compile(r"[0-9a-f]{7,64}")
+
+
+# --- rules ------------------------------------------------------------------------------------
+
+
+def glob_regex(patterns: Iterable[str]) -> re.Pattern[str]:
+    """One regex for path globs: `*` within a segment, `**` across segments, `?` one character;
+    a pattern without `/` matches the file name at any depth."""
+    parts = []
+    for pattern in patterns:
+        anchored = "/" in pattern.strip("/")
+        body, i = [], 0
+        text = pattern.strip("/")
+        while i < len(text):
+            if text.startswith("**/", i):
+                body.append("(?:.*/)?")
+                i += 3
+            elif text.startswith("**", i):
+                body.append(".*")
+                i += 2
+            elif text[i] == "*":
+                body.append("[^/]*")
+                i += 1
+            elif text[i] == "?":
+                body.append("[^/]")
+                i += 1
+            else:
+                body.append(re.escape(text[i]))
+                i += 1
+        parts.append(("" if anchored else "(?:.*/)?") + "".join(body))
+    return re.compile("(?:" + "|".join(parts) + ")\\Z" if parts else "(?!)")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One ordered rule: a category for paths, optionally gated on changed-line content."""
+
+    category: str
+    paths: tuple[str, ...]
+    content: tuple[str, ...]
+    why: str
+    scope: tuple[str, ...]
+    path_re: re.Pattern[str] = field(compare=False, repr=False)
+    content_re: re.Pattern[str] | None = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class WatchSpec:
+    """A file (glob) whose unchanged state is evidence; `content` limits it to some lines."""
+
+    label: str
+    path: str
+    content: tuple[str, ...]
+    path_re: re.Pattern[str] = field(compare=False, repr=False)
+    content_re: re.Pattern[str] | None = field(compare=False, repr=False)
+
+    @property
+    def lookup(self) -> str | None:
+        """The one tree entry whose existence proves the watch is not stale (`dir` for `dir/**`,
+        the path itself), or None when only a listing of the tree can tell (real globs)."""
+        path = self.path.strip("/").removesuffix("/**")
+        if "/" not in self.path.strip("/") or any(ch in path for ch in "*?["):
+            return None
+        return path
+
+
+@dataclass(frozen=True)
+class UpstreamSpec:
+    """A commit (sha prefix) or PR (`#N`) that NEW must contain, or must not contain."""
+
+    kind: str
+    ref: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Rules:
+    name: str
+    project: str | None  # "owner/repo" on GitHub, for PR links
+    never: tuple[str, ...]
+    rules: tuple[Rule, ...]
+    watch: tuple[WatchSpec, ...]
+    upstream: tuple[UpstreamSpec, ...]
+    source: str
+    never_re: re.Pattern[str] = field(compare=False, repr=False)
+
+    def pr_label(self, number: int) -> str:
+        return f"{self.project}#{number}" if self.project else f"#{number}"
+
+    def pr_url(self, number: int) -> str | None:
+        return f"https://github.com/{self.project}/pull/{number}" if self.project else None
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """Safe YAML without aliases (no bombs) and without duplicate keys (no silent overrides)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.constructor.ConstructorError(
+                None, None, "aliases are not allowed", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _fail(source: str, what: str) -> ValidateError:
+    return ValidateError(f"{source}: {what}; see docs/precision.md for the rules format")
+
+
+def _strings(source: str, where: str, value: Any, *, required: bool = False) -> tuple[str, ...]:
+    if value is None and not required:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if (
+        not isinstance(value, list)
+        or (required and not value)
+        or not all(isinstance(v, str) and v and "\n" not in v for v in value)
+    ):
+        raise _fail(source, f"{where} must be a non-empty string or list of one-line strings")
+    return tuple(value)
+
+
+def _regex(source: str, where: str, patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not patterns:
+        return None
+    # Leading global flags like `(?i)` become scoped groups so that the patterns can be joined.
+    scoped = [re.sub(r"^\(\?([aiLmsux]+)\)(.*)\Z", r"(?\1:\2)", p, flags=re.S) for p in patterns]
+    try:
+        return re.compile("|".join(f"(?:{p})" for p in scoped))
+    except re.error as exc:
+        raise _fail(source, f"{where}: bad regular expression ({exc})") from None
+
+
+def _mapping(source: str, where: str, value: Any, keys: set[str]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(source, f"{where} must be a mapping")
+    unknown = set(map(str, value)) - keys
+    if unknown:
+        raise _fail(source, f"{where}: unknown key {sorted(unknown)[0]!r}")
+    return value
+
+
+def parse_rules(text: str, source: str) -> Rules:
+    """Validate a rules document (YAML text) into `Rules`; one-line errors name the source."""
+    if len(text) > _MAX_RULES_BYTES or "\0" in text:
+        raise _fail(source, "file too large or contains NUL bytes")
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise _fail(source, f"{where}invalid YAML ({problem})") from None
+    top = _mapping(source, "the document", data, _TOP_KEYS)
+    if top.get("schema", 1) != 1:
+        raise _fail(source, f"unsupported schema {top.get('schema')!r} (this relpipe reads 1)")
+    rules = []
+    for index, raw in enumerate(top.get("rules") or []):
+        where = f"rules[{index}]"
+        item = _mapping(source, where, raw, _RULE_KEYS)
+        category = _strings(source, f"{where}.category", item.get("category"), required=True)[0]
+        paths = _strings(source, f"{where}.paths", item.get("paths"), required=True)
+        content = _strings(source, f"{where}.content", item.get("content"))
+        rules.append(
+            Rule(
+                category=category,
+                paths=paths,
+                content=content,
+                why=str(item.get("why") or ""),
+                scope=_strings(source, f"{where}.scope", item.get("scope")),
+                path_re=glob_regex(paths),
+                content_re=_regex(source, f"{where}.content", content),
+            )
+        )
+    if not rules:
+        raise _fail(source, "no rules: a rules file must classify something")
+    gates = {r.category: r.content for r in rules if r.content}
+    watch = []
+    for index, raw in enumerate(top.get("watch") or []):
+        where = f"watch[{index}]"
+        item = _mapping(source, where, raw, _WATCH_KEYS)
+        path = _strings(source, f"{where}.path", item.get("path"), required=True)[0]
+        content = _strings(source, f"{where}.content", item.get("content"))
+        gate = item.get("gate")
+        if gate is not None:
+            if gate not in gates:
+                raise _fail(source, f"{where}.gate: no rule {gate!r} with content regexes")
+            content = content + gates[gate]
+        watch.append(
+            WatchSpec(
+                label=str(item.get("label") or path),
+                path=path,
+                content=content,
+                path_re=glob_regex([path]),
+                content_re=_regex(source, f"{where}.content", content),
+            )
+        )
+    upstream = [
+        parse_upstream(kind, ref, why, source) for kind, ref, why in _upstream_items(source, top)
+    ]
+    never = _strings(source, "never", top.get("never"))
+    project = top.get("project")
+    if project is not None and not re.fullmatch(r"[\w.-]+/[\w.-]+", str(project)):
+        raise _fail(source, f"project must be OWNER/REPO, not {project!r}")
+    return Rules(
+        name=str(top.get("name") or Path(source).stem),
+        project=project,
+        never=never,
+        rules=tuple(rules),
+        watch=tuple(watch),
+        upstream=tuple(upstream),
+        source=source,
+        never_re=glob_regex(never),
+    )
+
+
+def _upstream_items(source: str, top: dict[str, Any]) -> list[tuple[str, str, str]]:
+    items = []
+    for index, raw in enumerate(top.get("upstream") or []):
+        item = _mapping(source, f"upstream[{index}]", raw, {*_UPSTREAM_KINDS, "why"})
+        kinds = [k for k in _UPSTREAM_KINDS if k in item]
+        if len(kinds) != 1:
+            raise _fail(
+                source, f"upstream[{index}] needs exactly one of must-contain/must-not-contain"
+            )
+        items.append((kinds[0], str(item[kinds[0]]), str(item.get("why") or "")))
+    return items
+
+
+def parse_upstream(
+    kind: str, ref: str, why: str = "", source: str = "command line"
+) -> UpstreamSpec:
+    """A validated upstream watch item: `ref` is a sha prefix (7+ hex) or a PR (`#N`, `O/R#N`)."""
+    ref = ref.strip()
+    if kind not in _UPSTREAM_KINDS:
+        raise _fail(source, f"unknown upstream check {kind!r}")
+    if _SHA_REF.fullmatch(ref) and not ref.isdigit():
+        return UpstreamSpec(kind, ref, why)
+    match = _PR_REF.fullmatch(ref)
+    if match and (ref.startswith("#") or "#" in ref or ref.isdigit()):
+        return UpstreamSpec(kind, f"#{int(match.group(1))}", why)
+    raise _fail(source, f"{kind} {ref[:80]!r} is neither a commit sha (7+ hex) nor a PR (#N)")
+
+
+def load_rules(path: str | Path | None = None) -> Rules:
+    """Rules from a file, or a built-in set by name ('atom' is the default, 'aiter')."""
+    if path is None or str(path) in BUILTIN_RULES:
+        file = BUILTIN_RULES[str(path or "atom")]
+    else:
+        file = Path(path)
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise ValidateError(f"cannot read rules file {file}: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _fail(str(file), "not UTF-8") from None
+    return parse_rules(text, str(file))
+
+
+# --- the report ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One changed file and what it means for precision."""
+
+    path: str
+    old_path: str | None
+    status: str  # added modified deleted renamed copied type-changed
+    category: str | None  # the rule that fired (or, when none fired, the first that matched)
+    categories: tuple[str, ...]  # every rule that fired
+    verdict: str  # relevant | cosmetic | not-relevant
+    commits: tuple[str, ...]  # shas that touched the file (under either name), newest first
+    reason: str
+    binary: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "old_path": self.old_path,
+            "status": self.status,
+            "category": self.category,
+            "categories": list(self.categories),
+            "verdict": self.verdict,
+            "commits": list(self.commits),
+            "reason": self.reason,
+            "binary": self.binary,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> FileChange:
+        return cls(d["path"], d["old_path"], d["status"], d["category"], tuple(d["categories"]),
+                   d["verdict"], tuple(d["commits"]), d["reason"], d["binary"])  # fmt: skip
+
+
+@dataclass(frozen=True)
+class WatchResult:
+    """Evidence for one watched file: unchanged | cosmetic | changed | missing."""
+
+    label: str
+    path: str
+    state: str
+    files: tuple[str, ...]  # changed files it matched (empty when unchanged)
+    commits: tuple[str, ...]
+    note: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"label": self.label, "path": self.path, "state": self.state,
+                "files": list(self.files), "commits": list(self.commits), "note": self.note}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> WatchResult:
+        return cls(d["label"], d["path"], d["state"], tuple(d["files"]), tuple(d["commits"]),
+                   d["note"])  # fmt: skip
+
+
+@dataclass(frozen=True)
+class UpstreamResult:
+    """One upstream check: is the commit/PR in NEW, and is that what was asked."""
+
+    kind: str
+    ref: str
+    why: str
+    found: bool
+    commit: str | None
+    ok: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "ref": self.ref, "why": self.why, "found": self.found,
+                "commit": self.commit, "ok": self.ok}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> UpstreamResult:
+        return cls(d["kind"], d["ref"], d["why"], d["found"], d["commit"], d["ok"])
+
+
+@dataclass(frozen=True)
+class PrecisionReport:
+    """Everything `relpipe diff` knows about one pair; `to_json()` is the machine contract."""
+
+    repo: str
+    rules: str
+    project: str | None
+    scope: str | None
+    old_ref: str
+    new_ref: str
+    old: str
+    new: str
+    ancestor: bool
+    shallow: bool
+    commits: tuple[Commit, ...]
+    files: tuple[FileChange, ...]
+    watch: tuple[WatchResult, ...]
+    upstream: tuple[UpstreamResult, ...]
+
+    def summary(self) -> dict[str, Any]:
+        by_category: dict[str, dict[str, int]] = {}
+        counts = dict.fromkeys(VERDICTS, 0)
+        for f in self.files:
+            counts[f.verdict] += 1
+            if f.category:
+                row = by_category.setdefault(f.category, dict.fromkeys(VERDICTS, 0))
+                row[f.verdict] += 1
+        return {
+            "relevant": counts["relevant"],
+            "cosmetic": counts["cosmetic"],
+            "not-relevant": counts["not-relevant"],
+            "files": len(self.files),
+            "commits": len(self.commits),
+            "by_category": dict(sorted(by_category.items())),
+            "relevant_commits": list(self.relevant_commits()),
+            "upstream_ok": all(u.ok for u in self.upstream),
+        }
+
+    def relevant_commits(self) -> tuple[str, ...]:
+        """Commits that touched a precision-relevant file, in report order."""
+        hit = {sha for f in self.files if f.verdict == "relevant" for sha in f.commits}
+        return tuple(c.sha for c in self.commits if c.sha in hit)
+
+    def commit_categories(self, sha: str) -> tuple[str, ...]:
+        cats = {f.category for f in self.files if f.verdict == "relevant" and sha in f.commits}
+        return tuple(sorted(c for c in cats if c))
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (the `relpipe diff --json` document); `from_json` inverts it."""
+        return {
+            "schema": 1,
+            "repo": self.repo,
+            "rules": self.rules,
+            "project": self.project,
+            "scope": self.scope,
+            "old_ref": self.old_ref,
+            "new_ref": self.new_ref,
+            "old": self.old,
+            "new": self.new,
+            "ancestor": self.ancestor,
+            "shallow": self.shallow,
+            "commits": [
+                {**c.to_json(), "precision": list(self.commit_categories(c.sha))}
+                for c in self.commits
+            ],
+            "files": [f.to_json() for f in self.files],
+            "summary": self.summary(),
+            "watch": [w.to_json() for w in self.watch],
+            "upstream": [u.to_json() for u in self.upstream],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> PrecisionReport:
+        """Rebuild a report from `to_json()` output (run records re-render byte-identically)."""
+        try:
+            return cls(
+                repo=d["repo"], rules=d["rules"], project=d["project"], scope=d["scope"],
+                old_ref=d["old_ref"], new_ref=d["new_ref"], old=d["old"], new=d["new"],
+                ancestor=d["ancestor"], shallow=d["shallow"],
+                commits=tuple(Commit.from_json(c) for c in d["commits"]),
+                files=tuple(FileChange.from_json(f) for f in d["files"]),
+                watch=tuple(WatchResult.from_json(w) for w in d["watch"]),
+                upstream=tuple(UpstreamResult.from_json(u) for u in d["upstream"]),
+            )  # fmt: skip
+        except (KeyError, TypeError) as exc:
+            raise ValidateError(
+                f"not a precision report (missing {exc}); re-run relpipe diff"
+            ) from None
+
+
+# --- classification (pure) ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Content:
+    """What the blobs say about one change: None lines means not inspectable (binary/gitlink)."""
+
+    binary: bool
+    identical: bool
+    cosmetic: bool
+    lines: tuple[str, ...] | None
+
+
+def _content(change: gitio.RawChange, blobs: dict[str, bytes], gated: bool) -> _Content:
+    """What the blobs say; changed lines are computed only when a content gate will read them
+    (`gated`), since no other decision uses them."""
+    if _GITLINK in (change.old_mode, change.new_mode):
+        return _Content(False, change.old_blob == change.new_blob, False, None)
+    old = blobs.get(change.old_blob or "", b"")
+    new = blobs.get(change.new_blob or "", b"")
+    binary = cosmetic.is_binary(old) or cosmetic.is_binary(new)
+    identical = change.old_blob == change.new_blob and change.status not in "AD"
+    both = change.status in "MRCT" and change.old_blob and change.new_blob and not identical
+    is_cosmetic = bool(both) and not binary and cosmetic.is_cosmetic(change.path, old, new)
+    if binary or not gated:
+        return _Content(binary, identical, is_cosmetic, None)
+    return _Content(
+        binary, identical, is_cosmetic, tuple(cosmetic.changed_lines(change.path, old, new))
+    )
+
+
+def _matched_rules(rules: Rules, paths: Sequence[str]) -> list[Rule]:
+    live = [p for p in paths if not rules.never_re.match(p)]
+    return [r for r in rules.rules if any(r.path_re.match(p) for p in live)]
+
+
+def _gate_hit(pattern: re.Pattern[str], lines: Sequence[str]) -> str | None:
+    return next((line.strip() for line in lines if pattern.search(line)), None)
+
+
+def _clip(text: str, limit: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _paths(change: gitio.RawChange) -> list[str]:
+    return [change.path] + ([change.old_path] if change.old_path else [])
+
+
+def classify(
+    change: gitio.RawChange,
+    content: _Content | None,
+    rules: Rules,
+    scope: str | None,
+    matched: list[Rule] | None = None,
+) -> tuple[str | None, tuple[str, ...], str, str]:
+    """(category, categories, verdict, reason) of one change. Pure: blobs are in `content`;
+    `matched` (the rules whose paths match, in order) may be passed when already computed."""
+    paths = _paths(change)
+    matched = _matched_rules(rules, paths) if matched is None else matched
+    if not matched:
+        if all(rules.never_re.match(p) for p in paths):
+            return None, (), "not-relevant", "excluded by a `never` rule"
+        return None, (), "not-relevant", "no precision rule matches this path"
+    assert content is not None  # blobs are read for every matched change
+    moved = f"renamed from {change.old_path}; " if change.old_path else ""
+    if change.status not in "AD" and content.identical and change.status != "T":
+        return matched[0].category, (), "cosmetic", f"{moved}content identical".strip("; ")
+    if content.cosmetic:
+        return (
+            matched[0].category,
+            (),
+            "cosmetic",
+            (f"{moved}only comments, docstrings, blank lines, whitespace or logging calls changed"),
+        )
+    fired: list[tuple[Rule, str]] = []
+    for rule in matched:
+        if rule.content_re is None:
+            fired.append((rule, rule.why))
+        elif content.lines is None:
+            fired.append((rule, "content cannot be inspected (binary or submodule), so it counts"))
+        else:
+            hit = _gate_hit(rule.content_re, content.lines)
+            if hit is not None:
+                fired.append((rule, f"{rule.why}; changed line: {_clip(hit)}"))
+    if not fired:
+        gated = ", ".join(dict.fromkeys(r.category for r in matched))
+        return (
+            matched[0].category,
+            (),
+            "not-relevant",
+            (f"{moved}no changed line matches the content gates of {gated}"),
+        )
+    categories = tuple(dict.fromkeys(r.category for r, _ in fired))
+    in_scope = [(r, w) for r, w in fired if not r.scope or scope is None or scope in r.scope]
+    if not in_scope:
+        families = ", ".join(sorted({s for r, _ in fired for s in r.scope}))
+        return (
+            fired[0][0].category,
+            categories,
+            "not-relevant",
+            (f"only relevant to {families} images; this diff is for {scope}"),
+        )
+    status = STATUS_NAMES.get(change.status, change.status)
+    prefix = f"{moved}" if change.old_path else ("" if change.status == "M" else f"{status}; ")
+    if content.binary:
+        prefix += "binary; "
+    return in_scope[0][0].category, categories, "relevant", prefix + in_scope[0][1]
+
+
+class _Aliases:
+    """Union-find over paths joined by renames, so a file's commits follow it across names."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, path: str) -> str:
+        root = path
+        while self.parent.get(root, root) != root:
+            root = self.parent[root]
+        self.parent[path] = root
+        return root
+
+    def join(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[ra] = rb
+
+
+def _attribute(entries: Sequence[gitio.LogEntry]) -> tuple[_Aliases, dict[str, list[str]]]:
+    aliases = _Aliases()
+    for entry in entries:
+        for touch in entry.touches:
+            if touch.old_path:
+                aliases.join(touch.old_path, touch.path)
+    by_root: dict[str, list[str]] = {}
+    for entry in entries:
+        roots = {aliases.find(t.path) for t in entry.touches}
+        roots |= {aliases.find(t.old_path) for t in entry.touches if t.old_path}
+        for root in roots:
+            by_root.setdefault(root, []).append(entry.sha)
+    return aliases, by_root
+
+
+def _commits_of(path_list: Sequence[str], aliases: _Aliases, by_root: dict[str, list[str]],
+                order: dict[str, int]) -> tuple[str, ...]:  # fmt: skip
+    shas = {sha for p in path_list for sha in by_root.get(aliases.find(p), ())}
+    return tuple(sorted(shas, key=order.__getitem__))
+
+
+def _watch(
+    specs: Sequence[WatchSpec],
+    changes: Sequence[gitio.RawChange],
+    contents: dict[str, _Content],
+    present: set[str],
+    tree: Sequence[str],
+    commits_of: dict[str, tuple[str, ...]],
+) -> tuple[WatchResult, ...]:
+    results = []
+    for spec in specs:
+        exists = (spec.lookup in present if spec.lookup is not None
+                  else any(spec.path_re.match(p) for p in tree))  # fmt: skip
+        touched = [c for c in changes
+                   if spec.path_re.match(c.path) or (c.old_path and spec.path_re.match(c.old_path))]  # fmt: skip
+        changed, cosmetic_only, outside = [], [], []
+        for change in touched:
+            content = contents[change.path]
+            if change.status == "D" or (
+                change.status == "R" and not spec.path_re.match(change.path)
+            ):
+                changed.append(change)
+            elif content.identical or content.cosmetic:
+                cosmetic_only.append(change)
+            elif (
+                spec.content_re is not None
+                and content.lines is not None
+                and _gate_hit(spec.content_re, content.lines) is None
+            ):
+                outside.append(change)
+            else:
+                changed.append(change)
+        if changed:
+            state, hits, note = "changed", changed, ""
+        elif cosmetic_only:
+            state, hits, note = "cosmetic", cosmetic_only, "only cosmetic edits"
+        elif not exists:
+            state, hits, note = "missing", [], "no such file in NEW: the watch list may be stale"
+        else:
+            state, hits = "unchanged", []
+            note = "file changed outside the watched lines" if outside else ""
+        results.append(
+            WatchResult(
+                label=spec.label,
+                path=spec.path,
+                state=state,
+                files=tuple(c.path for c in hits),
+                commits=tuple(dict.fromkeys(s for c in hits for s in commits_of[c.path])),
+                note=note,
+            )
+        )
+    return tuple(results)
+
+
+def check_upstream(
+    specs: Sequence[UpstreamSpec], history: Sequence[tuple[str, str, str]]
+) -> tuple[UpstreamResult, ...]:
+    """Evaluate must-contain / must-not-contain against every commit reachable from NEW.
+
+    A sha matches its commit or a cherry-pick of it (`cherry picked from commit <sha>`); a PR
+    matches a squash subject `(#N)` or a `Merge pull request #N` subject.
+    """
+    results = []
+    for spec in specs:
+        found: str | None = None
+        if spec.ref.startswith("#"):
+            number = int(spec.ref[1:])
+            found = next((sha for sha, subject, _ in history
+                          if parse_subject(subject).pr == number), None)  # fmt: skip
+        else:
+            picked = f"cherry picked from commit {spec.ref}"
+            found = next((sha for sha, _, body in history
+                          if sha.startswith(spec.ref) or picked in body), None)  # fmt: skip
+        ok = (found is not None) == (spec.kind == "must-contain")
+        results.append(UpstreamResult(spec.kind, spec.ref, spec.why, found is not None, found, ok))
+    return tuple(results)
+
+
+def diff(
+    repo: Path,
+    old: str,
+    new: str,
+    rules: Rules | None = None,
+    *,
+    scope: str | None = None,
+    upstream: Sequence[UpstreamSpec] = (),
+    display: str | None = None,
+) -> PrecisionReport:
+    """The precision report for OLD -> NEW in `repo` (a worktree, bare repo or `.git` folder).
+
+    `scope` is the image family (atom, vllm, sglang) for scoped rules; None counts them all.
+    `upstream` adds checks to the rules' own list. `display` names the repo in the report.
+    """
+    rules = rules or load_rules()
+    old_rev, new_rev = (f"{gitio.commit_of(ref)}^{{commit}}" for ref in (old, new))
+    gitio.check_repository(repo)
+    checks = (*rules.upstream, *upstream)
+    listed = any(w.lookup is None for w in rules.watch)
+    # Round 1: independent git processes at once (see gitio.run_many).
+    commands = [gitio.diff_args(old_rev, new_rev), gitio.log_args(old_rev, new_rev)]
+    if listed:
+        commands.append(gitio.ls_tree_args(new_rev))
+    if checks:
+        commands.append(gitio.history_args(new_rev))
+    try:
+        outs = gitio.run_many(repo, *commands)
+    except ValidateError:
+        gitio.resolve(repo, [old, new])  # names the ref that is missing, if that was the cause
+        raise
+    changes = gitio.parse_diff_raw(outs[0])
+    entries = gitio.parse_log(outs[1])
+    tree = gitio.parse_paths(outs[2]) if listed else []
+    hist = gitio.parse_history(outs[-1]) if checks else []
+
+    watched = [c for c in changes if any(
+        w.path_re.match(c.path) or (c.old_path and w.path_re.match(c.old_path)) for w in rules.watch
+    )]  # fmt: skip
+    matched = {c.path: _matched_rules(rules, _paths(c)) for c in changes}
+    needed = {c.path: c for c in changes if matched[c.path]}
+    needed.update((c.path, c) for c in watched)
+    # Round 2: one cat-file for the two commits, the watched entries, and every needed blob.
+    lookups = [w.lookup for w in rules.watch if w.lookup is not None]
+    infos, blobs = gitio.read_objects(
+        repo,
+        [old_rev, new_rev, *(f"{new_rev}:{path}" for path in lookups)],
+        [sha for c in needed.values() if _GITLINK not in (c.old_mode, c.new_mode)
+         for sha in (c.old_blob, c.new_blob) if sha],
+    )  # fmt: skip
+    if infos[0] is None or infos[1] is None:
+        gitio.resolve(repo, [old, new])
+        raise ValidateError(f"cannot resolve {old!r} and {new!r} in {repo}")
+    old_sha, new_sha = infos[0][0], infos[1][0]
+    present = {path for path, info in zip(lookups, infos[2:], strict=True) if info is not None}
+    gated_watch = {c.path for c in watched for w in rules.watch if w.content_re is not None}
+    contents = {
+        path: _content(
+            change,
+            blobs,
+            path in gated_watch or any(r.content_re is not None for r in matched[path]),
+        )
+        for path, change in needed.items()
+    }
+
+    order = {e.sha: i for i, e in enumerate(entries)}
+    aliases, by_root = _attribute(entries)
+    commits_of = {
+        c.path: _commits_of([c.path, c.old_path or c.path], aliases, by_root, order)
+        for c in changes
+    }
+    files = []
+    for change in changes:
+        category, categories, verdict, reason = classify(
+            change, contents.get(change.path), rules, scope, matched[change.path]
+        )
+        files.append(
+            FileChange(
+                path=change.path,
+                old_path=change.old_path,
+                status=STATUS_NAMES.get(change.status, change.status),
+                category=category,
+                categories=categories,
+                verdict=verdict,
+                commits=commits_of[change.path],
+                reason=reason,
+                binary=bool(contents.get(change.path) and contents[change.path].binary),
+            )
+        )
+    return PrecisionReport(
+        repo=display or str(repo),
+        rules=rules.name,
+        project=rules.project,
+        scope=scope,
+        old_ref=old,
+        new_ref=new,
+        old=old_sha,
+        new=new_sha,
+        ancestor=not any(e.side == "old" for e in entries),
+        shallow=gitio.is_shallow(repo),
+        commits=tuple(from_log(e) for e in entries),
+        files=tuple(files),
+        watch=_watch(rules.watch, watched, contents, present, tree, commits_of),
+        upstream=check_upstream(checks, hist),
+    )
+
+
+# --- Markdown -----------------------------------------------------------------------------------
+
+_MD_ESCAPE = re.compile(r"([\\`*_\[\]|~$])")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def md_text(text: str) -> str:
+    """Untrusted text as one Markdown table cell: one line, HTML inert, Markdown syntax escaped."""
+    text = _CONTROL.sub(" ", text)
+    text = " ".join(text.split())
+    return _MD_ESCAPE.sub(r"\\\1", html.escape(text, quote=False))
+
+
+def md_code(text: str) -> str:
+    """A path or sha as inline code in a table cell; falls back to escaped text if it can't be."""
+    if "`" in text or _CONTROL.search(text) or "\n" in text or not text.strip():
+        return md_text(text)
+    # Inside a code span only `|` still needs escaping: GFM splits table cells on it first.
+    return "`" + text.replace("|", "\\|") + "`"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _short(sha: str) -> str:
+    return sha[:9]
+
+
+def _pr_cell(report: PrecisionReport, pr: int | None) -> str:
+    if pr is None:
+        return ""
+    label = md_text(f"{report.project}#{pr}" if report.project else f"#{pr}")
+    return f"[{label}](https://github.com/{report.project}/pull/{pr})" if report.project else label
+
+
+def _commit_cells(report: PrecisionReport, shas: Sequence[str]) -> str:
+    by_sha = {c.sha: c for c in report.commits}
+    cells = []
+    for sha in shas:
+        commit = by_sha.get(sha)
+        pr = _pr_cell(report, commit.pr if commit else None)
+        cells.append(f"{md_code(_short(sha))}" + (f" ({pr})" if pr else ""))
+    return ", ".join(cells)
+
+
+def render_markdown(report: PrecisionReport) -> str:
+    """Tables a reviewer pastes into a PR: summary by category, relevant files, commits, watch."""
+    s = report.summary()
+    where = md_text(report.project or report.repo)
+    lines = [
+        f"### Engine diff {md_code(_short(report.old))} → {md_code(_short(report.new))} ({where})",
+        "",
+        f"{_count(s['commits'], 'commit')}, {_count(s['files'], 'file')} changed"
+        + ("" if report.ancestor else "; OLD is not an ancestor of NEW (commits only in OLD are "
+           "marked *old*)")
+        + ("; the repository is a shallow clone, history may be incomplete" if report.shallow else "")
+        + f". Precision: **{s['relevant']} relevant**, {s['cosmetic']} cosmetic, "
+        f"{s['not-relevant']} not relevant (rules: {md_text(report.rules)}).",
+        "",
+    ]  # fmt: skip
+    if s["by_category"]:
+        lines += ["| category | relevant | cosmetic | not relevant |", "|---|---:|---:|---:|"]
+        for category, row in s["by_category"].items():
+            lines.append(f"| {md_text(category)} | {row['relevant']} | {row['cosmetic']} | "
+                         f"{row['not-relevant']} |")  # fmt: skip
+        lines.append("")
+    # Not-relevant files are listed too when a rule matched their path (a content gate or scope
+    # cleared them): that is the evidence a reviewer would otherwise argue by hand.
+    shown = [f for f in report.files if f.verdict != "not-relevant" or f.category]
+    if shown:
+        lines += ["#### Precision files", "", "| file | change | category | verdict | commits | why |",
+                  "|---|---|---|---|---|---|"]  # fmt: skip
+        for f in shown:
+            name = md_code(f.path) + (f" (from {md_code(f.old_path)})" if f.old_path else "")
+            lines.append(f"| {name} | {f.status} | {md_text(f.category or '')} | {f.verdict} | "
+                         f"{_commit_cells(report, f.commits)} | {md_text(f.reason)} |")  # fmt: skip
+        lines.append("")
+    if report.commits:
+        lines += ["#### Commits", "", "| commit | PR | type | subject | precision |",
+                  "|---|---|---|---|---|"]  # fmt: skip
+        for c in report.commits:
+            side = " *old*" if c.side == "old" else ""
+            merge = " (merge)" if c.merge else ""
+            lines.append(f"| {md_code(_short(c.sha))}{side} | {_pr_cell(report, c.pr)} | "
+                         f"{md_text(c.type)}{merge} | {md_text(c.subject)} | "
+                         f"{md_text(', '.join(report.commit_categories(c.sha)))} |")  # fmt: skip
+        lines.append("")
+    if report.watch:
+        lines += ["#### Watch list (evidence of what did not change)", "",
+                  "| watched | state | changed in | note |", "|---|---|---|---|"]  # fmt: skip
+        for w in report.watch:
+            label = md_code(w.label) if w.label == w.path else md_text(w.label)
+            lines.append(f"| {label} | **{w.state}** | {_commit_cells(report, w.commits)} | "
+                         f"{md_text(w.note)} |")  # fmt: skip
+        lines.append("")
+    if report.upstream:
+        lines += ["#### Upstream watch", "", "| check | ref | found | result | why |",
+                  "|---|---|---|---|---|"]  # fmt: skip
+        for u in report.upstream:
+            found = md_code(_short(u.commit)) if u.commit else "no"
+            lines.append(f"| {u.kind} | {md_text(u.ref)} | {found} | "
+                         f"{'ok' if u.ok else '**FAIL**'} | {md_text(u.why)} |")  # fmt: skip
+        lines.append("")
+    return "\n".join(lines)
