@@ -1,0 +1,86 @@
+"""Appending one entry to perf-changelog.yaml: locked, re-validated, atomic.
+
+The write is crash-safe: the new bytes go to a temp file in the same directory, are fsynced,
+and replace the file with one rename (then the directory is fsynced), so a crash at any instant
+leaves the old file or the old file plus the whole entry. Concurrent appenders serialise on an
+advisory lock taken on the directory (the file itself is replaced by the rename, so a lock on
+its inode would not exclude a process that opened the new one). Before the rename the new
+bytes are checked the way the commit hook checks them: the old bytes are a prefix and the
+appended part parses, clean, to exactly the entry that was rendered.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+from changelog.entries import Entry, parse_appended, render
+from changelog.errors import ChangelogError
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _new_bytes(path: Path, old: bytes, entry: Entry) -> bytes:
+    """old + separator + rendered entry, checked against `old` with the hook's suffix parser."""
+    if old and not old.endswith(b"\n"):
+        raise ChangelogError(f"{path}: does not end with a newline; fix the file before appending")
+    text = render(entry).encode("utf-8")
+    new = old + (b"\n" if old else b"") + text
+    checked = parse_appended(old, new, str(path))
+    if checked.errors:
+        raise ChangelogError(f"refusing to append: {checked.errors[0].format(str(path))}")
+    if len(checked.blocks) != 1 or checked.blocks[0].entry != entry:
+        raise ChangelogError(
+            f"refusing to append to {path}: the written entry does not read back as the entry"
+        )
+    return new
+
+
+def append(path: Path, entry: Entry) -> bytes:
+    """Append `entry` to the changelog at `path` (created if absent); return the new file bytes."""
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        lock_fd = os.open(directory, os.O_RDONLY)
+    except OSError as exc:
+        raise ChangelogError(
+            f"cannot open {directory} to lock it: {exc.strerror}; check the path"
+        ) from exc
+    tmp = directory / f".{path.name}.{os.getpid()}.tmp"
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        # Leftovers of appenders killed mid-write: nobody else writes while we hold the lock.
+        for stale in directory.glob(f".{path.name}.*.tmp"):
+            stale.unlink(missing_ok=True)
+        try:
+            old = path.read_bytes()
+        except FileNotFoundError:
+            old = b""
+        new = _new_bytes(path, old, entry)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(new)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+        _fsync_dir(directory)
+        return new
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ChangelogError(
+            f"cannot append to {path}: {exc.strerror}; check permissions and disk space"
+        ) from exc
+    finally:
+        os.close(lock_fd)  # closing the descriptor releases the lock

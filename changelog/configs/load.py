@@ -1,0 +1,245 @@
+"""Master configs (`configs/*-master.yaml`): loading, top-level keys, and config-key resolution.
+
+`load_master` reads a whole master file strictly (duplicate keys rejected at any depth, `*` not
+allowed in top-level keys, as InferenceX's loader requires). `master_keys` returns only the
+top-level keys, from a line scan, for the commit hook: loading the real masters (376 KB) with
+PyYAML takes longer than the whole hook may, and only the keys are needed there. The scan
+falls back to PyYAML's event stream whenever a line is not the simple `key:` form or a quoted
+scalar might run over several lines, so it never guesses.
+
+`resolve_keys` follows InferenceX's `process_changelog.py`: only `*` is a wildcard, a pattern
+must match a whole key, a glob that matches nothing and an exact key that does not exist are
+distinct errors, and the result is de-duplicated in first-seen order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from changelog.errors import ChangelogError
+
+MAX_MASTER_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class MasterConfigs:
+    """Configs of one or more master files: key -> config mapping, and which file defines it."""
+
+    configs: Mapping[str, Mapping[str, object]]
+    origin: Mapping[str, Path]
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(self.configs)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ChangelogError(
+            f"cannot read master config {path}: {exc.strerror}; check --configs"
+        ) from exc
+    if len(data) > MAX_MASTER_BYTES:
+        raise ChangelogError(
+            f"{path}: {len(data)} bytes is over the {MAX_MASTER_BYTES}-byte cap for a master config"
+        )
+    return data
+
+
+@cache
+def _strict_loader() -> type:
+    """Safe loader (C when available) that rejects duplicate mapping keys (PyYAML keeps the
+    last one silently). Built on first use: the hook's key scan does not import PyYAML."""
+    import yaml
+
+    class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+        def construct_mapping(
+            self, node: yaml.MappingNode, deep: bool = False
+        ) -> dict[object, object]:
+            seen: set[object] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+                if key in seen:
+                    raise ChangelogError(
+                        f"line {key_node.start_mark.line + 1}: duplicate key `{key}`; keep one definition"
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+
+    return StrictLoader
+
+
+def load_master(path: Path) -> dict[str, dict[str, object]]:
+    """The whole master file as {config key: config}; strict about keys and shape."""
+    path = Path(path)
+    data = _read(path)
+    import yaml
+
+    try:
+        loaded = yaml.load(data, Loader=_strict_loader())  # noqa: S506 - a safe loader subclass
+    except ChangelogError as exc:
+        raise ChangelogError(f"{path}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise ChangelogError(
+            f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)}); fix the syntax"
+        ) from exc
+    if not isinstance(loaded, dict):
+        raise ChangelogError(
+            f"{path}: a master config must be a mapping of config keys; found {type(loaded).__name__}"
+        )
+    for key, value in loaded.items():
+        if not isinstance(key, str):
+            raise ChangelogError(f"{path}: config key {key!r} is not a string; quote it")
+        if "*" in key:
+            raise ChangelogError(
+                f"{path}: config key `{key}` contains `*`, which is reserved for globs; rename it"
+            )
+        if not isinstance(value, dict):
+            raise ChangelogError(
+                f"{path}: config `{key}` must be a mapping, found {type(value).__name__}"
+            )
+    return loaded
+
+
+def load_masters(paths: Iterable[Path]) -> MasterConfigs:
+    """Several master files merged; a key defined in two files is an error naming both."""
+    configs: dict[str, dict[str, object]] = {}
+    origin: dict[str, Path] = {}
+    for path in paths:
+        for key, value in load_master(Path(path)).items():
+            if key in configs:
+                raise ChangelogError(
+                    f"config key `{key}` is defined in both {origin[key]} and {path}; keep one"
+                )
+            configs[key] = value
+            origin[key] = Path(path)
+    return MasterConfigs(configs, origin)
+
+
+_KEY_LINE = re.compile(
+    r"""(?:([^\s#'"&*!|>%@`{}\[\],?:-][^:#]*?)|"([^"\\]*)"|'([^']*)'):[ ]*(?:#.*)?$"""
+)
+# A quoted scalar that opens after `key: ` or `- ` and does not close on its line could carry a
+# column-0 line that looks like a key; such files take the event-stream path.
+_OPEN_QUOTE = re.compile(
+    r"""[ ]*(?:- +)*(?:[^\s#'"][^:#]*:[ ]+)?(?:"(?:[^"\\]|\\.)*$|'(?:[^']|'')*$)"""
+)
+
+
+def _closed(line: str) -> bool:
+    """Cheap proof that no quoted scalar stays open at the end of the line: it ends with a quote
+    that is neither escaped nor doubled, and holds no comment. Otherwise the regex decides."""
+    end = line.rstrip(" ")
+    return "#" not in end and (
+        (end.endswith('"') and not end.endswith('\\"'))
+        or (end.endswith("'") and not end.endswith("''"))
+    )
+
+
+def _keys_from_events(data: bytes, path: Path) -> tuple[str, ...]:
+    import yaml
+
+    keys: list[str] = []
+    depth = 0
+    expect_key = False
+    try:
+        for event in yaml.parse(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                if depth == 1 and expect_key:
+                    raise ChangelogError(f"{path}: a top-level key is not a plain string; quote it")
+                if depth == 1:
+                    expect_key = True
+                depth += 1
+                if depth == 1 and isinstance(event, yaml.MappingStartEvent):
+                    expect_key = True
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+            elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)) and depth == 1:
+                if expect_key:
+                    if not isinstance(event, yaml.ScalarEvent):
+                        raise ChangelogError(
+                            f"{path}: alias used as a top-level key; write the key out"
+                        )
+                    keys.append(event.value)
+                expect_key = not expect_key
+    except yaml.YAMLError as exc:
+        raise ChangelogError(
+            f"{path}: not valid YAML ({getattr(exc, 'problem', exc)}); fix the syntax"
+        ) from exc
+    return tuple(keys)
+
+
+def master_keys(path: Path) -> tuple[str, ...]:
+    """Top-level keys of a master file, in file order, without loading the configs."""
+    path = Path(path)
+    data = _read(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ChangelogError(f"{path}: not UTF-8; save it as UTF-8") from exc
+    lines = text.split("\n")
+    simple = (
+        "\t" not in text
+        and "\r" not in text
+        and not any(
+            _OPEN_QUOTE.match(line)
+            for line in lines
+            if ('"' in line or "'" in line) and not _closed(line)
+        )
+    )
+    keys: list[str] = []
+    if simple:
+        for line in lines:
+            if not line or line[0] in " #":
+                continue
+            m = _KEY_LINE.match(line)
+            if m is None:
+                simple = False
+                break
+            keys.append(
+                m.group(1)
+                if m.group(1) is not None
+                else m.group(2)
+                if m.group(2) is not None
+                else m.group(3)
+            )
+    if not simple:
+        return _keys_from_events(data, path)
+    return tuple(keys)
+
+
+def resolve_key(pattern: str, keys: Sequence[str]) -> list[str]:
+    """Keys one changelog `config-keys` item selects (`*` is the only wildcard; full match)."""
+    if "*" in pattern:
+        regex = re.compile(".*".join(re.escape(part) for part in pattern.split("*")))
+        matched = [key for key in keys if regex.fullmatch(key)]
+        if not matched:
+            raise ChangelogError(
+                f"glob `{pattern}` matches no config key in the master configs; fix the pattern"
+            )
+        return matched
+    if pattern not in keys:
+        raise ChangelogError(
+            f"config key `{pattern}` not found in the master configs; check its spelling"
+        )
+    return [pattern]
+
+
+def resolve_keys(patterns: Iterable[str], keys: Sequence[str]) -> list[str]:
+    """All keys the patterns select, de-duplicated in first-seen order; first failure raises."""
+    lookup = set(keys) if len(keys) > 64 else keys
+    out: dict[str, None] = {}
+    for pattern in patterns:
+        if "*" not in pattern and pattern in lookup:
+            out.setdefault(pattern)
+            continue
+        for key in resolve_key(pattern, keys):
+            out.setdefault(key)
+    return list(out)

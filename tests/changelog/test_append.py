@@ -1,0 +1,148 @@
+"""changelog.append: appends that read back, N appends in a row, SIGKILL at random moments,
+and concurrent appenders (real processes started with sys.executable)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from changelog.append import append
+from changelog.entries import Entry, parse, render
+from changelog.errors import ChangelogError
+
+LINK = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
+
+
+def entry(n: int, who: str = "e") -> Entry:
+    return Entry(("dsr1-fp4-mi355x-atom",), (f"{who} {n}", "说明"), LINK + str(n + 1))
+
+
+def test_append_to_the_corpus_returns_the_new_bytes(tmp_path: Path, corpus_dir: Path) -> None:
+    path = tmp_path / "perf-changelog.yaml"
+    old = (corpus_dir / "perf-changelog.yaml").read_bytes()
+    path.write_bytes(old)
+    new = append(path, entry(1))
+    assert new == path.read_bytes() == old + b"\n" + render(entry(1)).encode()
+    assert [p.name for p in tmp_path.iterdir()] == [
+        "perf-changelog.yaml"
+    ]  # no temp or lock file left
+
+
+def test_append_creates_a_new_file_and_refuses_a_broken_one(tmp_path: Path) -> None:
+    path = tmp_path / "perf-changelog.yaml"
+    assert append(path, entry(0)) == render(entry(0)).encode()
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    with pytest.raises(ChangelogError, match="does not end with a newline"):
+        append(path, entry(1))
+    path.write_bytes(b'- config-keys:\n    - "unclosed\n')
+    with pytest.raises(ChangelogError, match="refusing to append"):
+        append(path, entry(1))
+    with pytest.raises(ChangelogError, match="cannot render an invalid"):
+        append(tmp_path / "other.yaml", Entry((), ("x",), LINK + "1"))
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.text(min_size=1, max_size=30).filter(lambda s: s.strip() and s.isprintable()),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_appending_n_generated_entries_keeps_the_file_valid(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str]
+) -> None:
+    path = tmp_path_factory.mktemp("n") / "perf-changelog.yaml"
+    expected = [Entry((f"key-{i}",), (text,), LINK + str(i + 1)) for i, text in enumerate(lines)]
+    for item in expected:
+        append(path, item)
+    assert list(parse(path.read_bytes()).entries) == expected
+
+
+CHILD = f"""
+import sys
+from pathlib import Path
+from changelog.append import append
+from changelog.entries import Entry
+path, start, who = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+count = int(sys.argv[4]) if len(sys.argv) > 4 else 10**9
+print("ready", flush=True)
+for n in range(start, start + count):
+    append(path, Entry(("dsr1-fp4-mi355x-atom",), (f"{{who}} {{n}}", "说明"), "{LINK}" + str(n + 1)))
+"""
+
+
+ROOT = Path(__file__).resolve().parents[2]
+# -S skips site (and the editable-install hook) to start children faster; PYTHONPATH finds us.
+FAST_ENV = dict(os.environ, PYTHONPATH=str(ROOT))
+
+
+def _allowed(base: bytes, data: bytes) -> int | None:
+    """k when `data` is exactly base plus whole entries 0..k-1, else None."""
+    if not data.startswith(base):
+        return None
+    k = data.count(b"\n- config-keys:")
+    expected = base + b"".join(b"\n" + render(entry(n)).encode() for n in range(k))
+    return k if data == expected else None
+
+
+def _kill_lane(path: Path, kills: int, seed: int) -> int:
+    rng = random.Random(seed)
+    base = render(Entry(("base",), ("base entry",), LINK + "1")).encode()
+    path.write_bytes(base)
+    appended = 0
+    for _ in range(kills):
+        child = subprocess.Popen([sys.executable, "-S", "-c", CHILD, str(path), str(appended), "e"],
+                                 stdout=subprocess.PIPE, text=True, env=FAST_ENV)  # fmt: skip
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        time.sleep(rng.uniform(0, 0.03))
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+        data = path.read_bytes()
+        k = _allowed(base, data)
+        assert k is not None and k >= appended, f"torn file after a kill: {data[-200:]!r}"
+        appended = k
+    return appended
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_moments_leaves_old_or_old_plus_whole_entry(tmp_path: Path) -> None:
+    lanes = 4
+    with ThreadPoolExecutor(lanes) as pool:
+        done = list(pool.map(lambda k: _kill_lane(tmp_path / f"lane{k}" / "perf-changelog.yaml", 50, k),
+                             [(tmp_path / f"lane{k}").mkdir() or k for k in range(lanes)]))  # fmt: skip
+    assert sum(done) > 0  # kills landed after some appends too, not only before the first
+    for k in range(lanes):
+        path = tmp_path / f"lane{k}" / "perf-changelog.yaml"
+        append(path, entry(done[k]))  # the next append cleans temp files of killed appenders
+        assert sorted(p.name for p in path.parent.iterdir()) == ["perf-changelog.yaml"]
+
+
+@pytest.mark.slow
+def test_eight_concurrent_appenders_of_25_entries_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "perf-changelog.yaml"
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-S", "-c", CHILD, str(path), "0", f"p{p}", "25"],
+            stdout=subprocess.DEVNULL,
+            env=FAST_ENV,
+        )  # fmt: skip
+        for p in range(8)
+    ]
+    assert [child.wait(timeout=300) for child in children] == [0] * 8
+    entries = parse(path.read_bytes()).entries
+    assert len(entries) == 200
+    assert sorted(e.description[0] for e in entries if e) == sorted(
+        f"p{p} {n}" for p in range(8) for n in range(25)
+    )

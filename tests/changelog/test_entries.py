@@ -1,0 +1,305 @@
+"""changelog.entries: the real corpus, the house-style renderer, the strict parser (both paths),
+and property tests: render/parse round trip, byte mutations, agreement with PyYAML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from changelog import entries as E
+from changelog.entries import Entry, parse, render, scan, validate_entry
+from changelog.errors import ChangelogError
+
+LINK = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
+
+
+def test_corpus_parses_772_entries_equal_to_pyyaml(corpus_dir: Path) -> None:
+    data = (corpus_dir / "perf-changelog.yaml").read_bytes()
+    changelog = scan(data)
+    reference = yaml.load(data, Loader=yaml.CSafeLoader)
+    assert len(changelog.blocks) == len(reference) == 772
+    assert [dict(b.fields) for b in changelog.blocks] == reference
+    assert all(b.entry is not None for b in changelog.blocks)
+    # Spans and lines point at the entries' own bytes.
+    last = changelog.blocks[-1]
+    assert data[last.start : last.end].startswith(b"- config-keys:\n") and last.end == len(data)
+    assert last.end_line == 6380
+    # scenario-type appears as a one-item list in the corpus and reads as a tuple.
+    assert {
+        b.entry.scenario_type for b in changelog.blocks if b.entry and b.entry.scenario_type
+    } == {
+        ("agentic-coding",),
+        ("fixed-seq-len",),
+    }
+
+
+def test_corpus_quirks_are_findings_not_failures(corpus_dir: Path) -> None:
+    changelog = scan((corpus_dir / "perf-changelog.yaml").read_bytes())
+    codes = [f.code for f in changelog.findings]
+    assert codes.count("whitespace-line") == 43 and codes.count("duplicate-entry") == 5
+    assert set(codes) <= E.ENTRY_CODES  # only entry-level quirks: history stays readable
+    assert {f.severity for f in E.as_warnings(changelog.findings)} == {"warning"}
+
+
+def test_render_writes_the_house_style() -> None:
+    entry = Entry(
+        config_keys=("dsr1-fp4-mi355x-atom", "*gb200-dynamo-sglang", "1234"),
+        description=('Bump "nightly" to 202610070333 \\ 中文说明', "it's fine"),
+        pr_link=LINK + "2500",
+        scenario_type=("agentic-coding",),
+        evals_only=True,
+        eval_min_prefill_ep=2,
+    )
+    assert render(entry) == (
+        "- config-keys:\n"
+        "    - dsr1-fp4-mi355x-atom\n"
+        '    - "*gb200-dynamo-sglang"\n'
+        '    - "1234"\n'
+        "  scenario-type:\n"
+        "    - agentic-coding\n"
+        "  description:\n"
+        '    - "Bump \\"nightly\\" to 202610070333 \\\\ 中文说明"\n'
+        '    - "it\'s fine"\n'
+        f"  pr-link: {LINK}2500\n"
+        "  evals-only: true\n"
+        "  eval-min-prefill-ep: 2\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        (Entry((), ("x",), LINK + "1"), "config-keys must be a non-empty list"),
+        (Entry(("k",), (" ",), LINK + "1"), "description items must be non-empty strings"),
+        (Entry(("k",), ("a\nb",), LINK + "1"), "control or line-break"),
+        (
+            Entry(("k",), ("x",), LINK + "1", scenario_type=("nightly",)),
+            "scenario-type 'nightly' is not one of",
+        ),
+        (
+            Entry(("k",), ("x",), LINK + "1", eval_min_prefill_ep=0),
+            "eval-min-prefill-ep must be an integer >= 1",
+        ),
+        (
+            Entry(("k",), ("x",), LINK + "1", append_only=True, all_evals=True),
+            "append-only cannot be combined",
+        ),
+    ],
+)
+def test_validate_entry_and_render_refuse_invalid_entries(entry: Entry, problem: str) -> None:
+    assert any(problem in p for p in validate_entry(entry))
+    with pytest.raises(ChangelogError, match="cannot render an invalid changelog entry"):
+        render(entry)
+
+
+def _one(text: str) -> E.Block:
+    changelog = scan(text.encode())
+    assert len(changelog.blocks) == 1
+    return changelog.blocks[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "line", "fragment"),
+    [
+        (
+            "- config-keys:\n    - k\n  description:\n    - x\n  pr-link: l\n  evals-only: yes\n",
+            "yaml-ambiguous",
+            6,
+            "YAML 1.1 and 1.2",
+        ),
+        (
+            "- config-keys:\n    - k\n  description:\n    - x\n  pr-link: l\n  eval-min-prefill-ep: 010\n",
+            "yaml-ambiguous",
+            6,
+            "`010`",
+        ),
+        (
+            "- config-keys:\n    - k\n  description:\n    - x\n  description:\n    - y\n  pr-link: l\n",
+            "duplicate-key",
+            5,
+            "duplicate key `description`",
+        ),
+        (
+            "- config-keys:\n    - &a k\n  description:\n    - *a\n  pr-link: l\n",
+            "anchor",
+            2,
+            "YAML anchor `&a`",
+        ),
+        (
+            "- config-keys:\n    - k\n  description:\n    - x\n  pr-link: l\n  <<: {a: 1}\n",
+            "merge-key",
+            6,
+            "merge key",
+        ),
+        (
+            "- config-keys:\n    - k\n  description:\n    - !!str x\n  pr-link: l\n",
+            "tag",
+            4,
+            "explicit YAML tag",
+        ),
+        (
+            "- config-keys:\n    - k\n  description: just text\n  pr-link: l\n",
+            "schema",
+            3,
+            "description must be a list",
+        ),
+        ("- config-keys:\n    - k\n  pr-link: l\n", "schema", 1, "entry has no `description`"),
+        (
+            '- config-keys:\n    - k\n  description:\n    - "open\n  pr-link: l\n',
+            "yaml",
+            4,
+            "YAML syntax error",
+        ),
+        (
+            "- config-keys:\n  - k\n  description:\n    - x\n  pr-link: l\n",
+            "indent",
+            2,
+            "indented by 2 spaces",
+        ),
+    ],
+)
+def test_entry_level_findings_name_their_line(
+    text: str, code: str, line: int, fragment: str
+) -> None:
+    block = _one(text)
+    matches = [f for f in block.findings if f.code == code]
+    assert matches, block.findings
+    assert matches[0].line == line and fragment in matches[0].message + matches[0].hint
+
+
+def test_scenario_type_scalar_is_accepted_and_rendered_as_a_list() -> None:
+    block = _one(
+        "- config-keys:\n    - k\n  scenario-type: fixed-seq-len\n  description:\n    - x\n  pr-link: l\n"
+    )
+    assert block.findings == () and block.entry is not None
+    assert block.entry.scenario_type == ("fixed-seq-len",)
+    assert "  scenario-type:\n    - fixed-seq-len\n" in render(block.entry)
+
+
+def test_single_quoted_escapes_and_comments_read_like_yaml() -> None:
+    block = _one(
+        "- config-keys:  # keys\n    - k\n  description:\n    # why\n    - 'it''s ''quoted'''\n  pr-link: l  # c\n"
+    )
+    assert block.entry is not None
+    assert block.entry.description == ("it's 'quoted'",) and block.entry.pr_link == "l"
+
+
+def test_parse_raises_changelog_error_naming_file_and_line() -> None:
+    with pytest.raises(
+        ChangelogError, match=r"^perf-changelog.yaml:2: error: tab character"
+    ) as info:
+        parse(b"- config-keys:\n\t- k\n")
+    assert info.value.exit_code == 1
+
+
+# ---- property tests -------------------------------------------------------------------------
+
+_key = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_.*", min_size=1, max_size=24)
+_line = st.text(
+    alphabet=st.characters(
+        blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters="\ufeff\x85"
+    ),
+    min_size=1,
+    max_size=60,
+).filter(lambda s: s.strip() != "")
+_entries = st.builds(
+    Entry,
+    config_keys=st.lists(_key, min_size=1, max_size=4).map(tuple),
+    description=st.lists(_line, min_size=1, max_size=3).map(tuple),
+    pr_link=st.integers(1, 99999).map(lambda n: LINK + str(n)),
+    scenario_type=st.sampled_from(
+        [None, ("agentic-coding",), ("fixed-seq-len",), ("fixed-seq-len", "agentic-coding")]
+    ),
+    evals_only=st.booleans(),
+    all_evals=st.booleans(),
+    append_only=st.booleans(),
+    eval_min_prefill_ep=st.one_of(st.none(), st.integers(1, 64)),
+).filter(lambda e: not validate_entry(e))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_entries)
+def test_render_parse_round_trip_on_both_paths(entry: Entry) -> None:
+    text = render(entry)
+    block = _one(text)
+    assert block.findings == () and block.entry == entry
+    # The event path (PyYAML) reads the same fields as the line path, and so does PyYAML's loader.
+    fields, _, found = E._event_fields(text, 1)
+    assert found == [] and fields == dict(block.fields)
+    assert yaml.load(text, Loader=yaml.CSafeLoader) == [dict(block.fields)]
+
+
+PADDING = "\n".join(
+    render(Entry(("pad",), (f"padding {i}",), LINK + str(i + 1))) for i in range(400)
+).encode()
+assert len(PADDING) > E._CANONICAL_MIN_BYTES
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_entries, min_size=1, max_size=6, unique=True))
+def test_canonical_grammar_agrees_with_the_line_parser(entries: list[Entry]) -> None:
+    data = "\n".join(render(e) for e in entries).encode()
+    data = PADDING + b"\n" + data
+    changelog = scan(data)
+    assert not changelog.errors
+    canonical = [b for b in changelog.blocks if b.canonical]
+    assert canonical  # large input: the whole-entry grammar is used
+    for block, entry in zip(changelog.blocks[-len(entries) :], entries, strict=False):
+        assert block.entry == entry and block._parsed[3] == ()
+
+
+_SAMPLE = (
+    "\n".join(render(Entry((f"k{i}",), (f"line {i}",), LINK + str(i))) for i in range(3))
+).encode()
+_INTERESTING = [
+    b"\t",
+    b"\r",
+    b"\0",
+    b"\n",
+    b" ",
+    b"'",
+    b'"',
+    b"-",
+    b":",
+    b"#",
+    b"&",
+    b"*",
+    b"{",
+    b"[",
+    b"\xff",
+    b"\xc2\x85",
+    b"\xe2\x80\xa8",
+    b"!",
+    b"|",
+    b"<<<<<<< ",
+    b"yes",
+    b"\\",
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(st.integers(0, len(_SAMPLE)), st.integers(0, 3), st.sampled_from(_INTERESTING)),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_byte_mutations_raise_only_changelog_error_and_accepted_files_read_like_pyyaml(
+    edits: list[tuple[int, int, bytes]],
+) -> None:
+    data = bytearray(_SAMPLE)
+    for pos, cut, insert in edits:
+        data[pos : pos + cut] = insert
+    blob = bytes(data)
+    try:
+        changelog = parse(blob)
+    except ChangelogError:
+        return
+    # Accepted: PyYAML must read the same entries.
+    reference = yaml.load(blob, Loader=yaml.CSafeLoader)
+    assert reference == [dict(b.fields) for b in changelog.blocks]

@@ -1,0 +1,541 @@
+"""`validate_perf_changelog`: the perf-changelog gate, as a pre-commit hook and a CI command.
+
+It compares the changelog at a base (a git ref) with the head (a ref, the index, or the working
+tree) and enforces the InferenceX rules with `file:line` messages that say what to do:
+history immutable byte for byte (a pr-link-only correction alone excepted), new entries only at
+the end, each after exactly one empty line, schema-valid, with resolvable config keys and a
+canonical pr-link. With `--full` (or outside a git repository) it audits one whole file: rules
+about the file are errors, entry quirks of history are warnings.
+
+Speed is the design point (it runs on every commit): when the base is a byte prefix of the head,
+which is the normal case, only the appended suffix is parsed. This module and what it imports
+use only the standard library and PyYAML; `json`, `difflib` and `glob` load only when needed.
+Exit codes: 0 valid, 1 invalid, 2 usage or environment error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+
+from changelog.configs.load import master_keys, resolve_key
+from changelog.entries import (
+    ENTRY_CODES,
+    ERROR,
+    WARNING,
+    Block,
+    Changelog,
+    Finding,
+    as_warnings,
+    parse_appended,
+    scan,
+)
+from changelog.errors import ChangelogError
+from validate import githook
+from validate.errors import ValidateError
+
+DEFAULT_CHANGELOG = "perf-changelog.yaml"
+DEFAULT_CONFIGS = "configs/*-master.yaml"
+PLACEHOLDERS = ("XXX",)
+
+
+@dataclass(frozen=True)
+class Report:
+    """What one run found: mode, counts, and every finding in head-line order."""
+
+    path: str
+    mode: str  # "append" (base is a prefix), "diff" (it is not), "full" (no base)
+    entries: int
+    appended: int
+    corrections: int
+    findings: tuple[Finding, ...]
+    configs_checked: bool
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.severity == ERROR for f in self.findings)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The checks that depend on where the changelog lives."""
+
+    repo_url: str | None
+    pr_number: int | None
+    config_keys: Sequence[str] | None  # None: config keys are not checked
+
+
+# ---------------------------------------------------------------------------------------------
+# pr-link and config-key rules for new entries
+
+
+@cache
+def _canonical_link(repo_url: str) -> re.Pattern[str]:
+    return re.compile(re.escape(repo_url) + r"/pull/[1-9][0-9]*")
+
+
+def _has_canonical_link(block: Block, prefix: str) -> bool:
+    """Cheap test of the common case `  pr-link: <repo>/pull/<N>` (no regex, no parse)."""
+    text = block.text
+    start = text.find(prefix)
+    if start < 0 or text.count("\n  pr-link:") != 1:
+        return False
+    number = text[start + len(prefix) : text.find("\n", start + len(prefix))]
+    return number.isdigit() and number.isascii() and number[0] != "0"
+
+
+def _pr_link_finding(block: Block, rules: Rules, path: str) -> Finding | None:
+    link = block.scalar("pr-link")
+    if not isinstance(link, str) or not (block.canonical or block.entry is not None):
+        return None  # the schema finding already covers it
+    line = block.line + block.text[: block.text.find("\n  pr-link:") + 1].count("\n")
+    if rules.repo_url is None:
+        raise ValidateError(
+            f"{path}:{line}: cannot check pr-link without the repository URL; pass --repo-url "
+            "or add an `origin` remote"
+        )
+    canonical = _canonical_link(rules.repo_url)
+    if rules.pr_number is not None:
+        expected = f"{rules.repo_url}/pull/{rules.pr_number}"
+        if link in (expected, *PLACEHOLDERS, f"{rules.repo_url}/pull/XXX"):
+            return None
+        return Finding(line, "pr-link", f"pr-link `{link}` is not this PR's link",
+                       f"write `pr-link: {expected}` (or the XXX placeholder until the PR exists)")  # fmt: skip
+    if canonical.fullmatch(link):
+        return None
+    return Finding(line, "pr-link", f"pr-link `{link}` is not a canonical PR link",
+                   f"write `pr-link: {rules.repo_url}/pull/<number>`; placeholders such as XXX are "
+                   "accepted only in PR mode (--pr-number N)")  # fmt: skip
+
+
+def _config_findings(block: Block, keys: Sequence[str]) -> list[Finding]:
+    entry = block.entry
+    if entry is None:
+        return []
+    found = []
+    for index, pattern in enumerate(entry.config_keys):
+        try:
+            resolve_key(pattern, keys)
+        except ChangelogError as exc:
+            found.append(Finding(_item_line(block, "config-keys", index), "config-key", str(exc).split(";")[0],
+                                 "use a key defined in the master configs (or a `*` glob that matches one)"))  # fmt: skip
+    return found
+
+
+def _new_entry_findings(blocks: Sequence[Block], rules: Rules, path: str) -> list[Finding]:
+    found: list[Finding] = []
+    for block in blocks:
+        link = _pr_link_finding(block, rules, path)
+        if link is not None:
+            found.append(link)
+        if rules.config_keys is not None:
+            found.extend(_config_findings(block, rules.config_keys))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# base -> head when the base is not a prefix: explain what happened to history
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the common prefix (binary search over C-speed slice compares)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _without_pr_link(block: Block) -> list[str]:
+    """The entry's lines minus the pr-link field (its key line and any continuation lines)."""
+    lines = block.text.split("\n")[:-1]
+    start = block.key_lines.get("pr-link")
+    if start is None:
+        return lines
+    first = start - block.line
+    stop = first + 1
+    while stop < len(lines) and lines[stop].startswith("   "):
+        stop += 1
+    return lines[:first] + lines[stop:]
+
+
+def _pr_link_only(old: Block, new: Block) -> bool:
+    return _without_pr_link(old) == _without_pr_link(new) and old.fields.get(
+        "pr-link"
+    ) != new.fields.get("pr-link")
+
+
+def _same_subject(old: Block, new: Block) -> bool:
+    """An edit keeps the config keys or the description; a different entry changes both."""
+    return any(old.fields.get(key) == new.fields.get(key) for key in ("config-keys", "description"))
+
+
+def _item_line(block: Block, key: str, index: int) -> int:
+    """Line of the index-th list item under `key` (the key's line if it cannot be told)."""
+    first = block.key_lines.get(key, block.line)
+    seen = -1
+    for offset, line in enumerate(block.text.split("\n")[first - block.line + 1 :], start=1):
+        body = line.lstrip(" ")
+        if body.startswith("- "):
+            seen += 1
+            if seen == index:
+                return first + offset
+        elif body and not body.startswith("#"):
+            break
+    return first
+
+
+def _first_diff_line(old: Block, new: Block) -> int:
+    a, b = old.text.split("\n"), new.text.split("\n")
+    for k, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return new.line + k
+    return new.line + min(len(a), len(b)) - 1
+
+
+def _summary(block: Block) -> str:
+    keys = block.fields.get("config-keys")
+    shown = ", ".join(str(k) for k in keys[:2]) if isinstance(keys, list) else "?"
+    return f"base line {block.line} (config-keys: {shown})"
+
+
+def _compare(base: Changelog, head: Changelog, base_bytes: bytes, head_bytes: bytes,
+             ) -> tuple[list[Block], int, list[Finding]]:  # fmt: skip
+    """Align base and head entries; return appended blocks, pr-link corrections, findings."""
+    from difflib import SequenceMatcher
+
+    old, new = base.blocks, head.blocks
+    matcher = SequenceMatcher(None, [b.text for b in old], [b.text for b in new], autojunk=False)
+    found: list[Finding] = []
+    appended: list[Block] = []
+    corrected: list[tuple[Block, Block]] = []
+    end_line = new[-1].end_line if new else 1
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        at_end = i2 == len(old) and j2 == len(new)
+        pairs = list(zip(old[i1:i2], new[j1:j2], strict=False))
+        # Same-length replacements are edits of those entries, unless at the very end an entry
+        # of the head has little in common with the base's: that is a branch behind the base.
+        edits = (
+            tag == "replace"
+            and i2 - i1 == j2 - j1
+            and not (
+                at_end
+                and any(not _pr_link_only(o, n) and not _same_subject(o, n) for o, n in pairs)
+            )
+        )
+        if edits:
+            for o, n in pairs:
+                if _pr_link_only(o, n):
+                    corrected.append((o, n))
+                else:
+                    behind = (
+                        " (if your branch is behind the base, rebase onto it)" if at_end else ""
+                    )
+                    found.append(Finding(_first_diff_line(o, n), "changed", f"existing entry changed ({_summary(o)})",
+                                         f"history is immutable: restore the entry and append a new one instead{behind}"))  # fmt: skip
+            continue
+        if i2 == len(old) and i1 < i2:
+            # The base has entries at its end that the head lacks.
+            at = new[j1].line if j1 < len(new) else end_line
+            if j1 < j2:
+                found.append(Finding(at, "stale", f"the head lacks the last {i2 - i1} entries of the base "
+                                     f"(from {_summary(old[i1])}): the branch is behind the base",
+                                     "rebase onto the base (e.g. `git pull --rebase` / `git rebase origin/main`) "
+                                     "and keep your new entries at the end"))  # fmt: skip
+                appended.extend(new[j1:j2])
+            else:
+                found.append(Finding(at, "deleted", f"the last {i2 - i1} entries of the base are missing "
+                                     f"(from {_summary(old[i1])})",
+                                     "history is append-only: restore them (to undo a change, append an entry "
+                                     "that reverts it); if the branch is behind the base, rebase onto it"))  # fmt: skip
+            continue
+        for o in old[i1:i2]:
+            at = new[j1].line if j1 < len(new) else end_line
+            found.append(Finding(at, "deleted", f"existing entry deleted ({_summary(o)})",
+                                 "history is append-only: restore it; to undo a change, append a new entry that reverts it"))  # fmt: skip
+        if j1 < j2 and i1 == len(old):
+            appended.extend(new[j1:j2])
+        elif j1 < j2:
+            for n in new[j1:j2]:
+                found.append(Finding(n.line, "inserted", "entry inserted before existing entries",
+                                     f"move it to the end of the file (after line {end_line}); history above stays as it is"))  # fmt: skip
+    if corrected and appended:
+        found.append(Finding(appended[0].line, "mixed", "pr-link corrections mixed with new entries",
+                             "commit the pr-link correction and the new entries separately"))  # fmt: skip
+    if not found:
+        # Entries line up; the bytes between them (separators) must still be the base's.
+        rebuilt = bytearray(head_bytes)
+        for o, n in reversed(corrected):
+            rebuilt[n.start : n.end] = base_bytes[o.start : o.end]
+        cut = appended[0].start - 1 if appended else len(rebuilt)
+        if bytes(rebuilt[:cut]) != base_bytes:
+            index = _common_prefix(bytes(rebuilt[:cut]), base_bytes)
+            found.append(Finding(head_bytes.count(b"\n", 0, min(index, len(head_bytes))) + 1, "history-bytes",
+                                 "history changed between entries (blank or whitespace lines)",
+                                 "restore the lines exactly as they are in the base"))  # fmt: skip
+    return appended, len(corrected), found
+
+
+# ---------------------------------------------------------------------------------------------
+# The check (pure: bytes in, report out)
+
+
+def _entry_count(data: bytes) -> int:
+    return data.count(b"\n- config-keys:") + data.startswith(b"- config-keys:")
+
+
+def check(base: bytes | None, head: bytes, rules: Rules, path: str = DEFAULT_CHANGELOG) -> Report:
+    """Validate `head` against `base` (None: audit `head` alone as history)."""
+    if base is None:
+        changelog = scan(head, path)
+        found = as_warnings(changelog.findings)
+        guessed = _GITHUB_REPO.search(head.decode("utf-8", "replace"))
+        repo = rules.repo_url or (guessed.group(0) if guessed else "https://github.com/OWNER/REPO")
+        prefix, audit = f"\n  pr-link: {repo}/pull/", Rules(repo, None, None)
+        blocks = changelog.blocks
+        if all(block.canonical for block in blocks):
+            # One pr-link line per canonical entry: count the canonical ones in C, not per entry.
+            good = re.findall(re.escape(prefix) + r"[1-9][0-9]*\n", "\n" + head.decode("utf-8"))
+            if len(good) == len(blocks):
+                blocks = ()
+        for block in blocks:
+            if (block.canonical or block.entry is not None) and not _has_canonical_link(
+                block, prefix
+            ):
+                link = _pr_link_finding(block, audit, path)
+                if link is not None:
+                    found.append(Finding(link.line, link.code, link.message, link.hint, WARNING))
+        found.sort(key=lambda f: f.line)
+        return Report(path, "full", len(changelog.blocks), 0, 0, tuple(found), False)
+    if head.startswith(base):
+        changelog = parse_appended(base, head, path)
+        appended: list[Block] = list(changelog.blocks)
+        found = list(changelog.findings)
+        corrections = 0
+        mode = "append"
+    else:
+        mode = "diff"
+        old, new = scan(base, path), scan(head, path)
+        fatal = [f for f in new.findings if f.code not in ENTRY_CODES and f.code != "duplicate-key"]
+        if fatal:
+            return Report(path, mode, len(new.blocks), 0, 0, tuple(fatal), False)
+        broken = [f for f in old.findings if f.code not in ENTRY_CODES]
+        if broken:
+            first = broken[0]
+            raise ValidateError(f"{path}: the base version does not parse (base line {first.line}: "
+                                f"{first.message}); check --base-ref")  # fmt: skip
+        appended, corrections, found = _compare(old, new, base, head)
+        new_lines = {n for b in appended for n in range(b.line, b.end_line + 2)}
+        found.extend(f for f in new.findings if f.line in new_lines)
+    if appended:
+        found.extend(_new_entry_findings(appended, rules, path))
+    found.sort(key=lambda f: f.line)
+    unique = list({(f.line, f.code, f.message): f for f in found}.values())
+    return Report(path, mode, _entry_count(head), len(appended), corrections, tuple(unique),
+                  rules.config_keys is not None)  # fmt: skip
+
+
+# For a history audit without --repo-url or origin: the repository the first link names.
+_GITHUB_REPO = re.compile(r"(?<=\n  pr-link: )https://github\.com/[^/\s]+/[^/\s]+(?=/pull/)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="validate_perf_changelog",
+        # A fixed width: the default formatter imports shutil for the terminal size on every
+        # add_argument, a measurable share of a commit hook's start-up.
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, width=100),
+        description="Check perf-changelog.yaml: immutable history, appended entries valid.",
+    )
+    parser.add_argument("--base-ref", help="git ref of the base (default: PRE_COMMIT_FROM_REF, "
+                        "else merge-base with the upstream branch, else HEAD)")  # fmt: skip
+    head = parser.add_mutually_exclusive_group()
+    head.add_argument("--head-ref", help="git ref of the head (default: the index)")
+    head.add_argument(
+        "--worktree", action="store_true", help="use the file in the working tree as the head"
+    )
+    parser.add_argument(
+        "--full", action="store_true", help="audit the whole head file as history (no base)"
+    )
+    parser.add_argument("--changelog-file", default=DEFAULT_CHANGELOG, metavar="F")
+    parser.add_argument(
+        "--pr-number", type=int, metavar="N", help="PR mode: accept this PR's link or XXX"
+    )
+    parser.add_argument(
+        "--repo-url", metavar="URL", help="repository URL for pr-links (default: origin)"
+    )
+    parser.add_argument(
+        "--configs", nargs="+", metavar="GLOB", help=f"master configs (default: {DEFAULT_CONFIGS})"
+    )
+    parser.add_argument(
+        "--skip-config-keys", action="store_true", help="do not resolve config keys"
+    )
+    parser.add_argument("--json", action="store_true", help="print every finding as JSON")
+    return parser
+
+
+def _read_worktree(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise ValidateError(f"cannot read {path}: {exc.strerror}; check --changelog-file") from exc
+
+
+def _read_refs(refs: Sequence[str], path: str, explicit: bool) -> list[bytes | None]:
+    """Blobs of `path` at `refs` (INDEX for the staged file); None where the file is absent.
+
+    A missing blob at a named ref is only "file absent" if the ref itself exists: a mistyped
+    ref, or one a shallow clone lacks, is a usage error rather than an empty base.
+    """
+    blobs = githook.read_blobs([githook.spec(ref, path) for ref in refs])
+    for ref, blob in zip(refs, blobs, strict=False):
+        if (
+            blob is None
+            and ref != githook.INDEX
+            and (explicit or ref != "HEAD")
+            and not githook.ref_exists(ref)
+        ):
+            raise ValidateError(f"git ref `{ref}` not found; check the name (in a shallow clone, "
+                                f"`git fetch --depth=1 origin {ref}` first)")  # fmt: skip
+    return blobs
+
+
+def _inputs(args: argparse.Namespace) -> tuple[bytes | None, bytes, str]:
+    """(base, head, description of where they came from) as the options and environment say."""
+    path = args.changelog_file
+    base_ref, head_ref = args.base_ref, args.head_ref
+    if base_ref is None and head_ref is None and not args.worktree:
+        from_ref, to_ref = (
+            os.environ.get("PRE_COMMIT_FROM_REF"),
+            os.environ.get("PRE_COMMIT_TO_REF"),
+        )
+        if from_ref and to_ref:
+            base_ref, head_ref = from_ref, to_ref
+    explicit = bool(base_ref or head_ref)
+    if args.full:
+        if not head_ref:
+            return None, _read_worktree(path), "working tree"
+        (head,) = _read_refs([head_ref], path, True)
+        if head is None:
+            raise ValidateError(f"{path} does not exist at {head_ref}; check --head-ref")
+        return None, head, head_ref
+    if base_ref is None:
+        base_ref = githook.default_base()
+    refs = [base_ref] if args.worktree else [base_ref, head_ref or githook.INDEX]
+    try:
+        blobs = _read_refs(refs, path, explicit)
+    except ValidateError:
+        if explicit or githook.in_repository():
+            raise
+        return None, _read_worktree(path), "working tree (no git repository: full-file audit)"
+    if args.worktree:
+        head = _read_worktree(path)
+    elif blobs[1] is None:
+        raise ValidateError(f"{path} does not exist in {head_ref or 'the index'}; "
+                            "stage it, or check --head-ref/--changelog-file")  # fmt: skip
+    else:
+        head = blobs[1]
+    base = blobs[0] or b""  # absent at the base (new file, or no commit yet): all of it is new
+    return base, head, f"{base_ref} -> {head_ref or ('working tree' if args.worktree else 'index')}"
+
+
+def _config_keys(args: argparse.Namespace) -> Sequence[str] | None:
+    if args.skip_config_keys:
+        return None
+    import glob
+
+    patterns = args.configs or [DEFAULT_CONFIGS]
+    paths = sorted({p for pattern in patterns for p in glob.glob(pattern)})
+    if not paths:
+        if args.configs:
+            raise ValidateError(
+                f"--configs {' '.join(args.configs)} matches no file; check the glob"
+            )
+        return None
+    keys: list[str] = []
+    for path in paths:
+        keys.extend(master_keys(path))  # type: ignore[arg-type]
+    return keys
+
+
+def _render_json(report: Report, source: str) -> str:
+    import json
+
+    return json.dumps(
+        {
+            "ok": report.ok,
+            "file": report.path,
+            "source": source,
+            "mode": report.mode,
+            "entries": report.entries,
+            "appended": report.appended,
+            "corrections": report.corrections,
+            "config_keys_checked": report.configs_checked,
+            "findings": [
+                {
+                    "severity": f.severity,
+                    "line": f.line,
+                    "code": f.code,
+                    "message": f.message,
+                    "hint": f.hint,
+                }
+                for f in report.findings
+            ],
+        },
+        indent=2,
+        ensure_ascii=False,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the gate; exit 0 valid, 1 invalid, 2 usage or environment error."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    if args.pr_number is not None and args.pr_number < 1:
+        print("validate_perf_changelog: --pr-number must be a positive integer", file=sys.stderr)
+        return 2
+    try:
+        base, head, source = _inputs(args)
+        changed = base is None or head != base
+        repo_url = githook.canonical_repo_url(args.repo_url) if args.repo_url else None
+        if repo_url is None and changed:
+            repo_url = githook.origin_url()
+        rules = Rules(
+            repo_url, args.pr_number, _config_keys(args) if changed and base is not None else None
+        )
+        report = check(base, head, rules, args.changelog_file)
+    except (ValidateError, ChangelogError) as exc:
+        print(f"validate_perf_changelog: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(_render_json(report, source))
+    else:
+        for finding in report.findings:
+            print(finding.format(report.path))
+        errors = sum(f.severity == ERROR for f in report.findings)
+        verdict = "ok" if report.ok else f"{errors} error(s)"
+        print(f"{report.path}: {verdict} ({report.mode}: {report.appended} appended, "
+              f"{report.corrections} pr-link correction(s), {report.entries} entries; {source})")  # fmt: skip
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
