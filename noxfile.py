@@ -4,7 +4,7 @@
     nox -s tests       the whole test suite, with a real registry and dockerd on loopback
     nox -s lint        ruff (lint + format check) and mypy
     nox -s bench       performance targets of DESIGN.md, as ratios measured in one run
-    nox -s qualify|nightly|release -- ARGS    the pipeline commands, arguments passed through
+    nox -s qualify|nightly|release|merge -- ARGS    the pipeline commands, arguments passed through
 
 Services (registry, dockerd) come from `images.services`: reused when RELPIPE_REGISTRY /
 DOCKER_HOST name running ones, otherwise started for the session and stopped after it.
@@ -108,3 +108,4 @@ def _pipeline_session(command: str):  # type: ignore[no-untyped-def]
 qualify = nox.session(python=PYTHON, name="qualify")(_pipeline_session("qualify"))
 nightly = nox.session(python=PYTHON, name="nightly")(_pipeline_session("nightly"))
 release = nox.session(python=PYTHON, name="release")(_pipeline_session("release"))
+merge = nox.session(python=PYTHON, name="merge")(_pipeline_session("merge"))

@@ -1,0 +1,53 @@
+"""`relpipe nightly REPOSITORY`: find the newest nightly tag of a repository and qualify it.
+
+    relpipe nightly REGISTRY/REPOSITORY [--config-key K] [--pattern P] [qualify options]
+
+The newest tag is chosen by `images.nightly` (pattern default `nightly_%Y%m%d%H%M`; floating tags
+such as `latest` are ignored); the baseline is the config key's pinned image.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from pipeline.errors import PipelineError
+
+
+def newest_nightly(repository: str, pattern: str) -> str:
+    """`repository:tag` of the newest nightly (one tags listing; pagination handled by the client)."""
+    from images.nightly import DEFAULT_PATTERN, newest
+    from images.reference import parse
+    from images.registry import RegistryClient
+
+    ref = parse(repository)
+    if ref.tag or ref.digest:
+        raise PipelineError(
+            f"{repository}: give a repository without tag or digest (e.g. rocm/atom-dev)"
+        )
+    with RegistryClient() as client:
+        tags = client.list_tags(ref)
+    found = newest(tags, pattern or DEFAULT_PATTERN)
+    if found is None:
+        raise PipelineError(
+            f"{ref.name}: none of its {len(tags)} tag(s) matches {pattern or DEFAULT_PATTERN!r}"
+        )
+    return f"{ref.name}:{found.tag}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from pipeline.commands.qualify import add_args, dispatch
+
+    p = argparse.ArgumentParser(prog="relpipe nightly", description=__doc__.splitlines()[0])
+    p.add_argument(
+        "repository", help="image repository, e.g. rocm/atom-dev or 127.0.0.1:5000/rocm/atom-dev"
+    )
+    p.add_argument(
+        "--pattern", default="", help="nightly tag pattern (default nightly_%%Y%%m%%d%%H%%M)"
+    )
+    add_args(p)
+    args = p.parse_args(argv)
+    image = newest_nightly(args.repository, args.pattern)
+    print(f"newest nightly: {image}", file=sys.stderr, flush=True)
+    return dispatch(args, image)

@@ -1,0 +1,79 @@
+"""`relpipe qualify`: qualify one image (probe, smoke, evals, precision diff) and print the verdict.
+
+relpipe qualify REF [--baseline REF|pinned|none] [--config-key K] [--out DIR] [--json] [--strict]
+relpipe qualify REF ... --plan --shards N --out PLAN_DIR      # pin once, print the shard matrix
+relpipe qualify --from-plan PLAN_DIR --shard i/N --out SHARD_DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pipeline.errors import PipelineError
+from pipeline.run import (
+    add_qualify_args,
+    baseline_from,
+    options_from,
+    plan_run,
+    print_result,
+    qualify,
+    workspace_from,
+)
+
+
+def add_args(p: argparse.ArgumentParser) -> None:
+    """Options shared with `relpipe nightly` (which only adds how the image is found)."""
+    add_qualify_args(p)
+    p.add_argument(
+        "--out", type=Path, default=None, help="run record folder (default: STATE/runs/ID)"
+    )
+    p.add_argument("--plan", action="store_true", help="write the plan and print the shard matrix")
+    p.add_argument("--shards", type=int, default=1, help="number of shards for --plan")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="relpipe qualify", description=__doc__.splitlines()[0])
+    p.add_argument("ref", nargs="?", help="image reference (tag or digest)")
+    add_args(p)
+    p.add_argument("--from-plan", type=Path, default=None, help="plan folder written by --plan")
+    p.add_argument("--shard", default=None, help="run shard i of n (1-based), with --from-plan")
+    return p
+
+
+def dispatch(args: argparse.Namespace, ref: str) -> int:
+    """Qualify `ref` (or, with --plan, pin it and write the shard plan); returns the exit code."""
+    from pipeline import shard as sharding
+
+    ws = workspace_from(args)
+    options = options_from(args)
+    if args.plan:
+        if args.out is None:
+            raise PipelineError("--plan needs --out PLAN_DIR (the folder the shard jobs read)")
+        plan = plan_run(ref, baseline_from(args), args.config_key, ws, options)
+        print(json.dumps(sharding.write_plan(plan, args.out, args.shards), sort_keys=True))
+        return 0
+    result = qualify(ref, baseline=baseline_from(args), config_key=args.config_key, ws=ws,
+                     options=options, state=args.state, out=args.out, strict=args.strict)  # fmt: skip
+    return print_result(result, args.json)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from pipeline import shard as sharding
+
+    args = parser().parse_args(argv)
+    if args.from_plan is not None:
+        if args.shard is None or args.out is None:
+            raise PipelineError("--from-plan needs --shard i/n and --out SHARD_DIR")
+        ws = workspace_from(args)
+        part = sharding.parse_shard(args.shard)
+        result = sharding.run_shard(args.from_plan, part, args.out, str(ws.root) if ws else None)
+        print(f"shard {args.shard}: {len(result.ran)} stage(s) ran, {len(result.cached)} cached -> {args.out}",
+              file=sys.stderr)  # fmt: skip
+        return 0
+    if not args.ref:
+        raise PipelineError("qualify needs an image REF (or --from-plan DIR --shard i/n)")
+    return dispatch(args, args.ref)

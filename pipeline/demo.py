@@ -1,0 +1,149 @@
+"""`python -m pipeline.demo`: the whole job on the embedded example benchmark repository.
+
+1. builds fixture nightlies of `rocm/atom-dev` into the loopback registry (reproducible, cached);
+2. copies `examples/benchmark-repo/` into a fresh work folder that is a real git repository,
+   rewriting `rocm/atom-dev` to `<registry>/rocm/atom-dev` (the registry exists only at run time)
+   and re-pinning `images.lock.yaml` there (fixture digests depend on the host's Python);
+3. runs `relpipe nightly` (newest tag, qualified against the config key's pinned image) and
+   `relpipe release` in it, as a user would, and prints the verdict, the diff and the report paths.
+
+The run records and the stage cache live under the demo state folder (RELPIPE_DEMO_STATE, default
+~/.cache/relpipe/demo), so a second demo run is made of cache hits. `nox -s demo` runs this under
+`python -m images.services run`, which provides RELPIPE_REGISTRY and DOCKER_HOST.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "benchmark-repo"
+REPOSITORY = "rocm/atom-dev"
+CONFIG_KEY = "minimaxm3-fp4-mi355x-atom-agentic-mtp"
+NIGHTLIES = 4
+# Kept small so that the Triton interpreter on a CPU-only machine finishes in minutes; on a GPU
+# host run `relpipe nightly` yourself with the defaults (whole prompts, 8 tokens, three KV dtypes).
+DEMO_OPTIONS = ("--max-batch", "2", "--max-new", "4", "--prompt-bytes", "16", "--kv-dtypes", "fp32,fp8",
+                "--timeout", "600")  # fmt: skip
+_GIT_ENV = {"GIT_AUTHOR_NAME": "relpipe demo", "GIT_AUTHOR_EMAIL": "demo@relpipe.invalid",
+            "GIT_COMMITTER_NAME": "relpipe demo", "GIT_COMMITTER_EMAIL": "demo@relpipe.invalid",
+            "GIT_AUTHOR_DATE": "2026-10-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-10-01T00:00:00Z",
+            "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
+
+
+def default_state() -> Path:
+    return Path(os.environ.get("RELPIPE_DEMO_STATE", Path.home() / ".cache" / "relpipe" / "demo"))
+
+
+def rewrite_registry(text: str, registry: str, repository: str = REPOSITORY) -> str:
+    """`rocm/atom-dev:TAG` (Docker Hub spelling) -> `<registry>/<repository>:TAG`."""
+    pattern = r"(?<![\w./:-])" + re.escape(REPOSITORY) + r"(?=[:@])"
+    return re.sub(pattern, f"{registry}/{repository}", text)
+
+
+def git(repo: Path, *args: str) -> str:
+    env = dict(os.environ, **_GIT_ENV, HOME=str(repo))
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env=env).stdout  # fmt: skip
+
+
+def prepare_workdir(example: Path, work: Path, registry: str, repository: str = REPOSITORY) -> Path:
+    """A fresh git repository with the example's files, pointed at `registry`, lock re-pinned."""
+    from images import lock
+    from images.registry import RegistryClient
+
+    if work.exists():
+        shutil.rmtree(work)
+    shutil.copytree(example, work, ignore=shutil.ignore_patterns(".relpipe", "__pycache__"))
+    refs: set[str] = set()
+    for path in sorted((work / "configs").glob("*.yaml")):
+        text = rewrite_registry(path.read_text(encoding="utf-8"), registry, repository)
+        path.write_text(text, encoding="utf-8")
+        refs.update(re.findall(rf"^\s*image:\s*({re.escape(registry)}/\S+)\s*$", text, re.M))
+    (work / "images.lock.yaml").unlink(missing_ok=True)
+    with RegistryClient() as client:
+        lock.update(work / "images.lock.yaml", [client.pin(ref) for ref in sorted(refs)])
+    (work / ".gitignore").write_text(".relpipe/\n")
+    git(work, "init", "-q", "-b", "main")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "benchmark repository (relpipe example)")
+    return work
+
+
+def relpipe(work: Path, *args: str) -> int:
+    print(f"\n$ relpipe {' '.join(args)}", flush=True)
+    return subprocess.call([sys.executable, "-m", "pipeline", *args], cwd=work)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from images.build import build_fixtures
+    from pipeline.commands.nightly import newest_nightly
+
+    p = argparse.ArgumentParser(prog="python -m pipeline.demo", description=__doc__.splitlines()[0])
+    p.add_argument("--state", type=Path, default=default_state(), help="demo state folder")
+    p.add_argument("--config-key", default=CONFIG_KEY)
+    args = p.parse_args(argv)
+    registry = os.environ.get("RELPIPE_REGISTRY")
+    if not registry or not os.environ.get("DOCKER_HOST"):
+        print(
+            "demo: needs RELPIPE_REGISTRY and DOCKER_HOST; run `nox -s demo` "
+            "(or `python -m images.services run -- python -m pipeline.demo`)",
+            file=sys.stderr,
+        )
+        return 2
+    t0 = time.monotonic()
+    print(f"demo: building {NIGHTLIES} fixture nightlies of {registry}/{REPOSITORY}", flush=True)
+    build_fixtures(
+        registry, REPOSITORY, NIGHTLIES, "good", log=lambda m: print(f"  {m}", flush=True)
+    )
+    work = prepare_workdir(EXAMPLE, args.state / "work" / "benchmark-repo", registry)
+    print(f"demo: benchmark repository at {work} ({time.monotonic() - t0:.0f}s)", flush=True)
+    state = ["--state", str(args.state / "relpipe"), *DEMO_OPTIONS]
+    code = relpipe(
+        work, "nightly", f"{registry}/{REPOSITORY}", "--config-key", args.config_key, *state
+    )
+    if code != 0:
+        print(
+            f"demo: nightly qualification ended with exit {code}; see the report above",
+            file=sys.stderr,
+        )
+        return code
+    newest = newest_nightly(f"{registry}/{REPOSITORY}", "")
+    # The same choice `nightly` made (one function serves both): the release names what was qualified.
+    code = relpipe(
+        work,
+        "release",
+        "--config-key",
+        args.config_key,
+        "--image",
+        newest,
+        "--pr-number",
+        "101",
+        "--repo-url",
+        "https://github.com/example-org/benchmark-repo",
+        *state,
+    )
+    if code != 0:
+        print(f"demo: release ended with exit {code}", file=sys.stderr)
+        return code
+    print("\n$ git diff --stat", flush=True)
+    print(git(work, "diff", "--stat"), end="")
+    releases = sorted(
+        (args.state / "relpipe" / "releases").glob("*/report.html"), key=lambda p: p.stat().st_mtime
+    )
+    print(
+        f"\ndemo: done in {time.monotonic() - t0:.0f}s; release report: {releases[-1] if releases else '?'}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,389 @@
+"""A release: a qualified image pinned in the benchmark repository, with entry, notes and checks.
+
+`release` re-qualifies the image for the config key (normally a cache hit) and refuses a FAIL. It
+then stages every change in a scratch copy of the repository, with the same functions that later
+write the real files: the config pin (`changelog.configs.pin`), the lock entry with verified digest
+and probe facts (`images.lock`), the perf-changelog entry (`changelog.append`, description lines
+from `changelog.notes.description_lines`), and the EN + ZH notes (`changelog.notes`). All
+validators run on the staged copy (the perf-changelog hook: C7; notes parity and facts: C8;
+golden acceptance lengths: C9) and the verdict is recomputed with them. Only a non-FAIL verdict
+touches the real repository; `--dry-run` prints the diff instead.
+
+The release record (`.relpipe/releases/<id>/`) holds release.json (the facts), notes.md,
+changes.diff and the reports, so every number in the notes can be traced to a stage result.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from images.reference import parse
+from pipeline.errors import PipelineError
+from pipeline.record import RunRecord, StageResult, StageRunner, digest_of, pretty_json, stage_key
+from pipeline.report import ReportData, render_all
+from pipeline.run import RunResult, qualify, state_dir
+from pipeline.stages import Engine, Options, Plan, assemble, golden_al_result, run_units
+from pipeline.verdict import FAIL, Outcome, Verdict, evaluate
+from pipeline.workspace import CHANGELOG, LOCK, Workspace
+
+DEFAULT_REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
+SCENARIO_TYPES = ("fixed-seq-len", "agentic-coding")
+_IGNORE = shutil.ignore_patterns(".git", ".relpipe", "__pycache__")
+
+
+class ReleaseRefused(PipelineError):
+    """The verdict does not allow a release (checked failure)."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class Request:
+    config_key: str
+    image: str
+    pr_number: int | None = None
+    descriptions: tuple[str, ...] = ()
+    repo_url: str = DEFAULT_REPO_URL
+    dry_run: bool = False
+    strict: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"config_key": self.config_key, "image": self.image, "pr_number": self.pr_number,
+                "descriptions": list(self.descriptions), "repo_url": self.repo_url}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Staged:
+    """The staged repository copy and what was computed on it."""
+
+    root: Path
+    files: tuple[str, ...]  # repository-relative paths that changed
+    facts: Mapping[str, Any]
+    notes: str
+    title: str
+    checks: Mapping[str, Any]  # stage output: changelog / notes / golden validator results
+
+
+@dataclass(frozen=True)
+class ReleaseResult:
+    qualification: RunResult
+    verdict: Verdict
+    record: RunRecord
+    reports: dict[str, Path]
+    diff: str
+    written: bool
+
+
+def pr_link(repo_url: str, pr_number: int | None) -> str:
+    # InferenceX writes `/pull/XXX` while the PR number is unknown and corrects it in the PR.
+    return f"{repo_url.rstrip('/')}/pull/{pr_number if pr_number is not None else 'XXX'}"
+
+
+def new_image_text(old: str, new: str) -> str:
+    """The new image spelled the way the config spells the old one (e.g. without `docker.io/`)."""
+    old_ref, new_ref = parse(old), parse(new)
+    if old_ref.name == new_ref.name and new_ref.tag and not new_ref.digest:
+        head = old.split("@", 1)[0]
+        base = head.rsplit(":", 1)[0] if old_ref.tag else head
+        return f"{base}:{new_ref.tag}"
+    return new
+
+
+def release_facts(
+    plan: Plan,
+    outcome: Outcome,
+    verdict: Verdict,
+    config_changes: Sequence[Any],
+    points: Sequence[Any],
+    new_image: str,
+    old_image: str,
+) -> dict[str, Any]:
+    """release.json (changelog.notes schema 1) from the recorded qualification."""
+    facts = (outcome.probe or {}).get("facts") or {}
+    engine = facts.get("engine") or {}
+    precision = outcome.precision or {}
+    commits = precision.get("commits") or []
+    packages = {k: str(facts[k]) for k in ("lmcache",) if facts.get(k)}
+    risks = [
+        {"kind": "missing-fix", "pr": int(str(u["ref"]).lstrip("#"))}
+        for u in precision.get("upstream") or []
+        if u.get("kind") == "must-contain"
+        and not u.get("ok")
+        and str(u.get("ref")).lstrip("#").isdigit()
+    ]
+    base_facts = (outcome.baseline or {}).get("facts") or {}
+    engine_facts = base_facts.get("engine") or {}
+    base_engine = {k: v for k, v in engine_facts.items() if k in ("name", "version", "commit")}
+    # Without the baseline's engine version the notes say only the image, never a guess.
+    has_engine = bool(base_engine.get("name") and base_engine.get("version"))
+    return {
+        "schema": 1,
+        "config_keys": [plan.config["key"]] if plan.config else [],
+        "old_image": {"ref": old_image, "digest": (outcome.baseline or {}).get("digest"),
+                      **({"engine": base_engine} if has_engine else {})},
+        "new_image": {"ref": new_image, "digest": plan.image["digest"],
+                      "engine": {"name": engine.get("name"), "version": engine.get("version"),
+                                 "commit": engine.get("commit")},
+                      **({"rocm": str(facts["rocm"])} if facts.get("rocm") else {}),
+                      "packages": packages},
+        "commits": [{"sha": c["sha"], "subject": c.get("subject", ""), **({"pr": c["pr"]} if c.get("pr") else {})}
+                    for c in commits],
+        "commit_count": len(commits),
+        "config_changes": list(config_changes),
+        "points_plan": list(points),
+        "precision": precision_facts(precision),
+        "validation": {
+            "checks": [{"id": c.id, "status": c.status} for c in verdict.checks if c.status != "N/A"],
+            "evals": [{"suite": f"{e.get('suite')}/{e.get('point')}", "score": e.get("score"),
+                       "threshold": e.get("threshold"), "samples": e.get("samples")}
+                      for e in outcome.evals if e.get("score") is not None],
+        },
+        "risks": risks,
+    }  # fmt: skip
+
+
+def precision_facts(precision: Mapping[str, Any]) -> dict[str, Any]:
+    """The notes' precision evidence from the diff: watched files, and relevant files with their PR."""
+    files = precision.get("files") or []
+    changed = {f.get("path") for f in files if f.get("verdict") in ("relevant", "cosmetic")}
+    relevant = [f for f in files if f.get("verdict") == "relevant"]
+    pr_of = {c.get("sha"): c.get("pr") for c in precision.get("commits") or []}
+    watch = precision.get("watch") or []
+    out_relevant = []
+    for f in relevant:
+        row = {"path": f["path"], "category": f.get("category") or "other"}
+        # A PR is named only when one commit touched the file: with several, which one moved
+        # precision is a reviewer's call, and the notes must not guess.
+        if len(f.get("commits") or []) == 1 and pr_of.get(f["commits"][0]):
+            row["pr"] = pr_of[f["commits"][0]]
+        out_relevant.append(row)
+    return {
+        # A watched part of a file that changed elsewhere is not "unchanged" to a reader.
+        "unchanged": [w["path"] for w in watch if w.get("state") == "unchanged" and w.get("path") not in changed],
+        "changed_not_relevant": [w["path"] for w in watch if w.get("state") in ("cosmetic", "changed")
+                                 and not any(f.get("path") in (w.get("files") or []) for f in relevant)],
+        "relevant": out_relevant,
+    }  # fmt: skip
+
+
+def stage_release(
+    ws: Workspace, req: Request, plan: Plan, outcome: Outcome, verdict: Verdict, scratch: Path
+) -> Staged:
+    """Apply every change to a copy of the repository and run all validators on it."""
+    from changelog.configs.pin import edit_image
+    from changelog.configs.semdiff import diff as config_diff
+    from changelog.notes import ReleaseFacts, description_lines, render, render_title
+
+    assert plan.config is not None
+    shutil.copytree(ws.root, scratch, ignore=_IGNORE, symlinks=True)
+    master = scratch / str(plan.config["master"])
+    old_text = master.read_text(encoding="utf-8")
+    old_image = str(plan.config["image"])
+    new_image = new_image_text(old_image, str(plan.image["ref"]))
+    new_text, _ = edit_image(old_text, req.config_key, new_image, str(plan.config["master"]))
+    write_text(master, new_text)
+    changes = config_diff(old_text, new_text)
+    key_changes = [c for c in changes.to_json()["changes"] if c.get("key") == req.config_key]
+    key_points = [p for p in changes.to_json()["points"] if p.get("key") == req.config_key]
+    facts_json = release_facts(
+        plan, outcome, verdict, key_changes, key_points, new_image, old_image
+    )
+    facts = ReleaseFacts.from_json(facts_json)
+    lines = tuple(description_lines(facts)) + req.descriptions
+    entry = make_entry(req, lines, plan)
+    apply_changelog(scratch / CHANGELOG, entry)
+    pin_lock(scratch / LOCK, str(plan.image["pinned"]).split("@", 1)[0], outcome)
+    title = render_title(facts)
+    notes = f"# {title}\n\n{render(facts, 'both')}"
+    checks = validate_staged(ws, req, scratch, facts_json, notes)
+    files = tuple(str(p) for p in (plan.config["master"], CHANGELOG, LOCK))
+    return Staged(scratch, files, facts_json, notes, title, checks)
+
+
+def write_text(path: Path, text: str) -> None:
+    from pipeline.record import atomic_write
+
+    atomic_write(path, text.encode("utf-8"))
+
+
+def make_entry(req: Request, lines: Sequence[str], plan: Plan) -> Any:
+    from changelog.entries import Entry
+
+    scenarios = sorted({str(p["name"]).split("/", 1)[0] for p in plan.points} & set(SCENARIO_TYPES))
+    return Entry(
+        config_keys=(req.config_key,),
+        description=tuple(lines),
+        pr_link=pr_link(req.repo_url, req.pr_number),
+        scenario_type=tuple(scenarios) or None,
+    )
+
+
+def apply_changelog(path: Path, entry: Any) -> None:
+    from changelog.append import append
+
+    append(path, entry)
+
+
+def pin_lock(path: Path, tagged: str, outcome: Outcome) -> None:
+    """Lock entry of the new image: re-pinned (verified), then the probe facts merged in."""
+    from images import lock
+    from images.registry import RegistryClient
+
+    with RegistryClient() as client:
+        pin = client.pin(tagged)
+    if outcome.image is None or pin.digest != outcome.image.get("digest"):
+        raise ReleaseRefused(
+            f"{tagged} now resolves to {pin.digest}, not the qualified "
+            f"{(outcome.image or {}).get('digest')}; qualify the new digest first"
+        )
+    lock.update(path, [pin])
+    facts = dict((outcome.probe or {}).get("facts") or {})
+    facts.pop("errors", None)
+    lock.merge_facts(
+        path, tagged, pin.digest, {k: v for k, v in facts.items() if v not in (None, {}, [])}
+    )
+
+
+def validate_staged(
+    ws: Workspace, req: Request, scratch: Path, facts: Mapping[str, Any], notes: str
+) -> dict[str, Any]:
+    """Run the perf-changelog hook (C7), notes check (C8) and golden AL (C9) on the staged copy."""
+    golden = (
+        golden_al_result(Workspace(scratch))
+        if (scratch / "golden_al_distribution").is_dir()
+        else {"status": "n/a", "reason": "no golden_al_distribution/ in the benchmark repository"}
+    )
+    return {"changelog": hook_result(ws.root / CHANGELOG, scratch, req), "notes": notes_result(notes, facts),
+            "golden": golden}  # fmt: skip
+
+
+def hook_result(base: Path, scratch: Path, req: Request) -> dict[str, Any]:
+    """The `validate_perf_changelog` checks, base = the repository's file, head = the staged one."""
+    from changelog.configs.load import master_keys
+    from changelog.entries import ERROR
+    from validate import perf_changelog
+
+    keys = [k for m in sorted((scratch / "configs").glob("*-master.yaml")) for k in master_keys(m)]
+    rules = perf_changelog.Rules(req.repo_url, req.pr_number, keys)
+    head = (scratch / CHANGELOG).read_bytes()
+    report = perf_changelog.check(
+        base.read_bytes() if base.exists() else b"", head, rules, str(CHANGELOG)
+    )
+    problems = [f.format(str(CHANGELOG)) for f in report.findings if f.severity == ERROR]
+    evidence = {"mode": report.mode, "entries": report.entries, "appended": report.appended}
+    return {"status": "ok", "problems": problems, "evidence": evidence}
+
+
+def notes_result(notes: str, facts: Mapping[str, Any]) -> dict[str, Any]:
+    from changelog.notes import ReleaseFacts
+    from validate import notes_check
+
+    findings = notes_check.check(notes, ReleaseFacts.from_json(facts), "notes.md")
+    return {"status": "ok", "problems": [str(f) for f in findings],
+            "evidence": {"languages": "en + zh", "lines": notes.count("\n")}}  # fmt: skip
+
+
+def unified_diff(ws: Workspace, staged: Staged) -> str:
+    out: list[str] = []
+    for rel in staged.files:
+        before = (ws.root / rel).read_text(encoding="utf-8") if (ws.root / rel).exists() else ""
+        after = (staged.root / rel).read_text(encoding="utf-8")
+        out += difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            f"a/{rel}",
+            f"b/{rel}",
+        )
+    return "".join(out)
+
+
+def release(
+    ws: Workspace, req: Request, options: Options, state: Path | None = None
+) -> ReleaseResult:
+    q = qualify(
+        req.image, baseline="pinned", config_key=req.config_key, ws=ws, options=options, state=state
+    )
+    assert q.verdict is not None
+    if q.verdict.overall == FAIL:
+        failed = "; ".join(f"{c.id} {c.reason}" for c in q.verdict.checks if c.status == FAIL)
+        raise ReleaseRefused(
+            f"release refused: {req.image} qualified FAIL ({failed}); "
+            f"report: {q.reports['report.md']}"
+        )
+    plan = q.plan
+    assert q.outcome is not None
+    outcome = q.outcome
+    inputs: dict[str, Any] = {"kind": "release", "qualification": plan.to_json(), "run": plan.run_id, "request": req.to_json(),
+              "repo": {"configs": ws.tree_hash("configs"), "changelog": ws.file_hash(CHANGELOG),
+                       "lock": ws.file_hash(LOCK)}}  # fmt: skip
+    record = RunRecord(state_dir(ws, state) / "releases" / digest_of(inputs)[:32])
+    record.write_inputs(inputs)
+    with tempfile.TemporaryDirectory(prefix="relpipe-release-") as tmp:
+        staged = stage_release(ws, req, plan, outcome, q.verdict, Path(tmp) / "repo")
+        # Always the checks of this staging (never a cached copy): they are what the verdict says.
+        record.save(
+            StageResult(
+                "release-checks", stage_key("release-checks", inputs), inputs, staged.checks, 0.0
+            )
+        )
+        verdict, reports = render_release(plan, outcome, staged.checks, inputs, record, req.strict)
+        diff = unified_diff(ws, staged)
+        record.write_file("release.json", pretty_json(staged.facts))
+        record.write_file("notes.md", staged.notes.encode())
+        record.write_file("changes.diff", diff.encode())
+        if verdict.overall == FAIL:
+            failed = "; ".join(f"{c.id} {c.reason}" for c in verdict.checks if c.status == FAIL)
+            raise ReleaseRefused(
+                f"release refused: {failed}; nothing written; report: {reports['report.md']}"
+            )
+        written = False
+        if not req.dry_run:
+            if (
+                ws.file_hash(CHANGELOG) != inputs["repo"]["changelog"]
+                or ws.tree_hash("configs") != inputs["repo"]["configs"]
+            ):
+                raise ReleaseRefused(
+                    "the benchmark repository changed while the release was staged; run release again"
+                )
+            for rel in staged.files:  # each file is renamed into place atomically
+                write_text(ws.root / rel, (staged.root / rel).read_text(encoding="utf-8"))
+            written = True
+    return ReleaseResult(q, verdict, record, reports, diff, written)
+
+
+def render_release(
+    plan: Plan,
+    outcome: Outcome,
+    checks: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    record: RunRecord,
+    strict: bool,
+    force: bool = False,
+) -> tuple[Verdict, dict[str, Path]]:
+    """The release verdict (qualification outcome + C7/C8/C9 of the staged release) and its reports."""
+    full = replace(
+        outcome, changelog=checks["changelog"], notes=checks["notes"], golden=checks["golden"]
+    )
+    verdict = evaluate(full, strict=strict)
+    title = f"release {inputs['request']['config_key']} -> {plan.image['ref']}"
+    return verdict, render_all(
+        ReportData(plan.run_id, title, inputs, full, verdict), record.root, force=force
+    )
+
+
+def rerender_release(run_dir: Path, strict: bool = False) -> tuple[Verdict, dict[str, Path]]:
+    """`relpipe report` on a release record: the qualification stages come from the state's cache."""
+    record = RunRecord(run_dir, cache=run_dir.parent.parent / "cache" / "stages")
+    inputs = {
+        k: v for k, v in record.inputs().items() if k != "schema"
+    }  # as written, minus the envelope
+    plan = Plan.from_json(inputs["qualification"])
+    outputs = run_units(plan, StageRunner(record, offline=True), Engine())
+    checks = StageRunner(record, offline=True).run("release-checks", inputs, dict, "release checks")
+    return render_release(plan, assemble(plan, outputs), checks, inputs, record, strict, force=True)

@@ -1,0 +1,236 @@
+"""One qualification run end to end: plan -> units (with progress) -> verdict -> reports.
+
+Shared by `qualify`, `nightly`, `release` (which re-qualifies, normally a cache hit), `merge` and
+`report`; the last two run the same code with `offline=True`, so a merged or re-rendered verdict
+is computed exactly as an unsharded one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from images.registry import RegistryClient
+from pipeline.errors import PipelineError
+from pipeline.progress import Progress
+from pipeline.record import RunRecord, StageRunner
+from pipeline.report import ReportData, render_all
+from pipeline.stages import (
+    DEFAULT_MAX_BATCH,
+    DEFAULT_SUITES,
+    DEFAULT_TIMEOUT_S,
+    SUITE_METRIC,
+    Engine,
+    Options,
+    Plan,
+    assemble,
+    file_sha256,
+    make_plan,
+    open_record,
+    run_units,
+    stage_count,
+)
+from pipeline.verdict import Outcome, Verdict, evaluate
+from pipeline.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class RunResult:
+    plan: Plan
+    record: RunRecord
+    verdict: Verdict | None  # None for a shard (the verdict needs every shard)
+    outcome: Outcome | None
+    reports: dict[str, Path]
+    ran: tuple[str, ...]
+    cached: tuple[str, ...]
+
+
+def state_dir(ws: Workspace | None, given: Path | None) -> Path:
+    if given is not None:
+        return given
+    env = os.environ.get("RELPIPE_STATE")
+    if env:
+        return Path(env)
+    return (ws.root if ws else Path.cwd()) / ".relpipe"
+
+
+def plan_run(
+    image: str, baseline: str | None, config_key: str | None, ws: Workspace | None, options: Options
+) -> Plan:
+    with RegistryClient() as client:
+        return make_plan(image, baseline, config_key, ws, options, client)
+
+
+def execute(
+    plan: Plan,
+    record: RunRecord,
+    *,
+    engine: Engine | None = None,
+    shard: tuple[int, int] | None = None,
+    offline: bool = False,
+    strict: bool = False,
+    quiet: bool = False,
+    force_render: bool = False,
+) -> RunResult:
+    """Run (or, offline, read back) the plan's stages; unless sharded, compute the verdict and reports."""
+    total = stage_count(plan)
+    with Progress(
+        total,
+        "relpipe" if not shard else f"relpipe shard {shard[0]}/{shard[1]}",
+        rich=False if quiet else None,
+    ) as progress:
+        runner = StageRunner(record, offline=offline, on_event=None if quiet else progress)
+        outputs = run_units(plan, runner, engine or Engine(), shard)
+    if shard is not None:
+        return RunResult(plan, record, None, None, {}, tuple(runner.ran), tuple(runner.hits))
+    outcome = assemble(plan, outputs)
+    verdict = evaluate(outcome, strict=strict)
+    data = ReportData(plan.run_id, plan.title, plan.to_json(), outcome, verdict)
+    reports = render_all(data, record.root, force=force_render)
+    return RunResult(plan, record, verdict, outcome, reports, tuple(runner.ran), tuple(runner.hits))
+
+
+def rerender(run_dir: Path, strict: bool = False) -> RunResult:
+    """`relpipe report RUN`: recompute the verdict and reports from the record alone."""
+    record = RunRecord(run_dir)
+    if not (run_dir / "run.json").is_file():
+        raise PipelineError(
+            f"{run_dir} is not a run record (no run.json); give a folder under .relpipe/runs/"
+        )
+    plan = Plan.from_json(record.inputs())
+    return execute(plan, record, offline=True, strict=strict, quiet=True, force_render=True)
+
+
+def qualify(
+    image: str,
+    *,
+    baseline: str | None,
+    config_key: str | None,
+    ws: Workspace | None,
+    options: Options,
+    state: Path | None = None,
+    out: Path | None = None,
+    strict: bool = False,
+    engine: Engine | None = None,
+) -> RunResult:
+    plan = plan_run(image, baseline, config_key, ws, options)
+    record = open_record(state_dir(ws, state), plan, out)
+    return execute(plan, record, engine=engine, strict=strict)
+
+
+# -- command-line pieces shared by qualify, nightly and release -----------------------------------
+
+
+def add_qualify_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config-key", help="benchmark config key (its points and pinned baseline)"
+    )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        help="baseline image REF, 'pinned' (the config key's image; default with "
+        "--config-key) or 'none'",
+    )
+    parser.add_argument("--repo", type=Path, default=None, help="benchmark repository (default: .)")
+    parser.add_argument(
+        "--state", type=Path, default=None, help="run records and cache (default: REPO/.relpipe)"
+    )
+    parser.add_argument(
+        "--suite", action="append", dest="suites", help="eval suite (repeat; default decode-parity)"
+    )
+    parser.add_argument(
+        "--max-batch", type=int, default=DEFAULT_MAX_BATCH, help="eval batch cap per point"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per container"
+    )
+    parser.add_argument("--gpu", choices=("auto", "none", "rocm", "nvidia"), default="auto")
+    parser.add_argument("--dataset", default=None, help="GSM8K-format JSONL for the gsm8k suite")
+    parser.add_argument("--rules", default=None, help="precision rules file")
+    parser.add_argument(
+        "--max-new", type=int, default=8, help="tokens decoded per prompt (smoke, decode-parity)"
+    )
+    parser.add_argument("--n-shot", type=int, default=5, help="gsm8k few-shot examples")
+    parser.add_argument(
+        "--eval-limit", type=int, default=0, help="gsm8k: score at most N problems (0: all)"
+    )
+    parser.add_argument(
+        "--prompt-bytes", type=int, default=0, help="truncate the fixed prompts (0: whole)"
+    )
+    parser.add_argument(
+        "--kv-dtypes", default="fp32,bf16,fp8", help="KV-cache dtypes decode-parity checks"
+    )
+    parser.add_argument("--strict", action="store_true", help="WARN fails too (exit 1)")
+    parser.add_argument("--json", action="store_true", help="print the report JSON")
+
+
+def workspace_from(args: argparse.Namespace) -> Workspace | None:
+    root = args.repo if args.repo is not None else Path.cwd()
+    if args.repo is not None and not root.is_dir():
+        raise PipelineError(f"--repo {root}: not a folder")
+    if args.repo is None and not (root / "configs").is_dir():
+        return None  # plain `qualify REF` outside a benchmark repository
+    return Workspace(root.resolve())
+
+
+def options_from(args: argparse.Namespace) -> Options:
+    if args.max_batch < 1 or args.timeout <= 0:
+        raise PipelineError("--max-batch and --timeout must be positive")
+    suites = tuple(args.suites or DEFAULT_SUITES)
+    unknown = [name for name in suites if name not in SUITE_METRIC]
+    if unknown:
+        raise PipelineError(f"--suite {unknown[0]}: choose from {', '.join(SUITE_METRIC)}")
+    if "gsm8k" in suites and not args.dataset:
+        raise PipelineError("--suite gsm8k needs --dataset FILE (GSM8K-format JSONL)")
+    if args.dataset and not Path(args.dataset).is_file():
+        raise PipelineError(f"--dataset {args.dataset}: no such file")
+    if args.n_shot < 0 or args.eval_limit < 0:
+        raise PipelineError("--n-shot and --eval-limit must be >= 0")
+    dataset = str(Path(args.dataset).resolve()) if args.dataset else None
+    kv = tuple(k.strip() for k in args.kv_dtypes.split(",") if k.strip())
+    if (
+        not kv
+        or any(k not in ("fp32", "bf16", "fp8") for k in kv)
+        or args.max_new < 1
+        or args.prompt_bytes < 0
+    ):
+        raise PipelineError(
+            "--kv-dtypes takes a comma list of fp32,bf16,fp8 and --max-new a positive count"
+        )
+    return Options(
+        suites,
+        args.max_batch,
+        args.timeout,
+        args.gpu,
+        dataset,
+        args.rules,
+        args.max_new,
+        kv,
+        args.prompt_bytes,
+        args.n_shot,
+        args.eval_limit,
+        file_sha256(dataset),
+    )
+
+
+def baseline_from(args: argparse.Namespace) -> str | None:
+    if args.baseline in (None, ""):
+        return "pinned" if args.config_key else None
+    return None if args.baseline == "none" else str(args.baseline)
+
+
+def print_result(result: RunResult, as_json: bool) -> int:
+    """Print the verdict (or the report JSON); returns the exit code."""
+    assert result.verdict is not None
+    if as_json:
+        print(result.reports["report.json"].read_text(), end="")
+    else:
+        for check in result.verdict.checks:
+            print(f"{check.id:<4} {check.status:<4}  {check.title}: {check.reason}")
+        print(
+            f"verdict: {result.verdict.overall}  ({len(result.cached)} cached, {len(result.ran)} ran)"
+        )
+        print(f"report: {result.reports['report.html']}")
+    return result.verdict.exit_code

@@ -1,0 +1,677 @@
+"""Qualification stages: plan (resolve) -> pull -> probe -> smoke -> evals -> precision diff -> verdict.
+
+`make_plan` pins the image under test and its baseline (digests re-hashed by `images.registry`),
+reads the config key and thresholds of the benchmark repository, and fixes every input of every
+later stage; the run id is the hash of that plan. The later stages are grouped into *units*
+(image: pull, probe, smoke; golden: AL settings vs golden files; precision: baseline probe and
+engine commit diff; one eval unit per distinct eval batch of the benchmark points), each stage
+cached in the run record under the hash of its own inputs. Running all units is an
+unsharded qualification; running every n-th unit is a shard; `assemble` reads the results back
+(running nothing when `offline`) and turns them into the `Outcome` the verdict is computed from.
+
+Stage results are data, failures included: a smoke that hangs is recorded as `fail` and stays
+failed on a re-run of the same digest. Only environment errors (no docker, no registry) raise.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from images.registry import Pinned, RegistryClient
+from pipeline.errors import PipelineError
+from pipeline.record import RunRecord, StageRunner, digest_of, relpipe_version
+from pipeline.verdict import Outcome
+from pipeline.workspace import Workspace, threshold_for
+
+DEFAULT_SUITES = ("decode-parity",)
+DEFAULT_MAX_BATCH = 4
+DEFAULT_TIMEOUT_S = 300.0
+ENGINE_GIT = "/app/ATOM/.git"
+# The metric each suite is judged on, and the threshold used when thresholds.yaml has none.
+SUITE_METRIC = {"decode-parity": ("token_agreement", 0.95), "gsm8k": ("accuracy", None)}
+_MAX_LOG = 4000
+
+
+@dataclass(frozen=True)
+class Options:
+    suites: tuple[str, ...] = DEFAULT_SUITES
+    max_batch: int = DEFAULT_MAX_BATCH
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    gpu: str = "auto"
+    dataset: str | None = None  # GSM8K-format JSONL on the host, mounted into the container
+    rules: str | None = None  # precision rules file
+    max_new: int = 8  # tokens decoded per prompt by smoke and decode-parity
+    kv_dtypes: tuple[str, ...] = ("fp32", "bf16", "fp8")
+    prompt_bytes: int = 0  # truncate the fixed prompts (0: whole); small values keep CPU runs short
+    n_shot: int = 5  # gsm8k few-shot examples (taken from the head of the dataset)
+    eval_limit: int = 0  # gsm8k: score at most N problems (0: all)
+    # Fixed at plan time, so that shards on other hosts check the very same dataset bytes.
+    dataset_sha256: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "suites": list(self.suites),
+            "max_batch": self.max_batch,
+            "timeout_s": self.timeout_s,
+            "gpu": self.gpu,
+            "dataset": self.dataset,
+            "rules": self.rules,
+            "max_new": self.max_new,
+            "kv_dtypes": list(self.kv_dtypes),
+            "prompt_bytes": self.prompt_bytes,
+            "n_shot": self.n_shot,
+            "eval_limit": self.eval_limit,
+            "dataset_sha256": self.dataset_sha256,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Options:
+        return cls(
+            tuple(data["suites"]),
+            int(data["max_batch"]),
+            float(data["timeout_s"]),
+            str(data["gpu"]),
+            data.get("dataset"),
+            data.get("rules"),
+            int(data["max_new"]),
+            tuple(data["kv_dtypes"]),
+            int(data["prompt_bytes"]),
+            int(data["n_shot"]),
+            int(data["eval_limit"]),
+            data.get("dataset_sha256"),
+        )
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every input of a qualification, fixed before any stage runs (run.json)."""
+
+    image: Mapping[str, Any]
+    baseline: Mapping[str, Any] | None
+    config: Mapping[str, Any] | None
+    thresholds: Mapping[str, Any]
+    golden: Mapping[str, Any] | None
+    options: Options
+    workspace: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "qualify",
+            "image": dict(self.image),
+            "baseline": dict(self.baseline) if self.baseline else None,
+            "config": dict(self.config) if self.config else None,
+            "thresholds": dict(self.thresholds),
+            "golden": dict(self.golden) if self.golden else None,
+            "options": self.options.to_json(),
+            "relpipe": relpipe_version(),
+        }
+
+    @property
+    def run_id(self) -> str:
+        return digest_of(self.to_json())[:32]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], workspace: str | None = None) -> Plan:
+        if data.get("kind") != "qualify":
+            raise PipelineError("not a qualification plan (run.json of `relpipe qualify --plan`)")
+        try:
+            return cls(
+                data["image"],
+                data.get("baseline"),
+                data.get("config"),
+                data.get("thresholds") or {},
+                data.get("golden"),
+                Options.from_json(data["options"]),
+                workspace,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PipelineError(
+                f"malformed qualification plan ({exc}); re-run `relpipe qualify --plan`"
+            ) from exc
+
+    @property
+    def points(self) -> list[Mapping[str, Any]]:
+        if self.config:
+            return list(self.config["points"])
+        return [{"name": "default", "concurrency": 1, "batch": 1}]
+
+    @property
+    def title(self) -> str:
+        key = f" for {self.config['key']}" if self.config else ""
+        return f"qualify {self.image['ref']}{key}"
+
+
+def pinned_json(pin: Pinned) -> dict[str, Any]:
+    """The resolve result of one image; `verified` because `RegistryClient.pin` re-hashes every byte."""
+    return {
+        "ref": pin.ref,
+        "pinned": str(pin.reference),
+        "digest": pin.digest,
+        "verified": True,
+        "media_type": pin.media_type,
+        "platform": pin.platform,
+        "platform_digest": pin.platform_digest,
+        "created": pin.created,
+    }
+
+
+def make_plan(
+    image: str,
+    baseline: str | None,
+    config_key: str | None,
+    ws: Workspace | None,
+    options: Options,
+    client: RegistryClient,
+) -> Plan:
+    """Pin the image (and the baseline: `pinned` = the config key's image, locked digest first)."""
+    config = None
+    thresholds: Mapping[str, Any] = {}
+    golden = None
+    if config_key:
+        if ws is None:
+            raise PipelineError("--config-key needs a benchmark repository (--repo PATH)")
+        ck = ws.config_key(config_key, options.max_batch)
+        config = {
+            "status": "ok",
+            "key": ck.key,
+            "master": ck.master,
+            "image": ck.image,
+            "framework": ck.framework,
+            "model_prefix": ck.model_prefix,
+            "points": [p.to_json() for p in ck.points],
+        }
+    if ws is not None:
+        thresholds = ws.thresholds()
+        golden = {
+            "files": ws.tree_hash("golden_al_distribution"),
+            "configs": ws.tree_hash("configs"),
+        }
+    if baseline == "pinned":
+        if config is None:
+            raise PipelineError(
+                "--baseline pinned needs --config-key K (the baseline is K's pinned image)"
+            )
+        baseline = locked_ref(ws, str(config["image"]))
+    pins = [client.pin(image)] + ([client.pin(baseline)] if baseline else [])
+    return Plan(
+        pinned_json(pins[0]),
+        pinned_json(pins[1]) if baseline else None,
+        config,
+        thresholds,
+        golden,
+        options,
+        str(ws.root) if ws else None,
+    )
+
+
+def locked_ref(ws: Workspace | None, ref: str) -> str:
+    """The digest the lock file recorded for `ref` (what was benchmarked), else `ref` itself."""
+    from images import lock
+    from images.reference import parse
+
+    if ws is None or not (ws.root / "images.lock.yaml").is_file():
+        return ref
+    entry = lock.lookup(lock.load(ws.root / "images.lock.yaml"), ref)
+    if entry is None:
+        return ref
+    # Pinning `tag@digest` re-hashes the locked digest: a tag that moved does not move the baseline.
+    return str(parse(ref).with_digest(entry.digest))
+
+
+# -- units --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Unit:
+    name: str
+    run: Callable[[StageRunner, Engine], list[tuple[str, Mapping[str, Any]]]]
+
+
+def units(plan: Plan) -> list[Unit]:
+    """The plan's work in a fixed order: image stages, golden, precision, one unit per distinct eval."""
+    out = [Unit("image", partial(_image_unit, plan))]
+    if plan.golden is not None:
+        out.append(Unit("golden", partial(_golden_unit, plan)))
+    if plan.baseline is not None:
+        out.append(Unit("precision", partial(_precision_unit, plan)))
+    batches = sorted(
+        {int(p["batch"]) for p in plan.points}
+    )  # points sharing eval inputs share a result
+    out += [Unit(f"evals@batch{b}", partial(_eval_unit, plan, b)) for b in batches]
+    return out
+
+
+def run_units(
+    plan: Plan, runner: StageRunner, engine: Engine, shard: tuple[int, int] | None = None
+) -> dict[str, Any]:
+    """Run all units (or those of shard i of n, 1-based round robin); returns stage label -> output."""
+    outputs: dict[str, Any] = {}
+    for i, unit in enumerate(units(plan)):
+        if shard is not None and i % shard[1] != shard[0] - 1:
+            continue
+        outputs.update(dict(unit.run(runner, engine)))
+    return outputs
+
+
+def assemble(plan: Plan, outputs: Mapping[str, Any]) -> Outcome:
+    evals = []
+    for point in plan.points:
+        for suite in plan.options.suites:
+            ev = dict(outputs[f"eval:{suite}@batch{int(point['batch'])}"])
+            ev["point"] = point["name"]
+            evals.append(ev)
+    baseline = plan.baseline
+    if baseline is not None and outputs.get("baseline_probe"):
+        baseline = {**baseline, "facts": (outputs["baseline_probe"] or {}).get("facts")}
+    return Outcome(
+        image=plan.image,
+        baseline=baseline,
+        probe=outputs.get("probe"),
+        smoke=outputs.get("smoke"),
+        evals=tuple(evals),
+        precision=outputs.get("precision"),
+        config=plan.config,
+        golden=outputs.get("golden"),
+    )
+
+
+def stage_count(plan: Plan) -> int:
+    per_eval = len(plan.options.suites)
+    return (
+        3
+        + 2 * (plan.baseline is not None)
+        + (plan.golden is not None)
+        + per_eval * len({int(p["batch"]) for p in plan.points})
+    )
+
+
+# -- the stages ------------------------------------------------------------------------------------
+
+
+def _digest_ref(resolved: Mapping[str, Any]) -> str:
+    return str(resolved["pinned"])
+
+
+def _image_unit(
+    plan: Plan, runner: StageRunner, engine: Engine
+) -> list[tuple[str, Mapping[str, Any]]]:
+    ref = _digest_ref(plan.image)
+    base = {"image": plan.image["digest"]}
+    pulled = runner.run("pull", base, lambda: engine.pull(ref), "pull")
+    probe = _probe_stage(plan, plan.image, runner, engine, "probe")
+    smoke = runner.run(
+        "smoke",
+        {
+            **base,
+            "timeout_s": plan.options.timeout_s,
+            "gpu": plan.options.gpu,
+            "max_new": plan.options.max_new,
+            "prompt_bytes": plan.options.prompt_bytes,
+        },
+        lambda: engine.smoke(ref, plan.options),
+        "smoke",
+    )
+    return [("pull", pulled), ("probe", probe), ("smoke", smoke)]
+
+
+def _golden_unit(
+    plan: Plan, runner: StageRunner, engine: Engine
+) -> list[tuple[str, Mapping[str, Any]]]:
+    inputs = dict(plan.golden or {})
+    return [("golden", runner.run("golden", inputs, lambda: golden_check(plan), "golden AL check"))]
+
+
+def _precision_unit(
+    plan: Plan, runner: StageRunner, engine: Engine
+) -> list[tuple[str, Mapping[str, Any]]]:
+    assert plan.baseline is not None
+    # The baseline's facts (its engine version) are what the release notes compare against.
+    base_probe = _probe_stage(plan, plan.baseline, runner, engine, "probe baseline")
+    return [("baseline_probe", base_probe), ("precision", _precision_stage(plan, runner, engine))]
+
+
+def _probe_stage(
+    plan: Plan, image: Mapping[str, Any], runner: StageRunner, engine: Engine, label: str
+) -> Mapping[str, Any]:
+    """One probe per digest: the same key whether the image is under test or the baseline."""
+    inputs = {"image": image["digest"], "timeout_s": plan.options.timeout_s}
+    return runner.run(
+        "probe", inputs, lambda: engine.probe(_digest_ref(image), plan.options), label
+    )
+
+
+def _eval_unit(
+    plan: Plan, batch: int, runner: StageRunner, engine: Engine
+) -> list[tuple[str, Mapping[str, Any]]]:
+    return [
+        (f"eval:{suite}@batch{batch}", _eval_stage(plan, suite, batch, runner, engine))
+        for suite in plan.options.suites
+    ]
+
+
+def _eval_stage(
+    plan: Plan, suite: str, batch: int, runner: StageRunner, engine: Engine
+) -> Mapping[str, Any]:
+    metric, fallback = SUITE_METRIC.get(suite, ("score", None))
+    prefix = plan.config.get("model_prefix") if plan.config else None
+    threshold = threshold_for(plan.thresholds, prefix, suite)
+    inputs = {
+        "image": plan.image["digest"],
+        "suite": suite,
+        "batch": batch,
+        "metric": metric,
+        "threshold": threshold if threshold is not None else fallback,
+        "timeout_s": plan.options.timeout_s,
+        "gpu": plan.options.gpu,
+        "max_new": plan.options.max_new,
+    }
+    # Only what a suite reads is its input, so adding gsm8k does not invalidate decode-parity.
+    if suite == "gsm8k":
+        inputs.update(dataset=plan.options.dataset_sha256, n_shot=plan.options.n_shot,
+                      eval_limit=plan.options.eval_limit)  # fmt: skip
+    else:
+        inputs.update(
+            kv_dtypes=list(plan.options.kv_dtypes), prompt_bytes=plan.options.prompt_bytes
+        )
+    ref = _digest_ref(plan.image)
+    return runner.run(
+        "eval",
+        inputs,
+        lambda: engine.evaluate(ref, inputs, plan.options),
+        f"eval {suite} batch {batch}",
+    )
+
+
+def _precision_stage(plan: Plan, runner: StageRunner, engine: Engine) -> Mapping[str, Any]:
+    assert plan.baseline is not None
+    inputs = {
+        "old": plan.baseline["digest"],
+        "new": plan.image["digest"],
+        "rules": plan.options.rules,
+    }
+    return runner.run(
+        "precision",
+        inputs,
+        lambda: engine.precision(
+            _digest_ref(plan.baseline or {}), _digest_ref(plan.image), plan.options
+        ),
+        "precision diff",
+    )
+
+
+def golden_check(plan: Plan) -> Mapping[str, Any]:
+    """C9: golden AL files vs the AL settings in the repository's configs (inputs: their hashes)."""
+    if plan.workspace is None or not plan.golden or not plan.golden.get("files"):
+        return {"status": "n/a", "reason": "no golden_al_distribution/ in the benchmark repository"}
+    return golden_al_result(Workspace(Path(plan.workspace)))
+
+
+def golden_al_result(ws: Workspace) -> Mapping[str, Any]:
+    """`validate.golden_al` over the repository's configs (every AL setting vs its golden value)."""
+    from validate import golden_al
+
+    configs = sorted((ws.root / "configs").glob("*.yaml"))
+    results = golden_al.evaluate(configs, ws.root / "golden_al_distribution")
+    problems = [f"{r.setting.path}:{r.setting.line}: {r.message}" for r in results if not r.ok]
+    evidence = {f"{Path(r.setting.path).name}:{r.setting.line}": r.message for r in results if r.ok}
+    if not results:
+        return {"status": "n/a", "reason": "no acceptance-length setting in configs/"}
+    return {"status": "ok", "problems": problems, "evidence": evidence}
+
+
+# -- the engine: images.runtime + validate.precision, wired here -----------------------------------
+
+
+@dataclass
+class Engine:
+    """Runs the engine payload in containers and diffs engine repositories (the I/O of the stages)."""
+
+    _runtime: Any = field(default=None, repr=False)
+
+    @property
+    def runtime(self) -> Any:
+        if self._runtime is None:
+            from images.runtime import Runtime
+
+            self._runtime = Runtime.from_env()
+        return self._runtime
+
+    def pull(self, ref: str) -> Mapping[str, Any]:
+        image, _labels = self.runtime.ensure_image(ref)
+        return {"status": "ok", "image": str(image)}
+
+    def _run(self, ref: str, command: str, args: list[str], options: Options) -> dict[str, Any]:
+        """`python -m engine COMMAND` in the image: {'status': pass|fail|error, 'result', 'reason'}."""
+        import engine as payload
+
+        with tempfile.TemporaryDirectory(prefix=f"relpipe-{command}-") as tmp:
+            run = self.runtime.run_engine(
+                ref,
+                command,
+                args,
+                engine_dir=Path(payload.__file__).parent,
+                out_dir=Path(tmp),
+                timeout_s=options.timeout_s,
+                gpu=None if options.gpu == "auto" else options.gpu,
+            )
+        return _outcome(run, options)
+
+    def probe(self, ref: str, options: Options) -> Mapping[str, Any]:
+        out = self._run(ref, "probe", [], options)
+        if out["status"] != "pass" or not out["result"]:
+            return {"status": "error", "reason": out["reason"] or "probe produced no facts"}
+        return {"status": "ok", "facts": normalise_facts(out["result"])}
+
+    def _watchdog(self, options: Options) -> str:
+        # The engine's own watchdog fires first, so a hang is reported with the step it hung in;
+        # the container timeout stays as the backstop.
+        return f"{max(5.0, options.timeout_s * 0.8):.0f}"
+
+    def smoke(self, ref: str, options: Options) -> Mapping[str, Any]:
+        args = ["--prompts", "1", "--max-new", str(options.max_new), "--prompt-bytes", str(options.prompt_bytes),
+                "--timeout", self._watchdog(options)]  # fmt: skip
+        out = self._run(ref, "smoke", args, options)
+        result = out["result"]
+        mono = (result.get("tokens") or {}).get("mono") or []
+        checks = {c.get("name"): c for c in result.get("checks") or [] if isinstance(c, dict)}
+        return {
+            "status": "pass" if out["status"] == "pass" else "fail",
+            "reason": out["reason"] or str(result.get("reason") or ""),
+            "tokens": sum(len(seq) for seq in mono if isinstance(seq, list)),
+            "tokens_per_s": (result.get("timings") or {}).get("mono_tokens_per_s"),
+            "max_logit_diff": (checks.get("max-logit-diff") or {}).get("value"),
+            "ops": result.get("ops"),
+            "seconds": out["seconds"],
+        }
+
+    def evaluate(self, ref: str, inputs: Mapping[str, Any], options: Options) -> Mapping[str, Any]:
+        suite = str(inputs["suite"])
+        if suite == "gsm8k":
+            return self.gsm8k(ref, inputs, options)
+        args = ["--suite", suite, "--prompts", str(inputs["batch"]), "--max-new", str(options.max_new),
+                "--prompt-bytes", str(options.prompt_bytes),
+                "--kv-dtypes", ",".join(options.kv_dtypes), "--timeout", self._watchdog(options)]  # fmt: skip
+        out = self._run(ref, "eval", args, options)
+        rows = [r for r in out["result"].get("results") or [] if isinstance(r, dict)]
+        agreements = [
+            float(r["agreement"]) for r in rows if isinstance(r.get("agreement"), (int, float))
+        ]
+        return {
+            "status": out["status"], "suite": suite, "batch": inputs["batch"], "metric": inputs["metric"],
+            # The weakest KV dtype decides: every dtype the benchmark may use must agree.
+            "score": min(agreements) if agreements else None,
+            "threshold": inputs["threshold"],
+            "samples": sum(int(r.get("positions") or 0) for r in rows),
+            "per_dtype": {str(r.get("kv_dtype")): r.get("agreement") for r in rows},
+            "reason": out["reason"] or str(out["result"].get("reason") or ""),
+            "seconds": out["seconds"],
+        }  # fmt: skip
+
+    def gsm8k(self, ref: str, inputs: Mapping[str, Any], options: Options) -> Mapping[str, Any]:
+        """gsm8k inside the image: `engine serve` and the eval client share the container's loopback."""
+        import engine as payload
+        from images.runtime import OUT_DIR, PAYLOAD_DIR, RESULT_NAME
+
+        if not options.dataset or inputs["threshold"] is None:
+            raise PipelineError(
+                "gsm8k needs --dataset FILE and a gsm8k threshold in thresholds.yaml"
+            )
+        args = ["--dataset", GSM8K_DATASET, "--threshold", str(inputs["threshold"]),
+                "--n-shot", str(options.n_shot), "--limit", str(options.eval_limit),
+                "--concurrency", str(inputs["batch"]), "--max-tokens", str(options.max_new),
+                "--out", f"{OUT_DIR}/{RESULT_NAME}"]  # fmt: skip
+        mounts = {
+            str(Path(payload.__file__).parent): f"{PAYLOAD_DIR}/engine",
+            options.dataset: GSM8K_DATASET,
+        }
+        with tempfile.TemporaryDirectory(prefix="relpipe-gsm8k-") as tmp:
+            run = self.runtime.run(
+                ref, [self.runtime.python, "-c", GSM8K_LAUNCHER, *args], out_dir=Path(tmp), mounts=mounts,
+                env={"PYTHONPATH": PAYLOAD_DIR}, timeout_s=options.timeout_s,
+                gpu=None if options.gpu == "auto" else options.gpu, workdir=PAYLOAD_DIR, result_command="eval",
+            )  # fmt: skip
+        out = _outcome(run, options)
+        score = (out["result"].get("scores") or {}).get("strict-match") or {}
+        return {
+            "status": out["status"], "suite": "gsm8k", "batch": inputs["batch"], "metric": inputs["metric"],
+            "score": score.get("accuracy"), "threshold": inputs["threshold"], "samples": int(score.get("n") or 0),
+            "reason": out["reason"] or str(out["result"].get("reason") or ""), "seconds": out["seconds"],
+        }  # fmt: skip
+
+    def precision(self, old_ref: str, new_ref: str, options: Options) -> Mapping[str, Any]:
+        with tempfile.TemporaryDirectory(prefix="relpipe-precision-") as tmp:
+            repo = engine_repository(self.runtime, old_ref, new_ref, Path(tmp))
+            return {"status": "ok", **precision_report(repo, options.rules, f"image:{new_ref}")}
+
+
+def _outcome(run: Any, options: Options) -> dict[str, Any]:
+    """An `images.runtime.EngineRun` as {'status': pass|fail|error, 'result', 'reason', 'seconds'}."""
+    result = run.result if isinstance(run.result, dict) else {}
+    if run.timed_out:
+        status, reason = (
+            "fail",
+            f"killed after {options.timeout_s:.0f}s (timeout): {run.error or 'no result'}",
+        )
+    elif run.error is None:
+        status, reason = "pass", ""
+    else:
+        status = "error" if result.get("status") == "error" or not result else "fail"
+        # The engine's own reason (e.g. its watchdog naming the step that hung) says more than
+        # the runtime's summary of the exit code.
+        reason = str(result.get("reason") or run.error)
+    return {
+        "status": status,
+        "result": result,
+        "reason": reason[:_MAX_LOG],
+        "seconds": round(float(run.duration_s), 3),
+    }
+
+
+def file_sha256(path: str | None) -> str | None:
+    import hashlib
+
+    if not path:
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise PipelineError(f"cannot read --dataset {path}: {exc.strerror}") from exc
+
+
+GSM8K_DATASET = "/relpipe/data/gsm8k.jsonl"
+GSM8K_PORT = "18080"
+# Runs inside the image (stdlib only): start the OpenAI-compatible server on the container's own
+# loopback (it has no other network), wait for /health, run the gsm8k client, stop the server.
+GSM8K_LAUNCHER = f"""
+import subprocess, sys, time, urllib.request
+srv = subprocess.Popen([sys.executable, "-m", "engine", "serve", "--port", "{GSM8K_PORT}", "--out", "/tmp/serve.json"])
+try:
+    for _ in range(1200):
+        try:
+            urllib.request.urlopen("http://127.0.0.1:{GSM8K_PORT}/health", timeout=1).read()
+            break
+        except OSError:
+            if srv.poll() is not None:
+                sys.exit("engine serve exited with " + str(srv.returncode))
+            time.sleep(0.25)
+    code = subprocess.call([sys.executable, "-m", "engine", "eval", "--suite", "gsm8k",
+                            "--base-url", "http://127.0.0.1:{GSM8K_PORT}", *sys.argv[1:]])
+finally:
+    srv.terminate()
+    srv.wait(30)
+sys.exit(code)
+"""
+
+
+def engine_repository(runtime: Any, old_ref: str, new_ref: str, tmp: Path) -> Path:
+    """Extract both images' engine .git and make one repository holding both HEADs."""
+    new_git, old_git = tmp / "new.git", tmp / "old.git"
+    runtime.extract_path(new_ref, ENGINE_GIT, new_git)
+    runtime.extract_path(old_ref, ENGINE_GIT, old_git)
+    old_head = _git(old_git, "rev-parse", "HEAD").strip()
+    new_head = _git(new_git, "rev-parse", "HEAD").strip()
+    # Non-ancestor pairs (release branches) need the old commits too: fetch them across.
+    _git(new_git, "fetch", "--quiet", "--no-tags", str(old_git), f"{old_head}:refs/relpipe/old")
+    _git(new_git, "update-ref", "refs/relpipe/new", new_head)
+    return new_git
+
+
+def _git(git_dir: Path, *args: str) -> str:
+    if not shutil.which("git"):
+        raise PipelineError(
+            "git is not installed; install it (apt-get install git) to diff engine commits"
+        )
+    proc = subprocess.run(
+        ["git", f"--git-dir={git_dir}", *args],
+        capture_output=True,
+        text=True,
+        env={"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(git_dir), "PATH": "/usr/bin:/bin"},
+    )
+    if proc.returncode != 0:
+        raise PipelineError(
+            f"git {args[0]} in extracted {git_dir.name}: {proc.stderr.strip()[:200]}"
+        )
+    return proc.stdout
+
+
+def precision_report(repo: Path, rules: str | None, display: str) -> dict[str, Any]:
+    from validate import precision
+
+    loaded = precision.load_rules(rules) if rules else None
+    report = precision.diff(repo, "refs/relpipe/old", "refs/relpipe/new", loaded, display=display)
+    return dict(report.to_json())
+
+
+def _version(value: Any) -> Any:
+    # The probe reports some facts as objects ({"version": ..., "file": ...}), others as strings.
+    return value.get("version") if isinstance(value, Mapping) else value
+
+
+def normalise_facts(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Probe JSON -> the flat facts the verdict, lock and notes use (engine, python, torch, ...)."""
+    packages = raw.get("packages") or {}
+    aiter = raw.get("aiter")
+    return {
+        "engine": raw.get("engine") or {},
+        "python": _version(raw.get("python")),
+        "torch": _version(packages.get("torch") or raw.get("torch")),
+        "triton": _version(packages.get("triton") or raw.get("triton")),
+        "lmcache": _version(packages.get("lmcache")),
+        "aiter": aiter.get("commit") if isinstance(aiter, Mapping) else aiter,
+        "rocm": _version(raw.get("rocm")),
+        "gpu": raw.get("gpu"),
+        "errors": [str(e) for e in raw.get("errors") or []],
+    }
+
+
+def open_record(state: Path, plan: Plan, out: Path | None = None) -> RunRecord:
+    record = RunRecord(out or state / "runs" / plan.run_id, cache=state / "cache" / "stages")
+    record.write_inputs(plan.to_json())
+    return record

@@ -1,0 +1,190 @@
+"""The benchmark repository a pipeline command works in (InferenceX layout) and what it reads there.
+
+Layout (all paths relative to the repository root; every file is optional except where a command
+needs it):
+
+    configs/*-master.yaml                master configs (config keys, images, search spaces)
+    perf-changelog.yaml                  the append-only changelog
+    utils/evals/thresholds.yaml          eval thresholds (InferenceX shape: default + models)
+    golden_al_distribution/*.yaml        golden acceptance lengths
+    images.lock.yaml                     pinned digests and facts
+    .relpipe/                            run records and the stage cache (gitignored)
+
+Everything read here is untrusted input: YAML goes through the strict loader of
+`changelog.configs.semdiff` (duplicate keys, aliases and tabs rejected).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from changelog.configs.semdiff import concurrencies, load_yaml
+from changelog.errors import ChangelogError
+from pipeline.errors import PipelineError
+
+THRESHOLDS = Path("utils/evals/thresholds.yaml")
+CHANGELOG = Path("perf-changelog.yaml")
+LOCK = Path("images.lock.yaml")
+GOLDEN_DIR = Path("golden_al_distribution")
+STATE = Path(".relpipe")
+_MAX_YAML = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Point:
+    """One benchmark point of a config key, and the eval batch it maps to on the qualifying host."""
+
+    name: str  # e.g. "agentic-coding/tp8/conc4"
+    concurrency: int
+    batch: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "concurrency": self.concurrency, "batch": self.batch}
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    key: str
+    master: str  # path relative to the repository
+    image: str
+    framework: str | None
+    model_prefix: str | None
+    points: tuple[Point, ...]
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+
+    @property
+    def state(self) -> Path:
+        return self.root / STATE
+
+    def masters(self) -> list[Path]:
+        return sorted((self.root / "configs").glob("*-master.yaml"))
+
+    def read_yaml(self, path: Path) -> Any:
+        try:
+            size = path.stat().st_size
+            if size > _MAX_YAML:
+                raise PipelineError(
+                    f"{path}: {size} bytes is over the {_MAX_YAML}-byte limit for YAML input"
+                )
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PipelineError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+        except OSError as exc:
+            raise PipelineError(f"cannot read {path}: {exc.strerror}") from exc
+        try:
+            return load_yaml(
+                text, str(path.relative_to(self.root) if path.is_relative_to(self.root) else path)
+            )
+        except ChangelogError as exc:
+            raise PipelineError(str(exc)) from exc
+
+    def config_key(self, key: str, max_batch: int) -> ConfigKey:
+        """Find `key` in the master configs and expand its benchmark points (fail if absent/ambiguous)."""
+        found: list[tuple[Path, Mapping[str, Any]]] = []
+        for master in self.masters():
+            doc = self.read_yaml(master)
+            if isinstance(doc, dict) and isinstance(doc.get(key), dict):
+                found.append((master, doc[key]))
+        if not found:
+            names = ", ".join(p.name for p in self.masters()) or "no configs/*-master.yaml"
+            raise PipelineError(f"config key {key!r} is not in {names} under {self.root}")
+        if len(found) > 1:
+            raise PipelineError(
+                f"config key {key!r} is defined in {len(found)} master configs; keep one"
+            )
+        master, cfg = found[0]
+        image = cfg.get("image")
+        if not isinstance(image, str) or not image:
+            raise PipelineError(f"{master.name}: config key {key} has no image")
+        return ConfigKey(
+            key,
+            str(master.relative_to(self.root)),
+            image,
+            _opt_str(cfg.get("framework")),
+            _opt_str(cfg.get("model-prefix")),
+            expand_points(key, cfg, max_batch),
+        )
+
+    def thresholds(self) -> dict[str, Any]:
+        """thresholds.yaml as {default, models}, read by the engine's own strict reader."""
+        from engine.errors import EngineError
+        from engine.evals.thresholds import load
+
+        path = self.root / THRESHOLDS
+        if not path.is_file():
+            return {}
+        try:
+            parsed = load(str(path))
+        except EngineError as exc:
+            raise PipelineError(str(exc)) from exc
+        return {
+            "default": dict(parsed.default),
+            "models": {k: dict(v) for k, v in parsed.models.items()},
+        }
+
+    def file_hash(self, rel: Path | str) -> str | None:
+        path = self.root / rel
+        if not path.is_file():
+            return None
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    def tree_hash(self, rel: Path | str) -> str | None:
+        """Hash of the YAML files under a folder (a stage input: golden files, configs)."""
+        folder = self.root / rel
+        if not folder.is_dir():
+            return None
+        h = hashlib.sha256()
+        for path in sorted(folder.rglob("*.yaml")):
+            h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+        return h.hexdigest()
+
+
+def _opt_str(value: object) -> str | None:
+    return str(value) if value is not None else None
+
+
+def expand_points(key: str, cfg: Mapping[str, Any], max_batch: int) -> tuple[Point, ...]:
+    """Every (scenario, arm, concurrency) of a config key; the eval batch is the concurrency capped."""
+    scenarios = cfg.get("scenarios")
+    if not isinstance(scenarios, dict):
+        raise PipelineError(f"config key {key}: scenarios must be a mapping")
+    points: dict[str, Point] = {}
+    for scenario, entries in scenarios.items():
+        for entry in entries if isinstance(entries, list) else []:
+            for arm in (entry.get("search-space") or []) if isinstance(entry, dict) else []:
+                if not isinstance(arm, dict):
+                    raise PipelineError(f"config key {key}: search-space items must be mappings")
+                try:
+                    concs = concurrencies(arm, f"config key {key}: {scenario}")
+                except ChangelogError as exc:
+                    raise PipelineError(str(exc)) from exc
+                offload = arm.get("kv-offloading")
+                arm_name = f"tp{arm.get('tp', '?')}" + (
+                    f"-{offload}" if offload not in (None, "none") else ""
+                )
+                for conc in concs:
+                    name = f"{scenario}/{arm_name}/conc{conc}"
+                    points.setdefault(name, Point(name, conc, max(1, min(conc, max_batch))))
+    return tuple(points.values())
+
+
+def threshold_for(
+    thresholds: Mapping[str, Any], model_prefix: str | None, suite: str
+) -> float | None:
+    """The engine's lookup (longest model prefix, then default); None when nothing applies."""
+    from engine.errors import EngineError
+    from engine.evals.thresholds import Thresholds
+
+    table = Thresholds(dict(thresholds.get("default") or {}), dict(thresholds.get("models") or {}))
+    try:
+        return float(table.lookup(suite, model_prefix or "")[0])
+    except EngineError:
+        return None

@@ -1,0 +1,104 @@
+"""Reports: byte-identical re-rendering, escaping of untrusted text, and the HTML in a real browser."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.report import ReportData, render_all, render_html, render_markdown
+from pipeline.verdict import evaluate
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "artifacts"
+
+
+def _data(outcome: Any) -> ReportData:
+    return ReportData(
+        "0123456789abcdef0123",
+        "qualify nightly_202610070333",
+        {"kind": "qualify"},
+        outcome,
+        evaluate(outcome),
+    )
+
+
+def test_rendering_twice_gives_identical_bytes(tmp_path: Path, make_outcome: Any) -> None:
+    first = {
+        k: p.read_bytes() for k, p in render_all(_data(make_outcome()), tmp_path / "a").items()
+    }
+    second = {
+        k: p.read_bytes() for k, p in render_all(_data(make_outcome()), tmp_path / "b").items()
+    }
+    assert first == second
+    html = first["report.html"].decode()
+    assert html.count("<svg") == 2  # evals vs thresholds, precision categories
+    assert "<dc:date>" not in html  # matplotlib's clock is not in the output
+
+
+def test_untrusted_text_is_escaped(make_outcome: Any) -> None:
+    html = render_html(_data(make_outcome())).decode()
+    assert "&lt;b&gt;now&lt;/b&gt;" in html and "<b>now</b>" not in html
+    md = render_markdown(_data(make_outcome())).decode()
+    assert r"\<b\>now\<\/b\>" in md or r"\<b\>now\</b\>" in md
+    row = next(line for line in md.splitlines() if line.startswith("| C5 "))
+    assert row.count("|") - row.count(r"\|") == 5  # a `|` in a subject cannot split the table
+
+
+def test_markdown_lists_every_check_with_status(make_outcome: Any) -> None:
+    md = render_markdown(_data(make_outcome())).decode()
+    assert "**Verdict: ⚠️ WARN**" in md
+    for i in range(1, 11):
+        assert re.search(rf"^\| C{i} \| .+ \| .+ (PASS|WARN|FAIL|N/A) \|", md, re.M)
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not found:
+        pytest.fail(
+            "chromium not found: apt-get install -y chromium (listed in .ci/apt-packages.txt)",
+            pytrace=False,
+        )
+    return found
+
+
+def test_html_report_renders_in_headless_chromium(tmp_path: Path, make_outcome: Any) -> None:
+    paths = render_all(_data(make_outcome()), tmp_path / "run")
+    browser = _chromium()
+    flags = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1200,1800",
+    ]
+    url = paths["report.html"].as_uri()
+    env = dict(os.environ, HOME=str(tmp_path))
+    dom = subprocess.run(
+        [*flags, "--dump-dom", url], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    checks = re.search(r'<table id="checks">.*?</table>', dom.stdout, re.S)
+    assert checks is not None
+    assert len(re.findall(r"<tr><td>C\d+</td>", checks.group(0))) == 10
+    assert re.search(r'<figure id="plot-evals"><svg', dom.stdout)
+    assert re.search(r'<figure id="plot-precision"><svg', dom.stdout)
+    shot = tmp_path / "report.png"
+    run = subprocess.run(
+        [*flags, f"--screenshot={shot}", url], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    ARTIFACTS.mkdir(exist_ok=True)
+    shutil.copy(shot, ARTIFACTS / "report-chromium.png")
