@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from images.reference import parse
 from pipeline.errors import PipelineError
@@ -31,6 +31,9 @@ from pipeline.run import RunResult, qualify, state_dir
 from pipeline.stages import Engine, Options, Plan, assemble, golden_al_result, run_units
 from pipeline.verdict import FAIL, Outcome, Verdict, evaluate
 from pipeline.workspace import CHANGELOG, LOCK, Workspace
+
+if TYPE_CHECKING:
+    from changelog.entries import Entry
 
 DEFAULT_REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
 SCENARIO_TYPES = ("fixed-seq-len", "agentic-coding")
@@ -68,6 +71,7 @@ class Staged:
     notes: str
     title: str
     checks: Mapping[str, Any]  # stage output: changelog / notes / golden validator results
+    entry: Entry  # the perf-changelog entry appended to the staged changelog
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ class ReleaseResult:
     reports: dict[str, Path]
     diff: str
     written: bool
+    notices: tuple[str, ...] = ()  # what differs from the staged release (concurrent changes)
 
 
 def pr_link(repo_url: str, pr_number: int | None) -> str:
@@ -203,7 +208,7 @@ def stage_release(
     notes = f"# {title}\n\n{render(facts, 'both')}"
     checks = validate_staged(ws, req, scratch, facts_json, notes)
     files = tuple(str(p) for p in (plan.config["master"], CHANGELOG, LOCK))
-    return Staged(scratch, files, facts_json, notes, title, checks)
+    return Staged(scratch, files, facts_json, notes, title, checks, entry)
 
 
 def write_text(path: Path, text: str) -> None:
@@ -212,7 +217,7 @@ def write_text(path: Path, text: str) -> None:
     atomic_write(path, text.encode("utf-8"))
 
 
-def make_entry(req: Request, lines: Sequence[str], plan: Plan) -> Any:
+def make_entry(req: Request, lines: Sequence[str], plan: Plan) -> Entry:
     from changelog.entries import Entry
 
     scenarios = sorted({str(p["name"]).split("/", 1)[0] for p in plan.points} & set(SCENARIO_TYPES))
@@ -224,7 +229,7 @@ def make_entry(req: Request, lines: Sequence[str], plan: Plan) -> Any:
     )
 
 
-def apply_changelog(path: Path, entry: Any) -> None:
+def apply_changelog(path: Path, entry: Entry) -> None:
     from changelog.append import append
 
     append(path, entry)
@@ -343,18 +348,62 @@ def release(
                 f"release refused: {failed}; nothing written; report: {reports['report.md']}"
             )
         written = False
+        notices: tuple[str, ...] = ()
         if not req.dry_run:
-            if (
-                ws.file_hash(CHANGELOG) != inputs["repo"]["changelog"]
-                or ws.tree_hash("configs") != inputs["repo"]["configs"]
-            ):
-                raise ReleaseRefused(
-                    "the benchmark repository changed while the release was staged; run release again"
-                )
-            for rel in staged.files:  # each file is renamed into place atomically
-                write_text(ws.root / rel, (staged.root / rel).read_text(encoding="utf-8"))
+            notices = write_staged(ws, staged, inputs["repo"])
             written = True
-    return ReleaseResult(q, verdict, record, reports, diff, written)
+    return ReleaseResult(q, verdict, record, reports, diff, written, notices)
+
+
+def write_staged(ws: Workspace, staged: Staged, staged_from: Mapping[str, Any]) -> tuple[str, ...]:
+    """Write a staged release into the repository; return notices for the user (none: as staged).
+
+    `staged_from` holds the hashes of configs/, the changelog and the lock file the release was
+    staged from; a repository that changed since is refused before anything is written. The
+    changelog entry is appended to the real file by `changelog.append.append` (locked, atomic,
+    re-validated: DESIGN's one way to write the changelog), so a concurrent appender is waited
+    for and never overwritten; it goes first, so a refused append writes nothing else. The
+    config and lock files are then replaced atomically with their staged bytes.
+    """
+    from changelog.append import append
+
+    if (
+        ws.tree_hash("configs") != staged_from["configs"]
+        or ws.file_hash(CHANGELOG) != staged_from["changelog"]
+        or ws.file_hash(LOCK) != staged_from["lock"]
+    ):
+        raise ReleaseRefused(
+            "the benchmark repository changed while the release was staged; run release again"
+        )
+    expected = (staged.root / CHANGELOG).read_bytes()
+    appended = append(ws.root / CHANGELOG, staged.entry)
+    for rel in staged.files:
+        if Path(rel) != CHANGELOG:  # renamed into place atomically
+            write_text(ws.root / rel, (staged.root / rel).read_text(encoding="utf-8"))
+    return () if appended == expected else (changelog_notice(expected, appended, staged.entry),)
+
+
+def changelog_notice(expected: bytes, appended: bytes, entry: Entry) -> str:
+    """What happened when the changelog written is not the staged one (it changed concurrently)."""
+    from changelog.entries import render
+
+    ours = render(entry).encode("utf-8")
+    base = expected[: len(expected) - len(ours)]
+    before_ours = appended[: len(appended) - len(ours)]
+    if before_ours.startswith(base):
+        extra = before_ours[len(base) :]
+        # Entries start at column 0 with `- config-keys:` (the perf-changelog format).
+        others = sum(line.startswith(b"- config-keys:") for line in extra.split(b"\n"))
+        return (
+            f"{CHANGELOG} changed while the release was written: another writer appended "
+            f"{others} entr{'y' if others == 1 else 'ies'} ({len(extra)} bytes); "
+            "this release's entry follows them; review the file before committing"
+        )
+    return (
+        f"{CHANGELOG} was rewritten while the release was written: its earlier entries differ "
+        "from the ones the release was checked against; this release's entry was appended to "
+        "the rewritten file; review it (git diff) before committing"
+    )
 
 
 def render_release(

@@ -15,8 +15,6 @@ failed on a re-run of the same digest. Only environment errors (no docker, no re
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from images.registry import Pinned, RegistryClient
+from pipeline import enginerepo
 from pipeline.errors import PipelineError
 from pipeline.record import RunRecord, StageRunner, digest_of, relpipe_version
 from pipeline.verdict import Outcome
@@ -33,7 +32,6 @@ from pipeline.workspace import Workspace, threshold_for
 DEFAULT_SUITES = ("decode-parity",)
 DEFAULT_MAX_BATCH = 4
 DEFAULT_TIMEOUT_S = 300.0
-ENGINE_GIT = "/app/ATOM/.git"
 # The metric each suite is judged on, and the threshold used when thresholds.yaml has none.
 SUITE_METRIC = {"decode-parity": ("token_agreement", 0.95), "gsm8k": ("accuracy", None)}
 _MAX_LOG = 4000
@@ -547,7 +545,7 @@ class Engine:
 
     def precision(self, old_ref: str, new_ref: str, options: Options) -> Mapping[str, Any]:
         with tempfile.TemporaryDirectory(prefix="relpipe-precision-") as tmp:
-            repo = engine_repository(self.runtime, old_ref, new_ref, Path(tmp))
+            repo = enginerepo.extract(self.runtime, new_ref, Path(tmp), old_ref=old_ref)
             return {"status": "ok", **precision_report(repo, options.rules, f"image:{new_ref}")}
 
 
@@ -610,42 +608,11 @@ sys.exit(code)
 """
 
 
-def engine_repository(runtime: Any, old_ref: str, new_ref: str, tmp: Path) -> Path:
-    """Extract both images' engine .git and make one repository holding both HEADs."""
-    new_git, old_git = tmp / "new.git", tmp / "old.git"
-    runtime.extract_path(new_ref, ENGINE_GIT, new_git)
-    runtime.extract_path(old_ref, ENGINE_GIT, old_git)
-    old_head = _git(old_git, "rev-parse", "HEAD").strip()
-    new_head = _git(new_git, "rev-parse", "HEAD").strip()
-    # Non-ancestor pairs (release branches) need the old commits too: fetch them across.
-    _git(new_git, "fetch", "--quiet", "--no-tags", str(old_git), f"{old_head}:refs/relpipe/old")
-    _git(new_git, "update-ref", "refs/relpipe/new", new_head)
-    return new_git
-
-
-def _git(git_dir: Path, *args: str) -> str:
-    if not shutil.which("git"):
-        raise PipelineError(
-            "git is not installed; install it (apt-get install git) to diff engine commits"
-        )
-    proc = subprocess.run(
-        ["git", f"--git-dir={git_dir}", *args],
-        capture_output=True,
-        text=True,
-        env={"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(git_dir), "PATH": "/usr/bin:/bin"},
-    )
-    if proc.returncode != 0:
-        raise PipelineError(
-            f"git {args[0]} in extracted {git_dir.name}: {proc.stderr.strip()[:200]}"
-        )
-    return proc.stdout
-
-
 def precision_report(repo: Path, rules: str | None, display: str) -> dict[str, Any]:
     from validate import precision
 
     loaded = precision.load_rules(rules) if rules else None
-    report = precision.diff(repo, "refs/relpipe/old", "refs/relpipe/new", loaded, display=display)
+    report = precision.diff(repo, enginerepo.OLD_REF, enginerepo.NEW_REF, loaded, display=display)
     return dict(report.to_json())
 
 

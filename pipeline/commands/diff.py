@@ -3,7 +3,8 @@
 Owns where the repository comes from (`--repo PATH|URL|image:REF`) and the output format. A path
 is used in place; a URL becomes a cached bare clone (`validate.gitio.open_url`); `image:REF`
 copies the image's own history (`/app/ATOM/.git`, or `--image-path`) out through the container
-runtime, sanitises it, and diffs that. The diff itself is `validate.precision.diff`.
+runtime and sanitises it (`pipeline.enginerepo`, as qualification does), and diffs that. The diff
+itself is `validate.precision.diff`.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from pipeline import enginerepo
 from pipeline.errors import PipelineError
 from validate import gitio, precision
 
 IMAGE_PREFIX = "image:"
-DEFAULT_IMAGE_PATH = "/app/ATOM"
+DEFAULT_IMAGE_PATH = enginerepo.ENGINE_PATH
 SCOPES = ("atom", "vllm", "sglang")
 
 
@@ -64,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _image_repo(ref: str, path_in_image: str, into: Path) -> Path:
-    """Copy the image's `<path>/.git` to `into` through the container runtime; return the git dir."""
+    """The image's `<path>/.git`, copied out and sanitised by `pipeline.enginerepo`, in `into`."""
     try:
         from images import runtime
         from images.reference import parse
@@ -79,10 +81,7 @@ def _image_repo(ref: str, path_in_image: str, into: Path) -> Path:
 
         with RegistryClient() as client:
             ref = f"{reference.name}@{client.resolve(reference).digest}"
-    git_dir = runtime.Runtime.from_env().extract_path(
-        ref, f"{path_in_image.rstrip('/')}/.git", into / "git"
-    )
-    return gitio.sanitize_git_dir(git_dir)
+    return enginerepo.extract(runtime.Runtime.from_env(), ref, into, path=path_in_image)
 
 
 def run(args: argparse.Namespace, workdir: Path) -> precision.PrecisionReport:

@@ -67,14 +67,20 @@ class Env:
         )
 
 
-def _remove_containers(docker_host: str, digests: list[str]) -> None:
-    """Containers orphaned by the killed client (it could not remove them): remove ours only."""
+def _remove_containers(docker_host: str, tmp_root: Path) -> None:
+    """Containers orphaned by the killed client (it could not remove them): remove ours only.
+
+    Ours are those whose output folder lies under this test's TMPDIR; the image digest alone
+    would also match the same fixture run by another xdist worker or test session on this dockerd.
+    """
     import docker
 
+    root = str(tmp_root.resolve()) + os.sep
     client = docker.DockerClient(base_url=docker_host)
     try:
         for container in client.containers.list(all=True, filters={"label": "org.relpipe.run=1"}):
-            if any(d in str(container.attrs.get("Config", {}).get("Image", "")) for d in digests):
+            sources = [str(m.get("Source", "")) for m in container.attrs.get("Mounts") or []]
+            if any(source.startswith(root) for source in sources):
                 container.remove(force=True)
     finally:
         client.close()
@@ -91,6 +97,9 @@ def env(registry: str, docker_host: str, tmp_path_factory: pytest.TempPathFactor
         TRITON_INTERPRET="1",
         RELPIPE_STATE="",
     )
+    # Each client's container output folders live here: what identifies this module's containers.
+    (base / "tmp").mkdir()
+    variables["TMPDIR"] = str(base / "tmp")
     repo = prepare_workdir(EXAMPLE, base / "repo", registry, REPOSITORY)
     return Env(registry, variables, repo, base / "state", nightlies)
 
@@ -139,7 +148,7 @@ def qualified(env: Env, docker_host: str) -> Iterator[Qualified]:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-        _remove_containers(docker_host, [n.digest for n in env.nightlies])
+        _remove_containers(docker_host, Path(env.vars["TMPDIR"]))
     before = len(_events(run_dir))
     done = env.relpipe(*args)
     assert done.returncode == 0, done.stdout + done.stderr
