@@ -17,26 +17,18 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.timing import best  # noqa: E402
 from images import services  # noqa: E402
 from images.build import FixtureBuilder  # noqa: E402
 from images.runtime import Runtime  # noqa: E402
 
 REPEAT = 3
-
-
-def _best(fn: Callable[[], object]) -> float:
-    times = []
-    for _ in range(REPEAT):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 @contextlib.contextmanager
@@ -104,9 +96,9 @@ def main() -> list[str]:
                 raise RuntimeError(f"empty container run failed: {run.error}")
 
         try:
-            empty = _best(empty_run)
-            host = _best(on_host)
-            container = _best(in_container)
+            empty = best(empty_run, REPEAT)
+            host = best(on_host, REPEAT)
+            container = best(in_container, REPEAT)
         except RuntimeError as exc:
             return [*lines, f"MISS: {exc}"]
         lines.append(

@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.timing import best  # noqa: E402
 from validate import precision  # noqa: E402
 
 FILES = 1000
@@ -111,17 +112,6 @@ def build(repo: Path, seed: int = 5) -> None:
                    check=True)  # fmt: skip
 
 
-def _best(fn: Callable[[], object], runs: int) -> float:
-    """Fastest of `runs` wall-clock timings: like `timeit`, the least disturbed by other load on
-    the machine (shared CI runners); the reference is measured the same way in the same run."""
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
 def _cpu(fn: Callable[[], object], runs: int) -> float:
     """Median CPU seconds (this process + its children) per call: insensitive to waiting."""
 
@@ -169,7 +159,7 @@ def main() -> list[str]:
 
         ours()  # warm the OS cache for both sides alike
         raw()
-        t_raw, t_ours = _best(raw, 15), _best(ours, 15)
+        t_raw, t_ours = best(raw, 15), best(ours, 15)
         c_raw, c_ours = _cpu(raw, 9), _cpu(ours, 9)
         nightly = precision.diff(repo, old_sha, new_sha, rules).summary()
         ratio = t_ours / t_raw
@@ -194,9 +184,9 @@ def main() -> list[str]:
             return subprocess.run(cmd, cwd=ROOT, env=env, check=True, capture_output=True).stdout
 
         report = json.loads(whole())  # warm-up; also writes bytecode like an installed package
-        t_whole = _best(whole, 7)
+        t_whole = best(whole, 7)
         c_whole = _cpu(whole, 5)
-        t_python = _best(lambda: subprocess.run([sys.executable, "-c", "pass"], env=env,
+        t_python = best(lambda: subprocess.run([sys.executable, "-c", "pass"], env=env,
                                                   check=True), 7)  # fmt: skip
         n = report["summary"]["files"]
         lines += [

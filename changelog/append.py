@@ -1,8 +1,7 @@
 """Appending one entry to perf-changelog.yaml: locked, re-validated, atomic.
 
-The write is crash-safe: the new bytes go to a temp file in the same directory, are fsynced,
-and replace the file with one rename (then the directory is fsynced), so a crash at any instant
-leaves the old file or the old file plus the whole entry. Concurrent appenders serialise on an
+The write is crash-safe (`changelog.files.write_atomic`: temp file, fsync, one rename, folder
+fsync), so a crash at any instant leaves the old file or the old file plus the whole entry. Concurrent appenders serialise on an
 advisory lock taken on the directory (the file itself is replaced by the rename, so a lock on
 its inode would not exclude a process that opened the new one). Before the rename the new
 bytes are checked the way the commit hook checks them: the old bytes are a prefix and the
@@ -17,14 +16,7 @@ from pathlib import Path
 
 from changelog.entries import Entry, parse_appended, render
 from changelog.errors import ChangelogError
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+from changelog.files import temp_glob, write_atomic
 
 
 def _new_bytes(path: Path, old: bytes, entry: Entry) -> bytes:
@@ -53,32 +45,19 @@ def append(path: Path, entry: Entry) -> bytes:
         raise ChangelogError(
             f"cannot open {directory} to lock it: {exc.strerror}; check the path"
         ) from exc
-    tmp = directory / f".{path.name}.{os.getpid()}.tmp"
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         # Leftovers of appenders killed mid-write: nobody else writes while we hold the lock.
-        for stale in directory.glob(f".{path.name}.*.tmp"):
+        for stale in directory.glob(temp_glob(path)):
             stale.unlink(missing_ok=True)
         try:
             old = path.read_bytes()
         except FileNotFoundError:
             old = b""
         new = _new_bytes(path, old, entry)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(new)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-        _fsync_dir(directory)
+        write_atomic(path, new)
         return new
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise ChangelogError(
             f"cannot append to {path}: {exc.strerror}; check permissions and disk space"
         ) from exc

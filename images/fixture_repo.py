@@ -48,17 +48,16 @@ class History:
 
 # -- ATOM fixture files -----------------------------------------------------------------------
 
-_LAYERNORM_V1 = '''\
+# layernorm.py: the versions differ only in rms_norm's docstring and body.
+_LAYERNORM_HEAD = '''\
 """RMSNorm for ATOM models (reference torch implementation; kernels dispatch here on CPU)."""
 
 import torch
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """y = x / sqrt(mean(x^2) + eps) * weight, over the last dimension."""
-    variance = x.pow(2).mean(dim=-1, keepdim=True)
-    return x * torch.rsqrt(variance + eps) * weight
-
+'''
+_LAYERNORM_TAIL = """
 
 class RMSNorm(torch.nn.Module):
     def __init__(self, hidden_size: int, eps: float = 1e-6) -> None:
@@ -68,59 +67,45 @@ class RMSNorm(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return rms_norm(x, self.weight, self.eps)
+"""
+
+_LAYERNORM_V1 = (
+    _LAYERNORM_HEAD
+    + '''\
+    """y = x / sqrt(mean(x^2) + eps) * weight, over the last dimension."""
+    variance = x.pow(2).mean(dim=-1, keepdim=True)
+    return x * torch.rsqrt(variance + eps) * weight
 '''
+    + _LAYERNORM_TAIL
+)
 
 # ROCm/ATOM-style precision fix: the variance is accumulated in fp32 whatever the input dtype,
 # and eps is clamped to the dtype's resolution (bf16 inputs used to lose it entirely).
-_LAYERNORM_V2 = '''\
-"""RMSNorm for ATOM models (reference torch implementation; kernels dispatch here on CPU)."""
-
-import torch
-
-
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+_LAYERNORM_V2 = (
+    _LAYERNORM_HEAD
+    + '''\
     """y = x / sqrt(mean(x^2) + eps) * weight, over the last dimension, accumulated in fp32."""
     orig_dtype = x.dtype
     xf = x.float()
     variance = xf.pow(2).mean(dim=-1, keepdim=True)
     eps = max(eps, torch.finfo(torch.float32).tiny)
     return (xf * torch.rsqrt(variance + eps) * weight.float()).to(orig_dtype)
-
-
-class RMSNorm(torch.nn.Module):
-    def __init__(self, hidden_size: int, eps: float = 1e-6) -> None:
-        super().__init__()
-        self.weight = torch.nn.Parameter(torch.ones(hidden_size))
-        self.eps = eps
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return rms_norm(x, self.weight, self.eps)
 '''
+    + _LAYERNORM_TAIL
+)
 
 # The BROKEN variant: a "fused" reduction that sums instead of averaging and drops the weight.
-_LAYERNORM_BROKEN = '''\
-"""RMSNorm for ATOM models (reference torch implementation; kernels dispatch here on CPU)."""
-
-import torch
-
-
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+_LAYERNORM_BROKEN = (
+    _LAYERNORM_HEAD
+    + '''\
     """Fused reduction: one pass over x (weight folded into the next GEMM)."""
     orig_dtype = x.dtype
     xf = x.float()
     variance = xf.pow(2).sum(dim=-1, keepdim=True)
     return (xf * torch.rsqrt(variance + eps)).to(orig_dtype)
-
-
-class RMSNorm(torch.nn.Module):
-    def __init__(self, hidden_size: int, eps: float = 1e-6) -> None:
-        super().__init__()
-        self.weight = torch.nn.Parameter(torch.ones(hidden_size))
-        self.eps = eps
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return rms_norm(x, self.weight, self.eps)
 '''
+    + _LAYERNORM_TAIL
+)
 
 _ACTIVATION_V1 = '''\
 """Gated activations used by ATOM MLPs."""

@@ -27,7 +27,7 @@ import stat
 import tarfile
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -503,11 +503,9 @@ class Runtime:
         )
         options.update(self._gpu_options(gpu))
         start = time.monotonic()
-        container = None
         timed_out = False
         exit_code: int | None = None
-        try:
-            container = self.client.containers.create(**options)
+        with self._container(f"container for {image} failed", **options) as container:
             container.start()
             try:
                 status = container.wait(timeout=timeout_s)
@@ -519,14 +517,6 @@ class Runtime:
                     container.kill()
             duration = time.monotonic() - start
             logs, truncated = self._logs(container)
-        except docker.errors.DockerException as exc:
-            raise ContainerError(
-                f"container for {image} failed: {_one_line(str(exc), 200)}"
-            ) from None
-        finally:
-            if container is not None:
-                with contextlib.suppress(docker.errors.APIError):
-                    container.remove(force=True)
         result, error = None, None
         if timed_out:
             error = f"killed after the {timeout_s:g}s timeout (container removed)"
@@ -635,14 +625,11 @@ class Runtime:
             )
         image, _labels = self.ensure_image(ref)
         root = PurePosixPath(path_in_image).name
-        container = None
-        try:
-            # Created, never started: nothing in the image runs to produce the copy.
-            container = self.client.containers.create(
-                image=image, command=["true"], network_mode="none"
-            )
+        failure = f"cannot copy {path_in_image} out of {image}"
+        # Created, never started: nothing in the image runs to produce the copy.
+        with self._container(failure, image=image, command=["true"], network_mode="none") as box:
             try:
-                chunks, _stat = container.get_archive(path_in_image)
+                chunks, _stat = box.get_archive(path_in_image)
             except docker.errors.NotFound:
                 raise ContainerError(f"{path_in_image} does not exist in {image}", 1) from None
             with tempfile.TemporaryFile() as spool:
@@ -658,12 +645,21 @@ class Runtime:
                     spool.write(chunk)
                 spool.seek(0)
                 extract_archive(spool, Path(dest), root, self.limits)
+        return Path(dest)
+
+    @contextlib.contextmanager
+    def _container(self, failure: str, **options: Any) -> Iterator[Any]:
+        """A created container, removed whatever happens; a Docker error becomes one line
+        `failure: reason` (ContainerError)."""
+        import docker.errors
+
+        container = None
+        try:
+            container = self.client.containers.create(**options)
+            yield container
         except docker.errors.DockerException as exc:
-            raise ContainerError(
-                f"cannot copy {path_in_image} out of {image}: {_one_line(str(exc), 200)}"
-            ) from None
+            raise ContainerError(f"{failure}: {_one_line(str(exc), 200)}") from None
         finally:
             if container is not None:
                 with contextlib.suppress(docker.errors.APIError):
                     container.remove(force=True)
-        return Path(dest)

@@ -36,7 +36,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -264,25 +264,29 @@ def start(
     """Reuse what the environment names, start the rest."""
     state = Path(state_dir) if state_dir else Path(tempfile.mkdtemp(prefix="relpipe-services-"))
     services = Services(state_dir=str(state))
+
+    def reuse_or_start(
+        env: str,
+        alive: Callable[[str], bool],
+        probe: str,
+        start_one: Callable[[Path], tuple[str, int]],
+    ) -> str:
+        named = os.environ.get(env)
+        if named:
+            if not alive(named):
+                raise ServiceError(f"{env}={named} does not answer {probe}")
+            return named
+        address, pid = start_one(state)
+        services.owned_pids.append(pid)
+        return address
+
     try:
         if need_registry:
-            named = os.environ.get(REGISTRY_ENV)
-            if named:
-                if not registry_alive(named):
-                    raise ServiceError(f"{REGISTRY_ENV}={named} does not answer on /v2/")
-                services.registry = named
-            else:
-                services.registry, pid = start_registry(state)
-                services.owned_pids.append(pid)
+            services.registry = reuse_or_start(
+                REGISTRY_ENV, registry_alive, "on /v2/", start_registry
+            )
         if need_docker:
-            named = os.environ.get(DOCKER_ENV)
-            if named:
-                if not docker_alive(named):
-                    raise ServiceError(f"{DOCKER_ENV}={named} does not answer /_ping")
-                services.docker_host = named
-            else:
-                services.docker_host, pid = start_dockerd(state)
-                services.owned_pids.append(pid)
+            services.docker_host = reuse_or_start(DOCKER_ENV, docker_alive, "/_ping", start_dockerd)
     except BaseException:
         stop(services)
         raise

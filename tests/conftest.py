@@ -1,6 +1,7 @@
 """Shared fixtures: the real corpus, real services (registry, dockerd), real git repositories.
 
-A test that needs a service asks for the `registry` or `docker_host` fixture. Services named
+A test that needs a service asks for the `registry` or `docker_host` fixture; one that builds
+fixture nightlies passes `fixture_cache` as their layer cache. Services named
 by the environment (as `nox -s tests` does through `images.services run`) are reused; otherwise
 they are started once per test session. When a service cannot be had, the test is skipped on a
 developer machine, and FAILS in CI (CI=true): CI never silently skips.
@@ -8,6 +9,7 @@ developer machine, and FAILS in CI (CI=true): CI never silently skips.
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,3 +63,23 @@ def docker_host(_services: svc.Services) -> str:
     """DOCKER_HOST of a dockerd with no networking (unix socket)."""
     assert _services.docker_host
     return _services.docker_host
+
+
+@pytest.fixture(scope="session")
+def fixture_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Layer cache for fixture nightlies, one per test run and shared by its xdist workers.
+
+    The base layer (host Python + git, gzipped) takes seconds of CPU to build: the first worker to
+    ask builds the common layers under a file lock while the others wait, then all hit the cache
+    (its writes are atomic, so concurrent variant builds are safe).
+    """
+    from images.build import FixtureBuilder
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder above the workers' own
+    cache = root / "fixture-cache"
+    with open(root / "fixture-cache.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        FixtureBuilder(cache_dir=cache).plan(1, "good")
+    return cache

@@ -6,22 +6,32 @@ import os
 import subprocess
 from pathlib import Path
 
+NAME, EMAIL = "relpipe-test", "test@relpipe.invalid"
+DATE, EPOCH = "2026-01-01T00:00:00Z", 1767225600  # the same instant twice
 
-def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    """Run git in `repo` with a fixed identity and dates; return stdout."""
+
+def _env(repo: Path, env: dict[str, str] | None) -> dict[str, str]:
     base = {
-        "GIT_AUTHOR_NAME": "relpipe-test",
-        "GIT_AUTHOR_EMAIL": "test@relpipe.invalid",
-        "GIT_COMMITTER_NAME": "relpipe-test",
-        "GIT_COMMITTER_EMAIL": "test@relpipe.invalid",
-        "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-        "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+        "GIT_AUTHOR_NAME": NAME,
+        "GIT_AUTHOR_EMAIL": EMAIL,
+        "GIT_COMMITTER_NAME": NAME,
+        "GIT_COMMITTER_EMAIL": EMAIL,
+        "GIT_AUTHOR_DATE": DATE,
+        "GIT_COMMITTER_DATE": DATE,
         "GIT_CONFIG_NOSYSTEM": "1",
         "HOME": str(repo),
     }
-    full = dict(os.environ, **base, **(env or {}))
+    return dict(os.environ, **base, **(env or {}))
+
+
+def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """Run git in `repo` with a fixed identity and dates; return stdout."""
     out = subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=full
+        ["git", "-C", str(repo), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=_env(repo, env),
     )
     return out.stdout
 
@@ -45,4 +55,28 @@ def commit_files(
         path.write_bytes(content.encode() if isinstance(content, str) else content)
         git(repo, "add", "--", name)
     git(repo, "commit", "-q", "--allow-empty", "-m", message, env=env)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+def import_commit(repo: Path, files: dict[str, str], message: str) -> str:
+    """Commit `files` on top of HEAD of the existing `repo` with one `git fast-import` (same
+    identity and date as `commit_files`); return the sha. For commits of thousands of files,
+    which would otherwise spend seconds writing and staging a work tree: the index and the work
+    tree are left as they were, so follow with `git reset --hard` before `commit_files`."""
+
+    def data(text: str) -> bytes:
+        raw = text.encode()
+        return b"data %d\n%s\n" % (len(raw), raw)
+
+    parent = git(repo, "rev-parse", "HEAD").strip()
+    stream = [
+        b"commit refs/heads/main\n",
+        f"committer {NAME} <{EMAIL}> {EPOCH} +0000\n".encode(),
+        data(message),
+        f"from {parent}\n".encode(),
+    ]
+    for path, content in files.items():
+        stream += [f"M 100644 inline {path}\n".encode(), data(content)]
+    subprocess.run(["git", "-C", str(repo), "fast-import", "--quiet"], input=b"".join(stream),
+                   check=True, capture_output=True, env=_env(repo, None))  # fmt: skip
     return git(repo, "rev-parse", "HEAD").strip()

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-from changelog.configs.semdiff import load_yaml
+from changelog.configs.load import load_yaml
 from changelog.errors import ChangelogError
 from validate.errors import ValidateError
 from validate.findings import Finding

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from changelog.configs.load import load_yaml
+from changelog.errors import ChangelogError
+from changelog.notes import markdown
 from validate import cosmetic, gitio
 from validate.commits import Commit, from_log, parse_subject
 from validate.errors import ValidateError
@@ -129,29 +130,6 @@ class Rules:
         return f"https://github.com/{self.project}/pull/{number}" if self.project else None
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """Safe YAML without aliases (no bombs) and without duplicate keys (no silent overrides)."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.constructor.ConstructorError(
-                None, None, "aliases are not allowed", event.start_mark
-            )
-        return super().compose_node(parent, index)
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
 def _fail(source: str, what: str) -> ValidateError:
     return ValidateError(f"{source}: {what}; see docs/precision.md for the rules format")
 
@@ -195,12 +173,9 @@ def parse_rules(text: str, source: str) -> Rules:
     if len(text) > _MAX_RULES_BYTES or "\0" in text:
         raise _fail(source, "file too large or contains NUL bytes")
     try:
-        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise _fail(source, f"{where}invalid YAML ({problem})") from None
+        data = load_yaml(text, source)
+    except ChangelogError as exc:  # its message starts with `source`
+        raise ValidateError(f"{exc}; see docs/precision.md for the rules format") from None
     top = _mapping(source, "the document", data, _TOP_KEYS)
     if top.get("schema", 1) != 1:
         raise _fail(source, f"unsupported schema {top.get('schema')!r} (this relpipe reads 1)")
@@ -812,20 +787,20 @@ def diff(
 
 # --- Markdown -----------------------------------------------------------------------------------
 
+# Unlike the release notes' `markdown.escape`, `#` and `@` stay as written (PR labels such as
+# `ROCm/ATOM#12` are link texts here) and HTML becomes entities rather than backslash escapes.
 _MD_ESCAPE = re.compile(r"([\\`*_\[\]|~$])")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def md_text(text: str) -> str:
-    """Untrusted text as one Markdown table cell: one line, HTML inert, Markdown syntax escaped."""
-    text = _CONTROL.sub(" ", text)
-    text = " ".join(text.split())
-    return _MD_ESCAPE.sub(r"\\\1", html.escape(text, quote=False))
+    """Untrusted text as one Markdown table cell: one clean line, HTML inert, Markdown escaped."""
+    line = markdown.plain(text, limit=None)
+    return _MD_ESCAPE.sub(r"\\\1", html.escape(line, quote=False))
 
 
 def md_code(text: str) -> str:
     """A path or sha as inline code in a table cell; falls back to escaped text if it can't be."""
-    if "`" in text or _CONTROL.search(text) or "\n" in text or not text.strip():
+    if "`" in text or not text.strip() or markdown.plain(text, limit=None) != text:
         return md_text(text)
     # Inside a code span only `|` still needs escaping: GFM splits table cells on it first.
     return "`" + text.replace("|", "\\|") + "`"
@@ -856,6 +831,20 @@ def _commit_cells(report: PrecisionReport, shas: Sequence[str]) -> str:
     return ", ".join(cells)
 
 
+def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    """A Markdown table (under `title` unless it is empty) and a blank line; nothing without rows.
+    A column name ending in `:` is right-aligned (counts)."""
+    if not rows:
+        return []
+
+    def row(cells: Iterable[object]) -> str:
+        return "| " + " | ".join(str(cell) for cell in cells) + " |"
+
+    align = "|" + "|".join("---:" if c.endswith(":") else "---" for c in columns) + "|"
+    return [*([title, ""] if title else []), row(c.rstrip(":") for c in columns), align,
+            *(row(r) for r in rows), ""]  # fmt: skip
+
+
 def render_markdown(report: PrecisionReport) -> str:
     """Tables a reviewer pastes into a PR: summary by category, relevant files, commits, watch."""
     s = report.summary()
@@ -871,47 +860,32 @@ def render_markdown(report: PrecisionReport) -> str:
         f"{s['not-relevant']} not relevant (rules: {md_text(report.rules)}).",
         "",
     ]  # fmt: skip
-    if s["by_category"]:
-        lines += ["| category | relevant | cosmetic | not relevant |", "|---|---:|---:|---:|"]
-        for category, row in s["by_category"].items():
-            lines.append(f"| {md_text(category)} | {row['relevant']} | {row['cosmetic']} | "
-                         f"{row['not-relevant']} |")  # fmt: skip
-        lines.append("")
+    lines += _table("", ["category", "relevant:", "cosmetic:", "not relevant:"], [
+        [md_text(category), row["relevant"], row["cosmetic"], row["not-relevant"]]
+        for category, row in s["by_category"].items()
+    ])  # fmt: skip
     # Not-relevant files are listed too when a rule matched their path (a content gate or scope
     # cleared them): that is the evidence a reviewer would otherwise argue by hand.
-    shown = [f for f in report.files if f.verdict != "not-relevant" or f.category]
-    if shown:
-        lines += ["#### Precision files", "", "| file | change | category | verdict | commits | why |",
-                  "|---|---|---|---|---|---|"]  # fmt: skip
-        for f in shown:
-            name = md_code(f.path) + (f" (from {md_code(f.old_path)})" if f.old_path else "")
-            lines.append(f"| {name} | {f.status} | {md_text(f.category or '')} | {f.verdict} | "
-                         f"{_commit_cells(report, f.commits)} | {md_text(f.reason)} |")  # fmt: skip
-        lines.append("")
-    if report.commits:
-        lines += ["#### Commits", "", "| commit | PR | type | subject | precision |",
-                  "|---|---|---|---|---|"]  # fmt: skip
-        for c in report.commits:
-            side = " *old*" if c.side == "old" else ""
-            merge = " (merge)" if c.merge else ""
-            lines.append(f"| {md_code(_short(c.sha))}{side} | {_pr_cell(report, c.pr)} | "
-                         f"{md_text(c.type)}{merge} | {md_text(c.subject)} | "
-                         f"{md_text(', '.join(report.commit_categories(c.sha)))} |")  # fmt: skip
-        lines.append("")
-    if report.watch:
-        lines += ["#### Watch list (evidence of what did not change)", "",
-                  "| watched | state | changed in | note |", "|---|---|---|---|"]  # fmt: skip
-        for w in report.watch:
-            label = md_code(w.label) if w.label == w.path else md_text(w.label)
-            lines.append(f"| {label} | **{w.state}** | {_commit_cells(report, w.commits)} | "
-                         f"{md_text(w.note)} |")  # fmt: skip
-        lines.append("")
-    if report.upstream:
-        lines += ["#### Upstream watch", "", "| check | ref | found | result | why |",
-                  "|---|---|---|---|---|"]  # fmt: skip
-        for u in report.upstream:
-            found = md_code(_short(u.commit)) if u.commit else "no"
-            lines.append(f"| {u.kind} | {md_text(u.ref)} | {found} | "
-                         f"{'ok' if u.ok else '**FAIL**'} | {md_text(u.why)} |")  # fmt: skip
-        lines.append("")
+    lines += _table("#### Precision files", ["file", "change", "category", "verdict", "commits", "why"], [
+        [md_code(f.path) + (f" (from {md_code(f.old_path)})" if f.old_path else ""), f.status,
+         md_text(f.category or ""), f.verdict, _commit_cells(report, f.commits), md_text(f.reason)]
+        for f in report.files if f.verdict != "not-relevant" or f.category
+    ])  # fmt: skip
+    lines += _table("#### Commits", ["commit", "PR", "type", "subject", "precision"], [
+        [md_code(_short(c.sha)) + (" *old*" if c.side == "old" else ""), _pr_cell(report, c.pr),
+         md_text(c.type) + (" (merge)" if c.merge else ""), md_text(c.subject),
+         md_text(", ".join(report.commit_categories(c.sha)))]
+        for c in report.commits
+    ])  # fmt: skip
+    lines += _table("#### Watch list (evidence of what did not change)",
+                    ["watched", "state", "changed in", "note"], [
+        [md_code(w.label) if w.label == w.path else md_text(w.label), f"**{w.state}**",
+         _commit_cells(report, w.commits), md_text(w.note)]
+        for w in report.watch
+    ])  # fmt: skip
+    lines += _table("#### Upstream watch", ["check", "ref", "found", "result", "why"], [
+        [u.kind, md_text(u.ref), md_code(_short(u.commit)) if u.commit else "no",
+         "ok" if u.ok else "**FAIL**", md_text(u.why)]
+        for u in report.upstream
+    ])  # fmt: skip
     return "\n".join(lines)

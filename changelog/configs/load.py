@@ -21,6 +21,11 @@ from functools import cache
 from pathlib import Path
 
 from changelog.errors import ChangelogError
+from changelog.files import read_capped
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing at all
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_MASTER_BYTES = 16 * 1024 * 1024
 
@@ -38,17 +43,14 @@ class MasterConfigs:
 
 
 def _read(path: Path) -> bytes:
+    return read_capped(path, MAX_MASTER_BYTES, "master config", "check --configs")
+
+
+def _decode(data: bytes, path: Path) -> str:
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ChangelogError(
-            f"cannot read master config {path}: {exc.strerror}; check --configs"
-        ) from exc
-    if len(data) > MAX_MASTER_BYTES:
-        raise ChangelogError(
-            f"{path}: {len(data)} bytes is over the {MAX_MASTER_BYTES}-byte cap for a master config"
-        )
-    return data
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ChangelogError(f"{path}: not UTF-8; save it as UTF-8") from exc
 
 
 @cache
@@ -65,31 +67,51 @@ def _strict_loader() -> type:
             for key_node, _ in node.value:
                 key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
                 if key in seen:
-                    raise ChangelogError(
-                        f"line {key_node.start_mark.line + 1}: duplicate key `{key}`; keep one definition"
-                    )
+                    raise _DuplicateKey(key_node.start_mark.line + 1, key)
                 seen.add(key)
             return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
     return StrictLoader
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, line: int, key: object) -> None:
+        super().__init__(f"line {line}: duplicate key `{key}`; keep one definition")
+
+
+def load_yaml(text: str, what: str = "config") -> Any:
+    """Parse untrusted YAML text: bounded size, no NUL, no aliases (billion laughs), no duplicate
+    keys at any depth. Every failure is one `ChangelogError` line that starts with `what`."""
+    if len(text) > MAX_MASTER_BYTES:
+        raise ChangelogError(
+            f"{what} is larger than {MAX_MASTER_BYTES} bytes; refusing to parse it"
+        )
+    if "\x00" in text:
+        raise ChangelogError(f"{what} contains a NUL byte; it is not a YAML text file")
+    import yaml
+
+    loader = _strict_loader()
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.AliasEvent):
+                line = event.start_mark.line + 1 if event.start_mark else 0
+                raise ChangelogError(
+                    f"{what} line {line}: YAML aliases are not allowed; write the value out"
+                )
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader subclass
+    except _DuplicateKey as exc:
+        raise ChangelogError(f"{what} {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ChangelogError(f"{what}{where}: invalid YAML ({problem}); fix the file") from None
+
+
 def load_master(path: Path) -> dict[str, dict[str, object]]:
     """The whole master file as {config key: config}; strict about keys and shape."""
     path = Path(path)
-    data = _read(path)
-    import yaml
-
-    try:
-        loaded = yaml.load(data, Loader=_strict_loader())  # noqa: S506 - a safe loader subclass
-    except ChangelogError as exc:
-        raise ChangelogError(f"{path}: {exc}") from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise ChangelogError(
-            f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)}); fix the syntax"
-        ) from exc
+    loaded = load_yaml(_decode(_read(path), path), str(path))
     if not isinstance(loaded, dict):
         raise ChangelogError(
             f"{path}: a master config must be a mapping of config keys; found {type(loaded).__name__}"
@@ -180,10 +202,7 @@ def master_keys(path: Path) -> tuple[str, ...]:
     """Top-level keys of a master file, in file order, without loading the configs."""
     path = Path(path)
     data = _read(path)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ChangelogError(f"{path}: not UTF-8; save it as UTF-8") from exc
+    text = _decode(data, path)
     lines = text.split("\n")
     simple = (
         "\t" not in text

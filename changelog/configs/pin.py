@@ -8,10 +8,8 @@ that one value changed; otherwise nothing is written.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ from typing import Any
 import yaml
 
 from changelog.errors import ChangelogError
+from changelog.files import write_atomic
 
 # libyaml when present: the same marks (character offsets), ten times faster on a master config.
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -118,20 +117,5 @@ def pin_image(path: str | os.PathLike[str], key: str, new_image: str) -> PinResu
         raise ConfigPinError(f"{p}: contains carriage returns; convert to LF line endings first")
     new_text, result = edit_image(text, key, new_image, str(p))
     if result.changed:
-        _write_atomic(p, new_text.encode("utf-8"))
+        write_atomic(p, new_text.encode("utf-8"))
     return result
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, path.stat().st_mode & 0o777)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise

@@ -16,13 +16,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, TypeAlias, TypeVar
 
-import yaml
-
+from changelog.configs.load import load_yaml  # the one strict loader (also used via this module)
 from changelog.errors import ChangelogError
 
-MAX_TEXT = 16 * 1024 * 1024
 # Arm fields that are not part of an arm's identity: its points, its environment, and versions.
 _POINT_FIELDS = frozenset({"conc-list", "conc-start", "conc-end"})
 _ENV_FIELDS = frozenset({"env", "additional-settings"})
@@ -77,23 +75,26 @@ class FieldChange:
 
 
 @dataclass(frozen=True)
-class ConcurrencyChange:
-    kind: ClassVar[str] = "concurrency"
+class _ArmChange:
+    """Where a change inside a search-space arm is: config key, scenario, arm label."""
+
     key: str
     scenario: str
     arm: str
+
+
+@dataclass(frozen=True)
+class ConcurrencyChange(_ArmChange):
+    kind: ClassVar[str] = "concurrency"
     added: tuple[int, ...]
     removed: tuple[int, ...]
 
 
 @dataclass(frozen=True)
-class EnvChange:
+class EnvChange(_ArmChange):
     """One setting changed at some points of an arm: removed (new None), added (old None) or changed."""
 
     kind: ClassVar[str] = "env"
-    key: str
-    scenario: str
-    arm: str
     name: str
     old: str | None
     new: str | None
@@ -101,13 +102,10 @@ class EnvChange:
 
 
 @dataclass(frozen=True)
-class VersionChange:
+class VersionChange(_ArmChange):
     """A nested component's version in one arm, e.g. field kv-offload-backend, name lmcache."""
 
     kind: ClassVar[str] = "version"
-    key: str
-    scenario: str
-    arm: str
     field: str
     name: str
     old: str | None
@@ -223,55 +221,6 @@ def _list(data: object, what: str) -> list[Any]:
     if not isinstance(data, list):
         raise ChangelogError(f"{what} must be a JSON list, got {type(data).__name__}")
     return data
-
-
-# ---------------------------------------------------------------- loading
-
-
-# libyaml's parser when present: the real masters are 10k lines and this runs on every release.
-_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _StrictLoader(_BaseLoader):  # type: ignore[valid-type,misc]
-    """SafeLoader that refuses duplicate keys (YAML silently keeps the last one)."""
-
-
-def _construct_mapping(
-    loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False
-) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise ChangelogError(
-                f"duplicate key {key!r} at line {key_node.start_mark.line + 1}; remove one of them"
-            )
-        seen.add(key)
-    return dict(loader.construct_pairs(node, deep=deep))
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def load_yaml(text: str, what: str = "config") -> Any:
-    """Parse untrusted YAML: no NUL, no aliases (billion-laughs), no duplicate keys, bounded size."""
-    if len(text) > MAX_TEXT:
-        raise ChangelogError(f"{what} is larger than {MAX_TEXT} bytes; refusing to parse it")
-    if "\x00" in text:
-        raise ChangelogError(f"{what} contains a NUL byte; it is not a YAML text file")
-    try:
-        for event in yaml.parse(text, Loader=_StrictLoader):
-            if isinstance(event, yaml.AliasEvent):
-                line = event.start_mark.line + 1 if event.start_mark else 0
-                raise ChangelogError(
-                    f"{what} line {line}: YAML aliases are not allowed; write the value out"
-                )
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - _StrictLoader is a SafeLoader
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or type(exc).__name__
-        raise ChangelogError(f"{what}{where}: invalid YAML ({problem}); fix the file") from None
 
 
 def _is_master(doc: object) -> bool:
@@ -447,6 +396,13 @@ def _expand(doc: object, what: str) -> dict[str, _Key]:
 
 # ---------------------------------------------------------------- diff
 
+_T = TypeVar("_T")
+
+
+def _union(old: Iterable[_T], new: Iterable[_T]) -> list[_T]:
+    """The keys of both revisions: old's in order, then those only new has, in new's order."""
+    return list(dict.fromkeys([*old, *new]))
+
 
 def _count(key: _Key) -> int:
     return sum(len(arm.points) for arm in key.arms)
@@ -472,7 +428,7 @@ def diff(old_text: str, new_text: str) -> ConfigDiff:
     old, new = _expand(old_doc, "old config"), _expand(new_doc, "new config")
     changes: list[Change] = []
     points: list[KeyPoints] = []
-    for key in list(old) + [k for k in new if k not in old]:
+    for key in _union(old, new):
         if key not in new or key not in old:
             changes.append(KeyChange(key, "removed" if key not in new else "added"))
             points.append(
@@ -494,12 +450,12 @@ def _diff_key(key: str, old: _Key, new: _Key) -> list[Change]:
     out: list[Change] = []
     if old.fields.get("image") != new.fields.get("image"):
         out.append(ImageChange(key, old.fields.get("image", ""), new.fields.get("image", "")))
-    for field in list(old.fields) + [f for f in new.fields if f not in old.fields]:
+    for field in _union(old.fields, new.fields):
         if field != "image" and old.fields.get(field) != new.fields.get(field):
             out.append(FieldChange(key, field, old.fields.get(field), new.fields.get(field)))
     old_arms = {(a.scenario, a.label): a for a in old.arms}
     new_arms = {(a.scenario, a.label): a for a in new.arms}
-    for ident in list(old_arms) + [i for i in new_arms if i not in old_arms]:
+    for ident in _union(old_arms, new_arms):
         a, b = old_arms.get(ident), new_arms.get(ident)
         old_pts, new_pts = (a.points if a else ()), (b.points if b else ())
         added = tuple(sorted(c for c in new_pts if c not in old_pts))
@@ -508,7 +464,7 @@ def _diff_key(key: str, old: _Key, new: _Key) -> list[Change]:
             out.append(ConcurrencyChange(key, ident[0], ident[1], added, removed))
         if a and b:
             out += _diff_env(key, a, b)
-            for field in list(a.versions) + [f for f in b.versions if f not in a.versions]:
+            for field in _union(a.versions, b.versions):
                 va, vb = a.versions.get(field), b.versions.get(field)
                 if va and vb and va[0] == vb[0] and va[1] != vb[1]:
                     out.append(VersionChange(key, a.scenario, a.label, field, va[0], va[1], vb[1]))
@@ -520,7 +476,7 @@ def _diff_env(key: str, a: _Arm, b: _Arm) -> list[Change]:
     groups: dict[tuple[str, str | None, str | None], list[int]] = defaultdict(list)
     for conc in sorted(c for c in a.points if c in b.points):
         env_a, env_b = a.env[conc], b.env[conc]
-        for name in list(env_a) + [n for n in env_b if n not in env_a]:
+        for name in _union(env_a, env_b):
             old, new = env_a.get(name), env_b.get(name)
             if old != new:
                 groups[(name, old, new)].append(conc)
@@ -534,7 +490,7 @@ def _diff_tree(path: str, old: object, new: object) -> list[Change]:
     """Leaf-path diff for recipe files; the 'key' of each change is the recipe's dotted path."""
     if isinstance(old, dict) and isinstance(new, dict):
         out: list[Change] = []
-        for k in list(old) + [k for k in new if k not in old]:
+        for k in _union(old, new):
             sub = f"{path}.{k}" if path else str(k)
             if k not in new:
                 out.append(FieldChange(sub, "", _scalar(old[k]), None))

@@ -24,6 +24,7 @@ from changelog.configs.semdiff import (
     points_to_json,
 )
 from changelog.errors import ChangelogError
+from changelog.files import read_capped
 
 SCHEMA = 1
 MAX_FACTS = 4 * 1024 * 1024
@@ -291,16 +292,7 @@ class ReleaseFacts:
 def load(path: str | Path) -> ReleaseFacts:
     """Read and parse a `release.json` file (untrusted: size-capped, strict JSON)."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ChangelogError(
-            f"cannot read facts file {p}: {exc.strerror}; check the path"
-        ) from None
-    if len(raw) > MAX_FACTS:
-        raise ChangelogError(
-            f"facts file {p} is larger than {MAX_FACTS} bytes; refusing to read it"
-        )
+    raw = read_capped(p, MAX_FACTS, "facts file")
     try:
         data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError) as exc:

@@ -53,7 +53,7 @@ def test_key_scan_never_guesses(tmp_path: Path, text: str, keys: tuple[str, ...]
         ("a:\n  x: 1\n  x: 2\n", "duplicate key `x`"),
         ("'a*':\n  x: 1\n", "reserved for globs"),
         ("- a\n", "must be a mapping of config keys"),
-        ("a: [\n", "not valid YAML"),
+        ("a: [\n", "invalid YAML"),
     ],
 )
 def test_load_master_is_strict(tmp_path: Path, text: str, message: str) -> None:

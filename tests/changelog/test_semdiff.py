@@ -193,7 +193,7 @@ def test_recipe_files_get_a_leaf_path_diff() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("a: 1\na: 2\n", "duplicate key 'a' at line 2"),
+        ("a: 1\na: 2\n", "line 2: duplicate key `a`"),
         ("a: &x [1]\nb: *x\n", "line 2: YAML aliases are not allowed"),
         ("a: 1\x00\n", "contains a NUL byte"),
         ("a: [1\n", "invalid YAML"),

@@ -15,6 +15,7 @@ import pytest
 
 from images import fixture_repo as fx
 from images.build import BuildError, FixtureBuilder, build_fixtures, build_repo, nightly_tag
+from images.manifest import sha256_digest
 from images.registry import RegistryClient
 from pipeline import cli
 
@@ -110,12 +111,11 @@ def test_bad_options_are_one_line_usage_errors(tmp_path: Path) -> None:
 def test_builds_are_reproducible_and_the_second_is_a_cache_hit(
     registry: str,
     tmp_path: Path,
-    tmp_path_factory: pytest.TempPathFactory,
+    fixture_cache: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     repo = f"relpipe-test-build/atom-{uuid.uuid4().hex[:8]}"
-    shared = tmp_path_factory.getbasetemp() / "fixture-cache"
-    first = build_fixtures(registry, repo, count=3, cache_dir=shared)
+    first = build_fixtures(registry, repo, count=3, cache_dir=fixture_cache)
     assert [i.tag for i in first] == [nightly_tag(i) for i in range(3)]
     assert all(i.pushed for i in first) and len({i.digest for i in first}) == 3
     with RegistryClient() as client:
@@ -129,8 +129,6 @@ def test_builds_are_reproducible_and_the_second_is_a_cache_hit(
     fresh = FixtureBuilder(cache_dir=tmp_path / "fresh-cache")
     planned, _ = fresh.plan(3, "good")
     assert fresh.layer_hits == 0
-    from images.manifest import sha256_digest
-
     assert [sha256_digest(p.manifest) for p in planned] == [i.digest for i in first]
 
     # The second CLI build finds every manifest under its tag: nothing is pushed.
@@ -146,7 +144,7 @@ def test_builds_are_reproducible_and_the_second_is_a_cache_hit(
             "--count",
             "3",
             "--cache-dir",
-            str(shared),
+            str(fixture_cache),
         ]
     )
     out = capsys.readouterr().out.splitlines()
@@ -156,10 +154,8 @@ def test_builds_are_reproducible_and_the_second_is_a_cache_hit(
 
 
 @pytest.mark.services
-def test_layers_are_normalised_tars(
-    registry: str, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    builder = FixtureBuilder(cache_dir=tmp_path_factory.getbasetemp() / "fixture-cache")
+def test_layers_are_normalised_tars(registry: str, fixture_cache: Path) -> None:
+    builder = FixtureBuilder(cache_dir=fixture_cache)
     planned, _ = builder.plan(1, "good")
     base, vendor, atom = planned[0].layers
     for layer in (vendor, atom):

@@ -19,11 +19,12 @@ def test_pin_then_probe_merges_facts(
     registry: str,
     docker_host: str,
     tmp_path: Path,
+    fixture_cache: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("DOCKER_HOST", docker_host)
-    image = build_fixtures(registry, "relpipe-t3/atom-dev", count=1)[-1]
+    image = build_fixtures(registry, "relpipe-t3/atom-dev", count=1, cache_dir=fixture_cache)[-1]
     ref = f"{registry}/relpipe-t3/atom-dev:{image.tag}"
     lock = tmp_path / "images.lock.yaml"
     assert cli(["images", "pin", ref, "--lock", str(lock)]) == 0

@@ -9,6 +9,7 @@ import subprocess
 import tarfile
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from images.errors import ImageError
 from images.runtime import (
     OUT_DIR,
     ContainerError,
+    EngineRun,
     Limits,
     Runtime,
     extract_archive,
@@ -29,10 +31,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def nightlies(registry: str, tmp_path_factory: pytest.TempPathFactory) -> list[FixtureImage]:
+def nightlies(registry: str, fixture_cache: Path) -> list[FixtureImage]:
     repo = f"relpipe-test-runtime/atom-{uuid.uuid4().hex[:8]}"
-    cache = tmp_path_factory.getbasetemp() / "fixture-cache"  # shared with test_build in a session
-    return build_fixtures(registry, repo, count=2, cache_dir=cache)
+    return build_fixtures(registry, repo, count=2, cache_dir=fixture_cache)
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +41,13 @@ def runtime(docker_host: str) -> Runtime:
     return Runtime.from_env(docker_host=docker_host, gpu="none")
 
 
-def _py(runtime: Runtime, image: FixtureImage, code: str, out: Path, **kw: object):  # type: ignore[no-untyped-def]
-    return runtime.run(image.reference, ["python3", "-c", code], out_dir=out, **kw)  # type: ignore[arg-type]
+def _py(
+    runtime: Runtime, image: FixtureImage, code: str, out: Path, timeout_s: float = 120, **kw: Any
+) -> EngineRun:
+    """`python3 -c code` in the image by digest; `kw` as for `Runtime.run`."""
+    return runtime.run(
+        image.reference, ["python3", "-c", code], out_dir=out, timeout_s=timeout_s, **kw
+    )
 
 
 def _envelope(status: str = "pass") -> str:
@@ -183,13 +189,7 @@ def test_a_valid_result_passes_and_the_image_has_python_git_and_its_facts(
         "doc['engine'] = {'commit': head, 'version': md.version('atom')}\n"
         f"json.dump(doc, open('{OUT_DIR}/result.json', 'w'))\n"
     )
-    run = runtime.run(
-        image.reference,
-        ["python3", "-c", code],
-        out_dir=tmp_path,
-        timeout_s=120,
-        result_command="probe",
-    )
+    run = _py(runtime, image, code, tmp_path, result_command="probe")
     assert run.passed, (run.error, run.logs)
     assert run.result is not None
     assert run.result["engine"] == {"commit": image.engine_commit, "version": image.engine_version}
@@ -218,13 +218,7 @@ for path in ["/evil", "/app/ATOM/evil", "/usr/local/evil", "/relpipe/payload/evi
     payload = tmp_path / "payload"
     payload.mkdir()
     out = tmp_path / "out"
-    run = runtime.run(
-        nightlies[0].reference,
-        ["python3", "-c", code],
-        out_dir=out,
-        mounts={str(payload): "/relpipe/payload"},
-        timeout_s=120,
-    )
+    run = _py(runtime, nightlies[0], code, out, mounts={str(payload): "/relpipe/payload"})
     assert run.passed, (run.error, run.logs)
     assert "ifaces ['lo']" in run.logs
     assert "connect failed" in run.logs and "connect ok" not in run.logs
@@ -267,13 +261,7 @@ def test_ten_mib_of_garbage_gives_one_line_and_bounded_logs(
         "sys.stdout.buffer.write(junk); sys.stdout.flush()\n"
         f"open('{OUT_DIR}/result.json', 'wb').write(junk + os.urandom(5 << 20))\n"
     )
-    run = runtime.run(
-        nightlies[0].reference,
-        ["python3", "-c", code],
-        out_dir=tmp_path,
-        timeout_s=120,
-        result_command="probe",
-    )
+    run = _py(runtime, nightlies[0], code, tmp_path, result_command="probe")
     assert not run.passed and run.error is not None
     assert "larger than" in run.error and "\n" not in run.error
     assert run.logs_truncated and len(run.logs) < 4 * Limits.log_bytes
@@ -295,13 +283,7 @@ def test_ten_mib_of_garbage_gives_one_line_and_bounded_logs(
 def test_untrusted_results_fail_with_one_line(
     runtime: Runtime, nightlies: list[FixtureImage], tmp_path: Path, code: str, needle: str
 ) -> None:
-    run = runtime.run(
-        nightlies[0].reference,
-        ["python3", "-c", code],
-        out_dir=tmp_path,
-        timeout_s=120,
-        result_command="probe",
-    )
+    run = _py(runtime, nightlies[0], code, tmp_path, result_command="probe")
     assert not run.passed and needle in (run.error or ""), run.error
     assert "\n" not in (run.error or "")
     with pytest.raises(ImageError):
@@ -352,7 +334,7 @@ def test_a_non_root_user_still_reads_the_images_git_and_writes_only_out(
         " text=True, check=True).stdout\n"
         f"open('{OUT_DIR}/head', 'w').write(head)\n"
     )
-    run = _py(as_user, nightlies[0], code, out, timeout_s=120)
+    run = _py(as_user, nightlies[0], code, out)
     assert run.passed, (run.error, run.logs)
     assert (out / "head").read_text().strip() == nightlies[0].engine_commit
     assert (out / "head").stat().st_uid == 1000

@@ -5,12 +5,13 @@ prompts and token counts are tiny so the whole module stays near two minutes).""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from images.build import FixtureImage, build_fixtures
-from images.runtime import Runtime
+from images.runtime import EngineRun, Runtime
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 ENGINE = Path(__file__).resolve().parents[2] / "engine"
@@ -18,8 +19,7 @@ TINY = ["--prompts", "1", "--max-new", "2", "--prompt-bytes", "8", "--ops", "ato
 
 
 @pytest.fixture(scope="module")
-def images(registry: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, FixtureImage]:
-    cache = tmp_path_factory.getbasetemp() / "fixture-cache"  # shared with the other image tests
+def images(registry: str, fixture_cache: Path) -> dict[str, FixtureImage]:
     run_id = uuid.uuid4().hex[:8]
     return {
         variant: build_fixtures(
@@ -27,7 +27,7 @@ def images(registry: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
             f"relpipe-test-engine/atom-{variant}-{run_id}",
             count=1,
             variant=variant,
-            cache_dir=cache,
+            cache_dir=fixture_cache,
         )[-1]
         for variant in ("good", "broken", "hang")
     }
@@ -38,14 +38,25 @@ def runtime(docker_host: str) -> Runtime:
     return Runtime.from_env(docker_host=docker_host, gpu="none")
 
 
+def _run(
+    runtime: Runtime,
+    image: FixtureImage,
+    command: str,
+    args: Sequence[str] = (),
+    *,
+    out: Path,
+    timeout_s: float = 300,
+) -> EngineRun:
+    return runtime.run_engine(
+        image.reference, command, args, engine_dir=ENGINE, out_dir=out, timeout_s=timeout_s
+    )
+
+
 def test_probe_reports_the_fixture_facts_exactly(
     runtime: Runtime, images: dict[str, FixtureImage], tmp_path: Path
 ) -> None:
     image = images["good"]
-    run = runtime.run_engine(
-        image.reference, "probe", engine_dir=ENGINE, out_dir=tmp_path, timeout_s=300
-    )
-    facts = run.require()
+    facts = _run(runtime, image, "probe", out=tmp_path).require()
     assert facts["engine"]["version"] == image.engine_version
     assert facts["engine"]["commit"] == image.engine_commit
     assert facts["aiter"]["commit"] == image.aiter_commit
@@ -57,14 +68,7 @@ def test_probe_reports_the_fixture_facts_exactly(
 def test_smoke_passes_on_the_images_own_atom_ops(
     runtime: Runtime, images: dict[str, FixtureImage], tmp_path: Path
 ) -> None:
-    run = runtime.run_engine(
-        images["good"].reference,
-        "smoke",
-        [*TINY, "--timeout", "240"],
-        engine_dir=ENGINE,
-        out_dir=tmp_path,
-        timeout_s=300,
-    )
+    run = _run(runtime, images["good"], "smoke", [*TINY, "--timeout", "240"], out=tmp_path)
     result = run.require()
     assert result["status"] == "pass"
     assert result["ops"] == {"rms_norm": "atom", "silu_and_mul": "atom"}
@@ -74,14 +78,8 @@ def test_smoke_passes_on_the_images_own_atom_ops(
 def test_decode_parity_passes_on_good_and_fails_on_broken_rms_norm(
     runtime: Runtime, images: dict[str, FixtureImage], tmp_path: Path, variant: str, verdict: str
 ) -> None:
-    run = runtime.run_engine(
-        images[variant].reference,
-        "eval",
-        ["--suite", "decode-parity", "--kv-dtypes", "fp32", *TINY, "--timeout", "240"],
-        engine_dir=ENGINE,
-        out_dir=tmp_path,
-        timeout_s=300,
-    )
+    parity = ["--suite", "decode-parity", "--kv-dtypes", "fp32", *TINY, "--timeout", "240"]
+    run = _run(runtime, images[variant], "eval", parity, out=tmp_path)
     assert run.verdict == verdict, (run.error, run.logs[-2000:])
     assert run.result is not None and run.result["ops"]["rms_norm"] == "atom"
     if verdict == "FAIL":
@@ -94,14 +92,8 @@ def test_a_hanging_op_fails_smoke_by_watchdog(
     runtime: Runtime, images: dict[str, FixtureImage], tmp_path: Path
 ) -> None:
     # The watchdog budget covers start-up (torch import) too: leave room for a loaded CI host.
-    run = runtime.run_engine(
-        images["hang"].reference,
-        "smoke",
-        [*TINY, "--timeout", "40"],
-        engine_dir=ENGINE,
-        out_dir=tmp_path,
-        timeout_s=150,
-    )
+    smoke = [*TINY, "--timeout", "40"]
+    run = _run(runtime, images["hang"], "smoke", smoke, out=tmp_path, timeout_s=150)
     assert run.verdict == "FAIL" and not run.timed_out
     assert run.result is not None and run.result["status"] == "fail"
     assert "mono decode" in run.result["hung_in"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import commit_files, git
+from support import commit_files, git, import_commit
 
 from validate import precision
 from validate.errors import ValidateError
@@ -306,12 +306,8 @@ def test_scope_limits_plugin_rules_to_their_image_family(tmp_path: Path) -> None
 def test_five_thousand_file_diff(tmp_path: Path) -> None:
     repo = tmp_path / "big"
     a = commit_files(repo, {"README": "x\n"}, "init")
-    for i in range(5000):
-        path = repo / "atom" / "models" / f"m{i // 100}" / f"f{i}.py"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"X = {i}\n")
-    git(repo, "add", "-A")
-    b = commit_files(repo, {}, "feat(models): five thousand models (#5000)")
+    files = {f"atom/models/m{i // 100}/f{i}.py": f"X = {i}\n" for i in range(5000)}
+    b = import_commit(repo, files, "feat(models): five thousand models (#5000)")
     report = precision.diff(repo, a, b)
     assert len(report.files) == 5000
     assert report.summary()["by_category"] == {
@@ -378,7 +374,7 @@ def test_report_names_missing_refs_in_one_line(story: Story) -> None:
     ("text", "message"),
     [
         ("rules: []\n", "no rules"),
-        ("rules:\n  - {category: a, paths: [x]}\nrules: []\n", "duplicate key 'rules'"),
+        ("rules:\n  - {category: a, paths: [x]}\nrules: []\n", "duplicate key `rules`"),
         ("a: &x [1]\nrules:\n  - {category: a, paths: *x}\n", "aliases are not allowed"),
         ("rules:\n  - {category: a, paths: [x], colour: red}\n", "unknown key 'colour'"),
         ("rules:\n  - {category: a, paths: [x], content: ['(']}\n", "bad regular expression"),
