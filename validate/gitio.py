@@ -3,7 +3,7 @@
 This module owns every git process the precision diff starts and the parsing of their output.
 The cost model is a handful of processes per pair whatever its size (DESIGN "Performance"):
 one `cat-file --batch-check` resolves both refs, one `diff --raw -z -M` lists the changed files,
-one `log -z --name-status` lists the commits and the files each touched, one `cat-file --batch`
+one `log -z --raw` lists the commits and the files (and blobs) each touched, one `cat-file --batch`
 reads every blob the classifier needs, one `ls-tree` proves that watched files exist. The diff,
 log and ls-tree run concurrently because they are independent once the refs are resolved.
 
@@ -36,7 +36,10 @@ _REF_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/+@^~{}-]{0,254}")
 # `0.1.7.dev60+g7fc0926c6` (setuptools-scm / versioneer): the commit is the hex after `+g`.
 _VERSION_RE = re.compile(r"[0-9][0-9A-Za-z.!-]*\+g([0-9a-f]{7,64})(?:[.+][0-9A-Za-z.]*)?")
 _URL_RE = re.compile(r"(?:https?|ssh|git|file)://[^\s]+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s]+")
-_STATUS_RE = re.compile(rb"[AMDTUXB]|[RC][0-9]{0,3}")
+# One `--raw` entry's metadata: `:old_mode new_mode old_blob new_blob STATUS`.
+_RAW_RE = re.compile(
+    rb":[0-7]{6} [0-7]{6} [0-9a-f]{40,64} [0-9a-f]{40,64} (?:[AMDTUXB]|[RC][0-9]{0,3})"
+)
 _MAX_ERR = 300
 
 # Every git command line starts with these: no pager, literal UTF-8 paths, and no configuration
@@ -59,6 +62,20 @@ _ENV = {
     "GIT_PAGER": "cat",
     "LC_ALL": "C",
 }
+# Every other GIT_* variable is dropped: inside a git hook (or a user's shell) GIT_DIR,
+# GIT_WORK_TREE, GIT_INDEX_FILE, GIT_OBJECT_DIRECTORY, GIT_CONFIG*, GIT_NAMESPACE ... would override
+# `-C` and make git read or write another repository. These only choose how a fetch reaches a
+# server (ssh program, credentials prompt, TLS trust), never which repository is used.
+_TRANSPORT_ENV = frozenset({
+    "GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_ASKPASS",
+    "GIT_SSL_CAINFO", "GIT_SSL_CAPATH",
+})  # fmt: skip
+
+
+def environment() -> dict[str, str]:
+    """The environment every git process gets: ours, without the caller's GIT_* overrides."""
+    kept = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _TRANSPORT_ENV}
+    return {**kept, **_ENV}
 
 
 @dataclass(frozen=True)
@@ -77,11 +94,21 @@ class RawChange:
 
 @dataclass(frozen=True)
 class FileTouch:
-    """One file a commit touched (from `git log --name-status`)."""
+    """One file a commit touched (from `git log --raw`), with the blobs before and after it, so
+    that a commit's own change to the file can be judged (per-commit attribution)."""
 
     status: str
     path: str
     old_path: str | None
+    old_blob: str | None = None  # None for an added file
+    new_blob: str | None = None  # None for a deleted file
+    old_mode: str = ""
+    new_mode: str = ""
+
+    def change(self) -> RawChange:
+        """This commit's change to the file, in the shape of a `git diff --raw` entry."""
+        return RawChange(self.status, self.path, self.old_path, self.old_blob, self.new_blob,
+                         self.old_mode, self.new_mode, None)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -138,7 +165,7 @@ def run(repo: Path, *args: str, stdin: bytes | None = None, what: str = "") -> b
     """Run one git command in `repo`; return stdout. A failure is a one-line ValidateError."""
     try:
         proc = subprocess.run(_command(repo, args), input=stdin, capture_output=True,
-                              env={**os.environ, **_ENV}, check=False)  # fmt: skip
+                              env=environment(), check=False)  # fmt: skip
     except OSError as exc:
         raise ValidateError(f"cannot run git ({exc.strerror}); install git 2.30 or newer") from None
     _check(repo, args, proc.returncode, proc.stderr, what)
@@ -151,7 +178,7 @@ def run_many(repo: Path, *commands: Sequence[str]) -> list[bytes]:
     They overlap in time without threads: each process writes into its own pipe and blocks only
     when that pipe is full, until its turn to be drained comes.
     """
-    env = {**os.environ, **_ENV}
+    env = environment()
     procs = []
     try:
         for args in commands:
@@ -255,10 +282,10 @@ _LOG_FORMAT = "%H%x00%P%x00%m%x00%an%x00%aI%x00%s%x00%b%x00"
 
 
 def parse_log(out: bytes) -> list[LogEntry]:
-    """Parse `git log -z --name-status --format=_LOG_FORMAT` output.
+    """Parse `git log -z --raw --no-abbrev --format=_LOG_FORMAT` output.
 
-    Each commit is 7 NUL-terminated fields and an empty token, then its name-status entries (the
-    first status carries a leading newline); the next commit starts with a bare sha. Field counts,
+    Each commit is 7 NUL-terminated fields and an empty token, then its raw entries (the first
+    one's metadata carries a leading newline); the next commit starts with a bare sha. Field counts,
     not content, drive the parser, so messages may contain anything but NUL.
     """
     tokens = out.split(b"\0")
@@ -272,14 +299,19 @@ def parse_log(out: bytes) -> list[LogEntry]:
         )
         i += _LOG_FIELDS + 1
         touches: list[FileTouch] = []
-        while i < n and _STATUS_RE.fullmatch(tokens[i].lstrip(b"\n")):
-            status = _decode(tokens[i].lstrip(b"\n"))
+        while i < n and _RAW_RE.fullmatch(tokens[i].lstrip(b"\n")):
+            old_mode, new_mode, old_blob, new_blob, status = (
+                _decode(m) for m in tokens[i].lstrip(b"\n")[1:].split()
+            )
+            blobs = (None if set(old_blob) == {"0"} else old_blob,
+                     None if set(new_blob) == {"0"} else new_blob)  # fmt: skip
             if status[0] in "RC":
-                touches.append(FileTouch(status[0], _decode(tokens[i + 2]), _decode(tokens[i + 1])))
+                path, old_path = _decode(tokens[i + 2]), _decode(tokens[i + 1])
                 i += 3
             else:
-                touches.append(FileTouch(status[0], _decode(tokens[i + 1]), None))
+                path, old_path = _decode(tokens[i + 1]), None
                 i += 2
+            touches.append(FileTouch(status[0], path, old_path, *blobs, old_mode, new_mode))
         entries.append(
             LogEntry(
                 sha=sha,
@@ -307,7 +339,7 @@ def log_args(old: str, new: str) -> list[str]:
     For an ancestor pair this is exactly OLD..NEW; for release branches the commits only in OLD
     come back with side 'old'. Merges list no files (their branch commits carry them).
     """
-    return ["log", "-z", "--left-right", "--name-status", "-M", "--no-abbrev", "--no-decorate",
+    return ["log", "-z", "--left-right", "--raw", "-M", "--no-abbrev", "--no-decorate",
             "--no-show-signature", "--no-color", "--no-mailmap", f"--format={_LOG_FORMAT}",
             f"{old}...{new}", "--"]  # fmt: skip
 
@@ -475,4 +507,14 @@ def sanitize_git_dir(git_dir: Path) -> Path:
         elif path.exists() or path.is_symlink():
             path.unlink()
     config.write_text(_SAFE_CONFIG.format(version=1 if sha256 else 0, extensions=extensions))
+    # Without refs/ git does not take the folder for a repository and walks up to the folders
+    # above it (the user's own repository, say); an empty refs/ is enough (packed-refs holds the
+    # rest). A refs that is a link or a file could point anywhere on the host: refuse it.
+    for folder in (git_dir / "refs", git_dir / "refs" / "heads", git_dir / "refs" / "tags"):
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            raise ValidateError(
+                f"{git_dir}: {folder.relative_to(git_dir)} is not a folder; "
+                "the image's engine history is damaged"
+            )
+        folder.mkdir(exist_ok=True)
     return git_dir

@@ -297,9 +297,12 @@ class FileChange:
     category: str | None  # the rule that fired (or, when none fired, the first that matched)
     categories: tuple[str, ...]  # every rule that fired
     verdict: str  # relevant | cosmetic | not-relevant
-    commits: tuple[str, ...]  # shas that touched the file (under either name), newest first
+    # The commits responsible for the verdict, newest first: for a relevant content-gated file,
+    # those whose own change to it fires a rule; otherwise every commit in `touched_by`.
+    commits: tuple[str, ...]
     reason: str
     binary: bool
+    touched_by: tuple[str, ...] = ()  # every commit that touched the file (under either name)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -310,14 +313,17 @@ class FileChange:
             "categories": list(self.categories),
             "verdict": self.verdict,
             "commits": list(self.commits),
+            "touched_by": list(self.touched_by),
             "reason": self.reason,
             "binary": self.binary,
         }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> FileChange:
+        # Reports written before `touched_by` existed named every touching commit in `commits`.
         return cls(d["path"], d["old_path"], d["status"], d["category"], tuple(d["categories"]),
-                   d["verdict"], tuple(d["commits"]), d["reason"], d["binary"])  # fmt: skip
+                   d["verdict"], tuple(d["commits"]), d["reason"], d["binary"],
+                   tuple(d.get("touched_by", d["commits"])))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -400,7 +406,8 @@ class PrecisionReport:
         }
 
     def relevant_commits(self) -> tuple[str, ...]:
-        """Commits that touched a precision-relevant file, in report order."""
+        """Commits responsible for a precision-relevant file (see `FileChange.commits`), in
+        report order: a commit that only touched other lines of a content-gated file is not."""
         hit = {sha for f in self.files if f.verdict == "relevant" for sha in f.commits}
         return tuple(c.sha for c in self.commits if c.sha in hit)
 
@@ -595,6 +602,38 @@ def _attribute(entries: Sequence[gitio.LogEntry]) -> tuple[_Aliases, dict[str, l
     return aliases, by_root
 
 
+def _own_changes(
+    entries: Sequence[gitio.LogEntry], aliases: _Aliases, names: dict[str, list[str]]
+) -> dict[str, list[tuple[str, gitio.RawChange]]]:
+    """For each file (by its names in the pair), every commit's own change to it, newest first."""
+    roots = {aliases.find(n): path for path, ns in names.items() for n in ns}
+    own: dict[str, list[tuple[str, gitio.RawChange]]] = {path: [] for path in names}
+    for entry in entries:
+        for touch in entry.touches:
+            root = aliases.find(touch.path)
+            if root in roots:
+                own[roots[root]].append((entry.sha, touch.change()))
+    return own
+
+
+def _responsible(
+    changes: Sequence[tuple[str, gitio.RawChange]],
+    blobs: dict[str, bytes],
+    rules: Rules,
+    scope: str | None,
+    matched: list[Rule],
+) -> tuple[str, ...]:
+    """The commits whose own change to a file is relevant by itself (same rules as the pair's
+    diff: content gates, cosmetic edits, scope). Empty when none is, e.g. when only the commits
+    together fire a gate; the caller then names every commit (fail closed)."""
+    shas = []
+    for sha, change in changes:
+        content = _content(change, blobs, gated=True)
+        if classify(change, content, rules, scope, matched)[2] == "relevant" and sha not in shas:
+            shas.append(sha)
+    return tuple(shas)
+
+
 def _commits_of(path_list: Sequence[str], aliases: _Aliases, by_root: dict[str, list[str]],
                 order: dict[str, int]) -> tuple[str, ...]:  # fmt: skip
     shas = {sha for p in path_list for sha in by_root.get(aliases.find(p), ())}
@@ -722,10 +761,21 @@ def diff(
     needed.update((c.path, c) for c in watched)
     # Round 2: one cat-file for the two commits, the watched entries, and every needed blob.
     lookups = [w.lookup for w in rules.watch if w.lookup is not None]
+    order = {e.sha: i for i, e in enumerate(entries)}
+    aliases, by_root = _attribute(entries)
+    commits_of = {
+        c.path: _commits_of([c.path, c.old_path or c.path], aliases, by_root, order)
+        for c in changes
+    }
+    # Per-commit changes of content-gated files: which commit's own edit fires the gate. Their
+    # blobs come from the same cat-file; `git log --raw` already named them.
+    gated = {c.path for c in changes if any(r.content_re is not None for r in matched[c.path])}
+    own = _own_changes(entries, aliases, {p: [p, needed[p].old_path or p] for p in gated})
     infos, blobs = gitio.read_objects(
         repo,
         [old_rev, new_rev, *(f"{new_rev}:{path}" for path in lookups)],
-        [sha for c in needed.values() if _GITLINK not in (c.old_mode, c.new_mode)
+        [sha for c in [*needed.values(), *(t for ts in own.values() for _, t in ts)]
+         if _GITLINK not in (c.old_mode, c.new_mode)
          for sha in (c.old_blob, c.new_blob) if sha],
     )  # fmt: skip
     if infos[0] is None or infos[1] is None:
@@ -743,12 +793,6 @@ def diff(
         for path, change in needed.items()
     }
 
-    order = {e.sha: i for i, e in enumerate(entries)}
-    aliases, by_root = _attribute(entries)
-    commits_of = {
-        c.path: _commits_of([c.path, c.old_path or c.path], aliases, by_root, order)
-        for c in changes
-    }
     files = []
     for change in changes:
         category, categories, verdict, reason = classify(
@@ -762,9 +806,15 @@ def diff(
                 category=category,
                 categories=categories,
                 verdict=verdict,
-                commits=commits_of[change.path],
+                commits=(
+                    _responsible(own[change.path], blobs, rules, scope, matched[change.path])
+                    or commits_of[change.path]
+                    if verdict == "relevant" and change.path in own
+                    else commits_of[change.path]
+                ),
                 reason=reason,
                 binary=bool(contents.get(change.path) and contents[change.path].binary),
+                touched_by=commits_of[change.path],
             )
         )
     return PrecisionReport(
@@ -787,9 +837,10 @@ def diff(
 
 # --- Markdown -----------------------------------------------------------------------------------
 
-# Unlike the release notes' `markdown.escape`, `#` and `@` stay as written (PR labels such as
+# Like the release notes' `markdown.escape`, `@` is backslash-escaped (a subject's `@alice` pasted
+# into a PR must not ping anyone). Unlike it, `#` stays as written (PR labels such as
 # `ROCm/ATOM#12` are link texts here) and HTML becomes entities rather than backslash escapes.
-_MD_ESCAPE = re.compile(r"([\\`*_\[\]|~$])")
+_MD_ESCAPE = re.compile(r"([\\`*_\[\]|~$@])")
 
 
 def md_text(text: str) -> str:
@@ -831,6 +882,14 @@ def _commit_cells(report: PrecisionReport, shas: Sequence[str]) -> str:
     return ", ".join(cells)
 
 
+def _file_commit_cells(report: PrecisionReport, f: FileChange) -> str:
+    """A file's responsible commits, then (for a content-gated file) the ones that only touched
+    other lines of it, so that nothing the log says is hidden."""
+    others = [sha for sha in f.touched_by if sha not in f.commits]
+    cells = _commit_cells(report, f.commits)
+    return cells + (f"; also touched by {_commit_cells(report, others)}" if others else "")
+
+
 def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
     """A Markdown table (under `title` unless it is empty) and a blank line; nothing without rows.
     A column name ending in `:` is right-aligned (counts)."""
@@ -868,7 +927,7 @@ def render_markdown(report: PrecisionReport) -> str:
     # cleared them): that is the evidence a reviewer would otherwise argue by hand.
     lines += _table("#### Precision files", ["file", "change", "category", "verdict", "commits", "why"], [
         [md_code(f.path) + (f" (from {md_code(f.old_path)})" if f.old_path else ""), f.status,
-         md_text(f.category or ""), f.verdict, _commit_cells(report, f.commits), md_text(f.reason)]
+         md_text(f.category or ""), f.verdict, _file_commit_cells(report, f), md_text(f.reason)]
         for f in report.files if f.verdict != "not-relevant" or f.category
     ])  # fmt: skip
     lines += _table("#### Commits", ["commit", "PR", "type", "subject", "precision"], [

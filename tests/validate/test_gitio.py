@@ -168,6 +168,56 @@ def test_image_git_dir_is_sanitised_before_use(tmp_path: Path) -> None:
         gitio.sanitize_git_dir(tmp_path)
 
 
+def test_callers_git_environment_cannot_redirect_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As inside a git hook: GIT_DIR & co. name the user's repository, not the one we asked for.
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    a = commit_files(ours, {"atom/model_ops/linear.py": "y = x\n"}, "one")
+    b = commit_files(ours, {"atom/model_ops/linear.py": "y = 2 * x\n"}, "two (#2)")
+    other = commit_files(theirs, {"README": "user's repository\n"}, "theirs")
+    refs_before = git(theirs, "for-each-ref")
+    monkeypatch.setenv("GIT_DIR", str(theirs / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(theirs))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(theirs / ".git" / "index"))
+    monkeypatch.setenv("GIT_OBJECT_DIRECTORY", str(theirs / ".git" / "objects"))
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "core.bare")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "nonsense")
+    assert gitio.resolve(ours, ["main"]) == [b]
+    report = precision.diff(ours, a, b)
+    assert [c.sha for c in report.commits] == [b] and report.files[0].verdict == "relevant"
+    gitio.run(ours, "update-ref", "refs/relpipe/x", a, what="update-ref")
+    assert "GIT_DIR" not in gitio.environment() and "GIT_CONFIG_COUNT" not in gitio.environment()
+    monkeypatch.delenv("GIT_DIR")
+    monkeypatch.delenv("GIT_WORK_TREE")
+    monkeypatch.delenv("GIT_INDEX_FILE")
+    monkeypatch.delenv("GIT_OBJECT_DIRECTORY")
+    monkeypatch.delenv("GIT_CONFIG_COUNT")
+    assert git(ours, "rev-parse", "refs/relpipe/x").strip() == a
+    assert git(theirs, "for-each-ref") == refs_before
+    assert git(theirs, "rev-parse", "HEAD").strip() == other
+
+
+def test_sanitised_git_dir_has_refs_so_git_never_walks_up(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    a = commit_files(repo, {"a": "1\n"}, "one")
+    git(repo, "pack-refs", "--all")
+    # The copy lives inside another repository (the user's checkout, say) and has no refs/.
+    outer = tmp_path / "outer"
+    commit_files(outer, {"b": "2\n"}, "outer")
+    git_dir = outer / "copied.git"
+    shutil.copytree(repo / ".git", git_dir)
+    shutil.rmtree(git_dir / "refs")
+    gitio.sanitize_git_dir(git_dir)
+    assert all((git_dir / d).is_dir() for d in ("refs", "refs/heads", "refs/tags"))
+    assert gitio.resolve(git_dir, ["main"]) == [a]
+    (git_dir / "refs" / "tags").rmdir()
+    (git_dir / "refs" / "tags").symlink_to(tmp_path)
+    with pytest.raises(ValidateError, match=r"refs/tags is not a folder"):
+        gitio.sanitize_git_dir(git_dir)
+
+
 def test_shallow_clone_is_flagged(tmp_path: Path) -> None:
     source = tmp_path / "src"
     commit_files(source, {"a": "1\n"}, "one")

@@ -322,6 +322,15 @@ HOSTILE = (
 )
 
 
+def test_mentions_in_subjects_do_not_ping(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    a = commit_files(repo, {"atom/models/a.py": "A = 1\n"}, "init")
+    b = commit_files(repo, {"atom/models/a.py": "A = 2\n"}, "fix: thanks @alice (#2501)")
+    text = precision.render_markdown(precision.diff(repo, a, b))
+    assert "thanks \\@alice" in text and not re.search(r"(?<!\\)@alice", text)
+    assert "[ROCm/ATOM#2501](https://github.com/ROCm/ATOM/pull/2501)" in text
+
+
 def test_hostile_subject_and_path_come_out_escaped(tmp_path: Path) -> None:
     repo = tmp_path / "r"
     a = commit_files(repo, {"atom/models/a.py": "A = 1\n"}, "init")
@@ -461,3 +470,46 @@ def test_submodule_pointer_in_a_precision_path_counts(tmp_path: Path) -> None:
         "relevant",
         False,
     )
+
+
+def test_content_gated_file_names_only_the_commits_whose_own_change_fires(story: Story) -> None:
+    # Two commits touch config.py: a DP option (no gate fires) and an index-cache dtype default.
+    report = story.diff(story.cosmetic, story.index)
+    config = _file(report, "atom/config.py")
+    assert (config.category, config.verdict) == ("kv-cache", "relevant")
+    assert config.commits == (story.index,)
+    assert config.touched_by == (story.index, story.dp)
+    assert report.relevant_commits() == (story.index,)
+    assert report.commit_categories(story.dp) == ()
+    data = json.loads(json.dumps(report.to_json()))
+    row = next(f for f in data["files"] if f["path"] == "atom/config.py")
+    assert (row["commits"], row["touched_by"]) == ([story.index], [story.index, story.dp])
+    assert data["summary"]["relevant_commits"] == [story.index]
+    assert precision.PrecisionReport.from_json(data) == report
+    line = next(x for x in precision.render_markdown(report).splitlines() if "config.py" in x)
+    assert line.index(story.index[:9]) < line.index("also touched by") < line.index(story.dp[:9])
+
+
+def test_gated_attribution_skips_cosmetic_commits_and_follows_renames(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    a = commit_files(repo, {"atom/config.py": CONFIG}, "init")
+    b = commit_files(
+        repo,
+        {"atom/config.py": CONFIG.replace('"auto"', '"fp8"')},
+        "[Perf] fp8 kv cache by default (#2)",
+    )
+    # Only a comment that mentions fp8: the gate word is there, but the edit is cosmetic.
+    c = commit_files(
+        repo,
+        {"atom/config.py": CONFIG.replace('"auto"', '"fp8"') + "# fp8 is the default now\n"},
+        "docs(config): note the fp8 default (#3)",
+    )
+    report = precision.diff(repo, a, c)
+    (config,) = report.files
+    assert (config.verdict, config.commits, config.touched_by) == ("relevant", (b,), (c, b))
+    assert report.relevant_commits() == (b,)
+    git(repo, "mv", "atom/config.py", "atom/engine_config.py")
+    d = commit_files(repo, {}, "refactor: rename config (#4)")
+    (moved,) = precision.diff(repo, a, d).files
+    assert (moved.old_path, moved.verdict) == ("atom/config.py", "relevant")
+    assert (moved.commits, moved.touched_by) == ((b,), (d, c, b))
