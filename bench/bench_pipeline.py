@@ -1,7 +1,8 @@
 """Qualification of an already-qualified digest: a cache hit in under 5 s (DESIGN.md, Performance).
 
 Measured as whole `relpipe qualify` processes (`sys.executable -m pipeline`) on the example
-benchmark repository against a fixture nightly in the loopback registry: the cold run (every
+benchmark repository against a fixture nightly in the loopback registry (its layers cached under
+.relpipe/bench/fixtures in the checkout, not in ~/.cache/relpipe): the cold run (every
 stage in containers) is the reference, then three re-runs of the same digest (cache hits: two
 verified registry pins, stage results read back, verdict and reports re-rendered). Interpreter
 start-up with the CLI imported (`relpipe --help`) is shown as the floor.
@@ -23,6 +24,8 @@ sys.path.insert(0, str(ROOT))
 TARGET_S = 5.0
 REPOSITORY = "relpipe-bench/atom-dev"
 KEY = "minimaxm3-fp4-mi355x-atom-agentic-mtp"
+# Fixture layers are cached in the checkout (git-ignored), never in the user's ~/.cache/relpipe.
+FIXTURE_CACHE = ROOT / ".relpipe" / "bench" / "fixtures"
 QUICK = [
     "--max-batch",
     "1",
@@ -58,7 +61,7 @@ def main() -> list[str]:
         return [
             "MISS: bench_pipeline needs RELPIPE_REGISTRY and DOCKER_HOST (run it through `nox -s bench`)"
         ]
-    nightlies = build_fixtures(registry, REPOSITORY, 4, "good")
+    nightlies = build_fixtures(registry, REPOSITORY, 4, "good", cache_dir=FIXTURE_CACHE)
     with tempfile.TemporaryDirectory(prefix="relpipe-bench-") as tmp:
         repo = prepare_workdir(EXAMPLE, Path(tmp) / "repo", registry, REPOSITORY)
         env = dict(os.environ, TRITON_INTERPRET=os.environ.get("TRITON_INTERPRET", "1"))

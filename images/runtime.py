@@ -23,6 +23,7 @@ import importlib.util
 import json
 import os
 import shutil
+import socket
 import stat
 import tarfile
 import tempfile
@@ -48,6 +49,14 @@ ENGINE_COMMANDS = ("probe", "smoke", "eval", "serve")
 GPU_MODES = ("none", "rocm", "nvidia")
 RESULT_STATUSES = {"pass": 0, "fail": 1, "error": 2}
 MIB = 1 << 20
+# Labels on every container relpipe creates: who made it (owner: a run or session id the caller
+# names; host + pid + the pid's start time: the creating process), and what for (engine|extract).
+RUN_LABEL = "org.relpipe.run"
+OWNER_LABEL = "org.relpipe.owner"
+KIND_LABEL = "org.relpipe.kind"
+HOST_LABEL = "org.relpipe.host"
+PID_LABEL = "org.relpipe.pid"
+PID_START_LABEL = "org.relpipe.pid-start"
 
 
 class ContainerError(ImageError):
@@ -339,6 +348,45 @@ def _write_file(target: Path, src: IO[bytes], mode: int) -> None:
         shutil.copyfileobj(src, out, 1 << 20)
 
 
+# -- container ownership ----------------------------------------------------------------------
+
+
+def process_start(pid: int) -> str | None:
+    """The start time of `pid` in clock ticks since boot (/proc), None where it cannot be read.
+
+    With the pid it names one process for good: a pid reused by a later process starts later.
+    """
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text(errors="replace")
+    except OSError:
+        return None
+    fields = stat_line.rpartition(")")[2].split()  # the command name may hold spaces and ')'
+    return fields[19] if len(fields) > 19 else None  # field 22 of proc(5); state is field 3
+
+
+def process_alive(pid: int, started: str | None = None) -> bool:
+    """Whether the process `pid` (started at `started`, when known) still runs on this host.
+
+    Errs towards alive: a pid that exists but cannot be signalled, or whose start time cannot be
+    read, counts as alive, so a doubtful container is never removed.
+    """
+    if pid <= 0:
+        return True  # not a pid we wrote; leave it alone
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by someone else
+    if started is None:
+        return True
+    now = process_start(pid)
+    if now is None:
+        return not Path("/proc/self/stat").exists()  # no /proc at all: cannot tell, so alive
+    # A pid that exists but started at another time is a later process reusing the number.
+    return now == started
+
+
 # -- the runtime ------------------------------------------------------------------------------
 
 
@@ -352,6 +400,7 @@ class Runtime:
     limits: Limits = field(default_factory=Limits)
     python: str = "python3"
     user: str | None = None  # "uid:gid" inside the container; default: the caller's (owns outputs)
+    owner: str | None = None  # run or session id put on every container (see reap_stale)
 
     @classmethod
     def from_env(cls, docker_host: str | None = None, **kwargs: Any) -> Runtime:
@@ -434,6 +483,69 @@ class Runtime:
             return {"device_requests": [DeviceRequest(count=-1, capabilities=[["gpu"]])]}
         raise ContainerError(f"unknown gpu mode {gpu!r}; choose one of {', '.join(GPU_MODES)}")
 
+    # -- ownership ------------------------------------------------------------------------
+
+    def container_labels(self, kind: str) -> dict[str, str]:
+        """Labels of a container this process creates for `kind` (engine | extract)."""
+        pid = os.getpid()
+        labels = {
+            RUN_LABEL: "1",
+            KIND_LABEL: kind,
+            HOST_LABEL: socket.gethostname(),
+            PID_LABEL: str(pid),
+        }
+        started = process_start(pid)
+        if started is not None:
+            labels[PID_START_LABEL] = started
+        if self.owner:
+            labels[OWNER_LABEL] = self.owner
+        return labels
+
+    def reap_stale(self, owner: str) -> list[str]:
+        """Remove the containers of `owner` whose creating process is gone; returns their ids.
+
+        Only containers labelled with this owner and created on this host are looked at, and one
+        is removed only when its creating pid no longer runs (or now names a later process): the
+        containers of a live process (another shard of the same run, say) and of other owners are
+        never touched. Meant for the start of a run, to clean up after a killed one.
+        """
+        import docker.errors
+        import requests
+
+        if not owner:
+            raise ContainerError("reap_stale needs an owner (a run or session id)")
+        host = socket.gethostname()
+        filters = {"label": [f"{OWNER_LABEL}={owner}", f"{HOST_LABEL}={host}"]}
+        try:
+            containers = self.client.containers.list(all=True, filters=filters)
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            raise ContainerError(
+                f"cannot list containers of {owner}: {_one_line(str(exc), 200)}"
+            ) from None
+        removed = []
+        for container in containers:
+            labels = container.labels or {}
+            # The filter matched already; check again so a lying listing removes nothing.
+            if labels.get(OWNER_LABEL) != owner or labels.get(HOST_LABEL) != host:
+                continue
+            try:
+                pid = int(labels.get(PID_LABEL, ""))
+            except ValueError:
+                continue  # no pid: not ours to judge
+            if process_alive(pid, labels.get(PID_START_LABEL)):
+                continue
+            try:
+                container.remove(force=True)
+            except docker.errors.NotFound:
+                continue  # removed meanwhile (its own client, or another reaper)
+            except docker.errors.APIError as exc:
+                raise ContainerError(
+                    f"cannot remove stale container {container.short_id} of {owner}: "
+                    f"{_one_line(str(exc), 200)}"
+                ) from None
+            removed.append(str(container.id))
+        return removed
+
     # -- running --------------------------------------------------------------------------
 
     def run(
@@ -499,7 +611,7 @@ class Runtime:
             user=self.user or f"{os.getuid()}:{os.getgid()}",
             ipc_mode="private",
             log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
-            labels={"org.relpipe.run": "1"},
+            labels=self.container_labels("engine"),
         )
         options.update(self._gpu_options(gpu))
         start = time.monotonic()
@@ -627,7 +739,13 @@ class Runtime:
         root = PurePosixPath(path_in_image).name
         failure = f"cannot copy {path_in_image} out of {image}"
         # Created, never started: nothing in the image runs to produce the copy.
-        with self._container(failure, image=image, command=["true"], network_mode="none") as box:
+        with self._container(
+            failure,
+            image=image,
+            command=["true"],
+            network_mode="none",
+            labels=self.container_labels("extract"),
+        ) as box:
             try:
                 chunks, _stat = box.get_archive(path_in_image)
             except docker.errors.NotFound:

@@ -82,7 +82,7 @@ def execute(
         rich=False if quiet else None,
     ) as progress:
         runner = StageRunner(record, offline=offline, on_event=None if quiet else progress)
-        outputs = run_units(plan, runner, engine or Engine(), shard)
+        outputs = run_units(plan, runner, engine or Engine(owner=plan.run_id), shard)
     if shard is not None:
         return RunResult(plan, record, None, None, {}, tuple(runner.ran), tuple(runner.hits))
     outcome = assemble(plan, outputs)

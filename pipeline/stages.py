@@ -432,13 +432,22 @@ class Engine:
     """Runs the engine payload in containers and diffs engine repositories (the I/O of the stages)."""
 
     _runtime: Any = field(default=None, repr=False)
+    owner: str | None = None  # the run id: labels its containers; a killed run's are reaped
 
     @property
     def runtime(self) -> Any:
+        """The container runtime, made on first use (a run served from its cache needs no docker).
+
+        With an owner, containers of that run left by a killed process (SIGKILL, a lost runner)
+        are removed first; those of live processes (other shards) and other runs are kept.
+        """
         if self._runtime is None:
             from images.runtime import Runtime
 
-            self._runtime = Runtime.from_env()
+            runtime = Runtime.from_env(owner=self.owner)
+            if self.owner:
+                runtime.reap_stale(self.owner)
+            self._runtime = runtime
         return self._runtime
 
     def pull(self, ref: str) -> Mapping[str, Any]:

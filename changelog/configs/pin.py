@@ -16,8 +16,9 @@ from typing import Any
 
 import yaml
 
+from changelog.configs.load import MAX_MASTER_BYTES
 from changelog.errors import ChangelogError
-from changelog.files import write_atomic
+from changelog.files import read_capped, write_atomic
 
 # libyaml when present: the same marks (character offsets), ten times faster on a master config.
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -105,9 +106,12 @@ def _verify(before: Any, new_text: str, key: str, new_image: str, path: str) -> 
 
 
 def pin_image(path: str | os.PathLike[str], key: str, new_image: str) -> PinResult:
-    """Edit the file in place (atomic rename); returns what changed. Bytes outside the value are kept."""
+    """Edit the file in place (atomic rename); returns what changed. Bytes outside the value are kept.
+
+    An unreadable or unwritable file is a one-line `ChangelogError` (exit 2), never an OSError.
+    """
     p = Path(path)
-    raw = p.read_bytes()
+    raw = read_capped(p, MAX_MASTER_BYTES, "master config", "check --config")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -117,5 +121,10 @@ def pin_image(path: str | os.PathLike[str], key: str, new_image: str) -> PinResu
         raise ConfigPinError(f"{p}: contains carriage returns; convert to LF line endings first")
     new_text, result = edit_image(text, key, new_image, str(p))
     if result.changed:
-        write_atomic(p, new_text.encode("utf-8"))
+        try:
+            write_atomic(p, new_text.encode("utf-8"))
+        except OSError as exc:
+            raise ChangelogError(
+                f"cannot write master config {p}: {exc.strerror}; check permissions and disk space"
+            ) from exc
     return result

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 from changelog.configs.pin import ConfigPinError, edit_image, pin_image
+from changelog.errors import ChangelogError
 
 NEW = "rocm/atom-dev:nightly_202610070333"
 DIGEST = "sha256:2f605a3e" + "0" * 56
@@ -75,3 +78,31 @@ def test_crlf_file_is_refused_and_untouched(tmp_path: Path) -> None:
     with pytest.raises(ConfigPinError, match="carriage returns"):
         pin_image(path, "a", "y")
     assert path.read_bytes() == b"a:\r\n  image: x\r\n"
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory"])
+def test_unreadable_file_is_one_line_error(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "m.yaml"
+    if kind == "directory":
+        path.mkdir()
+    with pytest.raises(ChangelogError) as info:
+        pin_image(path, "a", "y")
+    message = str(info.value)
+    assert message.startswith(f"cannot read master config {path}: ") and "\n" not in message
+    assert info.value.exit_code == 2
+    assert not isinstance(info.value, OSError)
+
+
+def test_failed_write_is_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import changelog.configs.pin as pin_module
+
+    def full_disk(path: Path, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    # As root a read-only folder is still writable, so the failure is injected at the write.
+    monkeypatch.setattr(pin_module, "write_atomic", full_disk)
+    path = tmp_path / "m.yaml"
+    path.write_bytes(b"a:\n  image: x\n")
+    with pytest.raises(ChangelogError, match=r"^cannot write master config .*m\.yaml: No space"):
+        pin_image(path, "a", "y")
+    assert path.read_bytes() == b"a:\n  image: x\n"

@@ -189,11 +189,14 @@ def test_aiter_repository_with_its_rules(fixture: Fixture) -> None:
 def test_image_repository_through_dockerd(
     registry: str,
     docker_host: str,
+    fixture_cache: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("DOCKER_HOST", docker_host)
-    images = build.build_fixtures(registry, "relpipe-precision-test/atom-dev", count=4)
+    images = build.build_fixtures(
+        registry, "relpipe-precision-test/atom-dev", count=4, cache_dir=fixture_cache
+    )
     old, new = images[1], images[2]
     code = diff_cmd.main(
         [old.engine_version, new.engine_version, "--repo", f"image:{new.reference}", "--json"]

@@ -49,6 +49,7 @@ class Env:
     repo: Path
     state: Path
     nightlies: list[FixtureImage]
+    fixture_cache: Path  # the session's layer cache (tests/conftest.py), shared by xdist workers
 
     @property
     def newest(self) -> str:
@@ -65,6 +66,18 @@ class Env:
             text=True,
             timeout=timeout,
         )
+
+
+def _containers_of(docker_host: str, run_id: str) -> list[str]:
+    """Ids of the containers labelled with the run id as their owner."""
+    import docker
+
+    client = docker.DockerClient(base_url=docker_host)
+    try:
+        owned = client.containers.list(all=True, filters={"label": f"org.relpipe.owner={run_id}"})
+        return sorted(str(c.id) for c in owned)
+    finally:
+        client.close()
 
 
 def _remove_containers(docker_host: str, tmp_root: Path) -> None:
@@ -87,8 +100,13 @@ def _remove_containers(docker_host: str, tmp_root: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def env(registry: str, docker_host: str, tmp_path_factory: pytest.TempPathFactory) -> Env:
-    nightlies = build_fixtures(registry, REPOSITORY, 4, "good")
+def env(
+    registry: str,
+    docker_host: str,
+    fixture_cache: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Env:
+    nightlies = build_fixtures(registry, REPOSITORY, 4, "good", cache_dir=fixture_cache)
     base = tmp_path_factory.mktemp("pipeline")
     variables = dict(
         os.environ,
@@ -101,7 +119,7 @@ def env(registry: str, docker_host: str, tmp_path_factory: pytest.TempPathFactor
     (base / "tmp").mkdir()
     variables["TMPDIR"] = str(base / "tmp")
     repo = prepare_workdir(EXAMPLE, base / "repo", registry, REPOSITORY)
-    return Env(registry, variables, repo, base / "state", nightlies)
+    return Env(registry, variables, repo, base / "state", nightlies, fixture_cache)
 
 
 def _events(run_dir: Path) -> list[dict[str, Any]]:
@@ -115,6 +133,8 @@ class Qualified:
     report: dict[str, Any]
     resumed: list[dict[str, Any]]  # events of the resumed run
     output: str
+    orphans: list[str]  # containers the killed attempt left behind
+    left: list[str]  # those of them still there after the resumed run
 
 
 @pytest.fixture(scope="module")
@@ -144,19 +164,24 @@ def qualified(env: Env, docker_host: str) -> Iterator[Qualified]:
         time.sleep(2)  # well inside the eval: its container is running
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        # The killed client could not remove its container: the resumed run must reap it.
+        orphans = _containers_of(docker_host, run_dir.name)
+        before = len(_events(run_dir))
+        done = env.relpipe(*args)
+        left = [c for c in _containers_of(docker_host, run_dir.name) if c in orphans]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-        _remove_containers(docker_host, Path(env.vars["TMPDIR"]))
-    before = len(_events(run_dir))
-    done = env.relpipe(*args)
+        _remove_containers(docker_host, Path(env.vars["TMPDIR"]))  # whatever happened above
     assert done.returncode == 0, done.stdout + done.stderr
     yield Qualified(
         run_dir,
         json.loads((run_dir / "report.json").read_text()),
         _events(run_dir)[before:],
         done.stdout,
+        orphans,
+        left,
     )
 
 
@@ -188,6 +213,8 @@ def test_good_nightly_warns_on_the_precision_commit_and_resumes_after_a_kill(
     assert {("pull", "cached"), ("probe", "cached"), ("smoke", "cached"), ("eval", "done")} <= what
     assert ("smoke", "start") not in what and ("probe", "start") not in what
     assert "verdict: WARN" in qualified.output
+    # The killed attempt's eval container (labelled with the run id) was reaped by the resume.
+    assert qualified.orphans and qualified.left == []
 
 
 def test_requalifying_the_same_digest_is_a_cache_hit(env: Env, qualified: Qualified) -> None:
@@ -413,7 +440,7 @@ def test_gsm8k_runs_inside_the_image_and_fails_closed_below_threshold(
 @pytest.mark.parametrize("variant,check", [("broken", "C3"), ("hang", "C3")])
 def test_bad_nightly_fails_closed_and_release_refuses(env: Env, variant: str, check: str) -> None:
     repository = f"relpipe-test-pipeline/atom-{variant}"
-    bad = build_fixtures(env.registry, repository, 4, variant)[-1]
+    bad = build_fixtures(env.registry, repository, 4, variant, cache_dir=env.fixture_cache)[-1]
     timeout = "20" if variant == "hang" else "180"
     quick = [*QUICK[:-1], timeout]
     result = env.relpipe(
