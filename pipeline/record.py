@@ -16,6 +16,7 @@ either no result or a whole one.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -38,13 +39,30 @@ _MAX_RECORD_FILE = 32 * 1024 * 1024
 JSON = Any
 
 
+@functools.cache
 def relpipe_version() -> str:
+    """The installed version plus a fingerprint of the source, an input of every stage key.
+
+    The fingerprint makes a cached stage result stale when the code that produced it changes
+    without a version bump (editable installs, local patches), instead of serving old logic.
+    """
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("relpipe")
+        base = version("relpipe")
     except PackageNotFoundError:  # running from a source tree that is not installed
-        return "0+unknown"
+        base = "0+unknown"
+    return f"{base}+src.{_source_fingerprint()}"
+
+
+def _source_fingerprint() -> str:
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for package in ("pipeline", "validate", "changelog", "images", "engine"):
+        for path in sorted((root / package).rglob("*")):
+            if path.suffix in (".py", ".yaml", ".json") and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def canonical_json(obj: JSON) -> bytes:
