@@ -517,16 +517,19 @@ class Runtime:
         host = socket.gethostname()
         filters = {"label": [f"{OWNER_LABEL}={owner}", f"{HOST_LABEL}={host}"]}
         try:
-            containers = self.client.containers.list(all=True, filters=filters)
+            # The low-level listing carries the labels itself: the high-level list inspects
+            # each container afterwards and fails on one removed in between by its own client.
+            listed = self.client.api.containers(all=True, filters=filters)
         except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
             raise ContainerError(
                 f"cannot list containers of {owner}: {_one_line(str(exc), 200)}"
             ) from None
         removed = []
-        for container in containers:
-            labels = container.labels or {}
+        for entry in listed:
+            labels = entry.get("Labels") or {}
+            cid = str(entry.get("Id", ""))
             # The filter matched already; check again so a lying listing removes nothing.
-            if labels.get(OWNER_LABEL) != owner or labels.get(HOST_LABEL) != host:
+            if not cid or labels.get(OWNER_LABEL) != owner or labels.get(HOST_LABEL) != host:
                 continue
             try:
                 pid = int(labels.get(PID_LABEL, ""))
@@ -535,15 +538,15 @@ class Runtime:
             if process_alive(pid, labels.get(PID_START_LABEL)):
                 continue
             try:
-                container.remove(force=True)
+                self.client.api.remove_container(cid, force=True)
             except docker.errors.NotFound:
                 continue  # removed meanwhile (its own client, or another reaper)
             except docker.errors.APIError as exc:
                 raise ContainerError(
-                    f"cannot remove stale container {container.short_id} of {owner}: "
+                    f"cannot remove stale container {cid[:12]} of {owner}: "
                     f"{_one_line(str(exc), 200)}"
                 ) from None
-            removed.append(str(container.id))
+            removed.append(cid)
         return removed
 
     # -- running --------------------------------------------------------------------------

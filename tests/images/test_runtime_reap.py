@@ -57,7 +57,10 @@ def runtime(docker_host: str) -> Iterator[Runtime]:
 
 def _owned(runtime: Runtime, owner: str) -> list[Any]:
     return list(
-        runtime.client.containers.list(all=True, filters={"label": f"{OWNER_LABEL}={owner}"})
+        # sparse: no per-container inspect, which races with containers removed meanwhile
+        runtime.client.containers.list(
+            all=True, filters={"label": f"{OWNER_LABEL}={owner}"}, sparse=True
+        )
     )
 
 
@@ -77,7 +80,8 @@ def _spawn(
             found = [
                 c
                 for c in _owned(probe, owner)
-                if c.labels.get(PID_LABEL) == str(child.pid) and c.status == "running"
+                if (c.attrs.get("Labels") or {}).get(PID_LABEL) == str(child.pid)
+                and c.status == "running"
             ]
             if found:
                 return child, str(found[0].id)

@@ -8,6 +8,7 @@ short prompts, one eval batch) because the Triton kernels run in the CPU interpr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -74,7 +75,9 @@ def _containers_of(docker_host: str, run_id: str) -> list[str]:
 
     client = docker.DockerClient(base_url=docker_host)
     try:
-        owned = client.containers.list(all=True, filters={"label": f"org.relpipe.owner={run_id}"})
+        owned = client.containers.list(
+            all=True, filters={"label": f"org.relpipe.owner={run_id}"}, sparse=True
+        )
         return sorted(str(c.id) for c in owned)
     finally:
         client.close()
@@ -91,10 +94,15 @@ def _remove_containers(docker_host: str, tmp_root: Path) -> None:
     root = str(tmp_root.resolve()) + os.sep
     client = docker.DockerClient(base_url=docker_host)
     try:
-        for container in client.containers.list(all=True, filters={"label": "org.relpipe.run=1"}):
+        # sparse: the listing's own Mounts, no per-container inspect racing with removals
+        listed = client.containers.list(
+            all=True, filters={"label": "org.relpipe.run=1"}, sparse=True
+        )
+        for container in listed:
             sources = [str(m.get("Source", "")) for m in container.attrs.get("Mounts") or []]
             if any(source.startswith(root) for source in sources):
-                container.remove(force=True)
+                with contextlib.suppress(docker.errors.NotFound):
+                    container.remove(force=True)
     finally:
         client.close()
 
