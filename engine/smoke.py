@@ -16,6 +16,7 @@ from typing import Any
 
 from engine import options, result, watchdog
 from engine.errors import EngineError
+from engine.inputs import read_capped
 
 # Max |logit difference| allowed on identical inputs, per KV cache dtype (both paths quantise
 # the cache identically, so the remaining difference is fp32 summation order plus rare
@@ -87,13 +88,7 @@ def work(args: argparse.Namespace) -> int:
 
 
 def _golden(path: str) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_GOLDEN_BYTES + 1)
-    except OSError as exc:
-        raise EngineError(f"golden file {path}: cannot read it ({exc.strerror})") from exc
-    if len(raw) > MAX_GOLDEN_BYTES:
-        raise EngineError(f"golden file {path}: larger than {MAX_GOLDEN_BYTES} bytes")
+    raw = read_capped(path, MAX_GOLDEN_BYTES, "golden file")
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from engine.errors import EngineError
+from engine.inputs import read_capped
 
 MAX_BYTES = 1 << 20
 _KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
@@ -131,13 +132,7 @@ def parse_json(text: str, path: str = "<thresholds>") -> Thresholds:
 
 def load(path: str) -> Thresholds:
     """Read a thresholds file (YAML subset or JSON), capped at MAX_BYTES."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise EngineError(f"thresholds file {path}: cannot read it ({exc.strerror})") from exc
-    if len(raw) > MAX_BYTES:
-        raise EngineError(f"thresholds file {path}: larger than {MAX_BYTES} bytes")
+    raw = read_capped(path, MAX_BYTES, "thresholds file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
