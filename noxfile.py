@@ -23,7 +23,7 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.default_venv_backend = "venv"
 
 ROOT = Path(__file__).parent
-PACKAGES = ["pipeline", "changelog", "images", "engine", "validate"]
+LAYERS = ["core", "pipeline", "changelog", "images", "engine", "validate"]
 PYTHON = "3.11"
 DEMO_STATE = Path(os.environ.get("RELPIPE_DEMO_STATE", Path.home() / ".cache" / "relpipe" / "demo"))
 
@@ -52,7 +52,7 @@ def _with_services(
     state_dir: Path | None = None,
     success_codes: list[int] | None = None,
 ) -> None:
-    args = ["python", "-m", "images.services", "run"]
+    args = ["python", "-m", "relpipe.images.services", "run"]
     if state_dir is not None:
         args += ["--state-dir", str(state_dir)]
     session.run(*args, "--", *cmd, env=_env(), success_codes=success_codes or [0])
@@ -71,7 +71,20 @@ def lint(session: nox.Session) -> None:
     session.install("-e", ".[all]", "ruff>=0.6", "mypy>=1.10", "types-PyYAML")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
-    session.run("mypy", *PACKAGES)
+    # mypy reads the layers under their installed names: a relpipe/ folder of links to them.
+    stage = Path(session.create_tmp()) / "typecheck"
+    shutil.rmtree(stage, ignore_errors=True)
+    (stage / "relpipe").mkdir(parents=True)
+    for layer in LAYERS:
+        (stage / "relpipe" / layer).symlink_to(ROOT / layer, target_is_directory=True)
+    session.run(
+        "mypy",
+        "--config-file",
+        str(ROOT / "pyproject.toml"),
+        "-p",
+        "relpipe",
+        env={"MYPYPATH": str(stage)},
+    )
 
 
 @nox.session(python=PYTHON)
@@ -90,7 +103,7 @@ def demo(session: nox.Session) -> None:
         session,
         "python",
         "-m",
-        "pipeline.demo",
+        "relpipe.pipeline.demo",
         *session.posargs,
         state_dir=DEMO_STATE / "services",
     )

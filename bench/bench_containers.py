@@ -1,7 +1,7 @@
 """Container costs: the probe in a fixture image vs on the host, and building + pushing a nightly.
 
 Both sides of each ratio are measured in this run against the same loopback registry and dockerd.
-Probe: `python -m engine probe` as a whole process on the host (`sys.executable`) vs
+Probe: `python -m relpipe.engine probe` as a whole process on the host (`sys.executable`) vs
 `Runtime.run_engine(..., "probe")` (container create, start, wait, logs, remove, result check;
 the image already pulled), best of three each. Build: one nightly from an empty layer cache
 (base layer included) into a new repository, then the same build again (a cache hit: nothing
@@ -23,10 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from relpipe.images import services  # noqa: E402
+from relpipe.images.build import FixtureBuilder  # noqa: E402
+from relpipe.images.runtime import Runtime  # noqa: E402
+
 from bench.timing import best  # noqa: E402
-from images import services  # noqa: E402
-from images.build import FixtureBuilder  # noqa: E402
-from images.runtime import Runtime  # noqa: E402
 
 REPEAT = 3
 
@@ -83,7 +84,7 @@ def main() -> list[str]:
 
         def on_host() -> None:
             subprocess.run(
-                [sys.executable, "-m", "engine", "probe", "--out", str(out / "host.json")],
+                [sys.executable, "-m", "relpipe.engine", "probe", "--out", str(out / "host.json")],
                 env=env,
                 cwd=ROOT,
                 check=False,

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from changelog.entries import Entry, render  # noqa: E402
+from relpipe.changelog.entries import Entry, render  # noqa: E402
 
 CORPUS = Path(os.environ.get("RELPIPE_CORPUS", ROOT.parent / "shared" / "data" / "inferencex"))
 REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
@@ -68,7 +68,11 @@ def _time(cmd: list[str], cwd: Path, expect: int = 0) -> tuple[float, float, flo
 
 def _hook() -> list[str]:
     script = Path(sys.executable).parent / "validate_perf_changelog"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "validate.perf_changelog"]
+    return (
+        [str(script)]
+        if script.exists()
+        else [sys.executable, "-m", "relpipe.validate.perf_changelog"]
+    )
 
 
 def _repo(tmp: Path, name: str, base: bytes, appended: Entry, masters: bool) -> Path:

@@ -1,6 +1,6 @@
 """Qualification of an already-qualified digest: a cache hit in under 5 s (DESIGN.md, Performance).
 
-Measured as whole `relpipe qualify` processes (`sys.executable -m pipeline`) on the example
+Measured as whole `relpipe qualify` processes (`sys.executable -m relpipe.pipeline`) on the example
 benchmark repository against a fixture nightly in the loopback registry (its layers cached under
 .relpipe/bench/fixtures in the checkout, not in ~/.cache/relpipe): the cold run (every
 stage in containers) is the reference, then three re-runs of the same digest (cache hits: two
@@ -42,7 +42,7 @@ QUICK = [
 
 def _timed(args: list[str], cwd: Path, env: dict[str, str]) -> float:
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=cwd, env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "relpipe.pipeline", *args], cwd=cwd, env=env, capture_output=True,
                           text=True)  # fmt: skip
     elapsed = time.perf_counter() - t0
     if proc.returncode not in (0, 1):
@@ -53,8 +53,8 @@ def _timed(args: list[str], cwd: Path, env: dict[str, str]) -> float:
 
 
 def main() -> list[str]:
-    from images.build import build_fixtures
-    from pipeline.demo import EXAMPLE, prepare_workdir
+    from relpipe.images.build import build_fixtures
+    from relpipe.pipeline.demo import EXAMPLE, prepare_workdir
 
     registry = os.environ.get("RELPIPE_REGISTRY")
     if not registry or not os.environ.get("DOCKER_HOST"):

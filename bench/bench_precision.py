@@ -4,7 +4,7 @@ The repository (about 1,000 files in ATOM's layout, 1,000 squash commits with PR
 generated with one `git fast-import` run. Measured in the same run:
   - a 15-commit nightly pair: `validate.precision.diff` in-process vs the raw git it cannot avoid
     (`git diff --raw -M` + `git log --raw -M`, run sequentially); target within 2x;
-  - a 600-file release pair as a whole process (`python -m pipeline.cli diff ... --json`);
+  - a 600-file release pair as a whole process (`python -m relpipe.pipeline.cli diff ... --json`);
     target under 1 s. Interpreter start-up alone is reported as a reference.
 Wall times are the best of several runs (as `timeit` does), CPU times medians. The child interpreters may write bytecode (as an installed package has it)
 even where the environment sets PYTHONDONTWRITEBYTECODE.
@@ -27,8 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from relpipe.validate import precision  # noqa: E402
+
 from bench.timing import best  # noqa: E402
-from validate import precision  # noqa: E402
 
 FILES = 1000
 COMMITS = 1000
@@ -177,7 +178,7 @@ def main() -> list[str]:
 
         rel_old = f"HEAD~{RELEASE_COMMITS}"
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        cmd = [sys.executable, "-m", "pipeline.cli", "diff", rel_old, "HEAD", "--repo", str(repo),
+        cmd = [sys.executable, "-m", "relpipe.pipeline.cli", "diff", rel_old, "HEAD", "--repo", str(repo),
                "--json"]  # fmt: skip
 
         def whole() -> bytes:

@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from images import services  # noqa: E402
-from images.manifest import DOCKER_CONFIG, DOCKER_MANIFEST, Descriptor, render_manifest  # noqa: E402
-from images.registry import RegistryClient  # noqa: E402
+from relpipe.images import services  # noqa: E402
+from relpipe.images.manifest import DOCKER_CONFIG, DOCKER_MANIFEST, Descriptor, render_manifest  # noqa: E402
+from relpipe.images.registry import RegistryClient  # noqa: E402
 
 TAGS = 20
 TARGET = 0.3
@@ -83,7 +83,7 @@ def _measure(registry: str) -> list[str]:
     for _ in range(ROUNDS):
         t0, c0 = time.perf_counter(), _child_cpu()
         out = subprocess.run(
-            [sys.executable, "-m", "pipeline", "images", "resolve", *refs, "--json"],
+            [sys.executable, "-m", "relpipe.pipeline", "images", "resolve", *refs, "--json"],
             check=True,
             capture_output=True,
             text=True,

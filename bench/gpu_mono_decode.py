@@ -49,7 +49,7 @@ def setup(tiny: bool) -> str:
 
 
 def model_config(tiny: bool):  # type: ignore[no-untyped-def]
-    from engine.model import TINY, ModelConfig
+    from relpipe.engine.model import TINY, ModelConfig
 
     if tiny:
         return TINY
@@ -67,7 +67,7 @@ def _prompts(batch: int, length: int, vocab: int) -> list[list[int]]:
 
 def check_parity(weights, device: str, length: int, new: int) -> list[str]:  # type: ignore[no-untyped-def]
     """Greedy tokens and logits of mono vs reference for each KV dtype; returns failures."""
-    from engine.decode import greedy, make_decoder
+    from relpipe.engine.decode import greedy, make_decoder
 
     failures = []
     prompts = _prompts(2, length, weights.config.vocab)
@@ -88,8 +88,7 @@ def check_parity(weights, device: str, length: int, new: int) -> list[str]:  # t
 def throughput(weights, device: str, path: str, batch: int, length: int, new: int) -> float:  # type: ignore[no-untyped-def]
     """Decode steps x sequences per second for one path and batch (after a warm-up)."""
     import torch
-
-    from engine.decode import greedy, make_decoder
+    from relpipe.engine.decode import greedy, make_decoder
 
     decoder = make_decoder(path, weights, "fp32", device)
     prompts = _prompts(batch, length, weights.config.vocab)
@@ -110,7 +109,7 @@ def measure(
     new: int | None = None,
 ) -> tuple[str, list[Row], list[str]]:
     """(device, rows, parity failures) for the chosen size."""
-    from engine.model import init_weights
+    from relpipe.engine.model import init_weights
 
     device = setup(tiny)
     weights = init_weights(model_config(tiny), seed=0).to(device)

@@ -1,6 +1,6 @@
 """Appending one entry to perf-changelog.yaml: locked, re-validated, atomic.
 
-The write is crash-safe (`changelog.files.write_atomic`: temp file, fsync, one rename, folder
+The write is crash-safe (`core.files.write_atomic`: temp file, fsync, one rename, folder
 fsync), so a crash at any instant leaves the old file or the old file plus the whole entry. Concurrent appenders serialise on an
 advisory lock taken on the directory (the file itself is replaced by the rename, so a lock on
 its inode would not exclude a process that opened the new one). Before the rename the new
@@ -10,13 +10,11 @@ appended part parses, clean, to exactly the entry that was rendered.
 
 from __future__ import annotations
 
-import fcntl
-import os
 from pathlib import Path
 
-from changelog.entries import Entry, parse_appended, render
-from changelog.errors import ChangelogError
-from changelog.files import temp_glob, write_atomic
+from relpipe.changelog.entries import Entry, parse_appended, render
+from relpipe.changelog.errors import ChangelogError
+from relpipe.core.files import file_lock, temp_glob, write_atomic
 
 
 def _new_bytes(path: Path, old: bytes, entry: Entry) -> bytes:
@@ -39,27 +37,19 @@ def append(path: Path, entry: Entry) -> bytes:
     """Append `entry` to the changelog at `path` (created if absent); return the new file bytes."""
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
-    try:
-        lock_fd = os.open(directory, os.O_RDONLY)
-    except OSError as exc:
-        raise ChangelogError(
-            f"cannot open {directory} to lock it: {exc.strerror}; check the path"
-        ) from exc
-    try:
-        fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        # Leftovers of appenders killed mid-write: nobody else writes while we hold the lock.
-        for stale in directory.glob(temp_glob(path)):
-            stale.unlink(missing_ok=True)
+    with file_lock(directory, what="changelog folder lock", error=ChangelogError):
         try:
-            old = path.read_bytes()
-        except FileNotFoundError:
-            old = b""
-        new = _new_bytes(path, old, entry)
-        write_atomic(path, new)
-        return new
-    except OSError as exc:
-        raise ChangelogError(
-            f"cannot append to {path}: {exc.strerror}; check permissions and disk space"
-        ) from exc
-    finally:
-        os.close(lock_fd)  # closing the descriptor releases the lock
+            # Leftovers of appenders killed mid-write: nobody else writes while we hold the lock.
+            for stale in directory.glob(temp_glob(path)):
+                stale.unlink(missing_ok=True)
+            try:
+                old = path.read_bytes()
+            except FileNotFoundError:
+                old = b""
+            new = _new_bytes(path, old, entry)
+            write_atomic(path, new)
+            return new
+        except OSError as exc:
+            raise ChangelogError(
+                f"cannot append to {path}: {exc.strerror}; check permissions and disk space"
+            ) from exc

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
 
-from changelog.errors import ChangelogError
+from relpipe.changelog.errors import ChangelogError
 
 if False:  # for type checkers only (typing.TYPE_CHECKING without importing typing, ~7 ms)
     import yaml

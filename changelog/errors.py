@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from relpipe.core.errors import RelpipeError
 
-class ChangelogError(Exception):
+
+class ChangelogError(RelpipeError):
     """`str(err)` is one line: what was wrong and what to do. exit_code: 1 checked, 2 usage/env."""
-
-    exit_code: int = 2

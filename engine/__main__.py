@@ -1,4 +1,4 @@
-"""`python -m engine probe|smoke|eval|serve ...`: dispatch to one module per command.
+"""`python -m relpipe.engine probe|smoke|eval|serve ...`: dispatch to one module per command.
 
 Nothing here imports torch or triton: `probe` must run in images that have neither, and the
 decode commands import them lazily with a one-line error when they are missing.
@@ -11,24 +11,30 @@ import sys
 from collections.abc import Sequence
 
 COMMANDS = {
-    "probe": ("engine.probe", "facts about the image: engine, AITER, ROCm, torch, triton, GPU"),
-    "smoke": ("engine.smoke", "watched mono-path greedy decode checked against the reference"),
-    "eval": ("engine.evals.cli", "eval suites: decode-parity, gsm8k"),
-    "serve": ("engine.serve", "OpenAI-compatible server for the reference model"),
+    "probe": (
+        "relpipe.engine.probe",
+        "facts about the image: engine, AITER, ROCm, torch, triton, GPU",
+    ),
+    "smoke": (
+        "relpipe.engine.smoke",
+        "watched mono-path greedy decode checked against the reference",
+    ),
+    "eval": ("relpipe.engine.evals.cli", "eval suites: decode-parity, gsm8k"),
+    "serve": ("relpipe.engine.serve", "OpenAI-compatible server for the reference model"),
 }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help") or args[0] not in COMMANDS:
-        lines = ["usage: python -m engine COMMAND [ARGS] [--out FILE]", ""]
+        lines = ["usage: python -m relpipe.engine COMMAND [ARGS] [--out FILE]", ""]
         lines += [f"  {name:6} {help_}" for name, (_, help_) in COMMANDS.items()]
         print(
             "\n".join(lines),
             file=sys.stdout if args and args[0] in ("-h", "--help") else sys.stderr,
         )
         return 0 if args and args[0] in ("-h", "--help") else 2
-    from engine.runtime import prepare_environment
+    from relpipe.engine.runtime import prepare_environment
 
     prepare_environment()
     module = importlib.import_module(COMMANDS[args[0]][0])

@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
-
-from engine.errors import EngineError
-from engine.kvcache import KVCache, storage_dtype
-from engine.model import ModelConfig, Weights, rope_tables
+from relpipe.engine.errors import EngineError
+from relpipe.engine.kvcache import KVCache, storage_dtype
+from relpipe.engine.model import ModelConfig, Weights, rope_tables
 
 Progress = Callable[[str], None]
 PATHS = ("reference", "mono")
@@ -145,7 +144,7 @@ class MonoDecoder(_Base):
         self, weights: Weights, kv_dtype: str, device: str, ops: Ops | None = None
     ) -> None:
         super().__init__(weights, kv_dtype, device)
-        from engine.kernels import launch
+        from relpipe.engine.kernels import launch
 
         self.ops = ops or Ops()
         self.launch = launch.GPU if device == "cuda" else launch.INTERPRETER
@@ -153,7 +152,7 @@ class MonoDecoder(_Base):
     def _norm_linear(
         self, x: torch.Tensor, norm_w: torch.Tensor, w: torch.Tensor, *, swiglu: bool = False
     ) -> torch.Tensor:
-        from engine.kernels.linear import linear
+        from relpipe.engine.kernels.linear import linear
 
         eps, B = self.config.eps, x.shape[0]
         if self.ops.rms_norm is not None:
@@ -167,9 +166,9 @@ class MonoDecoder(_Base):
         return linear(x, w, norm_weight=norm, eps=eps, swiglu=swiglu, launch=self.launch)
 
     def step(self, tokens: torch.Tensor, pos: int) -> torch.Tensor:
-        from engine.kernels.attention import decode_attention
-        from engine.kernels.linear import linear
-        from engine.kernels.rope import rope_kv_write
+        from relpipe.engine.kernels.attention import decode_attention
+        from relpipe.engine.kernels.linear import linear
+        from relpipe.engine.kernels.rope import rope_kv_write
 
         c, w, cache = self.config, self.weights, self._cache()
         x = w.embed[tokens].contiguous()

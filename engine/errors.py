@@ -1,4 +1,9 @@
-"""The one error type of `engine/`: raised when the engine payload could not run (bad arguments, missing model, unusable device)."""
+"""The one error type of `engine/`: raised when the engine payload could not run (bad arguments,
+missing model, unusable device).
+
+Not a subclass of `relpipe.core.errors.RelpipeError`: the payload runs inside foreign images and
+imports nothing of relpipe outside `relpipe.engine`. The host CLI catches it by name.
+"""
 
 from __future__ import annotations
 

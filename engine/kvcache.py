@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-
-from engine.errors import EngineError
+from relpipe.engine.errors import EngineError
 
 FP8_MAX = 448.0
 KV_DTYPES: dict[str, torch.dtype] = {

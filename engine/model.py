@@ -10,12 +10,13 @@ exercised too.
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 from dataclasses import dataclass
 
 import torch
-
-from engine.errors import EngineError
+from relpipe.engine.errors import EngineError
+from relpipe.engine.files import write_atomic
 
 VOCAB = 256
 MAX_WEIGHTS_BYTES = 2 << 30  # a weights file larger than this is refused before it is read
@@ -147,9 +148,9 @@ def save(weights: Weights, path: str) -> None:
         "config": dataclasses.asdict(weights.config),
         "tensors": {k: v.detach().cpu().contiguous() for k, v in weights.tensors().items()},
     }
-    tmp = f"{path}.tmp-{os.getpid()}"
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    write_atomic(path, buffer.getvalue())
 
 
 def load(path: str) -> Weights:

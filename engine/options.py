@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from engine.errors import EngineError
+from relpipe.engine.errors import EngineError
 
 if TYPE_CHECKING:
-    from engine.model import Weights
+    from relpipe.engine.model import Weights
 
 KV_DTYPE_NAMES = ("fp32", "bf16", "fp8")  # kv_cache_dtype values (engine/kvcache.py)
 OPS_MODES = ("auto", "engine", "atom")  # --ops: see engine/adapters/atom.py
@@ -30,7 +30,7 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
 
 
 def load_weights(args: argparse.Namespace) -> Weights:
-    from engine import model
+    from relpipe.engine import model
 
     if args.weights:
         return model.load(args.weights)
@@ -38,7 +38,7 @@ def load_weights(args: argparse.Namespace) -> Weights:
 
 
 def device(args: argparse.Namespace) -> str:
-    from engine.runtime import default_device, require_torch
+    from relpipe.engine.runtime import default_device, require_torch
 
     torch = require_torch()
     chosen = default_device() if args.device == "auto" else str(args.device)

@@ -1,4 +1,4 @@
-"""`python -m engine probe`: facts about the image, as JSON, without needing torch.
+"""`python -m relpipe.engine probe`: facts about the image, as JSON, without needing torch.
 
 Engine (ATOM) version from the installed distribution's metadata and commit from its source
 checkout (`git -C DIR rev-parse HEAD`, or by reading `.git/HEAD`, loose refs and packed-refs
@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from engine import result
+from relpipe.engine import result
 
 HEX = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?\Z")
 SCM_SHA = re.compile(r"\+g([0-9a-f]{7,40})(?:\.|\Z)")
@@ -265,7 +265,7 @@ def probe(args: argparse.Namespace) -> dict[str, Any]:
 
 def parser() -> argparse.ArgumentParser:
     env = os.environ.get
-    p = argparse.ArgumentParser(prog="python -m engine probe", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m relpipe.engine probe", description=__doc__)
     p.add_argument("--atom-dir", default=env("RELPIPE_ATOM_DIR", "/app/ATOM"))
     p.add_argument("--aiter-dir", default=env("RELPIPE_AITER_DIR", "/app/aiter-test"))
     p.add_argument(

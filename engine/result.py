@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -54,25 +52,15 @@ def write(doc: dict[str, Any], out: str | None) -> int:
 
 
 def write_file(doc: dict[str, Any], out: str) -> None:
-    """Write a JSON document atomically: temp file in the same directory, fsync, rename."""
-    text = dumps(doc)
-    directory = os.path.dirname(os.path.abspath(out))
-    fd, tmp = tempfile.mkstemp(prefix=".engine-", suffix=".json", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, out)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write a JSON document atomically (see `engine.files.write_atomic`)."""
+    from relpipe.engine.files import write_atomic
+
+    write_atomic(out, dumps(doc).encode("utf-8"))
 
 
 def guarded(command: str, out: str | None, body: Callable[[], dict[str, Any]]) -> int:
     """Run a command body and write its result; an EngineError becomes a one-line fail/error result."""
-    from engine.errors import EngineError
+    from relpipe.engine.errors import EngineError
 
     try:
         doc = body()

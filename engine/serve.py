@@ -1,4 +1,4 @@
-"""`python -m engine serve`: an OpenAI-compatible HTTP server for the reference model.
+"""`python -m relpipe.engine serve`: an OpenAI-compatible HTTP server for the reference model.
 
 Endpoints: GET /health, GET /v1/models, POST /v1/completions and POST /v1/chat/completions,
 plain or streaming (server-sent events). Decoding is greedy on one shared decoder, so requests
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from engine import options, result
-from engine.errors import EngineError
+from relpipe.engine import options, result
+from relpipe.engine.errors import EngineError
 
 MAX_BODY = 1 << 20
 STOP_LIMIT = 16
@@ -135,7 +135,7 @@ class Engine:
     """The model behind the server: one decoder, one decode at a time."""
 
     def __init__(self, weights: Any, path: str, kv_dtype: str, device: str, name: str) -> None:
-        from engine.decode import make_decoder
+        from relpipe.engine.decode import make_decoder
 
         self.decoder = make_decoder(path, weights, kv_dtype, device)
         self.max_seq = weights.config.max_seq
@@ -145,8 +145,8 @@ class Engine:
 
     def generate(self, req: Request, emit: Callable[[str], None]) -> tuple[str, str, int, int]:
         """Greedy completion; returns (text, finish_reason, prompt tokens, completion tokens)."""
-        from engine.decode import greedy
-        from engine.model import encode
+        from relpipe.engine.decode import greedy
+        from relpipe.engine.model import encode
 
         tokens = encode(req.prompt)
         budget = min(req.max_tokens, self.max_seq - len(tokens))
@@ -283,7 +283,7 @@ def make_handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m engine serve", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m relpipe.engine serve", description=__doc__)
     options.add_model_args(p)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port (printed on stdout)")
@@ -304,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def serve(args: argparse.Namespace) -> dict[str, Any]:
-    from engine.runtime import require_torch
+    from relpipe.engine.runtime import require_torch
 
     require_torch()
     engine = Engine(

@@ -1,4 +1,4 @@
-"""`python -m engine smoke`: a watched greedy decode on the mono path, checked against the reference.
+"""`python -m relpipe.engine smoke`: a watched greedy decode on the mono path, checked against the reference.
 
 The parent process only supervises (watchdog.py); the worker decodes the fixed prompts on the
 reference path and on the mono path (with the image's ops when present), then checks: the first
@@ -14,9 +14,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from engine import options, result, watchdog
-from engine.errors import EngineError
-from engine.inputs import read_capped
+from relpipe.engine import options, result, watchdog
+from relpipe.engine.errors import EngineError
+from relpipe.engine.files import read_capped
 
 # Max |logit difference| allowed on identical inputs, per KV cache dtype (both paths quantise
 # the cache identically, so the remaining difference is fp32 summation order plus rare
@@ -32,7 +32,7 @@ class CheckFailed(EngineError):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m engine smoke", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m relpipe.engine smoke", description=__doc__)
     options.add_model_args(p)
     p.add_argument(
         "--prompts", type=options.prompt_count, default=4, help="batch size (fixed prompts)"
@@ -116,12 +116,12 @@ def first_divergence(a: Sequence[int], b: Sequence[int]) -> int:
 
 def run(args: argparse.Namespace, reporter: watchdog.Reporter) -> dict[str, Any]:
     reporter.progress("import torch")
-    from engine.runtime import require_triton
+    from relpipe.engine.runtime import require_triton
 
     require_triton()
-    from engine import model
-    from engine.adapters.atom import load_ops
-    from engine.decode import greedy, make_decoder
+    from relpipe.engine import model
+    from relpipe.engine.adapters.atom import load_ops
+    from relpipe.engine.decode import greedy, make_decoder
 
     reporter.progress("load model")
     weights = options.load_weights(args)

@@ -1,6 +1,6 @@
 """Run a command's work in a child process and kill it when it overruns its time.
 
-The parent re-executes `python -m engine <command> ... --worker`; the worker reports each step
+The parent re-executes `python -m relpipe.engine <command> ... --worker`; the worker reports each step
 it enters and finally its result as marked JSON lines on stdout. A child that does not finish in
 time (a kernel that spins for ever, a compiler that never returns) is killed with its whole
 process group, and the verdict is FAIL naming the last step it entered. A child that dies
@@ -44,18 +44,20 @@ class Reporter:
         self.stream.flush()
 
 
-def _engine_root() -> str:
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+def _engine_root() -> str | None:
+    """The folder holding `relpipe/engine` when the payload is mounted bare (no install)."""
+    namespace = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.dirname(namespace) if os.path.basename(namespace) == "relpipe" else None
 
 
 def supervise(argv: Sequence[str], timeout: float) -> tuple[dict[str, Any] | None, str, str]:
-    """Run `python -m engine *argv` with a deadline; return (result or None, last step, problem)."""
+    """Run `python -m relpipe.engine *argv` with a deadline; return (result or None, last step, problem)."""
     env = dict(os.environ)
     # The child must import this same engine/ even when it is not installed (mounted read-only).
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_engine_root(), env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "engine", *argv],
+        [sys.executable, "-m", "relpipe.engine", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
@@ -145,7 +147,7 @@ def worker_argv(command: str, argv: Sequence[str]) -> list[str]:
 
 def watched(command: str, argv: Sequence[str], timeout: float) -> dict[str, Any]:
     """Run `command` as a watched worker and return its result document (a FAIL when it hung or died)."""
-    from engine import result
+    from relpipe.engine import result
 
     t0 = time.monotonic()
     doc, step, problem = supervise(worker_argv(command, argv), timeout)

@@ -39,17 +39,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from images import fixture_repo as fx
-from images.errors import ImageError
-from images.manifest import (
+from relpipe.core.files import publish, write_atomic
+from relpipe.images import fixture_repo as fx
+from relpipe.images.errors import ImageError
+from relpipe.images.manifest import (
     DOCKER_CONFIG,
     DOCKER_MANIFEST,
     Descriptor,
     render_manifest,
     sha256_digest,
 )
-from images.registry import RegistryClient
-from images.runtime import (
+from relpipe.images.registry import RegistryClient
+from relpipe.images.runtime import (
     TOOLCHAIN_LABEL,
     TOOLCHAIN_MOUNT,
     TOOLCHAIN_PACKAGES,
@@ -257,7 +258,7 @@ def write_layer(entries: Iterable[Entry], blob_dir: Path) -> Layer:
                         _add(tar, entry)
         digest = "sha256:" + outer.hash.hexdigest()
         final = blob_dir / outer.hash.hexdigest()
-        os.replace(tmp, final)
+        publish(tmp, final)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -308,13 +309,9 @@ class LayerCache:
                 return Layer(doc["digest"], doc["diff_id"], doc["size"], blob), True
         layer = write_layer(make(), self.blobs)
         self.index.mkdir(parents=True, exist_ok=True)
-        # A unique temp name + rename: concurrent builders (pytest-xdist) never see half a record.
-        fd, tmp = tempfile.mkstemp(dir=self.index, prefix=".record-")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(
-                json.dumps({"digest": layer.digest, "diff_id": layer.diff_id, "size": layer.size})
-            )
-        os.replace(tmp, record)
+        # Atomic: concurrent builders (pytest-xdist) never see half a record.
+        doc = {"digest": layer.digest, "diff_id": layer.diff_id, "size": layer.size}
+        write_atomic(record, json.dumps(doc))
         return layer, False
 
 
@@ -363,10 +360,7 @@ def _ldd_closure(files: Sequence[Path], skip_under: Sequence[Path], cache: Path)
     skip = [str(p) for p in skip_under]
     libs = sorted(p for p in found if not any(p.startswith(s + "/") for s in skip))
     record.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=record.parent, prefix=".ldd-")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(json.dumps(libs))
-    os.replace(tmp, record)
+    write_atomic(record, json.dumps(libs))
     return [Path(p) for p in libs]
 
 

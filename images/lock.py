@@ -9,21 +9,19 @@ atomic (temp file + fsync + rename) under an exclusive lock so concurrent pins n
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import re
-import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
-
-from images.errors import ImageError
-from images.reference import Reference, parse
-from images.registry import Pinned
+from relpipe.core.files import file_lock, write_atomic
+from relpipe.core.yamlload import load_yaml
+from relpipe.images.errors import ImageError
+from relpipe.images.reference import Reference, parse
+from relpipe.images.registry import Pinned
 
 DEFAULT_LOCK = "images.lock.yaml"
 HEADER = "# images.lock.yaml: written by `relpipe images pin`; digests are verified, do not edit by hand.\n"
@@ -93,29 +91,6 @@ def _sorted(value: Any) -> Any:
     return value
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects aliases (billion laughs) and duplicate keys."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise LockError(
-                f"lock file: YAML aliases are not allowed (line {event.start_mark.line + 1})"
-            )
-        return super().compose_node(parent, index)
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise LockError(
-                    f"lock file: duplicate key {key!r} (line {key_node.start_mark.line + 1})"
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
 def _opt_str(raw: Mapping[str, Any], name: str, key: str) -> str | None:
     value = raw.get(name)
     if value is not None and not isinstance(value, str):
@@ -135,11 +110,10 @@ def parse_lock(data: bytes, path: str = DEFAULT_LOCK) -> dict[str, LockEntry]:
     if len(data) > MAX_LOCK_BYTES:
         raise LockError(f"{path}: larger than {MAX_LOCK_BYTES} bytes; refusing")
     try:
-        doc = yaml.load(data.decode("utf-8"), Loader=_StrictLoader)  # noqa: S506 - strict SafeLoader subclass
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise LockError(f"{path}: not UTF-8") from None
-    except yaml.YAMLError as exc:
-        raise LockError(f"{path}: invalid YAML: {str(exc).splitlines()[0]}") from None
+    doc = load_yaml(text, path, max_bytes=MAX_LOCK_BYTES, error=LockError)
     if doc is None:
         return {}
     if not isinstance(doc, dict):
@@ -207,44 +181,14 @@ def lookup(entries: Mapping[str, LockEntry], ref: str | Reference) -> LockEntry 
     return entries.get(key_for(parse(ref)))
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    lock_path = path.with_name(path.name + ".lock")
-    with open(lock_path, "a+b") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Temp file in the same folder + fsync + rename + fsync of the folder."""
-    folder = path.parent
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(text.encode("utf-8"))
-            out.flush()
-            os.fsync(out.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
 
 
 def update(path: str | os.PathLike[str], pins: Iterable[Pinned]) -> dict[str, LockEntry]:
     """Add or replace entries for `pins`; facts survive only when the digest is unchanged."""
     p = Path(path)
-    with _locked(p):
+    with file_lock(_lock_path(p), what="lock-file lock", error=LockError):
         entries = load(p)
         for pin in pins:
             new = entry_from_pin(pin)
@@ -252,7 +196,7 @@ def update(path: str | os.PathLike[str], pins: Iterable[Pinned]) -> dict[str, Lo
             if old is not None and old.digest == new.digest:
                 new = replace(new, facts=old.facts)
             entries[new.key] = new
-        write_atomic(p, render(entries))
+        write_atomic(p, render(entries).encode("utf-8"))
     return entries
 
 
@@ -261,7 +205,7 @@ def merge_facts(
 ) -> LockEntry:
     """Merge probe facts into the entry of `ref`, refusing when the probed digest differs."""
     p = Path(path)
-    with _locked(p):
+    with file_lock(_lock_path(p), what="lock-file lock", error=LockError):
         entries = load(p)
         key = key_for(parse(ref))
         entry = entries.get(key)
@@ -274,5 +218,5 @@ def merge_facts(
         merged = dict(entry.facts)
         merged.update(facts)
         entries[key] = replace(entry, facts=merged)
-        write_atomic(p, render(entries))
+        write_atomic(p, render(entries).encode("utf-8"))
     return entries[key]

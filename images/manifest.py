@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from images.errors import ImageError
-from images.reference import check_digest
+from relpipe.images.errors import ImageError
+from relpipe.images.reference import check_digest
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"

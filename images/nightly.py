@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from images.errors import ImageError
+from relpipe.images.errors import ImageError
 
 DEFAULT_PATTERN = "nightly_%Y%m%d%H%M"
 # Named families seen on ROCm's Docker Hub repositories.

@@ -12,7 +12,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from images.errors import ImageError
+from relpipe.images.errors import ImageError
 
 DOCKER_HUB = "docker.io"
 # Docker Hub's API lives on a different host than its name.

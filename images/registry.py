@@ -29,9 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-from images.errors import ImageError
-from images.manifest import (
+from relpipe.images.errors import ImageError
+from relpipe.images.manifest import (
     ACCEPT,
     DEFAULT_PLATFORM,
     INDEX_TYPES,
@@ -44,7 +43,7 @@ from images.manifest import (
     parse_manifest,
     sha256_digest,
 )
-from images.reference import Reference, is_loopback, parse
+from relpipe.images.reference import Reference, is_loopback, parse
 
 USER_ENV = "RELPIPE_REGISTRY_USERNAME"
 PASSWORD_ENV = "RELPIPE_REGISTRY_PASSWORD"

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
-from images.errors import ImageError
-from images.reference import Reference, parse
+from relpipe.images.errors import ImageError
+from relpipe.images.reference import Reference, parse
 
 TOOLCHAIN_LABEL = "org.relpipe.toolchain"
 TOOLCHAIN_SITE_PACKAGES = "site-packages"
@@ -706,7 +706,7 @@ class Runtime:
         gpu: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> EngineRun:
-        """`python -m engine COMMAND ARGS --out /relpipe/out/result.json` inside the image."""
+        """`python -m relpipe.engine COMMAND ARGS --out /relpipe/out/result.json` inside the image."""
         if command not in ENGINE_COMMANDS:
             raise ContainerError(
                 f"unknown engine command {command!r}; choose {', '.join(ENGINE_COMMANDS)}"
@@ -714,13 +714,21 @@ class Runtime:
         engine_dir = Path(engine_dir)
         if not (engine_dir / "__main__.py").is_file():
             raise ContainerError(f"{engine_dir} is not the engine package folder (no __main__.py)")
-        argv = [self.python, "-m", "engine", command, *args, "--out", f"{OUT_DIR}/{RESULT_NAME}"]
+        argv = [
+            self.python,
+            "-m",
+            "relpipe.engine",
+            command,
+            *args,
+            "--out",
+            f"{OUT_DIR}/{RESULT_NAME}",
+        ]
         environment = {"PYTHONPATH": PAYLOAD_DIR, **(env or {})}
         return self.run(
             ref,
             argv,
             out_dir=out_dir,
-            mounts={str(engine_dir): f"{PAYLOAD_DIR}/engine"},
+            mounts={str(engine_dir): f"{PAYLOAD_DIR}/relpipe/engine"},
             env=environment,
             timeout_s=timeout_s,
             gpu=gpu,

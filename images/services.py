@@ -15,9 +15,9 @@ network at all, and nothing here ever touches an address outside 127.0.0.0/8.
 
 Command line::
 
-    python -m images.services run [--state-dir DIR] [--no-docker] -- CMD ARGS...
-    python -m images.services start --state-dir DIR   # prints `export` lines, leaves them running
-    python -m images.services stop --state-dir DIR
+    python -m relpipe.images.services run [--state-dir DIR] [--no-docker] -- CMD ARGS...
+    python -m relpipe.images.services start --state-dir DIR   # prints `export` lines, leaves them running
+    python -m relpipe.images.services stop --state-dir DIR
 """
 
 from __future__ import annotations
@@ -319,7 +319,7 @@ def _save(services: Services, state: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m images.services", description=__doc__.split("\n")[0]
+        prog="python -m relpipe.images.services", description=__doc__.split("\n")[0]
     )
     sub = parser.add_subparsers(dest="command", required=True)
     run_p = sub.add_parser("run", help="start services, run CMD with their env, stop them")

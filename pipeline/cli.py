@@ -10,13 +10,11 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from changelog.errors import ChangelogError
-from engine.errors import EngineError
-from images.errors import ImageError
-from pipeline.errors import PipelineError
-from validate.errors import ValidateError
+from relpipe.core.errors import EXIT_UNEXPECTED, RelpipeError
+from relpipe.engine.errors import EngineError
 
-USER_ERRORS = (ChangelogError, ImageError, ValidateError, EngineError, PipelineError)
+# Every package error derives from RelpipeError except the engine payload's (it imports no core).
+USER_ERRORS = (RelpipeError, EngineError)
 
 # name -> (module under pipeline.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -47,7 +45,8 @@ def _help() -> str:
     lines += [
         "",
         "Run `relpipe COMMAND --help` for a command's options.",
-        "Exit codes: 0 success/PASS, 1 checked failure, 2 usage or environment error.",
+        "Exit codes: 0 success/PASS/WARN, 1 checked failure (FAIL, or WARN with --strict),",
+        "2 usage or environment error, 3 unexpected error (one line plus a log path).",
     ]
     return "\n".join(lines)
 
@@ -66,16 +65,72 @@ def main(argv: Sequence[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"relpipe: error: unknown command {name!r}; run `relpipe --help`", file=sys.stderr)
         return 2
-    module = importlib.import_module(f"pipeline.commands.{COMMANDS[name][0]}")
     try:
+        module = importlib.import_module(f"relpipe.pipeline.commands.{COMMANDS[name][0]}")
         return int(module.main(rest))
     except USER_ERRORS as exc:
         # The one place a package error becomes output: one line, no traceback.
-        print(f"relpipe {name}: error: {exc}", file=sys.stderr)
+        print(f"relpipe {name}: error: {_one_line(str(exc))}", file=sys.stderr)
         return int(getattr(exc, "exit_code", 2))
+    except ModuleNotFoundError as exc:
+        extra = _extra_of(exc.name or "")
+        if extra is None:
+            return _unexpected(name, args)
+        print(
+            f"relpipe {name}: error: this command needs {exc.name!r}, which is not installed; "
+            f"run: pip install 'relpipe[{extra}]'",
+            file=sys.stderr,
+        )
+        return 2
     except KeyboardInterrupt:
         print(f"relpipe {name}: interrupted", file=sys.stderr)
         return 130
+    except Exception:  # noqa: BLE001 - the one handler of unexpected errors (exit 3 + log)
+        return _unexpected(name, args)
+
+
+# top-level module -> the extra that installs it (pyproject.toml's optional-dependencies)
+EXTRAS = {
+    "httpx": "images",
+    "docker": "images",
+    "torch": "engine",
+    "triton": "engine",
+    "numpy": "engine",
+    "jinja2": "notes",
+    "ruamel": "notes",
+    "rich": "report",
+    "matplotlib": "report",
+}
+
+
+def _extra_of(module: str) -> str | None:
+    return EXTRAS.get(module.split(".")[0])
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()) or "(no message)"
+
+
+def _unexpected(name: str, args: Sequence[str]) -> int:
+    """Exit 3: one line naming the error and a log file with the traceback (as pre-commit does)."""
+    import os
+    import tempfile
+    import traceback
+
+    exc = sys.exc_info()[1]
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    log_dir = os.path.join(state, "relpipe")
+    try:
+        os.makedirs(log_dir, exist_ok=True)
+        fd, log = tempfile.mkstemp(prefix=f"{name}-", suffix=".log", dir=log_dir)
+    except OSError:
+        fd, log = tempfile.mkstemp(prefix=f"relpipe-{name}-", suffix=".log")
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(f"relpipe {name} {' '.join(args[1:])}\n\n")
+        out.write(traceback.format_exc())
+    what = _one_line(f"{type(exc).__name__}: {exc}")
+    print(f"relpipe {name}: unexpected error: {what[:300]} (traceback in {log})", file=sys.stderr)
+    return EXIT_UNEXPECTED
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""`python -m pipeline.demo`: the whole job on the embedded example benchmark repository.
+"""`python -m relpipe.pipeline.demo`: the whole job on the embedded example benchmark repository.
 
 1. builds fixture nightlies of `rocm/atom-dev` into the loopback registry (reproducible, cached);
 2. copies `examples/benchmark-repo/` into a fresh work folder that is a real git repository,
@@ -9,7 +9,7 @@
 
 The run records and the stage cache live under the demo state folder (RELPIPE_DEMO_STATE, default
 ~/.cache/relpipe/demo), so a second demo run is made of cache hits. `nox -s demo` runs this under
-`python -m images.services run`, which provides RELPIPE_REGISTRY and DOCKER_HOST.
+`python -m relpipe.images.services run`, which provides RELPIPE_REGISTRY and DOCKER_HOST.
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ def git(repo: Path, *args: str) -> str:
 
 def prepare_workdir(example: Path, work: Path, registry: str, repository: str = REPOSITORY) -> Path:
     """A fresh git repository with the example's files, pointed at `registry`, lock re-pinned."""
-    from images import lock
-    from images.registry import RegistryClient
+    from relpipe.images import lock
+    from relpipe.images.registry import RegistryClient
 
     if work.exists():
         shutil.rmtree(work)
@@ -80,14 +80,16 @@ def prepare_workdir(example: Path, work: Path, registry: str, repository: str = 
 
 def relpipe(work: Path, *args: str) -> int:
     print(f"\n$ relpipe {' '.join(args)}", flush=True)
-    return subprocess.call([sys.executable, "-m", "pipeline", *args], cwd=work)
+    return subprocess.call([sys.executable, "-m", "relpipe.pipeline", *args], cwd=work)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from images.build import build_fixtures
-    from pipeline.commands.nightly import newest_nightly
+    from relpipe.images.build import build_fixtures
+    from relpipe.pipeline.commands.nightly import newest_nightly
 
-    p = argparse.ArgumentParser(prog="python -m pipeline.demo", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m relpipe.pipeline.demo", description=__doc__.splitlines()[0]
+    )
     p.add_argument("--state", type=Path, default=default_state(), help="demo state folder")
     p.add_argument("--config-key", default=CONFIG_KEY)
     args = p.parse_args(argv)
@@ -95,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not registry or not os.environ.get("DOCKER_HOST"):
         print(
             "demo: needs RELPIPE_REGISTRY and DOCKER_HOST; run `nox -s demo` "
-            "(or `python -m images.services run -- python -m pipeline.demo`)",
+            "(or `python -m relpipe.images.services run -- python -m relpipe.pipeline.demo`)",
             file=sys.stderr,
         )
         return 2

@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import PipelineError
-from validate import gitio
+from relpipe.pipeline.errors import PipelineError
+from relpipe.validate import gitio
 
 ENGINE_PATH = "/app/ATOM"  # the engine's source tree in an ATOM image; its history is `.git` below
 OLD_REF = "refs/relpipe/old"

@@ -21,14 +21,14 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import PipelineError
+from relpipe.core.files import write_atomic
+from relpipe.pipeline.errors import PipelineError
 
 SCHEMA = 1
 STATE_DIR = ".relpipe"
@@ -58,7 +58,7 @@ def relpipe_version() -> str:
 def _source_fingerprint() -> str:
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
-    for package in ("pipeline", "validate", "changelog", "images", "engine"):
+    for package in ("core", "pipeline", "validate", "changelog", "images", "engine"):
         for path in sorted((root / package).rglob("*")):
             if path.suffix in (".py", ".yaml", ".json") and "__pycache__" not in path.parts:
                 digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
@@ -91,24 +91,9 @@ def stage_key(stage: str, inputs: Mapping[str, JSON]) -> str:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that readers see the old file or the whole new one."""
+    """`core.files.write_atomic`, creating the record's folders first."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    # fsync the folder so the rename itself survives a crash.
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    write_atomic(path, data)
 
 
 def read_json(path: Path, what: str) -> JSON:

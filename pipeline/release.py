@@ -23,17 +23,24 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from images.reference import parse
-from pipeline.errors import PipelineError
-from pipeline.record import RunRecord, StageResult, StageRunner, digest_of, pretty_json, stage_key
-from pipeline.report import ReportData, render_all
-from pipeline.run import RunResult, qualify, state_dir
-from pipeline.stages import Engine, Options, Plan, assemble, golden_al_result, run_units
-from pipeline.verdict import FAIL, Outcome, Verdict, evaluate
-from pipeline.workspace import CHANGELOG, LOCK, Workspace
+from relpipe.images.reference import parse
+from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.record import (
+    RunRecord,
+    StageResult,
+    StageRunner,
+    digest_of,
+    pretty_json,
+    stage_key,
+)
+from relpipe.pipeline.report import ReportData, render_all
+from relpipe.pipeline.run import RunResult, qualify, state_dir
+from relpipe.pipeline.stages import Engine, Options, Plan, assemble, golden_al_result, run_units
+from relpipe.pipeline.verdict import FAIL, Outcome, Verdict, evaluate
+from relpipe.pipeline.workspace import CHANGELOG, LOCK, Workspace
 
 if TYPE_CHECKING:
-    from changelog.entries import Entry
+    from relpipe.changelog.entries import Entry
 
 DEFAULT_REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
 SCENARIO_TYPES = ("fixed-seq-len", "agentic-coding")
@@ -181,9 +188,9 @@ def stage_release(
     ws: Workspace, req: Request, plan: Plan, outcome: Outcome, verdict: Verdict, scratch: Path
 ) -> Staged:
     """Apply every change to a copy of the repository and run all validators on it."""
-    from changelog.configs.pin import edit_image
-    from changelog.configs.semdiff import diff as config_diff
-    from changelog.notes import ReleaseFacts, description_lines, render, render_title
+    from relpipe.changelog.configs.pin import edit_image
+    from relpipe.changelog.configs.semdiff import diff as config_diff
+    from relpipe.changelog.notes import ReleaseFacts, description_lines, render, render_title
 
     assert plan.config is not None
     shutil.copytree(ws.root, scratch, ignore=_IGNORE, symlinks=True)
@@ -212,13 +219,13 @@ def stage_release(
 
 
 def write_text(path: Path, text: str) -> None:
-    from pipeline.record import atomic_write
+    from relpipe.pipeline.record import atomic_write
 
     atomic_write(path, text.encode("utf-8"))
 
 
 def make_entry(req: Request, lines: Sequence[str], plan: Plan) -> Entry:
-    from changelog.entries import Entry
+    from relpipe.changelog.entries import Entry
 
     scenarios = sorted({str(p["name"]).split("/", 1)[0] for p in plan.points} & set(SCENARIO_TYPES))
     return Entry(
@@ -230,15 +237,15 @@ def make_entry(req: Request, lines: Sequence[str], plan: Plan) -> Entry:
 
 
 def apply_changelog(path: Path, entry: Entry) -> None:
-    from changelog.append import append
+    from relpipe.changelog.append import append
 
     append(path, entry)
 
 
 def pin_lock(path: Path, tagged: str, outcome: Outcome) -> None:
     """Lock entry of the new image: re-pinned (verified), then the probe facts merged in."""
-    from images import lock
-    from images.registry import RegistryClient
+    from relpipe.images import lock
+    from relpipe.images.registry import RegistryClient
 
     with RegistryClient() as client:
         pin = client.pin(tagged)
@@ -270,9 +277,9 @@ def validate_staged(
 
 def hook_result(base: Path, scratch: Path, req: Request) -> dict[str, Any]:
     """The `validate_perf_changelog` checks, base = the repository's file, head = the staged one."""
-    from changelog.configs.load import master_keys
-    from changelog.entries import ERROR
-    from validate import perf_changelog
+    from relpipe.changelog.configs.load import master_keys
+    from relpipe.changelog.entries import ERROR
+    from relpipe.validate import perf_changelog
 
     keys = [k for m in sorted((scratch / "configs").glob("*-master.yaml")) for k in master_keys(m)]
     rules = perf_changelog.Rules(req.repo_url, req.pr_number, keys)
@@ -286,8 +293,8 @@ def hook_result(base: Path, scratch: Path, req: Request) -> dict[str, Any]:
 
 
 def notes_result(notes: str, facts: Mapping[str, Any]) -> dict[str, Any]:
-    from changelog.notes import ReleaseFacts
-    from validate import notes_check
+    from relpipe.changelog.notes import ReleaseFacts
+    from relpipe.validate import notes_check
 
     findings = notes_check.check(notes, ReleaseFacts.from_json(facts), "notes.md")
     return {"status": "ok", "problems": [str(f) for f in findings],
@@ -365,7 +372,7 @@ def write_staged(ws: Workspace, staged: Staged, staged_from: Mapping[str, Any]) 
     for and never overwritten; it goes first, so a refused append writes nothing else. The
     config and lock files are then replaced atomically with their staged bytes.
     """
-    from changelog.append import append
+    from relpipe.changelog.append import append
 
     if (
         ws.tree_hash("configs") != staged_from["configs"]
@@ -385,7 +392,7 @@ def write_staged(ws: Workspace, staged: Staged, staged_from: Mapping[str, Any]) 
 
 def changelog_notice(expected: bytes, appended: bytes, entry: Entry) -> str:
     """What happened when the changelog written is not the staged one (it changed concurrently)."""
-    from changelog.entries import render
+    from relpipe.changelog.entries import render
 
     ours = render(entry).encode("utf-8")
     base = expected[: len(expected) - len(ours)]

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.record import pretty_json
-from pipeline.verdict import FAIL, NA, PASS, WARN, Outcome, Verdict, eval_failures
+from relpipe.pipeline.record import pretty_json
+from relpipe.pipeline.verdict import FAIL, NA, PASS, WARN, Outcome, Verdict, eval_failures
 
 REPORT_FILES = ("report.json", "report.md", "report.html")
 RENDERER = 3  # bump when the report layout changes, so that kept reports are re-rendered
@@ -404,7 +404,7 @@ def render_all(data: ReportData, folder: Path, force: bool = False) -> dict[str,
     rendered from the same data they are kept (a cache hit does not pay for matplotlib);
     `force` renders anyway (`relpipe report`, which proves the bytes are reproducible).
     """
-    from pipeline.record import atomic_write, digest_of, relpipe_version
+    from relpipe.pipeline.record import atomic_write, digest_of, relpipe_version
 
     key = digest_of({"report": to_json(data), "renderer": RENDERER, "relpipe": relpipe_version()})
     paths = {name: folder / name for name in REPORT_FILES}

@@ -12,12 +12,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from images.registry import RegistryClient
-from pipeline.errors import PipelineError
-from pipeline.progress import Progress
-from pipeline.record import RunRecord, StageRunner
-from pipeline.report import ReportData, render_all
-from pipeline.stages import (
+from relpipe.images.registry import RegistryClient
+from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.progress import Progress
+from relpipe.pipeline.record import RunRecord, StageRunner
+from relpipe.pipeline.report import ReportData, render_all
+from relpipe.pipeline.stages import (
     DEFAULT_MAX_BATCH,
     DEFAULT_SUITES,
     DEFAULT_TIMEOUT_S,
@@ -32,8 +32,8 @@ from pipeline.stages import (
     run_units,
     stage_count,
 )
-from pipeline.verdict import Outcome, Verdict, evaluate
-from pipeline.workspace import Workspace
+from relpipe.pipeline.verdict import Outcome, Verdict, evaluate
+from relpipe.pipeline.workspace import Workspace
 
 
 @dataclass(frozen=True)

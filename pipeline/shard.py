@@ -14,10 +14,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import PipelineError
-from pipeline.record import RunRecord, pretty_json
-from pipeline.run import RunResult, execute
-from pipeline.stages import Plan, units
+from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.record import RunRecord, pretty_json
+from relpipe.pipeline.run import RunResult, execute
+from relpipe.pipeline.stages import Plan, units
 
 _SHARD = re.compile(r"([0-9]{1,4})/([0-9]{1,4})")
 

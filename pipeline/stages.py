@@ -22,12 +22,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from images.registry import Pinned, RegistryClient
-from pipeline import enginerepo
-from pipeline.errors import PipelineError
-from pipeline.record import RunRecord, StageRunner, digest_of, relpipe_version
-from pipeline.verdict import Outcome
-from pipeline.workspace import Workspace, threshold_for
+from relpipe.images.registry import Pinned, RegistryClient
+from relpipe.pipeline import enginerepo
+from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.record import RunRecord, StageRunner, digest_of, relpipe_version
+from relpipe.pipeline.verdict import Outcome
+from relpipe.pipeline.workspace import Workspace, threshold_for
 
 DEFAULT_SUITES = ("decode-parity",)
 DEFAULT_MAX_BATCH = 4
@@ -211,8 +211,8 @@ def make_plan(
 
 def locked_ref(ws: Workspace | None, ref: str) -> str:
     """The digest the lock file recorded for `ref` (what was benchmarked), else `ref` itself."""
-    from images import lock
-    from images.reference import parse
+    from relpipe.images import lock
+    from relpipe.images.reference import parse
 
     if ws is None or not (ws.root / "images.lock.yaml").is_file():
         return ref
@@ -413,7 +413,7 @@ def golden_check(plan: Plan) -> Mapping[str, Any]:
 
 def golden_al_result(ws: Workspace) -> Mapping[str, Any]:
     """`validate.golden_al` over the repository's configs (every AL setting vs its golden value)."""
-    from validate import golden_al
+    from relpipe.validate import golden_al
 
     configs = sorted((ws.root / "configs").glob("*.yaml"))
     results = golden_al.evaluate(configs, ws.root / "golden_al_distribution")
@@ -442,7 +442,7 @@ class Engine:
         are removed first; those of live processes (other shards) and other runs are kept.
         """
         if self._runtime is None:
-            from images.runtime import Runtime
+            from relpipe.images.runtime import Runtime
 
             runtime = Runtime.from_env(owner=self.owner)
             if self.owner:
@@ -455,8 +455,8 @@ class Engine:
         return {"status": "ok", "image": str(image)}
 
     def _run(self, ref: str, command: str, args: list[str], options: Options) -> dict[str, Any]:
-        """`python -m engine COMMAND` in the image: {'status': pass|fail|error, 'result', 'reason'}."""
-        import engine as payload
+        """`python -m relpipe.engine COMMAND` in the image: {'status': pass|fail|error, 'result', 'reason'}."""
+        import relpipe.engine as payload
 
         with tempfile.TemporaryDirectory(prefix=f"relpipe-{command}-") as tmp:
             run = self.runtime.run_engine(
@@ -523,8 +523,8 @@ class Engine:
 
     def gsm8k(self, ref: str, inputs: Mapping[str, Any], options: Options) -> Mapping[str, Any]:
         """gsm8k inside the image: `engine serve` and the eval client share the container's loopback."""
-        import engine as payload
-        from images.runtime import OUT_DIR, PAYLOAD_DIR, RESULT_NAME
+        import relpipe.engine as payload
+        from relpipe.images.runtime import OUT_DIR, PAYLOAD_DIR, RESULT_NAME
 
         if not options.dataset or inputs["threshold"] is None:
             raise PipelineError(
@@ -535,7 +535,7 @@ class Engine:
                 "--concurrency", str(inputs["batch"]), "--max-tokens", str(options.max_new),
                 "--out", f"{OUT_DIR}/{RESULT_NAME}"]  # fmt: skip
         mounts = {
-            str(Path(payload.__file__).parent): f"{PAYLOAD_DIR}/engine",
+            str(Path(payload.__file__).parent): f"{PAYLOAD_DIR}/relpipe/engine",
             options.dataset: GSM8K_DATASET,
         }
         with tempfile.TemporaryDirectory(prefix="relpipe-gsm8k-") as tmp:
@@ -598,7 +598,7 @@ GSM8K_PORT = "18080"
 # loopback (it has no other network), wait for /health, run the gsm8k client, stop the server.
 GSM8K_LAUNCHER = f"""
 import subprocess, sys, time, urllib.request
-srv = subprocess.Popen([sys.executable, "-m", "engine", "serve", "--port", "{GSM8K_PORT}", "--out", "/tmp/serve.json"])
+srv = subprocess.Popen([sys.executable, "-m", "relpipe.engine", "serve", "--port", "{GSM8K_PORT}", "--out", "/tmp/serve.json"])
 try:
     for _ in range(1200):
         try:
@@ -608,7 +608,7 @@ try:
             if srv.poll() is not None:
                 sys.exit("engine serve exited with " + str(srv.returncode))
             time.sleep(0.25)
-    code = subprocess.call([sys.executable, "-m", "engine", "eval", "--suite", "gsm8k",
+    code = subprocess.call([sys.executable, "-m", "relpipe.engine", "eval", "--suite", "gsm8k",
                             "--base-url", "http://127.0.0.1:{GSM8K_PORT}", *sys.argv[1:]])
 finally:
     srv.terminate()
@@ -618,7 +618,7 @@ sys.exit(code)
 
 
 def precision_report(repo: Path, rules: str | None, display: str) -> dict[str, Any]:
-    from validate import precision
+    from relpipe.validate import precision
 
     loaded = precision.load_rules(rules) if rules else None
     report = precision.diff(repo, enginerepo.OLD_REF, enginerepo.NEW_REF, loaded, display=display)

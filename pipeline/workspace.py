@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from changelog.configs.semdiff import concurrencies, load_yaml
-from changelog.errors import ChangelogError
-from pipeline.errors import PipelineError
+from relpipe.changelog.configs.semdiff import concurrencies, load_yaml
+from relpipe.changelog.errors import ChangelogError
+from relpipe.pipeline.errors import PipelineError
 
 THRESHOLDS = Path("utils/evals/thresholds.yaml")
 CHANGELOG = Path("perf-changelog.yaml")
@@ -115,8 +115,8 @@ class Workspace:
 
     def thresholds(self) -> dict[str, Any]:
         """thresholds.yaml as {default, models}, read by the engine's own strict reader."""
-        from engine.errors import EngineError
-        from engine.evals.thresholds import load
+        from relpipe.engine.errors import EngineError
+        from relpipe.engine.evals.thresholds import load
 
         path = self.root / THRESHOLDS
         if not path.is_file():
@@ -180,8 +180,8 @@ def threshold_for(
     thresholds: Mapping[str, Any], model_prefix: str | None, suite: str
 ) -> float | None:
     """The engine's lookup (longest model prefix, then default); None when nothing applies."""
-    from engine.errors import EngineError
-    from engine.evals.thresholds import Thresholds
+    from relpipe.engine.errors import EngineError
+    from relpipe.engine.evals.thresholds import Thresholds
 
     table = Thresholds(dict(thresholds.get("default") or {}), dict(thresholds.get("models") or {}))
     try:

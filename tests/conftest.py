@@ -15,8 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from images import services as svc
+from relpipe.images import services as svc
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS_ENV = "RELPIPE_CORPUS"
@@ -73,7 +72,7 @@ def fixture_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ask builds the common layers under a file lock while the others wait, then all hit the cache
     (its writes are atomic, so concurrent variant builds are safe).
     """
-    from images.build import FixtureBuilder
+    from relpipe.images.build import FixtureBuilder
 
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):

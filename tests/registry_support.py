@@ -22,8 +22,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from images import services as svc
-from images.manifest import (
+from relpipe.images import services as svc
+from relpipe.images.manifest import (
     DOCKER_CONFIG,
     DOCKER_LIST,
     DOCKER_MANIFEST,
@@ -36,7 +36,7 @@ from images.manifest import (
     render_manifest,
     sha256_digest,
 )
-from images.registry import RegistryClient
+from relpipe.images.registry import RegistryClient
 
 LAYER_GZIP = "application/vnd.docker.image.rootfs.diff.tar.gzip"
 OCI_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"

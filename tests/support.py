@@ -80,3 +80,29 @@ def import_commit(repo: Path, files: dict[str, str], message: str) -> str:
     subprocess.run(["git", "-C", str(repo), "fast-import", "--quiet"], input=b"".join(stream),
                    check=True, capture_output=True, env=_env(repo, None))  # fmt: skip
     return git(repo, "rev-parse", "HEAD").strip()
+
+
+REPO = Path(__file__).resolve().parents[1]
+LAYERS = ("core", "pipeline", "changelog", "images", "engine", "validate")
+
+
+def source_root() -> Path:
+    """A folder whose `relpipe/` holds this checkout's layers (symlinks), as the wheel lays them out.
+
+    Put it on PYTHONPATH to import this source tree in a child started without site (`-S`) or
+    without the editable install, as the engine payload is imported inside an image.
+    """
+    import hashlib
+    import tempfile
+
+    tag = hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
+    root = Path(tempfile.gettempdir()) / f"relpipe-src-{tag}"
+    (root / "relpipe").mkdir(parents=True, exist_ok=True)
+    for layer in LAYERS:
+        link = root / "relpipe" / layer
+        if not link.is_symlink():
+            try:
+                link.symlink_to(REPO / layer, target_is_directory=True)
+            except FileExistsError:  # a parallel test worker made it first
+                pass
+    return root

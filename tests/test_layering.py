@@ -1,4 +1,11 @@
-"""DESIGN.md's one dependency rule, checked on the source: imports point down the layer list."""
+"""DESIGN.md's one dependency rule, checked on the source: imports point down the layer list.
+
+Every layer is shipped as `relpipe.<layer>`; the core (`relpipe.core`) serves every layer except
+the engine payload, which runs inside foreign images and imports only the standard library,
+torch, triton and numpy. Infrastructure has one home: no module outside the core and the
+payload's own copy (`engine/files.py`) renames files into place, takes a file lock or defines a
+YAML loader.
+"""
 
 from __future__ import annotations
 
@@ -7,42 +14,109 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = {"pipeline", "changelog", "images", "engine", "validate"}
-# package -> project packages it may import (besides itself)
+LAYERS = {"core", "pipeline", "changelog", "images", "engine", "validate"}
+# layer -> project layers it may import (besides itself)
 ALLOWED = {
-    "pipeline": {"validate", "changelog", "images", "engine"},
-    "validate": {"changelog"},
-    "changelog": set(),
-    "images": set(),
+    "pipeline": {"core", "validate", "changelog", "images", "engine"},
+    "validate": {"core", "changelog"},
+    "changelog": {"core"},
+    "images": {"core"},
     "engine": set(),
+    "core": set(),
 }
 ENGINE_THIRD_PARTY = {"torch", "triton", "numpy"}
+CORE_THIRD_PARTY = {"yaml"}  # imported lazily, by the strict loader only
+# (module attribute call, what it makes) that only the core and engine/files.py may contain
+INFRASTRUCTURE = {("os", "replace"): "an atomic write", ("fcntl", "flock"): "a file lock"}
+INFRASTRUCTURE_HOMES = {"core/files.py", "core/yamlload.py", "engine/files.py"}
+
+
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(), filename=str(path))
 
 
 def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+    """Top-level names imported; `relpipe.X` counts as the layer X."""
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(_tree(path)):
+        modules: list[str] = []
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
+            modules = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
+            modules = [node.module]
+            if node.module == "relpipe":
+                modules = [f"relpipe.{alias.name}" for alias in node.names]
+        for module in modules:
+            parts = module.split(".")
+            names.add(parts[1] if parts[0] == "relpipe" and len(parts) > 1 else parts[0])
     return names
+
+
+def _modules(layer: str) -> list[Path]:
+    return sorted((ROOT / layer).rglob("*.py"))
 
 
 def test_imports_point_down_the_layer_list() -> None:
     bad = []
-    for package, allowed in ALLOWED.items():
-        for path in sorted((ROOT / package).rglob("*.py")):
-            for name in _imports(path) & PACKAGES - {package} - allowed:
-                bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    for layer, allowed in ALLOWED.items():
+        for path in _modules(layer):
+            for name in _imports(path) & LAYERS - {layer} - allowed:
+                bad.append(f"{path.relative_to(ROOT)} imports relpipe.{name}")
+    assert bad == []
+
+
+def test_no_module_imports_a_layer_by_its_bare_folder_name() -> None:
+    bad = []
+    for layer in LAYERS:
+        for path in _modules(layer):
+            for node in ast.walk(_tree(path)):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                bad += [
+                    f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in LAYERS
+                ]
     assert bad == []
 
 
 def test_engine_imports_only_stdlib_torch_triton_numpy() -> None:
     stdlib = set(sys.stdlib_module_names)
     bad = []
-    for path in sorted((ROOT / "engine").rglob("*.py")):
+    for path in _modules("engine"):
         for name in _imports(path) - stdlib - ENGINE_THIRD_PARTY - {"engine", "__future__"}:
             bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert bad == []
+
+
+def test_core_imports_only_stdlib_and_pyyaml() -> None:
+    stdlib = set(sys.stdlib_module_names)
+    bad = []
+    for path in _modules("core"):
+        for name in _imports(path) - stdlib - CORE_THIRD_PARTY - {"core", "__future__"}:
+            bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert bad == []
+
+
+def test_infrastructure_has_one_home() -> None:
+    bad = []
+    for layer in LAYERS:
+        for path in _modules(layer):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel in INFRASTRUCTURE_HOMES:
+                continue
+            for node in ast.walk(_tree(path)):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.value, ast.Name)
+                    and (node.value.id, node.attr) in INFRASTRUCTURE
+                ):
+                    what = INFRASTRUCTURE[(node.value.id, node.attr)]
+                    bad.append(f"{rel}:{node.lineno}: {what}; use relpipe.core.files")
+                if isinstance(node, ast.ClassDef) and any(
+                    "Loader" in ast.unparse(base) for base in node.bases
+                ):
+                    bad.append(f"{rel}:{node.lineno}: a YAML loader; use relpipe.core.yamlload")
     assert bad == []

@@ -12,7 +12,7 @@ import re
 import subprocess
 from collections.abc import Sequence
 
-from validate.errors import ValidateError
+from relpipe.validate.errors import ValidateError
 
 INDEX = ":"  # the pseudo-ref for the staged version of a file
 

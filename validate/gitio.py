@@ -16,7 +16,6 @@ config, hooks, alternates and grafts are replaced by `sanitize_git_dir`.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import re
@@ -26,7 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from validate.errors import ValidateError
+from relpipe.core.files import file_lock
+from relpipe.validate.errors import ValidateError
 
 SHA_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 # What a user may pass as OLD/NEW: a ref name, a (short) sha, or rev syntax like `v1^` / `HEAD~3`.
@@ -455,8 +455,9 @@ def open_url(url: str, refs: Sequence[str], cache: Path | None = None) -> Path:
     root = cache or cache_root()
     repo = root / hashlib.sha256(url.encode()).hexdigest()[:20]
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / f"{repo.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with file_lock(
+        root / f"{repo.name}.lock", timeout_s=600, what="clone cache lock", error=ValidateError
+    ):
         if not (repo / "HEAD").is_file():
             tmp = root / f"{repo.name}.tmp"
             shutil.rmtree(tmp, ignore_errors=True)

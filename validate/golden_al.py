@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-from changelog.configs.load import load_yaml
-from changelog.errors import ChangelogError
-from validate.errors import ValidateError
-from validate.findings import Finding
+from relpipe.changelog.configs.load import load_yaml
+from relpipe.changelog.errors import ChangelogError
+from relpipe.validate.errors import ValidateError
+from relpipe.validate.findings import Finding
 
 MAX_FILE = 16 * 1024 * 1024
 _NUM = r"\"?'?([0-9]+(?:\.[0-9]+)?)"

@@ -22,8 +22,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from changelog.notes import ReleaseFacts, catalog, markdown
-from validate.findings import Finding
+from relpipe.changelog.notes import ReleaseFacts, catalog, markdown
+from relpipe.validate.findings import Finding
 
 # Traditional-only characters seen in Chinese tech writing -> their Simplified forms. Compact on
 # purpose: it catches a Traditional half or a Traditional word pasted into a Simplified one.

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from changelog.configs.load import master_keys, resolve_key
-from changelog.entries import (
+from relpipe.changelog.configs.load import master_keys, resolve_key
+from relpipe.changelog.entries import (
     ENTRY_CODES,
     ERROR,
     WARNING,
@@ -35,9 +35,9 @@ from changelog.entries import (
     parse_appended,
     scan,
 )
-from changelog.errors import ChangelogError
-from validate import githook
-from validate.errors import ValidateError
+from relpipe.changelog.errors import ChangelogError
+from relpipe.validate import githook
+from relpipe.validate.errors import ValidateError
 
 DEFAULT_CHANGELOG = "perf-changelog.yaml"
 DEFAULT_CONFIGS = "configs/*-master.yaml"

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from changelog.configs.load import load_yaml
-from changelog.errors import ChangelogError
-from changelog.notes import markdown
-from validate import cosmetic, gitio
-from validate.commits import Commit, from_log, parse_subject
-from validate.errors import ValidateError
+from relpipe.changelog.configs.load import load_yaml
+from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.notes import markdown
+from relpipe.validate import cosmetic, gitio
+from relpipe.validate.commits import Commit, from_log, parse_subject
+from relpipe.validate.errors import ValidateError
 
 HERE = Path(__file__).parent
 BUILTIN_RULES = {"atom": HERE / "precision_rules.yaml", "aiter": HERE / "aiter_rules.yaml"}

@@ -17,11 +17,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
-from changelog.errors import ChangelogError
-from changelog.files import read_capped
+from relpipe.changelog.errors import ChangelogError
+from relpipe.core.files import read_capped
+from relpipe.core.yamlload import load_yaml as _load_yaml
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing at all
 if TYPE_CHECKING:
@@ -43,7 +43,9 @@ class MasterConfigs:
 
 
 def _read(path: Path) -> bytes:
-    return read_capped(path, MAX_MASTER_BYTES, "master config", "check --configs")
+    return read_capped(
+        path, MAX_MASTER_BYTES, "master config", "check --configs", error=ChangelogError
+    )
 
 
 def _decode(data: bytes, path: Path) -> str:
@@ -53,59 +55,9 @@ def _decode(data: bytes, path: Path) -> str:
         raise ChangelogError(f"{path}: not UTF-8; save it as UTF-8") from exc
 
 
-@cache
-def _strict_loader() -> type:
-    """Safe loader (C when available) that rejects duplicate mapping keys (PyYAML keeps the
-    last one silently). Built on first use: the hook's key scan does not import PyYAML."""
-    import yaml
-
-    class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-        def construct_mapping(
-            self, node: yaml.MappingNode, deep: bool = False
-        ) -> dict[object, object]:
-            seen: set[object] = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
-                if key in seen:
-                    raise _DuplicateKey(key_node.start_mark.line + 1, key)
-                seen.add(key)
-            return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
-
-    return StrictLoader
-
-
-class _DuplicateKey(Exception):
-    def __init__(self, line: int, key: object) -> None:
-        super().__init__(f"line {line}: duplicate key `{key}`; keep one definition")
-
-
 def load_yaml(text: str, what: str = "config") -> Any:
-    """Parse untrusted YAML text: bounded size, no NUL, no aliases (billion laughs), no duplicate
-    keys at any depth. Every failure is one `ChangelogError` line that starts with `what`."""
-    if len(text) > MAX_MASTER_BYTES:
-        raise ChangelogError(
-            f"{what} is larger than {MAX_MASTER_BYTES} bytes; refusing to parse it"
-        )
-    if "\x00" in text:
-        raise ChangelogError(f"{what} contains a NUL byte; it is not a YAML text file")
-    import yaml
-
-    loader = _strict_loader()
-    try:
-        for event in yaml.parse(text, Loader=loader):
-            if isinstance(event, yaml.AliasEvent):
-                line = event.start_mark.line + 1 if event.start_mark else 0
-                raise ChangelogError(
-                    f"{what} line {line}: YAML aliases are not allowed; write the value out"
-                )
-        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader subclass
-    except _DuplicateKey as exc:
-        raise ChangelogError(f"{what} {exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or type(exc).__name__
-        raise ChangelogError(f"{what}{where}: invalid YAML ({problem}); fix the file") from None
+    """Parse untrusted YAML text strictly (`core.yamlload`); failures are one ChangelogError line."""
+    return _load_yaml(text, what, max_bytes=MAX_MASTER_BYTES, error=ChangelogError)
 
 
 def load_master(path: Path) -> dict[str, dict[str, object]]:

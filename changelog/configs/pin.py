@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-from changelog.configs.load import MAX_MASTER_BYTES
-from changelog.errors import ChangelogError
-from changelog.files import read_capped, write_atomic
+from relpipe.changelog.configs.load import MAX_MASTER_BYTES
+from relpipe.changelog.errors import ChangelogError
+from relpipe.core.files import read_capped, write_atomic
 
 # libyaml when present: the same marks (character offsets), ten times faster on a master config.
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -111,7 +110,7 @@ def pin_image(path: str | os.PathLike[str], key: str, new_image: str) -> PinResu
     An unreadable or unwritable file is a one-line `ChangelogError` (exit 2), never an OSError.
     """
     p = Path(path)
-    raw = read_capped(p, MAX_MASTER_BYTES, "master config", "check --config")
+    raw = read_capped(p, MAX_MASTER_BYTES, "master config", "check --config", error=ChangelogError)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

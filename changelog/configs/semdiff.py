@@ -18,8 +18,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, TypeAlias, TypeVar
 
-from changelog.configs.load import load_yaml  # the one strict loader (also used via this module)
-from changelog.errors import ChangelogError
+from relpipe.changelog.configs.load import (
+    load_yaml,  # the one strict loader (also used via this module)
+)
+from relpipe.changelog.errors import ChangelogError
 
 # Arm fields that are not part of an arm's identity: its points, its environment, and versions.
 _POINT_FIELDS = frozenset({"conc-list", "conc-start", "conc-end"})

@@ -6,10 +6,16 @@ Public surface: `ReleaseFacts` (`release.json`), `load_facts(path)`, `render(fac
 
 from __future__ import annotations
 
-from changelog.notes.facts import ReleaseFacts
-from changelog.notes.facts import load as load_facts
-from changelog.notes.glossary import catalog
-from changelog.notes.render import LANG_CHOICES, ZH_HEADING, description_lines, render, render_title
+from relpipe.changelog.notes.facts import ReleaseFacts
+from relpipe.changelog.notes.facts import load as load_facts
+from relpipe.changelog.notes.glossary import catalog
+from relpipe.changelog.notes.render import (
+    LANG_CHOICES,
+    ZH_HEADING,
+    description_lines,
+    render,
+    render_title,
+)
 
 __all__ = [
     "LANG_CHOICES",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from changelog.configs.semdiff import (
+from relpipe.changelog.configs.semdiff import (
     Change,
     KeyPoints,
     change_from_json,
@@ -23,8 +23,8 @@ from changelog.configs.semdiff import (
     points_from_json,
     points_to_json,
 )
-from changelog.errors import ChangelogError
-from changelog.files import read_capped
+from relpipe.changelog.errors import ChangelogError
+from relpipe.core.files import read_capped
 
 SCHEMA = 1
 MAX_FACTS = 4 * 1024 * 1024
@@ -292,7 +292,7 @@ class ReleaseFacts:
 def load(path: str | Path) -> ReleaseFacts:
     """Read and parse a `release.json` file (untrusted: size-capped, strict JSON)."""
     p = Path(path)
-    raw = read_capped(p, MAX_FACTS, "facts file")
+    raw = read_capped(p, MAX_FACTS, "facts file", error=ChangelogError)
     try:
         data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError) as exc:

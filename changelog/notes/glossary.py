@@ -11,8 +11,7 @@ from importlib import resources
 from typing import Any
 
 import yaml
-
-from changelog.errors import ChangelogError
+from relpipe.changelog.errors import ChangelogError
 
 LANGS = ("en", "zh")
 
@@ -68,7 +67,11 @@ def _bilingual(data: Any, what: str) -> tuple[tuple[str, str, str], ...]:
 
 @functools.lru_cache(maxsize=1)
 def catalog() -> Catalog:
-    text = resources.files("changelog.notes").joinpath("catalog.yaml").read_text(encoding="utf-8")
+    text = (
+        resources.files("relpipe.changelog.notes")
+        .joinpath("catalog.yaml")
+        .read_text(encoding="utf-8")
+    )
     data = yaml.safe_load(text)
     verbatim = data.get("verbatim")
     if not isinstance(verbatim, list) or not all(isinstance(v, str) for v in verbatim):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from changelog.configs.semdiff import (
+from relpipe.changelog.configs.semdiff import (
     Change,
     ConcurrencyChange,
     EnvChange,
@@ -21,10 +21,10 @@ from changelog.configs.semdiff import (
     KeyChange,
     VersionChange,
 )
-from changelog.errors import ChangelogError
-from changelog.notes import markdown
-from changelog.notes.facts import Commit, Image, ReleaseFacts
-from changelog.notes.glossary import catalog
+from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.notes import markdown
+from relpipe.changelog.notes.facts import Commit, Image, ReleaseFacts
+from relpipe.changelog.notes.glossary import catalog
 
 LANG_CHOICES = ("en", "zh", "both")
 ZH_HEADING = "## 中文"

@@ -12,12 +12,12 @@ import importlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from engine.adapters.server import ServerSpec, acceptance_length, spec
-from engine.errors import EngineError
-from engine.options import OPS_MODES
+from relpipe.engine.adapters.server import ServerSpec, acceptance_length, spec
+from relpipe.engine.errors import EngineError
+from relpipe.engine.options import OPS_MODES
 
 if TYPE_CHECKING:
-    from engine.decode import Ops
+    from relpipe.engine.decode import Ops
 
 # (op name, module, attribute): the contract the image's ATOM package is checked against.
 ATOM_OPS = (
@@ -42,7 +42,7 @@ def _find(module: str, attr: str) -> tuple[object | None, str | None]:
 
 def load_ops(mode: str = "auto") -> tuple[Ops, list[str]]:
     """Op overrides for `mode` and notes on what was not used. `atom` with no ATOM op is an error."""
-    from engine.decode import Ops
+    from relpipe.engine.decode import Ops
 
     if mode not in OPS_MODES:
         raise EngineError(f"unknown --ops {mode!r}; use one of {', '.join(OPS_MODES)}")

@@ -16,7 +16,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
-from engine.errors import EngineError
+from relpipe.engine.errors import EngineError
 
 MAX_ACCEPTANCE_LENGTH = Decimal(64)
 

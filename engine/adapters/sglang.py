@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.adapters.server import ServerSpec, acceptance_length, spec
+from relpipe.engine.adapters.server import ServerSpec, acceptance_length, spec
 
 
 def server(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.adapters.server import ServerSpec, accepted_drafts, spec
-from engine.errors import EngineError
+from relpipe.engine.adapters.server import ServerSpec, accepted_drafts, spec
+from relpipe.engine.errors import EngineError
 
 
 def server(

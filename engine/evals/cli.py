@@ -1,4 +1,4 @@
-"""`python -m engine eval --suite decode-parity|gsm8k ...`: run one suite, write its result.
+"""`python -m relpipe.engine eval --suite decode-parity|gsm8k ...`: run one suite, write its result.
 
 decode-parity runs as a watched worker (watchdog.py) like smoke: a hung kernel is a FAIL.
 gsm8k talks to a server over HTTP, where every request has its own timeout.
@@ -11,8 +11,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from engine import options, result, watchdog
-from engine.errors import EngineError
+from relpipe.engine import options, result, watchdog
+from relpipe.engine.errors import EngineError
 
 SUITES = ("decode-parity", "gsm8k")
 KV = options.KV_DTYPE_NAMES
@@ -26,7 +26,7 @@ def _kv_list(value: str) -> list[str]:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m engine eval", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m relpipe.engine eval", description=__doc__)
     p.add_argument("--suite", choices=SUITES, required=True)
     p.add_argument("--out", help="result JSON file (default stdout)")
     g = p.add_argument_group("decode-parity")
@@ -85,12 +85,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def decode_parity(args: argparse.Namespace, reporter: watchdog.Reporter) -> dict[str, Any]:
     reporter.progress("import torch")
-    from engine.runtime import require_triton
+    from relpipe.engine.runtime import require_triton
 
     require_triton()
-    from engine import model
-    from engine.adapters.atom import load_ops
-    from engine.evals import parity
+    from relpipe.engine import model
+    from relpipe.engine.adapters.atom import load_ops
+    from relpipe.engine.evals import parity
 
     reporter.progress("load model")
     weights = options.load_weights(args)
@@ -104,7 +104,7 @@ def decode_parity(args: argparse.Namespace, reporter: watchdog.Reporter) -> dict
     except EngineError:
         raise
     except Exception as exc:  # noqa: BLE001 - a kernel or image op raising is a FAIL of the image
-        from engine.smoke import CheckFailed
+        from relpipe.engine.smoke import CheckFailed
 
         raise CheckFailed(
             f"decode raised {type(exc).__name__} in step {reporter.step!r}: {exc}"
@@ -125,8 +125,8 @@ def decode_parity(args: argparse.Namespace, reporter: watchdog.Reporter) -> dict
 
 
 def gsm8k(args: argparse.Namespace) -> dict[str, Any]:
-    from engine.evals import gsm8k as suite
-    from engine.evals import thresholds
+    from relpipe.engine.evals import gsm8k as suite
+    from relpipe.engine.evals import thresholds
 
     if not args.base_url or not args.dataset:
         raise EngineError("gsm8k needs --base-url and --dataset")

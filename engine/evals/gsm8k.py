@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from engine.errors import EngineError
-from engine.evals.stats import Accuracy
+from relpipe.engine.errors import EngineError
+from relpipe.engine.evals.stats import Accuracy
 
 STOP = ("Question:", "</s>", "<|im_end|>")
 STRICT = re.compile(r"#### (\-?[0-9\.\,]+)")

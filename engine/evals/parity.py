@@ -12,9 +12,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import torch
-
-from engine.decode import Ops, Progress, greedy, make_decoder
-from engine.model import Weights
+from relpipe.engine.decode import Ops, Progress, greedy, make_decoder
+from relpipe.engine.model import Weights
 
 
 @dataclass(frozen=True)

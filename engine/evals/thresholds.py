@@ -20,8 +20,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from engine.errors import EngineError
-from engine.inputs import read_capped
+from relpipe.engine.errors import EngineError
+from relpipe.engine.files import read_capped
 
 MAX_BYTES = 1 << 20
 _KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")

@@ -11,9 +11,8 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-
-from engine.kernels.launch import INTERPRETER, Launch, block, next_pow2
-from engine.kvcache import KVCache
+from relpipe.engine.kernels.launch import INTERPRETER, Launch, block, next_pow2
+from relpipe.engine.kvcache import KVCache
 
 
 @triton.jit

@@ -16,9 +16,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline import enginerepo
-from pipeline.errors import PipelineError
-from validate import gitio, precision
+from relpipe.pipeline import enginerepo
+from relpipe.pipeline.errors import PipelineError
+from relpipe.validate import gitio, precision
 
 IMAGE_PREFIX = "image:"
 DEFAULT_IMAGE_PATH = enginerepo.ENGINE_PATH
@@ -68,8 +68,8 @@ def _parser() -> argparse.ArgumentParser:
 def _image_repo(ref: str, path_in_image: str, into: Path) -> Path:
     """The image's `<path>/.git`, copied out and sanitised by `pipeline.enginerepo`, in `into`."""
     try:
-        from images import runtime
-        from images.reference import parse
+        from relpipe.images import runtime
+        from relpipe.images.reference import parse
     except ImportError as exc:  # the `images` extra (docker SDK) is not installed
         raise PipelineError(f"--repo image:REF needs the images extra ({exc.name} missing); "
                             "pip install 'relpipe[images]'") from None  # fmt: skip
@@ -77,7 +77,7 @@ def _image_repo(ref: str, path_in_image: str, into: Path) -> Path:
         raise PipelineError("--repo image: needs a reference, e.g. image:rocm/atom-dev@sha256:...")
     reference = parse(ref)
     if reference.digest is None:
-        from images.registry import RegistryClient
+        from relpipe.images.registry import RegistryClient
 
         with RegistryClient() as client:
             ref = f"{reference.name}@{client.resolve(reference).digest}"

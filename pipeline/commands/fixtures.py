@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from images import fixture_repo
-from images.build import build_fixtures, default_cache_dir
-from images.errors import ImageError
+from relpipe.images import fixture_repo
+from relpipe.images.build import build_fixtures, default_cache_dir
+from relpipe.images.errors import ImageError
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from images.errors import ImageError
-from images.reference import parse
-from images.registry import RegistryClient
+from relpipe.images.errors import ImageError
+from relpipe.images.reference import parse
+from relpipe.images.registry import RegistryClient
 
 DEFAULT_LOCK = "images.lock.yaml"  # images.lock.DEFAULT_LOCK, without importing PyYAML here
 
@@ -44,7 +44,7 @@ def _resolve(args: argparse.Namespace) -> int:
 
 
 def _latest(args: argparse.Namespace) -> int:
-    from images.nightly import matching
+    from relpipe.images.nightly import matching
 
     repo = parse(args.repository)
     if repo.tag or repo.digest:
@@ -86,7 +86,7 @@ def _pin(args: argparse.Namespace) -> int:
     if bool(args.config) != bool(args.config_key):
         raise ImageError("--config and --config-key go together")
     # Imported here: PyYAML is only needed by the commands that write the lock.
-    from images.lock import entry_from_pin, update
+    from relpipe.images.lock import entry_from_pin, update
 
     with _client(args) as client:
         pins = [client.pin(r, args.platform) for r in args.refs]
@@ -97,7 +97,7 @@ def _pin(args: argparse.Namespace) -> int:
         out.append({"key": entry.key, "ref": pin.ref, **entry.to_yaml()})
     if args.config:
         # Imported here: the config editor belongs to changelog/, wired by this command only.
-        from changelog.configs.pin import pin_image
+        from relpipe.changelog.configs.pin import pin_image
 
         pin = pins[0]
         image = pin.ref.split("@", 1)[0]
@@ -127,9 +127,9 @@ def _pin(args: argparse.Namespace) -> int:
 
 
 def _probe(args: argparse.Namespace) -> int:
-    """Pin REF (verified), run `python -m engine probe` inside it by digest, report the facts."""
+    """Pin REF (verified), run `python -m relpipe.engine probe` inside it by digest, report the facts."""
     # Imported here: docker and the runtime are needed by this subcommand only.
-    from images.runtime import Runtime
+    from relpipe.images.runtime import Runtime
 
     spec = importlib.util.find_spec(
         "engine"
@@ -146,7 +146,7 @@ def _probe(args: argparse.Namespace) -> int:
         doc = run.require()
     facts = {k: v for k, v in doc.items() if k not in ("schema", "command", "status")}
     if args.lock:
-        from images.lock import merge_facts
+        from relpipe.images.lock import merge_facts
 
         merge_facts(args.lock, pin.reference, pin.digest, facts)
     if args.json:

@@ -6,11 +6,11 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline.run import print_result
+from relpipe.pipeline.run import print_result
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pipeline.shard import merge
+    from relpipe.pipeline.shard import merge
 
     p = argparse.ArgumentParser(prog="relpipe merge", description=__doc__.splitlines()[0])
     p.add_argument("plan", type=Path, help="plan folder written by `relpipe qualify --plan`")

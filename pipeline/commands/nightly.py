@@ -12,14 +12,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from pipeline.errors import PipelineError
+from relpipe.pipeline.errors import PipelineError
 
 
 def newest_nightly(repository: str, pattern: str) -> str:
     """`repository:tag` of the newest nightly (one tags listing; pagination handled by the client)."""
-    from images.nightly import DEFAULT_PATTERN, newest
-    from images.reference import parse
-    from images.registry import RegistryClient
+    from relpipe.images.nightly import DEFAULT_PATTERN, newest
+    from relpipe.images.reference import parse
+    from relpipe.images.registry import RegistryClient
 
     ref = parse(repository)
     if ref.tag or ref.digest:
@@ -37,7 +37,7 @@ def newest_nightly(repository: str, pattern: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pipeline.commands.qualify import add_args, dispatch
+    from relpipe.pipeline.commands.qualify import add_args, dispatch
 
     p = argparse.ArgumentParser(prog="relpipe nightly", description=__doc__.splitlines()[0])
     p.add_argument(

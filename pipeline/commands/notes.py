@@ -13,9 +13,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from changelog.notes import LANG_CHOICES, description_lines, load_facts, render, render_title
-from pipeline.errors import PipelineError
-from validate import notes_check
+from relpipe.changelog.notes import (
+    LANG_CHOICES,
+    description_lines,
+    load_facts,
+    render,
+    render_title,
+)
+from relpipe.pipeline.errors import PipelineError
+from relpipe.validate import notes_check
 
 MAX_NOTES = 1024 * 1024
 

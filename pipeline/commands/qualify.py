@@ -13,8 +13,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline.errors import PipelineError
-from pipeline.run import (
+from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.run import (
     add_qualify_args,
     baseline_from,
     options_from,
@@ -46,7 +46,7 @@ def parser() -> argparse.ArgumentParser:
 
 def dispatch(args: argparse.Namespace, ref: str) -> int:
     """Qualify `ref` (or, with --plan, pin it and write the shard plan); returns the exit code."""
-    from pipeline import shard as sharding
+    from relpipe.pipeline import shard as sharding
 
     ws = workspace_from(args)
     options = options_from(args)
@@ -62,7 +62,7 @@ def dispatch(args: argparse.Namespace, ref: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pipeline import shard as sharding
+    from relpipe.pipeline import shard as sharding
 
     args = parser().parse_args(argv)
     if args.from_plan is not None:

@@ -15,12 +15,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline.errors import PipelineError
-from pipeline.run import add_qualify_args, options_from, workspace_from
+from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.run import add_qualify_args, options_from, workspace_from
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pipeline.release import DEFAULT_REPO_URL, Request, release
+    from relpipe.pipeline.release import DEFAULT_REPO_URL, Request, release
 
     p = argparse.ArgumentParser(prog="relpipe release", description=__doc__.splitlines()[0])
     p.add_argument("--image", required=True, help="image reference to release (tag)")

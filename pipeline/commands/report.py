@@ -6,8 +6,8 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline.record import RunRecord
-from pipeline.run import print_result, rerender
+from relpipe.pipeline.record import RunRecord
+from relpipe.pipeline.run import print_result, rerender
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -19,7 +19,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print the report JSON")
     args = p.parse_args(argv)
     if (args.run / "run.json").is_file() and RunRecord(args.run).inputs().get("kind") == "release":
-        from pipeline.release import rerender_release
+        from relpipe.pipeline.release import rerender_release
 
         verdict, reports = rerender_release(args.run, args.strict)
         if args.json:

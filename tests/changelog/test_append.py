@@ -1,4 +1,4 @@
-"""changelog.append: appends that read back, N appends in a row, SIGKILL at random moments,
+"""relpipe.changelog.append: appends that read back, N appends in a row, SIGKILL at random moments,
 and concurrent appenders (real processes started with sys.executable)."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from changelog.append import append
-from changelog.entries import Entry, parse, render
-from changelog.errors import ChangelogError
+from relpipe.changelog.append import append
+from relpipe.changelog.entries import Entry, parse, render
+from relpipe.changelog.errors import ChangelogError
+from support import source_root
 
 LINK = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
 
@@ -77,8 +77,8 @@ def test_appending_n_generated_entries_keeps_the_file_valid(
 CHILD = f"""
 import sys
 from pathlib import Path
-from changelog.append import append
-from changelog.entries import Entry
+from relpipe.changelog.append import append
+from relpipe.changelog.entries import Entry
 path, start, who = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 count = int(sys.argv[4]) if len(sys.argv) > 4 else 10**9
 print("ready", flush=True)
@@ -89,7 +89,7 @@ for n in range(start, start + count):
 
 ROOT = Path(__file__).resolve().parents[2]
 # -S skips site (and the editable-install hook) to start children faster; PYTHONPATH finds us.
-FAST_ENV = dict(os.environ, PYTHONPATH=str(ROOT))
+FAST_ENV = dict(os.environ, PYTHONPATH=str(source_root()))
 
 
 def _allowed(base: bytes, data: bytes) -> int | None:
@@ -107,8 +107,8 @@ def _allowed(base: bytes, data: bytes) -> int | None:
 FORKER = f"""
 import os, sys
 from pathlib import Path
-from changelog.append import append
-from changelog.entries import Entry
+from relpipe.changelog.append import append
+from relpipe.changelog.entries import Entry
 path = Path(sys.argv[1])
 while line := sys.stdin.readline():
     pid = os.fork()

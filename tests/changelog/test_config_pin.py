@@ -8,9 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from changelog.configs.pin import ConfigPinError, edit_image, pin_image
-from changelog.errors import ChangelogError
+from relpipe.changelog.configs.pin import ConfigPinError, edit_image, pin_image
+from relpipe.changelog.errors import ChangelogError
 
 NEW = "rocm/atom-dev:nightly_202610070333"
 DIGEST = "sha256:2f605a3e" + "0" * 56
@@ -94,7 +93,7 @@ def test_unreadable_file_is_one_line_error(tmp_path: Path, kind: str) -> None:
 
 
 def test_failed_write_is_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import changelog.configs.pin as pin_module
+    import relpipe.changelog.configs.pin as pin_module
 
     def full_disk(path: Path, data: bytes) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))

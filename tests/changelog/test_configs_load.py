@@ -1,4 +1,4 @@
-"""changelog.configs.load on the real masters and on crafted files: strict loading, the fast
+"""relpipe.changelog.configs.load on the real masters and on crafted files: strict loading, the fast
 top-level key scan (checked against PyYAML), and InferenceX key resolution."""
 
 from __future__ import annotations
@@ -7,9 +7,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from changelog.configs.load import load_master, load_masters, master_keys, resolve_key, resolve_keys
-from changelog.errors import ChangelogError
+from relpipe.changelog.configs.load import (
+    load_master,
+    load_masters,
+    master_keys,
+    resolve_key,
+    resolve_keys,
+)
+from relpipe.changelog.errors import ChangelogError
 
 MASTERS = ("amd-master.yaml", "nvidia-master.yaml")
 

@@ -1,4 +1,4 @@
-"""changelog.entries: the real corpus, the house-style renderer, the strict parser (both paths),
+"""relpipe.changelog.entries: the real corpus, the house-style renderer, the strict parser (both paths),
 and property tests: render/parse round trip, byte mutations, agreement with PyYAML."""
 
 from __future__ import annotations
@@ -9,10 +9,9 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from changelog import entries as E
-from changelog.entries import Entry, parse, render, scan, validate_entry
-from changelog.errors import ChangelogError
+from relpipe.changelog import entries as E
+from relpipe.changelog.entries import Entry, parse, render, scan, validate_entry
+from relpipe.changelog.errors import ChangelogError
 
 LINK = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
 

@@ -14,16 +14,21 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from relpipe.changelog import entries
+from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.notes import (
+    ReleaseFacts,
+    description_lines,
+    load_facts,
+    render,
+    render_title,
+)
+from relpipe.changelog.notes.markdown import code, escape
+from relpipe.pipeline import cli
+from relpipe.validate import notes_check
 from support import git
 
-from changelog import entries
-from changelog.errors import ChangelogError
-from changelog.notes import ReleaseFacts, description_lines, load_facts, render, render_title
-from changelog.notes.markdown import code, escape
-from pipeline import cli
-from validate import notes_check
-
-EXAMPLE = Path(str(resources.files("changelog.notes").joinpath("example.json")))
+EXAMPLE = Path(str(resources.files("relpipe.changelog.notes").joinpath("example.json")))
 PINNED = "rocm/atom-dev:nightly_202610070333"
 DIGEST = "sha256:2f605a3e8b459a0385f784edb0335c11892277fee650fe42044e4af39e36dd01"
 
@@ -110,7 +115,7 @@ def test_rendering_is_byte_identical_across_runs_and_processes(facts: ReleaseFac
     assert render(load_facts(EXAMPLE), "both") == first
     env = dict(os.environ, PYTHONHASHSEED="12345")
     out = subprocess.run(
-        [sys.executable, "-m", "pipeline", "notes", "render", str(EXAMPLE)],
+        [sys.executable, "-m", "relpipe.pipeline", "notes", "render", str(EXAMPLE)],
         capture_output=True,
         env=env,
         check=True,
@@ -169,7 +174,7 @@ def test_description_lines_pass_validate_perf_changelog(
         [
             sys.executable,
             "-m",
-            "validate.perf_changelog",
+            "relpipe.validate.perf_changelog",
             "--base-ref",
             "HEAD",
             "--worktree",

@@ -12,9 +12,8 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from changelog.configs import semdiff
-from changelog.configs.semdiff import (
+from relpipe.changelog.configs import semdiff
+from relpipe.changelog.configs.semdiff import (
     ConcurrencyChange,
     ConfigDiff,
     EnvChange,
@@ -24,9 +23,9 @@ from changelog.configs.semdiff import (
     KeyPoints,
     VersionChange,
 )
-from changelog.errors import ChangelogError
-from changelog.notes import ReleaseFacts, render
-from validate import notes_check
+from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.notes import ReleaseFacts, render
+from relpipe.validate import notes_check
 
 BASE_KEY = "minimaxm3-fp4-mi355x-vllm-agentic-mtp"  # the corpus has no MiniMax-M3 ATOM key yet
 KEY = "minimaxm3-fp4-mi355x-atom-agentic-mtp"
@@ -91,7 +90,9 @@ def test_the_real_pr_gives_exactly_its_changes(corpus_dir: Path) -> None:
 def test_the_real_pr_in_both_languages(corpus_dir: Path) -> None:
     old, new = _revisions(corpus_dir)
     result = semdiff.diff(old, new)
-    example = json.loads(resources.files("changelog.notes").joinpath("example.json").read_text())
+    example = json.loads(
+        resources.files("relpipe.changelog.notes").joinpath("example.json").read_text()
+    )
     # The shipped example facts carry exactly what the diff computes.
     assert example["config_changes"] == result.to_json()["changes"]
     facts = ReleaseFacts.from_json(

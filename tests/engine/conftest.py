@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import torch
+from support import source_root
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,14 +45,14 @@ def run_cli(
     timeout: float = 300,
     python: str = sys.executable,
 ) -> CliResult:
-    """`python -m engine ARGS --out FILE` as a subprocess; returns exit code and the result doc."""
+    """`python -m relpipe.engine ARGS --out FILE` as a subprocess; returns exit code and the result doc."""
     out = tmp / f"result-{len(list(tmp.glob('result-*.json')))}.json"
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in [*(extra_path or []), ROOT])
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in [*(extra_path or []), source_root()])
     env.setdefault("TRITON_INTERPRET", "1")
     env["TRITON_CACHE_DIR"] = str(tmp / "triton-cache")
     proc = subprocess.run(
-        [python, "-m", "engine", *args, "--out", str(out)],
+        [python, "-m", "relpipe.engine", *args, "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-
-from engine.adapters import atom, sglang, trtllm, vllm
-from engine.adapters.server import acceptance_length, accepted_drafts
-from engine.errors import EngineError
+from relpipe.engine.adapters import atom, sglang, trtllm, vllm
+from relpipe.engine.adapters.server import acceptance_length, accepted_drafts
+from relpipe.engine.errors import EngineError
 
 
 def test_atom_argv() -> None:

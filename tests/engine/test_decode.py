@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from engine import model
-from engine.adapters.atom import load_ops
-from engine.decode import OpError, Ops, greedy, make_decoder
-from engine.errors import EngineError
-from engine.evals import parity
+from relpipe.engine import model
+from relpipe.engine.adapters.atom import load_ops
+from relpipe.engine.decode import OpError, Ops, greedy, make_decoder
+from relpipe.engine.errors import EngineError
+from relpipe.engine.evals import parity
 
 PROMPTS = [model.encode("ab"), model.encode("xyz!")]  # different lengths share the position counter
 

@@ -1,5 +1,5 @@
 """gsm8k scoring (lm-eval's strict and flexible extraction), statistics, thresholds, and the suite
-end to end against `python -m engine serve` on a synthetic GSM8K-format set."""
+end to end against `python -m relpipe.engine serve` on a synthetic GSM8K-format set."""
 
 from __future__ import annotations
 
@@ -12,13 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from engine.errors import EngineError
-from engine.evals import gsm8k, thresholds
-from engine.evals.stats import Accuracy
+from relpipe.engine.errors import EngineError
+from relpipe.engine.evals import gsm8k, thresholds
+from relpipe.engine.evals.stats import Accuracy
+from support import source_root
 
 P = gsm8k.Problem("q", "Some steps.\n#### 1,234")
 
@@ -144,10 +143,10 @@ def test_dataset_rows_are_validated(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    """`python -m engine serve` on an ephemeral loopback port (reference path, seed 0)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    """`python -m relpipe.engine serve` on an ephemeral loopback port (reference path, seed 0)."""
+    env = dict(os.environ, PYTHONPATH=str(source_root()))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "engine", "serve", "--port", "0"],
+        [sys.executable, "-m", "relpipe.engine", "serve", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -164,8 +163,8 @@ def server() -> Iterator[str]:
 
 def _model_answers(questions: list[str], max_tokens: int) -> list[str]:
     """What the server's model (reference decode, seed 0) completes for each prompt, in process."""
-    from engine.decode import greedy, make_decoder
-    from engine.model import TINY, decode_bytes, encode, init_weights
+    from relpipe.engine.decode import greedy, make_decoder
+    from relpipe.engine.model import TINY, decode_bytes, encode, init_weights
 
     dec = make_decoder("reference", init_weights(TINY, 0))
     out = []

@@ -5,14 +5,13 @@ from __future__ import annotations
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from engine.decode import rms_norm_ref, rope_ref, silu_and_mul_ref
-from engine.kernels.attention import decode_attention
-from engine.kernels.launch import GPU, INTERPRETER, Launch, block, next_pow2
-from engine.kernels.linear import linear
-from engine.kernels.rope import rope_kv_write
-from engine.kvcache import KVCache
-from engine.model import ModelConfig, rope_tables
+from relpipe.engine.decode import rms_norm_ref, rope_ref, silu_and_mul_ref
+from relpipe.engine.kernels.attention import decode_attention
+from relpipe.engine.kernels.launch import GPU, INTERPRETER, Launch, block, next_pow2
+from relpipe.engine.kernels.linear import linear
+from relpipe.engine.kernels.rope import rope_kv_write
+from relpipe.engine.kvcache import KVCache
+from relpipe.engine.model import ModelConfig, rope_tables
 
 # Interpreted programs cost milliseconds each: few, small examples (deadline off: CI is shared).
 FEW = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])

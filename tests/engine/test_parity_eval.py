@@ -1,4 +1,4 @@
-"""`python -m engine eval --suite decode-parity`: passes on the host, and mutants of the real
+"""`python -m relpipe.engine eval --suite decode-parity`: passes on the host, and mutants of the real
 kernel source (copied, edited, run from the copy) make it FAIL: the check bites."""
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ SMALL = ["--prompts", "1", "--prompt-bytes", "3", "--max-new", "3", "--ops", "en
 def mutant(tmp_path: Path, rel: str, old: str, new: str) -> Path:
     """A copy of engine/ with one exact edit in `rel`; returns the dir to put first on PYTHONPATH."""
     root = tmp_path / "mutant"
-    shutil.copytree(ROOT / "engine", root / "engine", ignore=shutil.ignore_patterns("__pycache__"))
-    path = root / "engine" / rel
+    engine = root / "relpipe" / "engine"
+    shutil.copytree(ROOT / "engine", engine, ignore=shutil.ignore_patterns("__pycache__"))
+    path = engine / rel
     text = path.read_text()
     assert text.count(old) == 1, f"mutation target moved: {old!r}"
     path.write_text(text.replace(old, new))

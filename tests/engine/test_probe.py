@@ -1,4 +1,4 @@
-"""`python -m engine probe` on real git repositories and a real installed distribution's metadata."""
+"""`python -m relpipe.engine probe` on real git repositories and a real installed distribution's metadata."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
+from relpipe.engine import probe
 from support import git
-
-from engine import probe
 
 
 def _repo(path: Path, commits: int = 2) -> str:

@@ -1,4 +1,4 @@
-"""`python -m engine serve`: OpenAI-compatible endpoints, plain and streaming, and bad requests;
+"""`python -m relpipe.engine serve`: OpenAI-compatible endpoints, plain and streaming, and bad requests;
 plus the adapters' health check and shutdown driving it as a real server process."""
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
-
-from engine.adapters import server as srv
-from engine.serve import Streamer
+from relpipe.engine.adapters import server as srv
+from relpipe.engine.serve import Streamer
+from support import source_root
 
 
 def _post(url: str, body: object, raw: bytes | None = None) -> tuple[int, bytes]:
@@ -41,8 +40,8 @@ def served(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
     port = _free_port()
     spec = srv.ServerSpec(
         engine="relpipe",
-        argv=(sys.executable, "-m", "engine", "serve", "--port", str(port)),
-        env={"PYTHONPATH": str(ROOT)},
+        argv=(sys.executable, "-m", "relpipe.engine", "serve", "--port", str(port)),
+        env={"PYTHONPATH": str(source_root())},
         port=port,
     )
     log = tmp_path_factory.mktemp("serve") / "log"

@@ -1,4 +1,4 @@
-"""`python -m engine smoke` end to end: pass, golden files, the image's ops, and the failures it
+"""`python -m relpipe.engine smoke` end to end: pass, golden files, the image's ops, and the failures it
 must catch (a broken op, a kernel that spins for ever, no torch in the image)."""
 
 from __future__ import annotations

@@ -20,8 +20,7 @@ from registry_support import (
     stop_registry,
     unique_repo,
 )
-
-from images.registry import (
+from relpipe.images.registry import (
     Credentials,
     RegistryClient,
     RegistryError,

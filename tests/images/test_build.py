@@ -1,4 +1,4 @@
-"""images.build and `relpipe fixtures build`: reproducible digests, cache hits, layer hygiene, and the
+"""relpipe.images.build and `relpipe fixtures build`: reproducible digests, cache hits, layer hygiene, and the
 fixture histories the precision diff and the pipeline rely on (real git, real registry)."""
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from images import fixture_repo as fx
-from images.build import BuildError, FixtureBuilder, build_fixtures, build_repo, nightly_tag
-from images.manifest import sha256_digest
-from images.registry import RegistryClient
-from pipeline import cli
+from relpipe.images import fixture_repo as fx
+from relpipe.images.build import BuildError, FixtureBuilder, build_fixtures, build_repo, nightly_tag
+from relpipe.images.manifest import sha256_digest
+from relpipe.images.registry import RegistryClient
+from relpipe.pipeline import cli
 
 SUBJECT = re.compile(r"^(?:[a-z]+(?:\([a-z_]+\))?: |\[[A-Za-z]+\] |Initial ).+ \(#\d{3,5}\)$")
 

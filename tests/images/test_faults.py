@@ -8,11 +8,16 @@ from pathlib import Path
 import httpx
 import pytest
 from registry_support import Fault, FaultProxy, push_image, push_index, unique_repo
-
-from images.errors import ImageError
-from images.lock import load, update
-from images.registry import DigestMismatch, Limits, RegistryClient, RegistryError, RetryPolicy
-from pipeline.cli import main as cli
+from relpipe.images.errors import ImageError
+from relpipe.images.lock import load, update
+from relpipe.images.registry import (
+    DigestMismatch,
+    Limits,
+    RegistryClient,
+    RegistryError,
+    RetryPolicy,
+)
+from relpipe.pipeline.cli import main as cli
 
 pytestmark = pytest.mark.services
 

@@ -6,10 +6,9 @@ import multiprocessing
 from pathlib import Path
 
 import pytest
-
-from images.lock import LockError, load, lookup, merge_facts, parse_lock, render, update
-from images.reference import parse
-from images.registry import Pinned
+from relpipe.images.lock import LockError, load, lookup, merge_facts, parse_lock, render, update
+from relpipe.images.reference import parse
+from relpipe.images.registry import Pinned
 
 D1, D2, D3 = ("sha256:" + c * 64 for c in "123")
 

@@ -10,11 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from registry_support import FaultProxy, push_image, unique_repo
-
-from images.manifest import DOCKER_MANIFEST
-from images.nightly import PatternError, compile_pattern, matching, newest
-from images.registry import RegistryClient
-from pipeline.cli import main as cli
+from relpipe.images.manifest import DOCKER_MANIFEST
+from relpipe.images.nightly import PatternError, compile_pattern, matching, newest
+from relpipe.images.registry import RegistryClient
+from relpipe.pipeline.cli import main as cli
 
 
 def test_default_pattern_ignores_floating_and_malformed_tags() -> None:

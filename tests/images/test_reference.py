@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-
-from images.reference import Reference, ReferenceError, is_loopback, parse
+from relpipe.images.reference import Reference, ReferenceError, is_loopback, parse
 
 D = "sha256:" + "ab" * 32
 

@@ -7,8 +7,7 @@ import json
 import httpx
 import pytest
 from registry_support import FaultProxy, push_image, push_index, skopeo_digest, unique_repo
-
-from images.manifest import (
+from relpipe.images.manifest import (
     DOCKER_LIST,
     DOCKER_MANIFEST,
     OCI_INDEX,
@@ -16,8 +15,8 @@ from images.manifest import (
     ManifestError,
     sha256_digest,
 )
-from images.registry import RegistryClient, RegistryError
-from pipeline.cli import main as cli
+from relpipe.images.registry import RegistryClient, RegistryError
+from relpipe.pipeline.cli import main as cli
 
 pytestmark = pytest.mark.services
 

@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-
-from images.build import build_fixtures
-from images.lock import load
-from pipeline.cli import main as cli
+from relpipe.images.build import build_fixtures
+from relpipe.images.lock import load
+from relpipe.pipeline.cli import main as cli
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 

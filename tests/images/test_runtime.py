@@ -1,4 +1,4 @@
-"""images.runtime against a real dockerd and registry: digest-only pulls, the sandbox, timeouts,
+"""relpipe.images.runtime against a real dockerd and registry: digest-only pulls, the sandbox, timeouts,
 untrusted results and logs, and copying `/app/ATOM` out of a fixture nightly."""
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from images.build import FixtureImage, build_fixtures
-from images.errors import ImageError
-from images.runtime import (
+from relpipe.images.build import FixtureImage, build_fixtures
+from relpipe.images.errors import ImageError
+from relpipe.images.runtime import (
     OUT_DIR,
     ContainerError,
     EngineRun,

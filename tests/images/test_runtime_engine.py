@@ -9,9 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-
-from images.build import FixtureImage, build_fixtures
-from images.runtime import EngineRun, Runtime
+from relpipe.images.build import FixtureImage, build_fixtures
+from relpipe.images.runtime import EngineRun, Runtime
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 ENGINE = Path(__file__).resolve().parents[2] / "engine"

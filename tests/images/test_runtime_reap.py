@@ -1,4 +1,4 @@
-"""images.runtime ownership against a real dockerd: every container names its owner, creating
+"""relpipe.images.runtime ownership against a real dockerd: every container names its owner, creating
 process and purpose, and `reap_stale` removes only the containers of dead processes of one owner."""
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from images.build import FixtureImage, build_fixtures
-from images.runtime import (
+from relpipe.images.build import FixtureImage, build_fixtures
+from relpipe.images.runtime import (
     KIND_LABEL,
     OWNER_LABEL,
     PID_LABEL,
@@ -27,6 +26,7 @@ from images.runtime import (
     process_alive,
     process_start,
 )
+from support import source_root
 
 pytestmark = pytest.mark.services
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHILD = """
 import sys
 from pathlib import Path
-from images.runtime import Runtime
+from relpipe.images.runtime import Runtime
 host, owner, ref, out = sys.argv[1:5]
 rt = Runtime.from_env(docker_host=host, gpu="none", owner=owner)
 rt.run(ref, ["python3", "-c", "import time; time.sleep(300)"], out_dir=Path(out), timeout_s=300)
@@ -71,7 +71,7 @@ def _spawn(
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, docker_host, owner, nightly.reference, str(out)],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(source_root())},
     )
     probe = Runtime.from_env(docker_host=docker_host, gpu="none")
     deadline = time.monotonic() + 120

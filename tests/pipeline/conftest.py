@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from pipeline.verdict import Outcome
+from relpipe.pipeline.verdict import Outcome
 
 DIGEST = "sha256:" + "ab" * 32
 BASE_DIGEST = "sha256:" + "cd" * 32

@@ -10,10 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from images import build
-from images import fixture_repo as fx
-from pipeline.commands import diff as diff_cmd
+from relpipe.images import build
+from relpipe.images import fixture_repo as fx
+from relpipe.pipeline.commands import diff as diff_cmd
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,7 +49,7 @@ def fixture(tmp_path_factory: pytest.TempPathFactory) -> Fixture:
 
 def relpipe(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "diff", *args],
+        [sys.executable, "-m", "relpipe.pipeline.cli", "diff", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -150,7 +149,7 @@ def test_file_url_repository(fixture: Fixture, tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "pipeline.cli",
+            "relpipe.pipeline.cli",
             "diff",
             fixture.versions[0],
             fixture.versions[1],

@@ -14,12 +14,11 @@ import stat
 from pathlib import Path
 
 import pytest
+from relpipe.pipeline import enginerepo, stages
+from relpipe.pipeline.commands import diff as diff_cmd
+from relpipe.validate import gitio
+from relpipe.validate.errors import ValidateError
 from support import commit_files, git
-
-from pipeline import enginerepo, stages
-from pipeline.commands import diff as diff_cmd
-from validate import gitio
-from validate.errors import ValidateError
 
 HOOKS = ("reference-transaction", "post-update", "pre-auto-gc", "post-checkout", "post-merge",
          "pre-push", "post-rewrite", "fsmonitor-watchman")  # fmt: skip
@@ -114,7 +113,7 @@ def test_diff_image_repository_goes_through_the_same_sanitising(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from images import runtime as images_runtime
+    from relpipe.images import runtime as images_runtime
 
     runtime, heads, markers = images
     ref = "127.0.0.1:5000/rocm/atom-dev@sha256:" + "ab" * 32

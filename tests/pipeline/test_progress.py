@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from pipeline.progress import Progress
+from relpipe.pipeline.progress import Progress
 
 
 def test_plain_lines_name_stage_status_and_cache_hits() -> None:

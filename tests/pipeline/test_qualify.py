@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from images.build import FixtureImage, build_fixtures
-from pipeline.demo import EXAMPLE, prepare_workdir
+from relpipe.images.build import FixtureImage, build_fixtures
+from relpipe.pipeline.demo import EXAMPLE, prepare_workdir
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
@@ -60,7 +59,7 @@ class Env:
         self, *args: str, cwd: Path | None = None, timeout: float = 600
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "pipeline", *args],
+            [sys.executable, "-m", "relpipe.pipeline", *args],
             cwd=cwd or self.repo,
             env=self.vars,
             capture_output=True,
@@ -150,7 +149,7 @@ def qualified(env: Env, docker_host: str) -> Iterator[Qualified]:
     """Qualify the newest good nightly: kill the first attempt in its eval stage, then resume."""
     args = ["qualify", env.newest, "--config-key", KEY, "--state", str(env.state), *QUICK]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pipeline", *args],
+        [sys.executable, "-m", "relpipe.pipeline", *args],
         cwd=env.repo,
         env=env.vars,
         stdout=subprocess.DEVNULL,
@@ -287,7 +286,7 @@ def test_three_parallel_shards_merge_to_the_unsharded_verdict(
             [
                 sys.executable,
                 "-m",
-                "pipeline",
+                "relpipe.pipeline",
                 "qualify",
                 "--from-plan",
                 str(plan_dir),
@@ -373,7 +372,7 @@ def test_release_dry_run_then_release_pins_appends_and_writes_notes(
         [
             sys.executable,
             "-m",
-            "validate.perf_changelog",
+            "relpipe.validate.perf_changelog",
             "--worktree",
             "--repo-url",
             "https://github.com/example-org/benchmark-repo",

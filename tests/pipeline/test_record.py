@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from pipeline.errors import PipelineError
-from pipeline.record import RunRecord, StageRunner, atomic_write, stage_key
+from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.record import RunRecord, StageRunner, atomic_write, stage_key
 
 
 def _runner(tmp_path: Path, name: str = "run", offline: bool = False) -> StageRunner:

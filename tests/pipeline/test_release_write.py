@@ -16,10 +16,15 @@ import time
 from pathlib import Path
 
 import pytest
-
-from changelog.entries import Entry, render
-from pipeline.release import ReleaseRefused, Staged, apply_changelog, write_staged, write_text
-from pipeline.workspace import CHANGELOG, LOCK, Workspace
+from relpipe.changelog.entries import Entry, render
+from relpipe.pipeline.release import (
+    ReleaseRefused,
+    Staged,
+    apply_changelog,
+    write_staged,
+    write_text,
+)
+from relpipe.pipeline.workspace import CHANGELOG, LOCK, Workspace
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "benchmark-repo"
 MASTER = "configs/amd-master.yaml"

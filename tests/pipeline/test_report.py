@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from pipeline.report import ReportData, render_all, render_html, render_markdown
-from pipeline.verdict import evaluate
+from relpipe.pipeline.report import ReportData, render_all, render_html, render_markdown
+from relpipe.pipeline.verdict import evaluate
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"

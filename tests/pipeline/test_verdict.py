@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.verdict import FAIL, NA, PASS, WARN, evaluate
+from relpipe.pipeline.verdict import FAIL, NA, PASS, WARN, evaluate
 
 
 def _check(outcome: Any, cid: str) -> Any:

@@ -8,12 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from pipeline.demo import EXAMPLE, rewrite_registry
-from pipeline.errors import PipelineError
-from pipeline.release import new_image_text, pr_link
-from pipeline.shard import parse_shard
-from pipeline.workspace import Workspace, threshold_for
+from relpipe.pipeline.demo import EXAMPLE, rewrite_registry
+from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.release import new_image_text, pr_link
+from relpipe.pipeline.shard import parse_shard
+from relpipe.pipeline.workspace import Workspace, threshold_for
 
 KEY = "minimaxm3-fp4-mi355x-atom-agentic-mtp"
 
@@ -87,7 +86,10 @@ def test_cli_usage_errors_exit_2_with_one_line(tmp_path: Path) -> None:
     ]
     for args, message in cases:
         proc = subprocess.run(
-            [sys.executable, "-m", "pipeline", *args], cwd=tmp_path, capture_output=True, text=True
+            [sys.executable, "-m", "relpipe.pipeline", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
         )
         assert proc.returncode == 2, (args, proc.stderr)
         assert (

@@ -6,10 +6,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from relpipe.validate import gitio, precision
+from relpipe.validate.errors import ValidateError
 from support import commit_files, git
-
-from validate import gitio, precision
-from validate.errors import ValidateError
 
 
 @pytest.mark.parametrize(

@@ -7,12 +7,11 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from relpipe.changelog.notes import ReleaseFacts, load_facts, render, render_title
+from relpipe.validate.findings import Finding
+from relpipe.validate.notes_check import TRADITIONAL, check
 
-from changelog.notes import ReleaseFacts, load_facts, render, render_title
-from validate.findings import Finding
-from validate.notes_check import TRADITIONAL, check
-
-EXAMPLE = Path(str(resources.files("changelog.notes").joinpath("example.json")))
+EXAMPLE = Path(str(resources.files("relpipe.changelog.notes").joinpath("example.json")))
 PINNED_TAG, WRONG_TAG = "nightly_202610070333", "nightly_202610061452"
 
 

@@ -10,11 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from relpipe.changelog.append import append
+from relpipe.changelog.entries import Entry, render
+from relpipe.validate.perf_changelog import main
 from support import git
-
-from changelog.append import append
-from changelog.entries import Entry, render
-from validate.perf_changelog import main
 
 REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
 GOOD = Entry(
@@ -298,8 +297,9 @@ def test_hook_process_imports_only_stdlib_and_pyyaml(repo: Path) -> None:
     )
     git(repo, "add", "perf-changelog.yaml")
     probe = (
-        "import sys\nfrom validate.perf_changelog import main\ncode = main([])\n"
+        "import sys\nfrom relpipe.validate.perf_changelog import main\ncode = main([])\n"
         "mods = {m.split('.')[0] for m in sys.modules}\n"
+        "mods |= {'relpipe.' + m.split('.')[1] for m in sys.modules if m.startswith('relpipe.')}\n"
         "print(sorted(mods - set(sys.stdlib_module_names)))\nsys.exit(code)\n"
     )
     done = subprocess.run(
@@ -307,7 +307,7 @@ def test_hook_process_imports_only_stdlib_and_pyyaml(repo: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     third_party = eval(done.stdout.strip().splitlines()[-1])  # noqa: S307 - our own printed list
-    ours = {"changelog", "validate", "__main__"}
+    ours = {"relpipe", "relpipe.core", "relpipe.changelog", "relpipe.validate", "__main__"}
     allowed = ours | {"yaml", "_yaml", "cython_runtime"}  # PyYAML's C extension is Cython-built
     leftovers = {
         m
@@ -320,7 +320,7 @@ def test_hook_process_imports_only_stdlib_and_pyyaml(repo: Path) -> None:
 
 def test_console_script_runs_as_a_module(repo: Path) -> None:
     append(repo / "perf-changelog.yaml", GOOD)
-    done = subprocess.run([sys.executable, "-m", "validate.perf_changelog", "--base-ref", "HEAD", "--worktree"],
+    done = subprocess.run([sys.executable, "-m", "relpipe.validate.perf_changelog", "--base-ref", "HEAD", "--worktree"],
                           cwd=repo, capture_output=True, text=True, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "1 appended" in done.stdout

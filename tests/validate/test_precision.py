@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from relpipe.validate import precision
+from relpipe.validate.errors import ValidateError
 from support import commit_files, git, import_commit
-
-from validate import precision
-from validate.errors import ValidateError
 
 LINEAR = '''"""Linear layers."""
 import logging

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from validate import cosmetic
+from relpipe.validate import cosmetic
 
 BASE = '''"""Module doc."""
 import logging

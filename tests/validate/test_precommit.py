@@ -11,16 +11,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from relpipe.changelog.append import append
+from relpipe.changelog.entries import Entry, render
 from support import git
-
-from changelog.append import append
-from changelog.entries import Entry, render
 
 ROOT = Path(__file__).resolve().parents[2]
 REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
 # What the hook needs to install: the distribution metadata and the two packages on its path.
-HOOK_FILES = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml")
-HOOK_PACKAGES = ("changelog", "validate")
+HOOK_FILES = ("pyproject.toml", "setup.py", "README.md", ".pre-commit-hooks.yaml")
+HOOK_PACKAGES = ("core", "pipeline", "changelog", "images", "engine", "validate")
 
 
 def _hook_repo(tmp: Path) -> tuple[Path, str]:
