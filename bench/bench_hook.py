@@ -37,10 +37,16 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def _git(repo: Path, *args: str) -> str:
-    env = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@b", GIT_COMMITTER_NAME="b",
-               GIT_COMMITTER_EMAIL="b@b")  # fmt: skip
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()  # fmt: skip
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="b",
+        GIT_AUTHOR_EMAIL="b@b",
+        GIT_COMMITTER_NAME="b",
+        GIT_COMMITTER_EMAIL="b@b",
+    )
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout.strip()
 
 
 def _time(cmd: list[str], cwd: Path, expect: int = 0) -> tuple[float, float, float]:
@@ -95,14 +101,23 @@ def _repo(tmp: Path, name: str, base: bytes, appended: Entry, masters: bool) -> 
 def _synthetic(n: int) -> bytes:
     parts = []
     for i in range(n):
-        parts.append(render(Entry(
-            config_keys=(f"dsr1-fp8-mi355x-atom-{i % 50}",) + (("gptoss-*",) if i % 3 == 0 else ()),
-            description=(f"Bump image to rocm/atom-dev:nightly_2026{i:08d}", "精度不变; \"quoted\" text")
-            if i % 2 else (f"Update run {i}",),
-            pr_link=f"{REPO_URL}/pull/{1000 + i}",
-            scenario_type=("agentic-coding",) if i % 5 == 0 else None,
-            evals_only=i % 11 == 0,
-        )))  # fmt: skip
+        parts.append(
+            render(
+                Entry(
+                    config_keys=(f"dsr1-fp8-mi355x-atom-{i % 50}",)
+                    + (("gptoss-*",) if i % 3 == 0 else ()),
+                    description=(
+                        f"Bump image to rocm/atom-dev:nightly_2026{i:08d}",
+                        '精度不变; "quoted" text',
+                    )
+                    if i % 2
+                    else (f"Update run {i}",),
+                    pr_link=f"{REPO_URL}/pull/{1000 + i}",
+                    scenario_type=("agentic-coding",) if i % 5 == 0 else None,
+                    evals_only=i % 11 == 0,
+                )
+            )
+        )
     return "\n".join(parts).encode()
 
 
@@ -129,11 +144,24 @@ def main() -> list[str]:
         hook = _time(hook_cmd, repo)
         (tmp / "base.yaml").write_bytes(base)
         (tmp / "head.yaml").write_bytes((repo / "perf-changelog.yaml").read_bytes())
-        ref_a = _time([sys.executable, "-c", "import yaml\nfor f in ('base.yaml', 'head.yaml'):\n"
-                       "    yaml.load(open(f, 'rb'), Loader=yaml.SafeLoader)"], tmp)  # fmt: skip
+        ref_a = _time(
+            [
+                sys.executable,
+                "-c",
+                "import yaml\nfor f in ('base.yaml', 'head.yaml'):\n"
+                "    yaml.load(open(f, 'rb'), Loader=yaml.SafeLoader)",
+            ],
+            tmp,
+        )
         ref_b = _time([sys.executable, "-c", "pass"], tmp)
-        lines.append(_row("hook, 772 entries + 1 appended (base -> head refs, keys resolved)", *hook,
-                          f"<= (a)/10 = {ref_a[0] * 100:.0f} ms", hook[0] <= ref_a[0] / 10))  # fmt: skip
+        lines.append(
+            _row(
+                "hook, 772 entries + 1 appended (base -> head refs, keys resolved)",
+                *hook,
+                f"<= (a)/10 = {ref_a[0] * 100:.0f} ms",
+                hook[0] <= ref_a[0] / 10,
+            )
+        )
         lines.append(
             _row("", *hook, f"<= 3 x (b) = {ref_b[0] * 3000:.0f} ms", hook[0] <= 3 * ref_b[0])
         )
@@ -166,8 +194,10 @@ def main() -> list[str]:
             _row("20,000 synthetic entries + 1, base -> head", *diff, "< 500 ms", diff[0] < 0.5)
         )
     lines.append("")
-    lines.append(f"hook / (a) = 1/{ref_a[0] / hook[0]:.1f}; hook / (b) = {hook[0] / ref_b[0]:.2f}x "
-                 f"(best of {RUNS} whole-process runs each, same run)")  # fmt: skip
+    lines.append(
+        f"hook / (a) = 1/{ref_a[0] / hook[0]:.1f}; hook / (b) = {hook[0] / ref_b[0]:.2f}x "
+        f"(best of {RUNS} whole-process runs each, same run)"
+    )
     return lines
 
 

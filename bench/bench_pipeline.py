@@ -42,8 +42,13 @@ QUICK = [
 
 def _timed(args: list[str], cwd: Path, env: dict[str, str]) -> float:
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "relpipe.pipeline", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "relpipe.pipeline", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     elapsed = time.perf_counter() - t0
     if proc.returncode not in (0, 1):
         raise RuntimeError(

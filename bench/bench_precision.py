@@ -35,16 +35,30 @@ FILES = 1000
 COMMITS = 1000
 RELEASE_COMMITS = 300  # the last 300 commits touch 2 distinct files each: a 600-file pair
 NIGHTLY_COMMITS = 15
-AREAS = [("atom/models", 300), ("atom/model_ops", 150), ("atom/model_ops/attentions", 40),
-         ("atom/quantization", 40), ("atom/model_loader", 20), ("atom/spec_decode", 30),
-         ("atom/plugin/vllm", 30), ("atom/entrypoints", 40), ("tests", 200), ("docs", 100),
-         ("recipes", 50)]  # fmt: skip
+AREAS = [
+    ("atom/models", 300),
+    ("atom/model_ops", 150),
+    ("atom/model_ops/attentions", 40),
+    ("atom/quantization", 40),
+    ("atom/model_loader", 20),
+    ("atom/spec_decode", 30),
+    ("atom/plugin/vllm", 30),
+    ("atom/entrypoints", 40),
+    ("tests", 200),
+    ("docs", 100),
+    ("recipes", 50),
+]
 TYPES = ["fix", "feat", "perf", "refactor", "[Fix]", "[Perf]", "docs", "test", "[feat](docker)"]
 
 
 def _paths(rng: random.Random) -> list[str]:
-    paths = ["atom/config.py", "atom/quant_spec.py", "atom/model_ops/linear.py",
-             "atom/model_ops/layernorm.py", "atom/model_engine/model_runner.py"]  # fmt: skip
+    paths = [
+        "atom/config.py",
+        "atom/quant_spec.py",
+        "atom/model_ops/linear.py",
+        "atom/model_ops/layernorm.py",
+        "atom/model_engine/model_runner.py",
+    ]
     for area, count in AREAS:
         ext = ".md" if area == "docs" else ".py"
         paths += [f"{area}/mod_{i:03d}{ext}" for i in range(count)]
@@ -84,9 +98,11 @@ def build(repo: Path, seed: int = 5) -> None:
 
     def commit(n: int, subject: str, files: dict[str, str]) -> None:
         when = 1788220800 + 3600 * n
-        out.append(f"commit refs/heads/main\nmark :{n + 1}\n"
-                   f"author Dev <dev@example.invalid> {when} +0000\n"
-                   f"committer GitHub <noreply@github.com> {when} +0000\n".encode())  # fmt: skip
+        out.append(
+            f"commit refs/heads/main\nmark :{n + 1}\n"
+            f"author Dev <dev@example.invalid> {when} +0000\n"
+            f"committer GitHub <noreply@github.com> {when} +0000\n".encode()
+        )
         data(subject + "\n")
         if n:
             out.append(f"from :{n}\n".encode())
@@ -109,8 +125,9 @@ def build(repo: Path, seed: int = 5) -> None:
         sep = " " if kind.startswith("[") else ": "
         commit(n, f"{kind}{sep}change {n} (#{2000 + n})", {p: state[p] for p in touched})
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
-    subprocess.run(["git", "-C", str(repo), "fast-import", "--quiet"], input=b"".join(out),
-                   check=True)  # fmt: skip
+    subprocess.run(
+        ["git", "-C", str(repo), "fast-import", "--quiet"], input=b"".join(out), check=True
+    )
 
 
 def _cpu(fn: Callable[[], object], runs: int) -> float:
@@ -132,8 +149,7 @@ def _cpu(fn: Callable[[], object], runs: int) -> float:
 
 
 def _git(repo: Path, *args: str) -> bytes:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True,
-                          capture_output=True).stdout  # fmt: skip
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True).stdout
 
 
 def main() -> list[str]:
@@ -144,8 +160,11 @@ def main() -> list[str]:
         build(repo)
         built = time.perf_counter() - t0
         files = len(_git(repo, "ls-tree", "-r", "--name-only", "HEAD").splitlines())
-        lines += [f"Synthetic repository: {files} files, {COMMITS} commits, built in {built:.2f} s "
-                  "(git fast-import).", ""]  # fmt: skip
+        lines += [
+            f"Synthetic repository: {files} files, {COMMITS} commits, built in {built:.2f} s "
+            "(git fast-import).",
+            "",
+        ]
         rules = precision.load_rules()
 
         old, new = f"HEAD~{NIGHTLY_COMMITS}", "HEAD"
@@ -178,8 +197,17 @@ def main() -> list[str]:
 
         rel_old = f"HEAD~{RELEASE_COMMITS}"
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        cmd = [sys.executable, "-m", "relpipe.pipeline.cli", "diff", rel_old, "HEAD", "--repo", str(repo),
-               "--json"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "relpipe.pipeline.cli",
+            "diff",
+            rel_old,
+            "HEAD",
+            "--repo",
+            str(repo),
+            "--json",
+        ]
 
         def whole() -> bytes:
             return subprocess.run(cmd, cwd=ROOT, env=env, check=True, capture_output=True).stdout
@@ -187,8 +215,9 @@ def main() -> list[str]:
         report = json.loads(whole())  # warm-up; also writes bytecode like an installed package
         t_whole = best(whole, 7)
         c_whole = _cpu(whole, 5)
-        t_python = best(lambda: subprocess.run([sys.executable, "-c", "pass"], env=env,
-                                                  check=True), 7)  # fmt: skip
+        t_python = best(
+            lambda: subprocess.run([sys.executable, "-c", "pass"], env=env, check=True), 7
+        )
         n = report["summary"]["files"]
         lines += [
             f"| interpreter start-up (`python -c pass`) | {t_python * 1000:.0f} ms | reference | |",

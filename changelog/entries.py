@@ -257,10 +257,25 @@ def _plain(text: str) -> object:
 
 
 _DQ_ESCAPES = {
-    "0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
-    "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85",
-    "_": "\xa0", "L": "\u2028", "P": "\u2029",
-}  # fmt: skip
+    "0": "\0",
+    "a": "\a",
+    "b": "\b",
+    "t": "\t",
+    "\t": "\t",
+    "n": "\n",
+    "v": "\v",
+    "f": "\f",
+    "r": "\r",
+    "e": "\x1b",
+    " ": " ",
+    '"': '"',
+    "/": "/",
+    "\\": "\\",
+    "N": "\x85",
+    "_": "\xa0",
+    "L": "\u2028",
+    "P": "\u2029",
+}
 _DQ_ESCAPE = _lazy_re(r"\\(?:x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))")
 
 
@@ -370,8 +385,11 @@ def validate_entry(entry: Entry) -> list[str]:
                 problems.append(
                     f"scenario-type {value!r} is not one of {', '.join(SCENARIO_TYPES)}"
                 )
-    for name, flag in (("evals-only", entry.evals_only), ("all-evals", entry.all_evals),
-                       ("append-only", entry.append_only)):  # fmt: skip
+    for name, flag in (
+        ("evals-only", entry.evals_only),
+        ("all-evals", entry.all_evals),
+        ("append-only", entry.append_only),
+    ):
         if not isinstance(flag, bool):
             problems.append(f"{name} must be true or false")
     ep = entry.eval_min_prefill_ep
@@ -421,8 +439,12 @@ def _schema(
         for item in items:
             hint = _ambiguity_hint(item)
             if hint is not None and isinstance(item, _Ambiguous):
-                bad(key, f"`{key}` value `{item.text}` is read differently by YAML 1.1 and 1.2",
-                    hint, "yaml-ambiguous")  # fmt: skip
+                bad(
+                    key,
+                    f"`{key}` value `{item.text}` is read differently by YAML 1.1 and 1.2",
+                    hint,
+                    "yaml-ambiguous",
+                )
     if found:
         return None, found
     keys, problem = _str_list("config-keys", fields["config-keys"])
@@ -463,8 +485,11 @@ def _schema(
                 flags[key] = flag
     ep = fields.get("eval-min-prefill-ep")
     if ep is not None and (isinstance(ep, bool) or not isinstance(ep, int)):
-        bad("eval-min-prefill-ep", f"eval-min-prefill-ep must be an integer, got {_describe(ep)}",
-            "write a decimal integer >= 1")  # fmt: skip
+        bad(
+            "eval-min-prefill-ep",
+            f"eval-min-prefill-ep must be an integer, got {_describe(ep)}",
+            "write a decimal integer >= 1",
+        )
     if found:
         return None, found
     entry = Entry(
@@ -566,17 +591,39 @@ def _event_fields(text: str, first: int) -> tuple[dict[str, object], dict[str, i
         if mark is not None and exc.context_mark is not None and mark.line >= text.count("\n"):
             mark = exc.context_mark  # hit the end (an unclosed quote): name where it opened
         line = first + mark.line if mark is not None else first
-        return {}, {}, [Finding(line, "yaml", f"YAML syntax error: {exc.problem or exc.context}",
-                                "fix the YAML syntax (compare with the entry above)")]  # fmt: skip
+        return (
+            {},
+            {},
+            [
+                Finding(
+                    line,
+                    "yaml",
+                    f"YAML syntax error: {exc.problem or exc.context}",
+                    "fix the YAML syntax (compare with the entry above)",
+                )
+            ],
+        )
     except yaml.YAMLError as exc:
         return {}, {}, [Finding(first, "yaml", f"YAML error: {exc}", "fix the YAML syntax")]
     for event in events:
         if isinstance(event, yaml.AliasEvent):
-            found.append(Finding(at(event), "alias", f"YAML alias `*{event.anchor}`",
-                                 "aliases are not allowed (YAML bombs); write values out, quote a `*glob`"))  # fmt: skip
+            found.append(
+                Finding(
+                    at(event),
+                    "alias",
+                    f"YAML alias `*{event.anchor}`",
+                    "aliases are not allowed (YAML bombs); write values out, quote a `*glob`",
+                )
+            )
         elif isinstance(event, yaml.NodeEvent) and event.anchor is not None:
-            found.append(Finding(at(event), "anchor", f"YAML anchor `&{event.anchor}`",
-                                 "anchors are not allowed; write values out"))  # fmt: skip
+            found.append(
+                Finding(
+                    at(event),
+                    "anchor",
+                    f"YAML anchor `&{event.anchor}`",
+                    "anchors are not allowed; write values out",
+                )
+            )
         if (
             isinstance(event, (yaml.ScalarEvent, yaml.CollectionStartEvent))
             and event.tag is not None
@@ -598,8 +645,14 @@ def _event_fields(text: str, first: int) -> tuple[dict[str, object], dict[str, i
                 and event.end_mark is not None
                 and event.start_mark.line != event.end_mark.line
             ):
-                found.append(Finding(at(event), "continuation", "value spans several lines",
-                                     "write each value on one line"))  # fmt: skip
+                found.append(
+                    Finding(
+                        at(event),
+                        "continuation",
+                        "value spans several lines",
+                        "write each value on one line",
+                    )
+                )
             return _plain(event.value) if event.implicit[0] else event.value
         if isinstance(event, yaml.SequenceStartEvent):
             items = []
@@ -626,8 +679,14 @@ def _event_fields(text: str, first: int) -> tuple[dict[str, object], dict[str, i
                 if not isinstance(key, (str, int, bool)) or key is None:
                     key = _describe(key)
                 if key in mapping:
-                    found.append(Finding(at(key_event), "duplicate-key", f"duplicate key `{key}` in entry",
-                                         "keep one occurrence of the key"))  # fmt: skip
+                    found.append(
+                        Finding(
+                            at(key_event),
+                            "duplicate-key",
+                            f"duplicate key `{key}` in entry",
+                            "keep one occurrence of the key",
+                        )
+                    )
                 mapping.lines[key] = at(key_event)
                 mapping[key] = node()
             pos += 1
@@ -638,8 +697,18 @@ def _event_fields(text: str, first: int) -> tuple[dict[str, object], dict[str, i
         pos += 1
     root = node()
     if not isinstance(root, list) or len(root) != 1 or not isinstance(root[0], _Map):
-        return {}, {}, [Finding(first, "structure", "entry is not one mapping in the top-level list",
-                                f"start the entry with `{ENTRY_START}` and indent its keys by 2")]  # fmt: skip
+        return (
+            {},
+            {},
+            [
+                Finding(
+                    first,
+                    "structure",
+                    "entry is not one mapping in the top-level list",
+                    f"start the entry with `{ENTRY_START}` and indent its keys by 2",
+                )
+            ],
+        )
     mapping = root[0]
     fields: dict[str, object] = {}
     key_lines: dict[str, int] = {}
@@ -663,27 +732,57 @@ def _layout(lines: Sequence[str], first: int) -> list[Finding]:
         number = first + offset
         if line != line.rstrip(" "):
             if not line.strip():
-                found.append(Finding(number, "blank-in-entry", "blank line inside an entry",
-                                     "entries have no blank lines inside; remove it"))  # fmt: skip
+                found.append(
+                    Finding(
+                        number,
+                        "blank-in-entry",
+                        "blank line inside an entry",
+                        "entries have no blank lines inside; remove it",
+                    )
+                )
                 continue
-            found.append(Finding(number, "trailing-whitespace", "trailing whitespace",
-                                 "remove the spaces at the end of the line"))  # fmt: skip
+            found.append(
+                Finding(
+                    number,
+                    "trailing-whitespace",
+                    "trailing whitespace",
+                    "remove the spaces at the end of the line",
+                )
+            )
         if offset == 0:
             continue
         body = line.lstrip(" ")
         indent = len(line) - len(body)
         if not body:
-            found.append(Finding(number, "blank-in-entry", "blank line inside an entry",
-                                 "entries have no blank lines inside; remove it"))  # fmt: skip
+            found.append(
+                Finding(
+                    number,
+                    "blank-in-entry",
+                    "blank line inside an entry",
+                    "entries have no blank lines inside; remove it",
+                )
+            )
         elif body[0] == "#":
             continue
         elif body[:2] == "- ":
             if indent != 4:
-                found.append(Finding(number, "indent", f"list item indented by {indent} spaces",
-                                     "indent list items by exactly 4 spaces"))  # fmt: skip
+                found.append(
+                    Finding(
+                        number,
+                        "indent",
+                        f"list item indented by {indent} spaces",
+                        "indent list items by exactly 4 spaces",
+                    )
+                )
         elif indent != 2:
-            found.append(Finding(number, "continuation", "value continued on its own line",
-                                 "write each key and value on one line (keys indented by 2)"))  # fmt: skip
+            found.append(
+                Finding(
+                    number,
+                    "continuation",
+                    "value continued on its own line",
+                    "write each key and value on one line (keys indented by 2)",
+                )
+            )
     return found
 
 
@@ -696,8 +795,14 @@ def _parse_block(
         "",
         "#",
     ):
-        found.append(Finding(first, "structure", f"entry does not start with `{ENTRY_START}`",
-                             f"start every entry at column 0 with `{ENTRY_START}` on its own line"))  # fmt: skip
+        found.append(
+            Finding(
+                first,
+                "structure",
+                f"entry does not start with `{ENTRY_START}`",
+                f"start every entry at column 0 with `{ENTRY_START}` on its own line",
+            )
+        )
         return {}, {}, None, tuple(found)
     try:
         fields, key_lines, parse_found = _fast_fields(lines, first)
@@ -790,45 +895,88 @@ def _byte_findings(data: bytes, first: int) -> tuple[str | None, list[Finding]]:
     found: list[Finding] = []
     base = first - 1
     if len(data) > MAX_FILE_BYTES:
-        return None, [Finding(0, "size", f"file is {len(data)} bytes, over the {MAX_FILE_BYTES}-byte cap",
-                              "this is not a perf-changelog; check the file")]  # fmt: skip
+        return None, [
+            Finding(
+                0,
+                "size",
+                f"file is {len(data)} bytes, over the {MAX_FILE_BYTES}-byte cap",
+                "this is not a perf-changelog; check the file",
+            )
+        ]
     if b"\0" in data:
         found.append(
             Finding(base + _first_line(data, b"\0"), "nul", "NUL byte", "remove binary content")
         )
     if b"\r" in data:
-        found.append(Finding(base + _first_line(data, b"\r"), "crlf", "CR line ending (CRLF)",
-                             "convert line endings to LF (e.g. `dos2unix`, or git config core.autocrlf input)"))  # fmt: skip
+        found.append(
+            Finding(
+                base + _first_line(data, b"\r"),
+                "crlf",
+                "CR line ending (CRLF)",
+                "convert line endings to LF (e.g. `dos2unix`, or git config core.autocrlf input)",
+            )
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        found.append(Finding(base + _line_of(data, exc.start), "utf8", "invalid UTF-8",
-                             "save the file as UTF-8"))  # fmt: skip
+        found.append(
+            Finding(
+                base + _line_of(data, exc.start), "utf8", "invalid UTF-8", "save the file as UTF-8"
+            )
+        )
         return None, found
     if text.startswith("\ufeff"):
         found.append(
             Finding(first, "bom", "UTF-8 byte-order mark", "save the file as UTF-8 without BOM")
         )
     if "\t" in text:
-        found.append(Finding(base + _line_of(text, text.index("\t")), "tab", "tab character",
-                             "indent and separate with spaces only"))  # fmt: skip
+        found.append(
+            Finding(
+                base + _line_of(text, text.index("\t")),
+                "tab",
+                "tab character",
+                "indent and separate with spaces only",
+            )
+        )
     odd = _bad_char(data)
     if odd is not None:
         char = odd.group(0).decode("utf-8")
-        found.append(Finding(base + _line_of(data, odd.start()), "non-printable",
-                             f"non-printable or line-break character U+{ord(char):04X}",
-                             "remove it, or write it as an escape inside a double-quoted string"))  # fmt: skip
+        found.append(
+            Finding(
+                base + _line_of(data, odd.start()),
+                "non-printable",
+                f"non-printable or line-break character U+{ord(char):04X}",
+                "remove it, or write it as an escape inside a double-quoted string",
+            )
+        )
     conflict = _CONFLICT.search(text) if any(m in data for m in _CONFLICT_BYTES) else None
     if conflict is not None:
-        found.append(Finding(base + _line_of(text, conflict.start()), "conflict-marker",
-                             f"merge conflict marker `{conflict.group(0).strip()}`",
-                             "resolve the merge conflict and delete the <<<<<<< ======= >>>>>>> lines"))  # fmt: skip
+        found.append(
+            Finding(
+                base + _line_of(text, conflict.start()),
+                "conflict-marker",
+                f"merge conflict marker `{conflict.group(0).strip()}`",
+                "resolve the merge conflict and delete the <<<<<<< ======= >>>>>>> lines",
+            )
+        )
     if not data.endswith(b"\n"):
-        found.append(Finding(base + data.count(b"\n") + 1, "final-newline", "no newline at end of file",
-                             "end the file with exactly one newline"))  # fmt: skip
+        found.append(
+            Finding(
+                base + data.count(b"\n") + 1,
+                "final-newline",
+                "no newline at end of file",
+                "end the file with exactly one newline",
+            )
+        )
     elif data[len(data.rstrip(b" \n")) :].count(b"\n") > 1:
-        found.append(Finding(base + len(data.rstrip(b" \n").split(b"\n")) + 1, "final-newline",
-                             "blank lines at end of file", "end the file with exactly one newline"))  # fmt: skip
+        found.append(
+            Finding(
+                base + len(data.rstrip(b" \n").split(b"\n")) + 1,
+                "final-newline",
+                "blank lines at end of file",
+                "end the file with exactly one newline",
+            )
+        )
     if found:
         return None, found
     return text, found
@@ -836,8 +984,11 @@ def _byte_findings(data: bytes, first: int) -> tuple[str | None, list[Finding]]:
 
 def _gap_findings(gap: Sequence[str], first: int) -> list[Finding]:
     """The separator before an entry must be exactly one empty line."""
-    found = [Finding(first + k, "whitespace-line", "whitespace-only line", "make separator lines empty")
-             for k, line in enumerate(gap) if line]  # fmt: skip
+    found = [
+        Finding(first + k, "whitespace-line", "whitespace-only line", "make separator lines empty")
+        for k, line in enumerate(gap)
+        if line
+    ]
     if len(gap) != 1:
         message = (
             f"{len(gap)} blank lines before the entry" if gap else "no empty line before the entry"
@@ -853,8 +1004,14 @@ def _gap_findings(gap: Sequence[str], first: int) -> list[Finding]:
     return found
 
 
-def scan(data: bytes, path: str = "perf-changelog.yaml", *, first_line: int = 1, offset: int = 0,
-         leading_blank: bool = False) -> Changelog:  # fmt: skip
+def scan(
+    data: bytes,
+    path: str = "perf-changelog.yaml",
+    *,
+    first_line: int = 1,
+    offset: int = 0,
+    leading_blank: bool = False,
+) -> Changelog:
     """Parse a changelog, or a suffix of one, collecting every finding (errors as errors).
 
     `first_line`/`offset` place `data` inside a larger file (a suffix after the history), so
@@ -869,8 +1026,14 @@ def scan(data: bytes, path: str = "perf-changelog.yaml", *, first_line: int = 1,
         longest = max(map(len, data.split(b"\n")))
         if longest > MAX_LINE_BYTES:
             lengths = [len(line) for line in data.split(b"\n")]
-            found.append(Finding(first_line + lengths.index(longest), "line-length", f"line is {longest} bytes long",
-                                 f"keep lines under {MAX_LINE_BYTES} bytes"))  # fmt: skip
+            found.append(
+                Finding(
+                    first_line + lengths.index(longest),
+                    "line-length",
+                    f"line is {longest} bytes long",
+                    f"keep lines under {MAX_LINE_BYTES} bytes",
+                )
+            )
             return Changelog(path, (), tuple(found), line_count)
     ascii_only = data.isascii()
     size = len(text)
@@ -882,18 +1045,36 @@ def scan(data: bytes, path: str = "perf-changelog.yaml", *, first_line: int = 1,
 
     pos = 0 if text[:1] not in ("", " ", "\n") else next_start(0)
     if pos >= size:
-        found.append(Finding(first_line, "structure", "no entries: the file must be a YAML list of entries",
-                             f"start each entry at column 0 with `{ENTRY_START}`"))  # fmt: skip
+        found.append(
+            Finding(
+                first_line,
+                "structure",
+                "no entries: the file must be a YAML list of entries",
+                f"start each entry at column 0 with `{ENTRY_START}`",
+            )
+        )
     elif leading_blank:
         gap = text[:pos].split("\n")[:-1]
         if any(line.strip() for line in gap):
-            found.append(Finding(first_line, "structure", "text appended to the last existing entry",
-                                 "existing entries are immutable; add a new entry at the end, after one empty line"))  # fmt: skip
+            found.append(
+                Finding(
+                    first_line,
+                    "structure",
+                    "text appended to the last existing entry",
+                    "existing entries are immutable; add a new entry at the end, after one empty line",
+                )
+            )
         else:
             found.extend(_gap_findings(gap, first_line))
     elif pos != 0:
-        found.append(Finding(first_line, "structure", "text before the first entry",
-                             f"start the file with `{ENTRY_START}`"))  # fmt: skip
+        found.append(
+            Finding(
+                first_line,
+                "structure",
+                "text before the first entry",
+                f"start the file with `{ENTRY_START}`",
+            )
+        )
     blocks: list[Block] = []
     seen: dict[str, int] = {}
     line = first_line + text.count("\n", 0, pos)
@@ -901,8 +1082,14 @@ def scan(data: bytes, path: str = "perf-changelog.yaml", *, first_line: int = 1,
     while pos < size:
         if text[pos] != "-":
             stop = next_start(pos)
-            found.append(Finding(line, "structure", "text at column 0 that is not an entry",
-                                 f"start entries with `{ENTRY_START}`; indent keys by 2"))  # fmt: skip
+            found.append(
+                Finding(
+                    line,
+                    "structure",
+                    "text at column 0 that is not an entry",
+                    f"start entries with `{ENTRY_START}`; indent keys by 2",
+                )
+            )
             line += text.count("\n", pos, stop)
             byte_pos += stop - pos if ascii_only else len(text[pos:stop].encode("utf-8"))
             pos = stop
@@ -921,8 +1108,14 @@ def scan(data: bytes, path: str = "perf-changelog.yaml", *, first_line: int = 1,
         block = Block(byte_pos, end_byte, line, line + lines_in - 1, body, m is not None)
         blocks.append(block)
         if body in seen:
-            found.append(Finding(line, "duplicate-entry", f"exact duplicate of the entry at line {seen[body]}",
-                                 "remove the repeated entry"))  # fmt: skip
+            found.append(
+                Finding(
+                    line,
+                    "duplicate-entry",
+                    f"exact duplicate of the entry at line {seen[body]}",
+                    "remove the repeated entry",
+                )
+            )
         else:
             seen[body] = line
         if m is None:
@@ -992,8 +1185,14 @@ def parse_appended(base: bytes, head: bytes, path: str = "perf-changelog.yaml") 
     found: list[Finding] = []
     if base:
         if not base.endswith(b"\n"):
-            found.append(Finding(first, "final-newline", "the history does not end with a newline",
-                                 "restore the history as it is in the base"))  # fmt: skip
+            found.append(
+                Finding(
+                    first,
+                    "final-newline",
+                    "the history does not end with a newline",
+                    "restore the history as it is in the base",
+                )
+            )
         last_start = base.rfind(b"\n-") + 1
         tail = scan(
             base[last_start:], path, first_line=_line_of(base, last_start), offset=last_start
@@ -1042,8 +1241,11 @@ def render(entry: Entry) -> str:
     out.append("  description:\n")
     out.extend(f"    - {_scalar(line, False)}\n" for line in entry.description)
     out.append(f"  pr-link: {_scalar(entry.pr_link, True)}\n")
-    for key, flag in (("evals-only", entry.evals_only), ("all-evals", entry.all_evals),
-                      ("append-only", entry.append_only)):  # fmt: skip
+    for key, flag in (
+        ("evals-only", entry.evals_only),
+        ("all-evals", entry.all_evals),
+        ("append-only", entry.append_only),
+    ):
         if flag:
             out.append(f"  {key}: true\n")
     if entry.eval_min_prefill_ep is not None:

@@ -31,12 +31,27 @@ CONFIG_KEY = "minimaxm3-fp4-mi355x-atom-agentic-mtp"
 NIGHTLIES = 4
 # Kept small so that the Triton interpreter on a CPU-only machine finishes in minutes; on a GPU
 # host run `relpipe nightly` yourself with the defaults (whole prompts, 8 tokens, three KV dtypes).
-DEMO_OPTIONS = ("--max-batch", "2", "--max-new", "4", "--prompt-bytes", "16", "--kv-dtypes", "fp32,fp8",
-                "--timeout", "600")  # fmt: skip
-_GIT_ENV = {"GIT_AUTHOR_NAME": "relpipe demo", "GIT_AUTHOR_EMAIL": "demo@relpipe.invalid",
-            "GIT_COMMITTER_NAME": "relpipe demo", "GIT_COMMITTER_EMAIL": "demo@relpipe.invalid",
-            "GIT_AUTHOR_DATE": "2026-10-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-10-01T00:00:00Z",
-            "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
+DEMO_OPTIONS = (
+    "--max-batch",
+    "2",
+    "--max-new",
+    "4",
+    "--prompt-bytes",
+    "16",
+    "--kv-dtypes",
+    "fp32,fp8",
+    "--timeout",
+    "600",
+)
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "relpipe demo",
+    "GIT_AUTHOR_EMAIL": "demo@relpipe.invalid",
+    "GIT_COMMITTER_NAME": "relpipe demo",
+    "GIT_COMMITTER_EMAIL": "demo@relpipe.invalid",
+    "GIT_AUTHOR_DATE": "2026-10-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-10-01T00:00:00Z",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 
 
 def default_state() -> Path:
@@ -51,8 +66,9 @@ def rewrite_registry(text: str, registry: str, repository: str = REPOSITORY) -> 
 
 def git(repo: Path, *args: str) -> str:
     env = dict(os.environ, **_GIT_ENV, HOME=str(repo))
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout  # fmt: skip
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout
 
 
 def prepare_workdir(example: Path, work: Path, registry: str, repository: str = REPOSITORY) -> Path:

@@ -64,8 +64,13 @@ class Request:
     strict: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"config_key": self.config_key, "image": self.image, "pr_number": self.pr_number,
-                "descriptions": list(self.descriptions), "repo_url": self.repo_url}  # fmt: skip
+        return {
+            "config_key": self.config_key,
+            "image": self.image,
+            "pr_number": self.pr_number,
+            "descriptions": list(self.descriptions),
+            "repo_url": self.repo_url,
+        }
 
 
 @dataclass(frozen=True)
@@ -137,27 +142,51 @@ def release_facts(
     return {
         "schema": 1,
         "config_keys": [plan.config["key"]] if plan.config else [],
-        "old_image": {"ref": old_image, "digest": (outcome.baseline or {}).get("digest"),
-                      **({"engine": base_engine} if has_engine else {})},
-        "new_image": {"ref": new_image, "digest": plan.image["digest"],
-                      "engine": {"name": engine.get("name"), "version": engine.get("version"),
-                                 "commit": engine.get("commit")},
-                      **({"rocm": str(facts["rocm"])} if facts.get("rocm") else {}),
-                      "packages": packages},
-        "commits": [{"sha": c["sha"], "subject": c.get("subject", ""), **({"pr": c["pr"]} if c.get("pr") else {})}
-                    for c in commits],
+        "old_image": {
+            "ref": old_image,
+            "digest": (outcome.baseline or {}).get("digest"),
+            **({"engine": base_engine} if has_engine else {}),
+        },
+        "new_image": {
+            "ref": new_image,
+            "digest": plan.image["digest"],
+            "engine": {
+                "name": engine.get("name"),
+                "version": engine.get("version"),
+                "commit": engine.get("commit"),
+            },
+            **({"rocm": str(facts["rocm"])} if facts.get("rocm") else {}),
+            "packages": packages,
+        },
+        "commits": [
+            {
+                "sha": c["sha"],
+                "subject": c.get("subject", ""),
+                **({"pr": c["pr"]} if c.get("pr") else {}),
+            }
+            for c in commits
+        ],
         "commit_count": len(commits),
         "config_changes": list(config_changes),
         "points_plan": list(points),
         "precision": precision_facts(precision),
         "validation": {
-            "checks": [{"id": c.id, "status": c.status} for c in verdict.checks if c.status != "N/A"],
-            "evals": [{"suite": f"{e.get('suite')}/{e.get('point')}", "score": e.get("score"),
-                       "threshold": e.get("threshold"), "samples": e.get("samples")}
-                      for e in outcome.evals if e.get("score") is not None],
+            "checks": [
+                {"id": c.id, "status": c.status} for c in verdict.checks if c.status != "N/A"
+            ],
+            "evals": [
+                {
+                    "suite": f"{e.get('suite')}/{e.get('point')}",
+                    "score": e.get("score"),
+                    "threshold": e.get("threshold"),
+                    "samples": e.get("samples"),
+                }
+                for e in outcome.evals
+                if e.get("score") is not None
+            ],
         },
         "risks": risks,
-    }  # fmt: skip
+    }
 
 
 def precision_facts(precision: Mapping[str, Any]) -> dict[str, Any]:
@@ -177,11 +206,19 @@ def precision_facts(precision: Mapping[str, Any]) -> dict[str, Any]:
         out_relevant.append(row)
     return {
         # A watched part of a file that changed elsewhere is not "unchanged" to a reader.
-        "unchanged": [w["path"] for w in watch if w.get("state") == "unchanged" and w.get("path") not in changed],
-        "changed_not_relevant": [w["path"] for w in watch if w.get("state") in ("cosmetic", "changed")
-                                 and not any(f.get("path") in (w.get("files") or []) for f in relevant)],
+        "unchanged": [
+            w["path"]
+            for w in watch
+            if w.get("state") == "unchanged" and w.get("path") not in changed
+        ],
+        "changed_not_relevant": [
+            w["path"]
+            for w in watch
+            if w.get("state") in ("cosmetic", "changed")
+            and not any(f.get("path") in (w.get("files") or []) for f in relevant)
+        ],
         "relevant": out_relevant,
-    }  # fmt: skip
+    }
 
 
 def stage_release(
@@ -271,8 +308,11 @@ def validate_staged(
         if (scratch / "golden_al_distribution").is_dir()
         else {"status": "n/a", "reason": "no golden_al_distribution/ in the benchmark repository"}
     )
-    return {"changelog": hook_result(ws.root / CHANGELOG, scratch, req), "notes": notes_result(notes, facts),
-            "golden": golden}  # fmt: skip
+    return {
+        "changelog": hook_result(ws.root / CHANGELOG, scratch, req),
+        "notes": notes_result(notes, facts),
+        "golden": golden,
+    }
 
 
 def hook_result(base: Path, scratch: Path, req: Request) -> dict[str, Any]:
@@ -297,8 +337,11 @@ def notes_result(notes: str, facts: Mapping[str, Any]) -> dict[str, Any]:
     from relpipe.validate import notes_check
 
     findings = notes_check.check(notes, ReleaseFacts.from_json(facts), "notes.md")
-    return {"status": "ok", "problems": [str(f) for f in findings],
-            "evidence": {"languages": "en + zh", "lines": notes.count("\n")}}  # fmt: skip
+    return {
+        "status": "ok",
+        "problems": [str(f) for f in findings],
+        "evidence": {"languages": "en + zh", "lines": notes.count("\n")},
+    }
 
 
 def unified_diff(ws: Workspace, staged: Staged) -> str:
@@ -331,9 +374,17 @@ def release(
     plan = q.plan
     assert q.outcome is not None
     outcome = q.outcome
-    inputs: dict[str, Any] = {"kind": "release", "qualification": plan.to_json(), "run": plan.run_id, "request": req.to_json(),
-              "repo": {"configs": ws.tree_hash("configs"), "changelog": ws.file_hash(CHANGELOG),
-                       "lock": ws.file_hash(LOCK)}}  # fmt: skip
+    inputs: dict[str, Any] = {
+        "kind": "release",
+        "qualification": plan.to_json(),
+        "run": plan.run_id,
+        "request": req.to_json(),
+        "repo": {
+            "configs": ws.tree_hash("configs"),
+            "changelog": ws.file_hash(CHANGELOG),
+            "lock": ws.file_hash(LOCK),
+        },
+    }
     record = RunRecord(state_dir(ws, state) / "releases" / digest_of(inputs)[:32])
     record.write_inputs(inputs)
     with tempfile.TemporaryDirectory(prefix="relpipe-release-") as tmp:

@@ -416,8 +416,11 @@ def render_all(data: ReportData, folder: Path, force: bool = False) -> dict[str,
         and all(p.is_file() for p in paths.values())
     ):
         return paths
-    rendered = {"report.json": render_json(data), "report.md": render_markdown(data),
-                "report.html": render_html(data)}  # fmt: skip
+    rendered = {
+        "report.json": render_json(data),
+        "report.md": render_markdown(data),
+        "report.html": render_html(data),
+    }
     for name, blob in rendered.items():
         atomic_write(paths[name], blob)
     atomic_write(stamp, f"{key}\n".encode())

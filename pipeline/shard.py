@@ -42,8 +42,10 @@ def write_plan(plan: Plan, folder: Path, shards: int) -> dict[str, Any]:
     record.write_inputs(plan.to_json())
     out = matrix(plan, shards)
     names = [u.name for u in units(plan)]
-    detail = {"run": plan.run_id,
-              "include": [{**row, "units": names[i::shards]} for i, row in enumerate(out["include"])]}  # fmt: skip
+    detail = {
+        "run": plan.run_id,
+        "include": [{**row, "units": names[i::shards]} for i, row in enumerate(out["include"])],
+    }
     record.write_file("matrix.json", pretty_json(detail))
     return out
 

@@ -372,8 +372,11 @@ def _eval_stage(
     }
     # Only what a suite reads is its input, so adding gsm8k does not invalidate decode-parity.
     if suite == "gsm8k":
-        inputs.update(dataset=plan.options.dataset_sha256, n_shot=plan.options.n_shot,
-                      eval_limit=plan.options.eval_limit)  # fmt: skip
+        inputs.update(
+            dataset=plan.options.dataset_sha256,
+            n_shot=plan.options.n_shot,
+            eval_limit=plan.options.eval_limit,
+        )
     else:
         inputs.update(
             kv_dtypes=list(plan.options.kv_dtypes), prompt_bytes=plan.options.prompt_bytes
@@ -482,8 +485,16 @@ class Engine:
         return f"{max(5.0, options.timeout_s * 0.8):.0f}"
 
     def smoke(self, ref: str, options: Options) -> Mapping[str, Any]:
-        args = ["--prompts", "1", "--max-new", str(options.max_new), "--prompt-bytes", str(options.prompt_bytes),
-                "--timeout", self._watchdog(options)]  # fmt: skip
+        args = [
+            "--prompts",
+            "1",
+            "--max-new",
+            str(options.max_new),
+            "--prompt-bytes",
+            str(options.prompt_bytes),
+            "--timeout",
+            self._watchdog(options),
+        ]
         out = self._run(ref, "smoke", args, options)
         result = out["result"]
         mono = (result.get("tokens") or {}).get("mono") or []
@@ -502,16 +513,30 @@ class Engine:
         suite = str(inputs["suite"])
         if suite == "gsm8k":
             return self.gsm8k(ref, inputs, options)
-        args = ["--suite", suite, "--prompts", str(inputs["batch"]), "--max-new", str(options.max_new),
-                "--prompt-bytes", str(options.prompt_bytes),
-                "--kv-dtypes", ",".join(options.kv_dtypes), "--timeout", self._watchdog(options)]  # fmt: skip
+        args = [
+            "--suite",
+            suite,
+            "--prompts",
+            str(inputs["batch"]),
+            "--max-new",
+            str(options.max_new),
+            "--prompt-bytes",
+            str(options.prompt_bytes),
+            "--kv-dtypes",
+            ",".join(options.kv_dtypes),
+            "--timeout",
+            self._watchdog(options),
+        ]
         out = self._run(ref, "eval", args, options)
         rows = [r for r in out["result"].get("results") or [] if isinstance(r, dict)]
         agreements = [
             float(r["agreement"]) for r in rows if isinstance(r.get("agreement"), (int, float))
         ]
         return {
-            "status": out["status"], "suite": suite, "batch": inputs["batch"], "metric": inputs["metric"],
+            "status": out["status"],
+            "suite": suite,
+            "batch": inputs["batch"],
+            "metric": inputs["metric"],
             # The weakest KV dtype decides: every dtype the benchmark may use must agree.
             "score": min(agreements) if agreements else None,
             "threshold": inputs["threshold"],
@@ -519,7 +544,7 @@ class Engine:
             "per_dtype": {str(r.get("kv_dtype")): r.get("agreement") for r in rows},
             "reason": out["reason"] or str(out["result"].get("reason") or ""),
             "seconds": out["seconds"],
-        }  # fmt: skip
+        }
 
     def gsm8k(self, ref: str, inputs: Mapping[str, Any], options: Options) -> Mapping[str, Any]:
         """gsm8k inside the image: `engine serve` and the eval client share the container's loopback."""
@@ -530,27 +555,51 @@ class Engine:
             raise PipelineError(
                 "gsm8k needs --dataset FILE and a gsm8k threshold in thresholds.yaml"
             )
-        args = ["--dataset", GSM8K_DATASET, "--threshold", str(inputs["threshold"]),
-                "--n-shot", str(options.n_shot), "--limit", str(options.eval_limit),
-                "--concurrency", str(inputs["batch"]), "--max-tokens", str(options.max_new),
-                "--out", f"{OUT_DIR}/{RESULT_NAME}"]  # fmt: skip
+        args = [
+            "--dataset",
+            GSM8K_DATASET,
+            "--threshold",
+            str(inputs["threshold"]),
+            "--n-shot",
+            str(options.n_shot),
+            "--limit",
+            str(options.eval_limit),
+            "--concurrency",
+            str(inputs["batch"]),
+            "--max-tokens",
+            str(options.max_new),
+            "--out",
+            f"{OUT_DIR}/{RESULT_NAME}",
+        ]
         mounts = {
             str(Path(payload.__file__).parent): f"{PAYLOAD_DIR}/relpipe/engine",
             options.dataset: GSM8K_DATASET,
         }
         with tempfile.TemporaryDirectory(prefix="relpipe-gsm8k-") as tmp:
             run = self.runtime.run(
-                ref, [self.runtime.python, "-c", GSM8K_LAUNCHER, *args], out_dir=Path(tmp), mounts=mounts,
-                env={"PYTHONPATH": PAYLOAD_DIR}, timeout_s=options.timeout_s,
-                gpu=None if options.gpu == "auto" else options.gpu, workdir=PAYLOAD_DIR, result_command="eval",
-            )  # fmt: skip
+                ref,
+                [self.runtime.python, "-c", GSM8K_LAUNCHER, *args],
+                out_dir=Path(tmp),
+                mounts=mounts,
+                env={"PYTHONPATH": PAYLOAD_DIR},
+                timeout_s=options.timeout_s,
+                gpu=None if options.gpu == "auto" else options.gpu,
+                workdir=PAYLOAD_DIR,
+                result_command="eval",
+            )
         out = _outcome(run, options)
         score = (out["result"].get("scores") or {}).get("strict-match") or {}
         return {
-            "status": out["status"], "suite": "gsm8k", "batch": inputs["batch"], "metric": inputs["metric"],
-            "score": score.get("accuracy"), "threshold": inputs["threshold"], "samples": int(score.get("n") or 0),
-            "reason": out["reason"] or str(out["result"].get("reason") or ""), "seconds": out["seconds"],
-        }  # fmt: skip
+            "status": out["status"],
+            "suite": "gsm8k",
+            "batch": inputs["batch"],
+            "metric": inputs["metric"],
+            "score": score.get("accuracy"),
+            "threshold": inputs["threshold"],
+            "samples": int(score.get("n") or 0),
+            "reason": out["reason"] or str(out["result"].get("reason") or ""),
+            "seconds": out["seconds"],
+        }
 
     def precision(self, old_ref: str, new_ref: str, options: Options) -> Mapping[str, Any]:
         with tempfile.TemporaryDirectory(prefix="relpipe-precision-") as tmp:

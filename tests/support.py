@@ -77,8 +77,13 @@ def import_commit(repo: Path, files: dict[str, str], message: str) -> str:
     ]
     for path, content in files.items():
         stream += [f"M 100644 inline {path}\n".encode(), data(content)]
-    subprocess.run(["git", "-C", str(repo), "fast-import", "--quiet"], input=b"".join(stream),
-                   check=True, capture_output=True, env=_env(repo, None))  # fmt: skip
+    subprocess.run(
+        ["git", "-C", str(repo), "fast-import", "--quiet"],
+        input=b"".join(stream),
+        check=True,
+        capture_output=True,
+        env=_env(repo, None),
+    )
     return git(repo, "rev-parse", "HEAD").strip()
 
 

@@ -28,14 +28,49 @@ from pathlib import PurePosixPath
 _LOGGERS = frozenset({"logger", "logging", "log", "LOGGER", "_logger", "_LOGGER", "LOG"})
 _SKIP = frozenset({tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.TYPE_COMMENT})
 _HASH_COMMENTS = frozenset(
-    {".sh", ".bash", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".cmake", ".txt", ".in", ".mk",
-     ".pyx", ".pxd", ".conf", ".env", ".r"}
-)  # fmt: skip
+    {
+        ".sh",
+        ".bash",
+        ".yaml",
+        ".yml",
+        ".toml",
+        ".cfg",
+        ".ini",
+        ".cmake",
+        ".txt",
+        ".in",
+        ".mk",
+        ".pyx",
+        ".pxd",
+        ".conf",
+        ".env",
+        ".r",
+    }
+)
 _HASH_NAMES = frozenset({"Dockerfile", "CMakeLists.txt", "Makefile", "makefile", ".gitignore"})
 _SLASH_COMMENTS = frozenset(
-    {".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".cu", ".cuh", ".hip", ".rs", ".go",
-     ".js", ".ts", ".java", ".proto", ".cl", ".td", ".mlir"}
-)  # fmt: skip
+    {
+        ".c",
+        ".cc",
+        ".cpp",
+        ".cxx",
+        ".h",
+        ".hh",
+        ".hpp",
+        ".cu",
+        ".cuh",
+        ".hip",
+        ".rs",
+        ".go",
+        ".js",
+        ".ts",
+        ".java",
+        ".proto",
+        ".cl",
+        ".td",
+        ".mlir",
+    }
+)
 _INDENT_SENSITIVE = frozenset({".yaml", ".yml", ".mk"})
 BINARY_PROBE = 8000  # git's own heuristic: a NUL in the first 8000 bytes means binary
 

@@ -47,14 +47,21 @@ _MAX_ERR = 300
 _BASE = (
     "git",
     "--no-pager",
-    "-c", "core.quotepath=off",
-    "-c", "core.fsmonitor=false",
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "log.showSignature=false",
-    "-c", "diff.external=",
-    "-c", "protocol.ext.allow=never",
-    "-c", "protocol.allow=user",
-)  # fmt: skip
+    "-c",
+    "core.quotepath=off",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "log.showSignature=false",
+    "-c",
+    "diff.external=",
+    "-c",
+    "protocol.ext.allow=never",
+    "-c",
+    "protocol.allow=user",
+)
 _ENV = {
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_NO_REPLACE_OBJECTS": "1",
@@ -66,10 +73,16 @@ _ENV = {
 # GIT_WORK_TREE, GIT_INDEX_FILE, GIT_OBJECT_DIRECTORY, GIT_CONFIG*, GIT_NAMESPACE ... would override
 # `-C` and make git read or write another repository. These only choose how a fetch reaches a
 # server (ssh program, credentials prompt, TLS trust), never which repository is used.
-_TRANSPORT_ENV = frozenset({
-    "GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_ASKPASS",
-    "GIT_SSL_CAINFO", "GIT_SSL_CAPATH",
-})  # fmt: skip
+_TRANSPORT_ENV = frozenset(
+    {
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+        "GIT_SSH_VARIANT",
+        "GIT_ASKPASS",
+        "GIT_SSL_CAINFO",
+        "GIT_SSL_CAPATH",
+    }
+)
 
 
 def environment() -> dict[str, str]:
@@ -107,8 +120,16 @@ class FileTouch:
 
     def change(self) -> RawChange:
         """This commit's change to the file, in the shape of a `git diff --raw` entry."""
-        return RawChange(self.status, self.path, self.old_path, self.old_blob, self.new_blob,
-                         self.old_mode, self.new_mode, None)  # fmt: skip
+        return RawChange(
+            self.status,
+            self.path,
+            self.old_path,
+            self.old_blob,
+            self.new_blob,
+            self.old_mode,
+            self.new_mode,
+            None,
+        )
 
 
 @dataclass(frozen=True)
@@ -164,8 +185,9 @@ def _check(repo: Path, args: Sequence[str], code: int, stderr: bytes, what: str)
 def run(repo: Path, *args: str, stdin: bytes | None = None, what: str = "") -> bytes:
     """Run one git command in `repo`; return stdout. A failure is a one-line ValidateError."""
     try:
-        proc = subprocess.run(_command(repo, args), input=stdin, capture_output=True,
-                              env=environment(), check=False)  # fmt: skip
+        proc = subprocess.run(
+            _command(repo, args), input=stdin, capture_output=True, env=environment(), check=False
+        )
     except OSError as exc:
         raise ValidateError(f"cannot run git ({exc.strerror}); install git 2.30 or newer") from None
     _check(repo, args, proc.returncode, proc.stderr, what)
@@ -182,8 +204,15 @@ def run_many(repo: Path, *commands: Sequence[str]) -> list[bytes]:
     procs = []
     try:
         for args in commands:
-            procs.append(subprocess.Popen(_command(repo, args), stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env))  # fmt: skip
+            procs.append(
+                subprocess.Popen(
+                    _command(repo, args),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=env,
+                )
+            )
         outs = [proc.communicate() for proc in procs]
     except OSError as exc:
         raise ValidateError(f"cannot run git ({exc.strerror}); install git 2.30 or newer") from None
@@ -202,9 +231,12 @@ def resolve(repo: Path, refs: Sequence[str]) -> list[str]:
     revs = [commit_of(ref) for ref in refs]
     check_repository(repo)
     out = run(
-        repo, "cat-file", "--batch-check",
-        stdin="".join(f"{rev}^{{commit}}\n" for rev in revs).encode(), what="cat-file",
-    )  # fmt: skip
+        repo,
+        "cat-file",
+        "--batch-check",
+        stdin="".join(f"{rev}^{{commit}}\n" for rev in revs).encode(),
+        what="cat-file",
+    )
     lines = out.decode("utf-8", "replace").splitlines()
     shas = []
     for ref, line in zip(refs, lines, strict=True):
@@ -303,8 +335,10 @@ def parse_log(out: bytes) -> list[LogEntry]:
             old_mode, new_mode, old_blob, new_blob, status = (
                 _decode(m) for m in tokens[i].lstrip(b"\n")[1:].split()
             )
-            blobs = (None if set(old_blob) == {"0"} else old_blob,
-                     None if set(new_blob) == {"0"} else new_blob)  # fmt: skip
+            blobs = (
+                None if set(old_blob) == {"0"} else old_blob,
+                None if set(new_blob) == {"0"} else new_blob,
+            )
             if status[0] in "RC":
                 path, old_path = _decode(tokens[i + 2]), _decode(tokens[i + 1])
                 i += 3
@@ -329,8 +363,19 @@ def parse_log(out: bytes) -> list[LogEntry]:
 
 def diff_args(old: str, new: str) -> list[str]:
     """`git diff --raw` of two commits, renames detected (parse with `parse_diff_raw`)."""
-    return ["diff", "--raw", "-z", "-M", "--no-abbrev", "--no-ext-diff", "--no-textconv",
-            "--no-relative", old, new, "--"]  # fmt: skip
+    return [
+        "diff",
+        "--raw",
+        "-z",
+        "-M",
+        "--no-abbrev",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-relative",
+        old,
+        new,
+        "--",
+    ]
 
 
 def log_args(old: str, new: str) -> list[str]:
@@ -339,9 +384,21 @@ def log_args(old: str, new: str) -> list[str]:
     For an ancestor pair this is exactly OLD..NEW; for release branches the commits only in OLD
     come back with side 'old'. Merges list no files (their branch commits carry them).
     """
-    return ["log", "-z", "--left-right", "--raw", "-M", "--no-abbrev", "--no-decorate",
-            "--no-show-signature", "--no-color", "--no-mailmap", f"--format={_LOG_FORMAT}",
-            f"{old}...{new}", "--"]  # fmt: skip
+    return [
+        "log",
+        "-z",
+        "--left-right",
+        "--raw",
+        "-M",
+        "--no-abbrev",
+        "--no-decorate",
+        "--no-show-signature",
+        "--no-color",
+        "--no-mailmap",
+        f"--format={_LOG_FORMAT}",
+        f"{old}...{new}",
+        "--",
+    ]
 
 
 def ls_tree_args(commit: str) -> list[str]:
@@ -351,8 +408,15 @@ def ls_tree_args(commit: str) -> list[str]:
 
 def history_args(commit: str) -> list[str]:
     """(sha, subject, body) of every commit reachable from `commit` (parse with `parse_history`)."""
-    return ["log", "-z", "--no-show-signature", "--no-color", "--format=%H%x00%s%x00%b", commit,
-            "--"]  # fmt: skip
+    return [
+        "log",
+        "-z",
+        "--no-show-signature",
+        "--no-color",
+        "--format=%H%x00%s%x00%b",
+        commit,
+        "--",
+    ]
 
 
 def diff_raw(repo: Path, old: str, new: str) -> list[RawChange]:
@@ -388,8 +452,9 @@ def read_objects(
     script = "".join([*(f"info {name}\n" for name in infos), *(f"contents {s}\n" for s in wanted)])
     # --buffer: one flush at the end instead of one per object (per-object flushes made the
     # stdin/stdout ping-pong dominate for thousands of blobs).
-    out = run(repo, "cat-file", "--batch-command", "--buffer", stdin=script.encode(),
-              what="cat-file")  # fmt: skip
+    out = run(
+        repo, "cat-file", "--batch-command", "--buffer", stdin=script.encode(), what="cat-file"
+    )
     found: list[tuple[str, str] | None] = []
     pos = 0
     for _ in infos:
@@ -477,8 +542,16 @@ def open_url(url: str, refs: Sequence[str], cache: Path | None = None) -> Path:
 
 def _fetch(repo: Path, url: str, shown: str, *refspecs: str) -> None:
     try:
-        run(repo, "fetch", "--quiet", "--no-write-fetch-head", "--end-of-options", url,
-            *refspecs, what="fetch")  # fmt: skip
+        run(
+            repo,
+            "fetch",
+            "--quiet",
+            "--no-write-fetch-head",
+            "--end-of-options",
+            url,
+            *refspecs,
+            what="fetch",
+        )
     except ValidateError as exc:
         detail = str(exc).split(": ", 1)[-1].replace(url, shown)
         raise ValidateError(
@@ -501,8 +574,12 @@ def sanitize_git_dir(git_dir: Path) -> Path:
     old = config.read_text("utf-8", "replace") if config.is_file() else ""
     sha256 = re.search(r"objectformat\s*=\s*sha256", old, re.IGNORECASE) is not None
     extensions = "[extensions]\n\tobjectformat = sha256\n" if sha256 else ""
-    for path in (git_dir / "hooks", git_dir / "info" / "grafts",
-                 git_dir / "objects" / "info" / "alternates", git_dir / "commondir"):  # fmt: skip
+    for path in (
+        git_dir / "hooks",
+        git_dir / "info" / "grafts",
+        git_dir / "objects" / "info" / "alternates",
+        git_dir / "commondir",
+    ):
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
         elif path.exists() or path.is_symlink():

@@ -104,13 +104,21 @@ def _pr_link_finding(block: Block, rules: Rules, path: str) -> Finding | None:
         expected = f"{rules.repo_url}/pull/{rules.pr_number}"
         if link in (expected, *PLACEHOLDERS, f"{rules.repo_url}/pull/XXX"):
             return None
-        return Finding(line, "pr-link", f"pr-link `{link}` is not this PR's link",
-                       f"write `pr-link: {expected}` (or the XXX placeholder until the PR exists)")  # fmt: skip
+        return Finding(
+            line,
+            "pr-link",
+            f"pr-link `{link}` is not this PR's link",
+            f"write `pr-link: {expected}` (or the XXX placeholder until the PR exists)",
+        )
     if canonical.fullmatch(link):
         return None
-    return Finding(line, "pr-link", f"pr-link `{link}` is not a canonical PR link",
-                   f"write `pr-link: {rules.repo_url}/pull/<number>`; placeholders such as XXX are "
-                   "accepted only in PR mode (--pr-number N)")  # fmt: skip
+    return Finding(
+        line,
+        "pr-link",
+        f"pr-link `{link}` is not a canonical PR link",
+        f"write `pr-link: {rules.repo_url}/pull/<number>`; placeholders such as XXX are "
+        "accepted only in PR mode (--pr-number N)",
+    )
 
 
 def _config_findings(block: Block, keys: Sequence[str]) -> list[Finding]:
@@ -122,8 +130,14 @@ def _config_findings(block: Block, keys: Sequence[str]) -> list[Finding]:
         try:
             resolve_key(pattern, keys)
         except ChangelogError as exc:
-            found.append(Finding(_item_line(block, "config-keys", index), "config-key", str(exc).split(";")[0],
-                                 "use a key defined in the master configs (or a `*` glob that matches one)"))  # fmt: skip
+            found.append(
+                Finding(
+                    _item_line(block, "config-keys", index),
+                    "config-key",
+                    str(exc).split(";")[0],
+                    "use a key defined in the master configs (or a `*` glob that matches one)",
+                )
+            )
     return found
 
 
@@ -207,8 +221,12 @@ def _summary(block: Block) -> str:
     return f"base line {block.line} (config-keys: {shown})"
 
 
-def _compare(base: Changelog, head: Changelog, base_bytes: bytes, head_bytes: bytes,
-             ) -> tuple[list[Block], int, list[Finding]]:  # fmt: skip
+def _compare(
+    base: Changelog,
+    head: Changelog,
+    base_bytes: bytes,
+    head_bytes: bytes,
+) -> tuple[list[Block], int, list[Finding]]:
     """Align base and head entries; return appended blocks, pr-link corrections, findings."""
     from difflib import SequenceMatcher
 
@@ -241,37 +259,73 @@ def _compare(base: Changelog, head: Changelog, base_bytes: bytes, head_bytes: by
                     behind = (
                         " (if your branch is behind the base, rebase onto it)" if at_end else ""
                     )
-                    found.append(Finding(_first_diff_line(o, n), "changed", f"existing entry changed ({_summary(o)})",
-                                         f"history is immutable: restore the entry and append a new one instead{behind}"))  # fmt: skip
+                    found.append(
+                        Finding(
+                            _first_diff_line(o, n),
+                            "changed",
+                            f"existing entry changed ({_summary(o)})",
+                            f"history is immutable: restore the entry and append a new one instead{behind}",
+                        )
+                    )
             continue
         if i2 == len(old) and i1 < i2:
             # The base has entries at its end that the head lacks.
             at = new[j1].line if j1 < len(new) else end_line
             if j1 < j2:
-                found.append(Finding(at, "stale", f"the head lacks the last {i2 - i1} entries of the base "
-                                     f"(from {_summary(old[i1])}): the branch is behind the base",
-                                     "rebase onto the base (e.g. `git pull --rebase` / `git rebase origin/main`) "
-                                     "and keep your new entries at the end"))  # fmt: skip
+                found.append(
+                    Finding(
+                        at,
+                        "stale",
+                        f"the head lacks the last {i2 - i1} entries of the base "
+                        f"(from {_summary(old[i1])}): the branch is behind the base",
+                        "rebase onto the base (e.g. `git pull --rebase` / `git rebase origin/main`) "
+                        "and keep your new entries at the end",
+                    )
+                )
                 appended.extend(new[j1:j2])
             else:
-                found.append(Finding(at, "deleted", f"the last {i2 - i1} entries of the base are missing "
-                                     f"(from {_summary(old[i1])})",
-                                     "history is append-only: restore them (to undo a change, append an entry "
-                                     "that reverts it); if the branch is behind the base, rebase onto it"))  # fmt: skip
+                found.append(
+                    Finding(
+                        at,
+                        "deleted",
+                        f"the last {i2 - i1} entries of the base are missing "
+                        f"(from {_summary(old[i1])})",
+                        "history is append-only: restore them (to undo a change, append an entry "
+                        "that reverts it); if the branch is behind the base, rebase onto it",
+                    )
+                )
             continue
         for o in old[i1:i2]:
             at = new[j1].line if j1 < len(new) else end_line
-            found.append(Finding(at, "deleted", f"existing entry deleted ({_summary(o)})",
-                                 "history is append-only: restore it; to undo a change, append a new entry that reverts it"))  # fmt: skip
+            found.append(
+                Finding(
+                    at,
+                    "deleted",
+                    f"existing entry deleted ({_summary(o)})",
+                    "history is append-only: restore it; to undo a change, append a new entry that reverts it",
+                )
+            )
         if j1 < j2 and i1 == len(old):
             appended.extend(new[j1:j2])
         elif j1 < j2:
             for n in new[j1:j2]:
-                found.append(Finding(n.line, "inserted", "entry inserted before existing entries",
-                                     f"move it to the end of the file (after line {end_line}); history above stays as it is"))  # fmt: skip
+                found.append(
+                    Finding(
+                        n.line,
+                        "inserted",
+                        "entry inserted before existing entries",
+                        f"move it to the end of the file (after line {end_line}); history above stays as it is",
+                    )
+                )
     if corrected and appended:
-        found.append(Finding(appended[0].line, "mixed", "pr-link corrections mixed with new entries",
-                             "commit the pr-link correction and the new entries separately"))  # fmt: skip
+        found.append(
+            Finding(
+                appended[0].line,
+                "mixed",
+                "pr-link corrections mixed with new entries",
+                "commit the pr-link correction and the new entries separately",
+            )
+        )
     if not found:
         # Entries line up; the bytes between them (separators) must still be the base's.
         rebuilt = bytearray(head_bytes)
@@ -280,9 +334,14 @@ def _compare(base: Changelog, head: Changelog, base_bytes: bytes, head_bytes: by
         cut = appended[0].start - 1 if appended else len(rebuilt)
         if bytes(rebuilt[:cut]) != base_bytes:
             index = _common_prefix(bytes(rebuilt[:cut]), base_bytes)
-            found.append(Finding(head_bytes.count(b"\n", 0, min(index, len(head_bytes))) + 1, "history-bytes",
-                                 "history changed between entries (blank or whitespace lines)",
-                                 "restore the lines exactly as they are in the base"))  # fmt: skip
+            found.append(
+                Finding(
+                    head_bytes.count(b"\n", 0, min(index, len(head_bytes))) + 1,
+                    "history-bytes",
+                    "history changed between entries (blank or whitespace lines)",
+                    "restore the lines exactly as they are in the base",
+                )
+            )
     return appended, len(corrected), found
 
 
@@ -332,8 +391,10 @@ def check(base: bytes | None, head: bytes, rules: Rules, path: str = DEFAULT_CHA
         broken = [f for f in old.findings if f.code not in ENTRY_CODES]
         if broken:
             first = broken[0]
-            raise ValidateError(f"{path}: the base version does not parse (base line {first.line}: "
-                                f"{first.message}); check --base-ref")  # fmt: skip
+            raise ValidateError(
+                f"{path}: the base version does not parse (base line {first.line}: "
+                f"{first.message}); check --base-ref"
+            )
         appended, corrections, found = _compare(old, new, base, head)
         new_lines = {n for b in appended for n in range(b.line, b.end_line + 2)}
         found.extend(f for f in new.findings if f.line in new_lines)
@@ -341,8 +402,15 @@ def check(base: bytes | None, head: bytes, rules: Rules, path: str = DEFAULT_CHA
         found.extend(_new_entry_findings(appended, rules, path))
     found.sort(key=lambda f: f.line)
     unique = list({(f.line, f.code, f.message): f for f in found}.values())
-    return Report(path, mode, _entry_count(head), len(appended), corrections, tuple(unique),
-                  rules.config_keys is not None)  # fmt: skip
+    return Report(
+        path,
+        mode,
+        _entry_count(head),
+        len(appended),
+        corrections,
+        tuple(unique),
+        rules.config_keys is not None,
+    )
 
 
 # For a history audit without --repo-url or origin: the repository the first link names.
@@ -361,8 +429,11 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=lambda prog: argparse.HelpFormatter(prog, width=100),
         description="Check perf-changelog.yaml: immutable history, appended entries valid.",
     )
-    parser.add_argument("--base-ref", help="git ref of the base (default: PRE_COMMIT_FROM_REF, "
-                        "else merge-base with the upstream branch, else HEAD)")  # fmt: skip
+    parser.add_argument(
+        "--base-ref",
+        help="git ref of the base (default: PRE_COMMIT_FROM_REF, "
+        "else merge-base with the upstream branch, else HEAD)",
+    )
     head = parser.add_mutually_exclusive_group()
     head.add_argument("--head-ref", help="git ref of the head (default: the index)")
     head.add_argument(
@@ -410,8 +481,10 @@ def _read_refs(refs: Sequence[str], path: str, explicit: bool) -> list[bytes | N
             and (explicit or ref != "HEAD")
             and not githook.ref_exists(ref)
         ):
-            raise ValidateError(f"git ref `{ref}` not found; check the name (in a shallow clone, "
-                                f"`git fetch --depth=1 origin {ref}` first)")  # fmt: skip
+            raise ValidateError(
+                f"git ref `{ref}` not found; check the name (in a shallow clone, "
+                f"`git fetch --depth=1 origin {ref}` first)"
+            )
     return blobs
 
 
@@ -446,8 +519,10 @@ def _inputs(args: argparse.Namespace) -> tuple[bytes | None, bytes, str]:
     if args.worktree:
         head = _read_worktree(path)
     elif blobs[1] is None:
-        raise ValidateError(f"{path} does not exist in {head_ref or 'the index'}; "
-                            "stage it, or check --head-ref/--changelog-file")  # fmt: skip
+        raise ValidateError(
+            f"{path} does not exist in {head_ref or 'the index'}; "
+            "stage it, or check --head-ref/--changelog-file"
+        )
     else:
         head = blobs[1]
     base = blobs[0] or b""  # absent at the base (new file, or no commit yet): all of it is new
@@ -532,8 +607,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(finding.format(report.path))
         errors = sum(f.severity == ERROR for f in report.findings)
         verdict = "ok" if report.ok else f"{errors} error(s)"
-        print(f"{report.path}: {verdict} ({report.mode}: {report.appended} appended, "
-              f"{report.corrections} pr-link correction(s), {report.entries} entries; {source})")  # fmt: skip
+        print(
+            f"{report.path}: {verdict} ({report.mode}: {report.appended} appended, "
+            f"{report.corrections} pr-link correction(s), {report.entries} entries; {source})"
+        )
     return 0 if report.ok else 1
 
 

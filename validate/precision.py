@@ -27,8 +27,14 @@ from relpipe.validate.errors import ValidateError
 HERE = Path(__file__).parent
 BUILTIN_RULES = {"atom": HERE / "precision_rules.yaml", "aiter": HERE / "aiter_rules.yaml"}
 VERDICTS = ("relevant", "cosmetic", "not-relevant")
-STATUS_NAMES = {"A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C": "copied",
-                "T": "type-changed"}  # fmt: skip
+STATUS_NAMES = {
+    "A": "added",
+    "M": "modified",
+    "D": "deleted",
+    "R": "renamed",
+    "C": "copied",
+    "T": "type-changed",
+}
 _GITLINK = "160000"
 _MAX_RULES_BYTES = 1 << 20
 _RULE_KEYS = {"category", "paths", "content", "why", "scope"}
@@ -321,9 +327,18 @@ class FileChange:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> FileChange:
         # Reports written before `touched_by` existed named every touching commit in `commits`.
-        return cls(d["path"], d["old_path"], d["status"], d["category"], tuple(d["categories"]),
-                   d["verdict"], tuple(d["commits"]), d["reason"], d["binary"],
-                   tuple(d.get("touched_by", d["commits"])))  # fmt: skip
+        return cls(
+            d["path"],
+            d["old_path"],
+            d["status"],
+            d["category"],
+            tuple(d["categories"]),
+            d["verdict"],
+            tuple(d["commits"]),
+            d["reason"],
+            d["binary"],
+            tuple(d.get("touched_by", d["commits"])),
+        )
 
 
 @dataclass(frozen=True)
@@ -338,13 +353,20 @@ class WatchResult:
     note: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"label": self.label, "path": self.path, "state": self.state,
-                "files": list(self.files), "commits": list(self.commits), "note": self.note}  # fmt: skip
+        return {
+            "label": self.label,
+            "path": self.path,
+            "state": self.state,
+            "files": list(self.files),
+            "commits": list(self.commits),
+            "note": self.note,
+        }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> WatchResult:
-        return cls(d["label"], d["path"], d["state"], tuple(d["files"]), tuple(d["commits"]),
-                   d["note"])  # fmt: skip
+        return cls(
+            d["label"], d["path"], d["state"], tuple(d["files"]), tuple(d["commits"]), d["note"]
+        )
 
 
 @dataclass(frozen=True)
@@ -359,8 +381,14 @@ class UpstreamResult:
     ok: bool
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "ref": self.ref, "why": self.why, "found": self.found,
-                "commit": self.commit, "ok": self.ok}  # fmt: skip
+        return {
+            "kind": self.kind,
+            "ref": self.ref,
+            "why": self.why,
+            "found": self.found,
+            "commit": self.commit,
+            "ok": self.ok,
+        }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> UpstreamResult:
@@ -444,14 +472,21 @@ class PrecisionReport:
         """Rebuild a report from `to_json()` output (run records re-render byte-identically)."""
         try:
             return cls(
-                repo=d["repo"], rules=d["rules"], project=d["project"], scope=d["scope"],
-                old_ref=d["old_ref"], new_ref=d["new_ref"], old=d["old"], new=d["new"],
-                ancestor=d["ancestor"], shallow=d["shallow"],
+                repo=d["repo"],
+                rules=d["rules"],
+                project=d["project"],
+                scope=d["scope"],
+                old_ref=d["old_ref"],
+                new_ref=d["new_ref"],
+                old=d["old"],
+                new=d["new"],
+                ancestor=d["ancestor"],
+                shallow=d["shallow"],
                 commits=tuple(Commit.from_json(c) for c in d["commits"]),
                 files=tuple(FileChange.from_json(f) for f in d["files"]),
                 watch=tuple(WatchResult.from_json(w) for w in d["watch"]),
                 upstream=tuple(UpstreamResult.from_json(u) for u in d["upstream"]),
-            )  # fmt: skip
+            )
         except (KeyError, TypeError) as exc:
             raise ValidateError(
                 f"not a precision report (missing {exc}); re-run relpipe diff"
@@ -634,8 +669,12 @@ def _responsible(
     return tuple(shas)
 
 
-def _commits_of(path_list: Sequence[str], aliases: _Aliases, by_root: dict[str, list[str]],
-                order: dict[str, int]) -> tuple[str, ...]:  # fmt: skip
+def _commits_of(
+    path_list: Sequence[str],
+    aliases: _Aliases,
+    by_root: dict[str, list[str]],
+    order: dict[str, int],
+) -> tuple[str, ...]:
     shas = {sha for p in path_list for sha in by_root.get(aliases.find(p), ())}
     return tuple(sorted(shas, key=order.__getitem__))
 
@@ -650,10 +689,16 @@ def _watch(
 ) -> tuple[WatchResult, ...]:
     results = []
     for spec in specs:
-        exists = (spec.lookup in present if spec.lookup is not None
-                  else any(spec.path_re.match(p) for p in tree))  # fmt: skip
-        touched = [c for c in changes
-                   if spec.path_re.match(c.path) or (c.old_path and spec.path_re.match(c.old_path))]  # fmt: skip
+        exists = (
+            spec.lookup in present
+            if spec.lookup is not None
+            else any(spec.path_re.match(p) for p in tree)
+        )
+        touched = [
+            c
+            for c in changes
+            if spec.path_re.match(c.path) or (c.old_path and spec.path_re.match(c.old_path))
+        ]
         changed, cosmetic_only, outside = [], [], []
         for change in touched:
             content = contents[change.path]
@@ -706,12 +751,15 @@ def check_upstream(
         found: str | None = None
         if spec.ref.startswith("#"):
             number = int(spec.ref[1:])
-            found = next((sha for sha, subject, _ in history
-                          if parse_subject(subject).pr == number), None)  # fmt: skip
+            found = next(
+                (sha for sha, subject, _ in history if parse_subject(subject).pr == number), None
+            )
         else:
             picked = f"cherry picked from commit {spec.ref}"
-            found = next((sha for sha, _, body in history
-                          if sha.startswith(spec.ref) or picked in body), None)  # fmt: skip
+            found = next(
+                (sha for sha, _, body in history if sha.startswith(spec.ref) or picked in body),
+                None,
+            )
         ok = (found is not None) == (spec.kind == "must-contain")
         results.append(UpstreamResult(spec.kind, spec.ref, spec.why, found is not None, found, ok))
     return tuple(results)
@@ -753,9 +801,14 @@ def diff(
     tree = gitio.parse_paths(outs[2]) if listed else []
     hist = gitio.parse_history(outs[-1]) if checks else []
 
-    watched = [c for c in changes if any(
-        w.path_re.match(c.path) or (c.old_path and w.path_re.match(c.old_path)) for w in rules.watch
-    )]  # fmt: skip
+    watched = [
+        c
+        for c in changes
+        if any(
+            w.path_re.match(c.path) or (c.old_path and w.path_re.match(c.old_path))
+            for w in rules.watch
+        )
+    ]
     matched = {c.path: _matched_rules(rules, _paths(c)) for c in changes}
     needed = {c.path: c for c in changes if matched[c.path]}
     needed.update((c.path, c) for c in watched)
@@ -774,10 +827,14 @@ def diff(
     infos, blobs = gitio.read_objects(
         repo,
         [old_rev, new_rev, *(f"{new_rev}:{path}" for path in lookups)],
-        [sha for c in [*needed.values(), *(t for ts in own.values() for _, t in ts)]
-         if _GITLINK not in (c.old_mode, c.new_mode)
-         for sha in (c.old_blob, c.new_blob) if sha],
-    )  # fmt: skip
+        [
+            sha
+            for c in [*needed.values(), *(t for ts in own.values() for _, t in ts)]
+            if _GITLINK not in (c.old_mode, c.new_mode)
+            for sha in (c.old_blob, c.new_blob)
+            if sha
+        ],
+    )
     if infos[0] is None or infos[1] is None:
         gitio.resolve(repo, [old, new])
         raise ValidateError(f"cannot resolve {old!r} and {new!r} in {repo}")
@@ -900,8 +957,13 @@ def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]])
         return "| " + " | ".join(str(cell) for cell in cells) + " |"
 
     align = "|" + "|".join("---:" if c.endswith(":") else "---" for c in columns) + "|"
-    return [*([title, ""] if title else []), row(c.rstrip(":") for c in columns), align,
-            *(row(r) for r in rows), ""]  # fmt: skip
+    return [
+        *([title, ""] if title else []),
+        row(c.rstrip(":") for c in columns),
+        align,
+        *(row(r) for r in rows),
+        "",
+    ]
 
 
 def render_markdown(report: PrecisionReport) -> str:
@@ -912,39 +974,85 @@ def render_markdown(report: PrecisionReport) -> str:
         f"### Engine diff {md_code(_short(report.old))} → {md_code(_short(report.new))} ({where})",
         "",
         f"{_count(s['commits'], 'commit')}, {_count(s['files'], 'file')} changed"
-        + ("" if report.ancestor else "; OLD is not an ancestor of NEW (commits only in OLD are "
-           "marked *old*)")
-        + ("; the repository is a shallow clone, history may be incomplete" if report.shallow else "")
+        + (
+            ""
+            if report.ancestor
+            else "; OLD is not an ancestor of NEW (commits only in OLD are marked *old*)"
+        )
+        + (
+            "; the repository is a shallow clone, history may be incomplete"
+            if report.shallow
+            else ""
+        )
         + f". Precision: **{s['relevant']} relevant**, {s['cosmetic']} cosmetic, "
         f"{s['not-relevant']} not relevant (rules: {md_text(report.rules)}).",
         "",
-    ]  # fmt: skip
-    lines += _table("", ["category", "relevant:", "cosmetic:", "not relevant:"], [
-        [md_text(category), row["relevant"], row["cosmetic"], row["not-relevant"]]
-        for category, row in s["by_category"].items()
-    ])  # fmt: skip
+    ]
+    lines += _table(
+        "",
+        ["category", "relevant:", "cosmetic:", "not relevant:"],
+        [
+            [md_text(category), row["relevant"], row["cosmetic"], row["not-relevant"]]
+            for category, row in s["by_category"].items()
+        ],
+    )
     # Not-relevant files are listed too when a rule matched their path (a content gate or scope
     # cleared them): that is the evidence a reviewer would otherwise argue by hand.
-    lines += _table("#### Precision files", ["file", "change", "category", "verdict", "commits", "why"], [
-        [md_code(f.path) + (f" (from {md_code(f.old_path)})" if f.old_path else ""), f.status,
-         md_text(f.category or ""), f.verdict, _file_commit_cells(report, f), md_text(f.reason)]
-        for f in report.files if f.verdict != "not-relevant" or f.category
-    ])  # fmt: skip
-    lines += _table("#### Commits", ["commit", "PR", "type", "subject", "precision"], [
-        [md_code(_short(c.sha)) + (" *old*" if c.side == "old" else ""), _pr_cell(report, c.pr),
-         md_text(c.type) + (" (merge)" if c.merge else ""), md_text(c.subject),
-         md_text(", ".join(report.commit_categories(c.sha)))]
-        for c in report.commits
-    ])  # fmt: skip
-    lines += _table("#### Watch list (evidence of what did not change)",
-                    ["watched", "state", "changed in", "note"], [
-        [md_code(w.label) if w.label == w.path else md_text(w.label), f"**{w.state}**",
-         _commit_cells(report, w.commits), md_text(w.note)]
-        for w in report.watch
-    ])  # fmt: skip
-    lines += _table("#### Upstream watch", ["check", "ref", "found", "result", "why"], [
-        [u.kind, md_text(u.ref), md_code(_short(u.commit)) if u.commit else "no",
-         "ok" if u.ok else "**FAIL**", md_text(u.why)]
-        for u in report.upstream
-    ])  # fmt: skip
+    lines += _table(
+        "#### Precision files",
+        ["file", "change", "category", "verdict", "commits", "why"],
+        [
+            [
+                md_code(f.path) + (f" (from {md_code(f.old_path)})" if f.old_path else ""),
+                f.status,
+                md_text(f.category or ""),
+                f.verdict,
+                _file_commit_cells(report, f),
+                md_text(f.reason),
+            ]
+            for f in report.files
+            if f.verdict != "not-relevant" or f.category
+        ],
+    )
+    lines += _table(
+        "#### Commits",
+        ["commit", "PR", "type", "subject", "precision"],
+        [
+            [
+                md_code(_short(c.sha)) + (" *old*" if c.side == "old" else ""),
+                _pr_cell(report, c.pr),
+                md_text(c.type) + (" (merge)" if c.merge else ""),
+                md_text(c.subject),
+                md_text(", ".join(report.commit_categories(c.sha))),
+            ]
+            for c in report.commits
+        ],
+    )
+    lines += _table(
+        "#### Watch list (evidence of what did not change)",
+        ["watched", "state", "changed in", "note"],
+        [
+            [
+                md_code(w.label) if w.label == w.path else md_text(w.label),
+                f"**{w.state}**",
+                _commit_cells(report, w.commits),
+                md_text(w.note),
+            ]
+            for w in report.watch
+        ],
+    )
+    lines += _table(
+        "#### Upstream watch",
+        ["check", "ref", "found", "result", "why"],
+        [
+            [
+                u.kind,
+                md_text(u.ref),
+                md_code(_short(u.commit)) if u.commit else "no",
+                "ok" if u.ok else "**FAIL**",
+                md_text(u.why),
+            ]
+            for u in report.upstream
+        ],
+    )
     return "\n".join(lines)

@@ -36,9 +36,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("old", help="old commit, tag, or version (0.1.7.dev43+gaa0c5c3a1)")
     p.add_argument("new", help="new commit, tag, or version")
     p.add_argument("--repo", default=".", help="PATH, URL, or image:REF (default: .)")
-    p.add_argument("--image-path", default=DEFAULT_IMAGE_PATH,
-                   help=f"repository folder inside the image for image:REF (default {DEFAULT_IMAGE_PATH}; "
-                        "AITER: /app/aiter-test)")  # fmt: skip
+    p.add_argument(
+        "--image-path",
+        default=DEFAULT_IMAGE_PATH,
+        help=f"repository folder inside the image for image:REF (default {DEFAULT_IMAGE_PATH}; "
+        "AITER: /app/aiter-test)",
+    )
     p.add_argument("--rules", help="rules file, or a built-in set: atom (default), aiter")
     p.add_argument(
         "--scope", choices=SCOPES, help="image family for scoped rules (default: all count)"
@@ -57,8 +60,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SHA|#PR",
         help="NEW must not contain this commit or PR (repeatable; exit 1 if it does)",
     )
-    p.add_argument("--strict", action="store_true",
-                   help="also exit 1 when a --must-contain change is missing (a risk, C6 WARN)")  # fmt: skip
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="also exit 1 when a --must-contain change is missing (a risk, C6 WARN)",
+    )
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the JSON report")
     out.add_argument("--markdown", action="store_true", help="print Markdown tables (the default)")
@@ -71,8 +77,10 @@ def _image_repo(ref: str, path_in_image: str, into: Path) -> Path:
         from relpipe.images import runtime
         from relpipe.images.reference import parse
     except ImportError as exc:  # the `images` extra (docker SDK) is not installed
-        raise PipelineError(f"--repo image:REF needs the images extra ({exc.name} missing); "
-                            "pip install 'relpipe[images]'") from None  # fmt: skip
+        raise PipelineError(
+            f"--repo image:REF needs the images extra ({exc.name} missing); "
+            "pip install 'relpipe[images]'"
+        ) from None
     if not ref:
         raise PipelineError("--repo image: needs a reference, e.g. image:rocm/atom-dev@sha256:...")
     reference = parse(ref)
@@ -99,8 +107,9 @@ def run(args: argparse.Namespace, workdir: Path) -> precision.PrecisionReport:
     else:
         repo = Path(source)
         display = source
-    return precision.diff(repo, args.old, args.new, rules, scope=args.scope, upstream=upstream,
-                          display=display)  # fmt: skip
+    return precision.diff(
+        repo, args.old, args.new, rules, scope=args.scope, upstream=upstream, display=display
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -56,8 +56,16 @@ def dispatch(args: argparse.Namespace, ref: str) -> int:
         plan = plan_run(ref, baseline_from(args), args.config_key, ws, options)
         print(json.dumps(sharding.write_plan(plan, args.out, args.shards), sort_keys=True))
         return 0
-    result = qualify(ref, baseline=baseline_from(args), config_key=args.config_key, ws=ws,
-                     options=options, state=args.state, out=args.out, strict=args.strict)  # fmt: skip
+    result = qualify(
+        ref,
+        baseline=baseline_from(args),
+        config_key=args.config_key,
+        ws=ws,
+        options=options,
+        state=args.state,
+        out=args.out,
+        strict=args.strict,
+    )
     return print_result(result, args.json)
 
 
@@ -71,8 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ws = workspace_from(args)
         part = sharding.parse_shard(args.shard)
         result = sharding.run_shard(args.from_plan, part, args.out, str(ws.root) if ws else None)
-        print(f"shard {args.shard}: {len(result.ran)} stage(s) ran, {len(result.cached)} cached -> {args.out}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"shard {args.shard}: {len(result.ran)} stage(s) ran, {len(result.cached)} cached -> {args.out}",
+            file=sys.stderr,
+        )
         return 0
     if not args.ref:
         raise PipelineError("qualify needs an image REF (or --from-plan DIR --shard i/n)")

@@ -128,8 +128,13 @@ def _kill_lane(path: Path, kills: int, seed: int) -> int:
     base = render(Entry(("base",), ("base entry",), LINK + "1")).encode()
     path.write_bytes(base)
     appended = 0
-    forker = subprocess.Popen([sys.executable, "-S", "-c", FORKER, str(path)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, env=FAST_ENV)  # fmt: skip
+    forker = subprocess.Popen(
+        [sys.executable, "-S", "-c", FORKER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=FAST_ENV,
+    )
     assert forker.stdin is not None and forker.stdout is not None
     try:
         for _ in range(kills):
@@ -155,8 +160,12 @@ def _kill_lane(path: Path, kills: int, seed: int) -> int:
 def test_sigkill_at_random_moments_leaves_old_or_old_plus_whole_entry(tmp_path: Path) -> None:
     lanes = 4
     with ThreadPoolExecutor(lanes) as pool:
-        done = list(pool.map(lambda k: _kill_lane(tmp_path / f"lane{k}" / "perf-changelog.yaml", 50, k),
-                             [(tmp_path / f"lane{k}").mkdir() or k for k in range(lanes)]))  # fmt: skip
+        done = list(
+            pool.map(
+                lambda k: _kill_lane(tmp_path / f"lane{k}" / "perf-changelog.yaml", 50, k),
+                [(tmp_path / f"lane{k}").mkdir() or k for k in range(lanes)],
+            )
+        )
     assert sum(done) > 0  # kills landed after some appends too, not only before the first
     for k in range(lanes):
         path = tmp_path / f"lane{k}" / "perf-changelog.yaml"
@@ -172,7 +181,7 @@ def test_eight_concurrent_appenders_of_25_entries_lose_nothing(tmp_path: Path) -
             [sys.executable, "-S", "-c", CHILD, str(path), "0", f"p{p}", "25"],
             stdout=subprocess.DEVNULL,
             env=FAST_ENV,
-        )  # fmt: skip
+        )
         for p in range(8)
     ]
     assert [child.wait(timeout=300) for child in children] == [0] * 8

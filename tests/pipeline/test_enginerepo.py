@@ -20,8 +20,16 @@ from relpipe.validate import gitio
 from relpipe.validate.errors import ValidateError
 from support import commit_files, git
 
-HOOKS = ("reference-transaction", "post-update", "pre-auto-gc", "post-checkout", "post-merge",
-         "pre-push", "post-rewrite", "fsmonitor-watchman")  # fmt: skip
+HOOKS = (
+    "reference-transaction",
+    "post-update",
+    "pre-auto-gc",
+    "post-checkout",
+    "post-merge",
+    "pre-push",
+    "post-rewrite",
+    "fsmonitor-watchman",
+)
 
 
 class FakeRuntime:
@@ -119,8 +127,9 @@ def test_diff_image_repository_goes_through_the_same_sanitising(
     ref = "127.0.0.1:5000/rocm/atom-dev@sha256:" + "ab" * 32
     runtime.sources[ref] = runtime.sources["new"]
     monkeypatch.setattr(images_runtime.Runtime, "from_env", classmethod(lambda cls: runtime))
-    code = diff_cmd.main(["HEAD~1", "HEAD", "--repo", f"image:{ref}", "--image-path",
-                          "/app/aiter-test/", "--json"])  # fmt: skip
+    code = diff_cmd.main(
+        ["HEAD~1", "HEAD", "--repo", f"image:{ref}", "--image-path", "/app/aiter-test/", "--json"]
+    )
     assert code == 0
     assert runtime.requested == [(ref, "/app/aiter-test/.git")]
     report = json.loads(capsys.readouterr().out)

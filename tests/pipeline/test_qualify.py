@@ -245,8 +245,16 @@ def test_requalifying_the_same_digest_is_a_cache_hit(env: Env, qualified: Qualif
 
 
 def test_nightly_picks_the_newest_tag_and_reuses_the_run(env: Env, qualified: Qualified) -> None:
-    done = env.relpipe("nightly", f"{env.registry}/{REPOSITORY}", "--config-key", KEY, "--state", str(env.state),
-                       *QUICK, "--json")  # fmt: skip
+    done = env.relpipe(
+        "nightly",
+        f"{env.registry}/{REPOSITORY}",
+        "--config-key",
+        KEY,
+        "--state",
+        str(env.state),
+        *QUICK,
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     assert f"newest nightly: {env.newest}" in done.stderr
     assert (

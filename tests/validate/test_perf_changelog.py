@@ -136,12 +136,12 @@ REJECTED = {
         lambda r: write_appended(r, "\n" + NEW.replace("  description", "\tdescription")),
         CORPUS_LINES + 4,
         "tab character",
-    ),  # fmt: skip
+    ),
     "duplicate-key": (
         lambda r: write_appended(r, "\n" + NEW + f"  pr-link: {REPO_URL}/pull/2501\n"),
         CORPUS_LINES + 8,
         "duplicate key `pr-link`",
-    ),  # fmt: skip
+    ),
     "two-blank-lines": (
         lambda r: write_appended(r, "\n\n" + NEW),
         CORPUS_LINES + 3,
@@ -151,7 +151,7 @@ REJECTED = {
         lambda r: write_appended(r, "\n" + NEW.rstrip("\n")),
         CORPUS_LINES + 7,
         "no newline at end of file",
-    ),  # fmt: skip
+    ),
     "conflict-markers": (_conflict, CORPUS_LINES + 2, "merge conflict marker `<<<<<<<`"),
     "alias-bomb": (lambda r: write_appended(r, ALIAS_BOMB), CORPUS_LINES + 3, "YAML anchor `&a`"),
     "unknown-key": (
@@ -163,7 +163,7 @@ REJECTED = {
         lambda r: write_appended(r, "\n" + NEW.replace(f"{REPO_URL}/pull/2500", "TBD")),
         CORPUS_LINES + 7,
         "pr-link `TBD` is not a canonical PR link",
-    ),  # fmt: skip
+    ),
 }
 
 
@@ -320,8 +320,20 @@ def test_hook_process_imports_only_stdlib_and_pyyaml(repo: Path) -> None:
 
 def test_console_script_runs_as_a_module(repo: Path) -> None:
     append(repo / "perf-changelog.yaml", GOOD)
-    done = subprocess.run([sys.executable, "-m", "relpipe.validate.perf_changelog", "--base-ref", "HEAD", "--worktree"],
-                          cwd=repo, capture_output=True, text=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "relpipe.validate.perf_changelog",
+            "--base-ref",
+            "HEAD",
+            "--worktree",
+        ],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert "1 appended" in done.stdout
 

@@ -41,8 +41,15 @@ def _pre_commit(repo: Path, home: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PRE_COMMIT_HOME=str(home), PRE_COMMIT_COLOR="never", HOME=str(repo))
     env.pop("PRE_COMMIT_FROM_REF", None)
     env.pop("PRE_COMMIT_TO_REF", None)
-    return subprocess.run([sys.executable, "-m", "pre_commit", "run", "validate-perf-changelog"],
-                          cwd=repo, env=env, capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", "validate-perf-changelog"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 @pytest.mark.slow
