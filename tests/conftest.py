@@ -14,26 +14,38 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import corpus
 import pytest
 from relpipe.images import services as svc
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS_ENV = "RELPIPE_CORPUS"
 
 
-def _unavailable(reason: str) -> None:
-    if svc.in_ci():
-        pytest.fail(f"required in CI: {reason}", pytrace=False)
-    pytest.skip(reason)
+_unavailable = corpus.unavailable
 
 
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
     """The real InferenceX data (read at run time, never copied): ../shared/data/inferencex."""
-    path = Path(os.environ.get(CORPUS_ENV, ROOT.parent / "shared" / "data" / "inferencex"))
-    if not (path / "perf-changelog.yaml").is_file():
-        _unavailable(f"corpus not found at {path} (set {CORPUS_ENV})")
-    return path
+    return corpus.inferencex_dir()
+
+
+@pytest.fixture(scope="session")
+def inferencex_tree() -> Path:
+    """InferenceX's whole tree at one commit (read-only; copy it to change it)."""
+    return corpus.inferencex_tree()
+
+
+@pytest.fixture(scope="session")
+def atom_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A clone of ATOM's real history, one per worker (read-only use: clone again to change it)."""
+    return corpus.atom_clone(tmp_path_factory.mktemp("atom") / "ATOM")
+
+
+@pytest.fixture(scope="session")
+def oracle_python() -> str:
+    """A Python with InferenceX's own dependencies, for running its utils/ as an oracle."""
+    return corpus.oracle_python()
 
 
 @pytest.fixture(scope="session")
