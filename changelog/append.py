@@ -1,11 +1,11 @@
 """Appending one entry to perf-changelog.yaml: locked, re-validated, atomic.
 
 The write is crash-safe (`core.files.write_atomic`: temp file, fsync, one rename, folder
-fsync), so a crash at any instant leaves the old file or the old file plus the whole entry. Concurrent appenders serialise on an
-advisory lock taken on the directory (the file itself is replaced by the rename, so a lock on
-its inode would not exclude a process that opened the new one). Before the rename the new
-bytes are checked the way the commit hook checks them: the old bytes are a prefix and the
-appended part parses, clean, to exactly the entry that was rendered.
+fsync), so a crash at any instant leaves the old file or the old file plus the whole entry.
+Concurrent appenders serialise on an advisory lock taken on the directory (the file itself is
+replaced by the rename, so a lock on its inode would not exclude a process that opened the new
+one). Before the rename the new bytes are checked the way the commit hook checks them: the old
+bytes are a prefix and the appended part parses, clean, to exactly the entry that was rendered.
 """
 
 from __future__ import annotations
@@ -17,8 +17,12 @@ from relpipe.changelog.errors import ChangelogError
 from relpipe.core.files import file_lock, temp_glob, write_atomic
 
 
-def _new_bytes(path: Path, old: bytes, entry: Entry) -> bytes:
-    """old + separator + rendered entry, checked against `old` with the hook's suffix parser."""
+def appended_bytes(path: Path, old: bytes, entry: Entry) -> bytes:
+    """old + separator + rendered entry, checked against `old` with the hook's suffix parser.
+
+    The pure half of `append`, for a writer that commits the changelog with other files under its
+    own lock (a release: `pipeline.release.write_staged`).
+    """
     if old and not old.endswith(b"\n"):
         raise ChangelogError(f"{path}: does not end with a newline; fix the file before appending")
     text = render(entry).encode("utf-8")
@@ -46,7 +50,7 @@ def append(path: Path, entry: Entry) -> bytes:
                 old = path.read_bytes()
             except FileNotFoundError:
                 old = b""
-            new = _new_bytes(path, old, entry)
+            new = appended_bytes(path, old, entry)
             write_atomic(path, new)
             return new
         except OSError as exc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,10 @@ from relpipe.images.reference import Reference, parse
 from relpipe.images.registry import Pinned
 
 DEFAULT_LOCK = "images.lock.yaml"
-HEADER = "# images.lock.yaml: written by `relpipe images pin`; digests are verified, do not edit by hand.\n"
+HEADER = (
+    "# images.lock.yaml: written by `relpipe images pin`; digests are verified, "
+    "do not edit by hand.\n"
+)
 MAX_LOCK_BYTES = 16 * 1024 * 1024
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _FIELDS = ("digest", "platform", "platform-digest", "media-type", "resolved-at", "created", "facts")
@@ -185,10 +189,16 @@ def _lock_path(path: Path) -> Path:
     return path.with_name(path.name + ".lock")
 
 
+def locked(path: str | os.PathLike[str]) -> AbstractContextManager[None]:
+    """The lock `update` and `merge_facts` hold, for a writer that replaces the file whole with
+    other files in one change (a release); it must not call `update` while holding it."""
+    return file_lock(_lock_path(Path(path)), what="lock-file lock", error=LockError)
+
+
 def update(path: str | os.PathLike[str], pins: Iterable[Pinned]) -> dict[str, LockEntry]:
     """Add or replace entries for `pins`; facts survive only when the digest is unchanged."""
     p = Path(path)
-    with file_lock(_lock_path(p), what="lock-file lock", error=LockError):
+    with locked(p):
         entries = load(p)
         for pin in pins:
             new = entry_from_pin(pin)
@@ -205,7 +215,7 @@ def merge_facts(
 ) -> LockEntry:
     """Merge probe facts into the entry of `ref`, refusing when the probed digest differs."""
     p = Path(path)
-    with file_lock(_lock_path(p), what="lock-file lock", error=LockError):
+    with locked(p):
         entries = load(p)
         key = key_for(parse(ref))
         entry = entries.get(key)

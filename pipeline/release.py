@@ -7,7 +7,9 @@ and probe facts (`images.lock`), the perf-changelog entry (`changelog.append`, d
 from `changelog.notes.description_lines`), and the EN + ZH notes (`changelog.notes`). All
 validators run on the staged copy (the perf-changelog hook: C7; notes parity and facts: C8;
 golden acceptance lengths: C9) and the verdict is recomputed with them. Only a non-FAIL verdict
-touches the real repository; `--dry-run` prints the diff instead.
+touches the real repository; `--dry-run` prints the diff instead. The three files are written
+under one repository lock, re-checked against what was staged, through a journal: two racing
+releases never lose an update (the loser is refused), and a kill leaves nothing half-released.
 
 The release record (`.relpipe/releases/<id>/`) holds release.json (the facts), notes.md,
 changes.diff and the reports, so every number in the notes can be traced to a stage result.
@@ -15,14 +17,17 @@ changes.diff and the reports, so every number in the notes can be traced to a st
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from relpipe.core import journal
+from relpipe.core.files import file_lock
 from relpipe.images.reference import parse
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.record import (
@@ -84,6 +89,7 @@ class Staged:
     title: str
     checks: Mapping[str, Any]  # stage output: changelog / notes / golden validator results
     entry: Entry  # the perf-changelog entry appended to the staged changelog
+    base: Mapping[str, str | None]  # `repo_state` of the copy before any edit
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,6 @@ class ReleaseResult:
     reports: dict[str, Path]
     diff: str
     written: bool
-    notices: tuple[str, ...] = ()  # what differs from the staged release (concurrent changes)
 
 
 def pr_link(repo_url: str, pr_number: int | None) -> str:
@@ -231,6 +236,7 @@ def stage_release(
 
     assert plan.config is not None
     shutil.copytree(ws.root, scratch, ignore=_IGNORE, symlinks=True)
+    base = repo_state(scratch)  # what was copied, not what a hash before the copy saw
     master = scratch / str(plan.config["master"])
     old_text = master.read_text(encoding="utf-8")
     old_image = str(plan.config["image"])
@@ -252,7 +258,7 @@ def stage_release(
     notes = f"# {title}\n\n{render(facts, 'both')}"
     checks = validate_staged(ws, req, scratch, facts_json, notes)
     files = tuple(str(p) for p in (plan.config["master"], CHANGELOG, LOCK))
-    return Staged(scratch, files, facts_json, notes, title, checks, entry)
+    return Staged(scratch, files, facts_json, notes, title, checks, entry, base)
 
 
 def write_text(path: Path, text: str) -> None:
@@ -361,6 +367,8 @@ def unified_diff(ws: Workspace, staged: Staged) -> str:
 def release(
     ws: Workspace, req: Request, options: Options, state: Path | None = None
 ) -> ReleaseResult:
+    with repository_lock(ws):  # stage from a whole repository, never a half-written release
+        recover_interrupted(ws)
     q = qualify(
         req.image, baseline="pinned", config_key=req.config_key, ws=ws, options=options, state=state
     )
@@ -379,11 +387,7 @@ def release(
         "qualification": plan.to_json(),
         "run": plan.run_id,
         "request": req.to_json(),
-        "repo": {
-            "configs": ws.tree_hash("configs"),
-            "changelog": ws.file_hash(CHANGELOG),
-            "lock": ws.file_hash(LOCK),
-        },
+        "repo": repo_state(ws.root),
     }
     record = RunRecord(state_dir(ws, state) / "releases" / digest_of(inputs)[:32])
     record.write_inputs(inputs)
@@ -406,62 +410,85 @@ def release(
                 f"release refused: {failed}; nothing written; report: {reports['report.md']}"
             )
         written = False
-        notices: tuple[str, ...] = ()
         if not req.dry_run:
-            notices = write_staged(ws, staged, inputs["repo"])
+            write_staged(ws, staged)
             written = True
-    return ReleaseResult(q, verdict, record, reports, diff, written, notices)
+    return ReleaseResult(q, verdict, record, reports, diff, written)
 
 
-def write_staged(ws: Workspace, staged: Staged, staged_from: Mapping[str, Any]) -> tuple[str, ...]:
-    """Write a staged release into the repository; return notices for the user (none: as staged).
+JOURNAL = "release.journal"  # under the repository's .relpipe/ (gitignored)
 
-    `staged_from` holds the hashes of configs/, the changelog and the lock file the release was
-    staged from; a repository that changed since is refused before anything is written. The
-    changelog entry is appended to the real file by `changelog.append.append` (locked, atomic,
-    re-validated: DESIGN's one way to write the changelog), so a concurrent appender is waited
-    for and never overwritten; it goes first, so a refused append writes nothing else. The
-    config and lock files are then replaced atomically with their staged bytes.
-    """
-    from relpipe.changelog.append import append
 
-    if (
-        ws.tree_hash("configs") != staged_from["configs"]
-        or ws.file_hash(CHANGELOG) != staged_from["changelog"]
-        or ws.file_hash(LOCK) != staged_from["lock"]
+def repo_state(root: Path) -> dict[str, str | None]:
+    """Hashes of what a release rewrites (configs/, changelog, lock file) in the tree at `root`."""
+    ws = Workspace(root)
+    return {
+        "configs": ws.tree_hash("configs"),
+        "changelog": ws.file_hash(CHANGELOG),
+        "lock": ws.file_hash(LOCK),
+    }
+
+
+@contextlib.contextmanager
+def repository_lock(ws: Workspace) -> Iterator[None]:
+    """The one lock of a release's writes: the flock on the repository folder, which is also the
+    changelog's folder lock (`changelog.append`), plus the lock file's own lock (`images.lock`), so
+    neither a changelog appender nor `relpipe images pin` can write between our check and our
+    writes. Taken in this order everywhere, so two releases cannot deadlock."""
+    from relpipe.images import lock
+
+    with (
+        file_lock(ws.root, what="repository lock", error=PipelineError),
+        lock.locked(ws.root / LOCK),
     ):
-        raise ReleaseRefused(
-            "the benchmark repository changed while the release was staged; run release again"
-        )
-    expected = (staged.root / CHANGELOG).read_bytes()
-    appended = append(ws.root / CHANGELOG, staged.entry)
-    for rel in staged.files:
-        if Path(rel) != CHANGELOG:  # renamed into place atomically
-            write_text(ws.root / rel, (staged.root / rel).read_text(encoding="utf-8"))
-    return () if appended == expected else (changelog_notice(expected, appended, staged.entry),)
+        yield
 
 
-def changelog_notice(expected: bytes, appended: bytes, entry: Entry) -> str:
-    """What happened when the changelog written is not the staged one (it changed concurrently)."""
-    from relpipe.changelog.entries import render
+def recover_interrupted(ws: Workspace) -> list[str]:
+    """Finish a release a crash interrupted (its journal survived); the caller holds the lock."""
+    return journal.recover(ws.state / JOURNAL, ws.root, error=PipelineError)
 
-    ours = render(entry).encode("utf-8")
-    base = expected[: len(expected) - len(ours)]
-    before_ours = appended[: len(appended) - len(ours)]
-    if before_ours.startswith(base):
-        extra = before_ours[len(base) :]
-        # Entries start at column 0 with `- config-keys:` (the perf-changelog format).
-        others = sum(line.startswith(b"- config-keys:") for line in extra.split(b"\n"))
-        return (
-            f"{CHANGELOG} changed while the release was written: another writer appended "
-            f"{others} entr{'y' if others == 1 else 'ies'} ({len(extra)} bytes); "
-            "this release's entry follows them; review the file before committing"
-        )
-    return (
-        f"{CHANGELOG} was rewritten while the release was written: its earlier entries differ "
-        "from the ones the release was checked against; this release's entry was appended to "
-        "the rewritten file; review it (git diff) before committing"
-    )
+
+def write_staged(ws: Workspace, staged: Staged) -> None:
+    """Write a staged release into the repository: all three files or none.
+
+    Under the repository lock: an interrupted earlier release is finished first; the repository
+    must still be the one the release was staged from (`staged.base`), else the release lost a
+    race and is refused with nothing written; the changelog's new bytes are re-derived with
+    `changelog.append.appended_bytes` (the hook's suffix check) and must equal the staged ones;
+    then config, changelog and lock file are committed through a journal (`core.journal`), so a
+    kill at any instant leaves the old repository or, once the next release recovers, the new one.
+    """
+    from relpipe.changelog.append import appended_bytes
+    from relpipe.changelog.errors import ChangelogError
+
+    with repository_lock(ws):
+        recover_interrupted(ws)
+        if repo_state(ws.root) != staged.base:
+            raise ReleaseRefused(
+                "the benchmark repository changed while the release was staged (another release "
+                "or writer got there first); nothing written; run release again"
+            )
+        path = ws.root / CHANGELOG
+        old = path.read_bytes() if path.exists() else b""
+        try:
+            new = appended_bytes(path, old, staged.entry)
+        except ChangelogError as exc:
+            raise ReleaseRefused(f"{exc}; nothing written") from None
+        if new != (staged.root / CHANGELOG).read_bytes():
+            raise ReleaseRefused(
+                f"{CHANGELOG}: the staged file is not the entry appended to the repository's; "
+                "nothing written; run release again"
+            )
+        changes = [
+            journal.FileChange(
+                rel=rel,
+                old_sha256=journal.sha256_of(ws.root / rel),
+                new=(staged.root / rel).read_bytes(),
+            )
+            for rel in staged.files
+        ]
+        journal.commit(ws.state / JOURNAL, ws.root, changes, error=PipelineError)
 
 
 def render_release(

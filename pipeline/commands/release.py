@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -55,8 +54,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.strict,
     )
     result = release(ws, req, options_from(args), args.state)
-    for notice in result.notices:  # written, but not byte for byte as staged: say so
-        print(f"relpipe release: warning: {notice}", file=sys.stderr)
     if args.json:
         print(result.reports["report.json"].read_text(), end="")
     else:
