@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.configs.semdiff import concurrencies, load_yaml
+from relpipe.changelog.configs.points import plan_key
+from relpipe.changelog.configs.semdiff import load_yaml
 from relpipe.changelog.errors import ChangelogError
 from relpipe.pipeline.errors import PipelineError
 
@@ -44,6 +45,10 @@ class Point:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "concurrency": self.concurrency, "batch": self.batch}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Point:
+        return cls(str(data["name"]), int(data["concurrency"]), int(data["batch"]))
 
 
 @dataclass(frozen=True)
@@ -152,28 +157,15 @@ def _opt_str(value: object) -> str | None:
 
 
 def expand_points(key: str, cfg: Mapping[str, Any], max_batch: int) -> tuple[Point, ...]:
-    """Every (scenario, arm, concurrency) of a config key; the eval batch is the concurrency capped."""
-    scenarios = cfg.get("scenarios")
-    if not isinstance(scenarios, dict):
-        raise PipelineError(f"config key {key}: scenarios must be a mapping")
-    points: dict[str, Point] = {}
-    for scenario, entries in scenarios.items():
-        for entry in entries if isinstance(entries, list) else []:
-            for arm in (entry.get("search-space") or []) if isinstance(entry, dict) else []:
-                if not isinstance(arm, dict):
-                    raise PipelineError(f"config key {key}: search-space items must be mappings")
-                try:
-                    concs = concurrencies(arm, f"config key {key}: {scenario}")
-                except ChangelogError as exc:
-                    raise PipelineError(str(exc)) from exc
-                offload = arm.get("kv-offloading")
-                arm_name = f"tp{arm.get('tp', '?')}" + (
-                    f"-{offload}" if offload not in (None, "none") else ""
-                )
-                for conc in concs:
-                    name = f"{scenario}/{arm_name}/conc{conc}"
-                    points.setdefault(name, Point(name, conc, max(1, min(conc, max_batch))))
-    return tuple(points.values())
+    """The key's points as InferenceX's generator plans them (`changelog.configs.points`, the one
+    plan the notes and C10 also use); the eval batch is the concurrency capped at `max_batch`."""
+    try:
+        planned = plan_key(key, cfg)
+    except ChangelogError as exc:
+        raise PipelineError(str(exc)) from exc
+    return tuple(
+        Point(p.name, p.concurrency, max(1, min(p.concurrency, max_batch))) for p in planned
+    )
 
 
 def threshold_for(

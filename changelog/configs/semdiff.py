@@ -5,7 +5,7 @@ search-space arm (tp, offload, spec decoding, ...) the concurrency points added 
 environment settings added, removed or changed per point (`env:` mappings and `additional-settings`
 `NAME=VALUE` lists, also under `prefill`/`decode`); version changes of nested components such as
 the KV offload backend (`kv-offload-backend: { name: lmcache, version: ... }`); other fields; and
-how many throughput points the keys expand to. Recipe files (any other YAML) get a leaf-path diff.
+how many throughput points the keys expand to (`points`, InferenceX's generator's plan). Recipe files (any other YAML) get a leaf-path diff.
 
 The result is structured (frozen records with `to_json`/`from_json`); `changelog.notes` turns it
 into bullets in both languages. Pure functions of the two texts.
@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, TypeAlias, TypeVar
 
+from relpipe.changelog.configs import points as _points
 from relpipe.changelog.configs.load import (
     load_yaml,  # the one strict loader (also used via this module)
 )
@@ -249,29 +250,8 @@ def _scalar(value: object) -> str:
 
 
 def concurrencies(arm: Mapping[str, Any], where: str) -> tuple[int, ...]:
-    """The concurrency points of one arm: `conc-list`, or `conc-start`..`conc-end` doubling."""
-    if "conc-list" in arm:
-        values = arm["conc-list"]
-        if not isinstance(values, list) or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values
-        ):
-            raise ChangelogError(f"{where}: conc-list must be a list of positive integers")
-        return tuple(values)
-    start, end = arm.get("conc-start"), arm.get("conc-end")
-    if (
-        not (isinstance(start, int) and isinstance(end, int))
-        or isinstance(start, bool)
-        or isinstance(end, bool)
-        or not 0 < start <= end
-    ):
-        raise ChangelogError(
-            f"{where}: needs conc-list, or conc-start <= conc-end (positive integers)"
-        )
-    out, conc = [], start
-    while conc <= end:  # InferenceX sweeps powers of two from start up to end
-        out.append(conc)
-        conc *= 2
-    return tuple(out)
+    """The concurrency points of one arm, as InferenceX's generator sweeps them (`points`)."""
+    return tuple(_points.concurrencies(arm, where))
 
 
 def _settings(arm: Mapping[str, Any], where: str) -> dict[str, str]:
@@ -406,20 +386,17 @@ def _union(old: Iterable[_T], new: Iterable[_T]) -> list[_T]:
     return list(dict.fromkeys([*old, *new]))
 
 
-def _count(key: _Key) -> int:
-    return sum(len(arm.points) for arm in key.arms)
-
-
 def points_plan(
     text: str, keys: Iterable[str] | None = None, what: str = "config"
 ) -> dict[str, int]:
     """Throughput points per config key (all keys, or the given ones; unknown keys are errors)."""
-    expanded = _expand(load_yaml(text, what), what)
-    wanted = list(expanded) if keys is None else list(keys)
-    missing = [k for k in wanted if k not in expanded]
+    doc = load_yaml(text, what)
+    _expand(doc, what)  # the same shape checks as the diff
+    wanted = list(doc) if keys is None else list(keys)
+    missing = [k for k in wanted if k not in doc]
     if missing:
         raise ChangelogError(f"config keys not in {what}: {', '.join(missing)}")
-    return {k: _count(expanded[k]) for k in wanted}
+    return {k: _points.count(k, doc[k]) for k in wanted}
 
 
 def diff(old_text: str, new_text: str) -> ConfigDiff:
@@ -428,6 +405,8 @@ def diff(old_text: str, new_text: str) -> ConfigDiff:
     if not (_is_master(old_doc) and _is_master(new_doc)):
         return ConfigDiff(tuple(_diff_tree("", old_doc, new_doc)), ())
     old, new = _expand(old_doc, "old config"), _expand(new_doc, "new config")
+    old_cfg = {str(k): v for k, v in old_doc.items()}  # _expand names keys by str(key)
+    new_cfg = {str(k): v for k, v in new_doc.items()}
     changes: list[Change] = []
     points: list[KeyPoints] = []
     for key in _union(old, new):
@@ -436,15 +415,17 @@ def diff(old_text: str, new_text: str) -> ConfigDiff:
             points.append(
                 KeyPoints(
                     key,
-                    _count(old[key]) if key in old else None,
-                    _count(new[key]) if key in new else None,
+                    _points.count(key, old_cfg[key]) if key in old else None,
+                    _points.count(key, new_cfg[key]) if key in new else None,
                 )
             )
             continue
         before = len(changes)
         changes += _diff_key(key, old[key], new[key])
         if len(changes) > before:
-            points.append(KeyPoints(key, _count(old[key]), _count(new[key])))
+            points.append(
+                KeyPoints(key, _points.count(key, old_cfg[key]), _points.count(key, new_cfg[key]))
+            )
     return ConfigDiff(tuple(changes), tuple(points))
 
 

@@ -172,7 +172,10 @@ def test_disagg_settings_are_per_role_env_changes(corpus_dir: Path) -> None:
 
 
 def test_key_and_field_changes() -> None:
-    old = "a-fp8-x:\n  image: r/x:1\n  model: m\n  scenarios:\n    s:\n    - search-space:\n      - {tp: 1, conc-list: [1]}\n"
+    old = (
+        "a-fp8-x:\n  image: r/x:1\n  model: m\n  scenarios:\n    fixed-seq-len:\n"
+        "    - {isl: 1024, osl: 1024, search-space: [{tp: 1, conc-list: [1]}]}\n"
+    )
     new = old.replace("model: m", "model: n") + "b-fp8-x:\n  image: r/y:1\n  scenarios: {}\n"
     result = semdiff.diff(old, new)
     assert result.changes == (
@@ -200,7 +203,7 @@ def test_recipe_files_get_a_leaf_path_diff() -> None:
         ("a: [1\n", "invalid YAML"),
         (
             "k-fp8-x:\n  scenarios:\n    s:\n    - search-space:\n      - {tp: 1, conc-start: 8, conc-end: 4}\n",
-            "conc-start <= conc-end",
+            "conc-start 8 is above conc-end 4",
         ),
     ],
 )

@@ -21,9 +21,9 @@ def test_config_key_expands_points_per_arm_with_batch_cap() -> None:
     ck = Workspace(EXAMPLE).config_key(KEY, max_batch=2)
     assert ck.image == "rocm/atom-dev:nightly_202610011210" and ck.framework == "atom"
     assert [(p.name, p.batch) for p in ck.points] == [
-        ("agentic-coding/tp4/conc1", 1),
-        ("agentic-coding/tp4/conc4", 2),
-        ("agentic-coding/tp4-dram/conc8", 2),
+        ("agentic-coding/tp4-eagle3/conc1", 1),
+        ("agentic-coding/tp4-eagle3/conc4", 2),
+        ("agentic-coding/tp4-kvdram-lmcache-eagle3/conc8", 2),
     ]
     sweep = Workspace(EXAMPLE).config_key("qwen3.5-fp8-mi355x-atom", max_batch=16)
     assert [p.concurrency for p in sweep.points] == [4, 8, 16]  # conc-start..conc-end doubling
