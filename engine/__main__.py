@@ -1,4 +1,4 @@
-"""`python -m relpipe.engine probe|smoke|eval|serve ...`: dispatch to one module per command.
+"""`python -m relpipe.engine probe|smoke|eval|serve|launch-command|server-smoke ...`: dispatch to one module per command.
 
 Nothing here imports torch or triton: `probe` must run in images that have neither, and the
 decode commands import them lazily with a one-line error when they are missing.
@@ -21,6 +21,14 @@ COMMANDS = {
     ),
     "eval": ("relpipe.engine.evals.cli", "eval suites: decode-parity, gsm8k"),
     "serve": ("relpipe.engine.serve", "OpenAI-compatible server for the reference model"),
+    "launch-command": (
+        "relpipe.engine.adapters.command",
+        "the exact server command of an engine adapter (printed, not run)",
+    ),
+    "server-smoke": (
+        "relpipe.engine.adapters.smoke",
+        "start an engine server, decode fixed prompts through its API, then gsm8k",
+    ),
 }
 
 
@@ -28,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help") or args[0] not in COMMANDS:
         lines = ["usage: python -m relpipe.engine COMMAND [ARGS] [--out FILE]", ""]
-        lines += [f"  {name:6} {help_}" for name, (_, help_) in COMMANDS.items()]
+        lines += [f"  {name:14} {help_}" for name, (_, help_) in COMMANDS.items()]
         print(
             "\n".join(lines),
             file=sys.stdout if args and args[0] in ("-h", "--help") else sys.stderr,

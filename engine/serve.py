@@ -41,6 +41,7 @@ class Request:
     stop: tuple[str, ...]
     stream: bool
     chat: bool
+    token_ids: bool = False  # vLLM's `return_token_ids`: the generated ids ride along
 
 
 def parse(body: bytes, chat: bool, max_tokens_cap: int) -> Request:
@@ -94,7 +95,17 @@ def parse(body: bytes, chat: bool, max_tokens_cap: int) -> Request:
     stream = data.get("stream", False)
     if not isinstance(stream, bool):
         raise BadRequest("stream must be a boolean")
-    return Request(prompt=text, max_tokens=max_tokens, stop=tuple(stop), stream=stream, chat=chat)
+    token_ids = data.get("return_token_ids", False)
+    if not isinstance(token_ids, bool):
+        raise BadRequest("return_token_ids must be a boolean")
+    return Request(
+        prompt=text,
+        max_tokens=max_tokens,
+        stop=tuple(stop),
+        stream=stream,
+        chat=chat,
+        token_ids=token_ids,
+    )
 
 
 class Streamer:
@@ -143,8 +154,10 @@ class Engine:
         self.lock = threading.Lock()
         self.requests = 0
 
-    def generate(self, req: Request, emit: Callable[[str], None]) -> tuple[str, str, int, int]:
-        """Greedy completion; returns (text, finish_reason, prompt tokens, completion tokens)."""
+    def generate(
+        self, req: Request, emit: Callable[[str], None]
+    ) -> tuple[str, str, int, list[int]]:
+        """Greedy completion; returns (text, finish_reason, prompt tokens, generated token ids)."""
         from relpipe.engine.decode import greedy
         from relpipe.engine.model import encode
 
@@ -162,7 +175,7 @@ class Engine:
             )
         streamer.finish()
         reason = "stop" if streamer.stopped else "length"
-        return streamer.text, reason, len(tokens), len(gen.tokens[0])
+        return streamer.text, reason, len(tokens), list(gen.tokens[0])
 
 
 def make_handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
@@ -233,8 +246,11 @@ def make_handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
             }
 
         def _complete(self, req: Request) -> None:
-            text, reason, n_prompt, n_out = engine.generate(req, lambda _piece: None)
+            text, reason, n_prompt, ids = engine.generate(req, lambda _piece: None)
+            n_out = len(ids)
             choice: dict[str, Any] = {"index": 0, "finish_reason": reason, "logprobs": None}
+            if req.token_ids:
+                choice["token_ids"] = ids
             if req.chat:
                 choice["message"] = {"role": "assistant", "content": text}
             else:
@@ -270,12 +286,15 @@ def make_handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
 
             if req.chat:
                 event({"index": 0, "delta": {"role": "assistant"}, "finish_reason": None})
-            _, reason, _, _ = engine.generate(req, piece)
-            event(
+            _, reason, _, ids = engine.generate(req, piece)
+            last: dict[str, Any] = (
                 {"index": 0, "delta": {}, "finish_reason": reason}
                 if req.chat
                 else {"index": 0, "text": "", "finish_reason": reason, "logprobs": None}
             )
+            if req.token_ids:
+                last["token_ids"] = ids  # all ids at the end: text pieces need not align with them
+            event(last)
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
 
@@ -290,6 +309,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--path", choices=("reference", "mono"), default="reference")
     p.add_argument("--kv-dtype", choices=options.KV_DTYPE_NAMES, default="fp32")
     p.add_argument("--model-name", default="relpipe-tiny")
+    p.add_argument(
+        "--model-dir",
+        metavar="DIR",
+        help='model folder: model.pt (engine.model.save) or relpipe-model.json {"seed": N}',
+    )
     p.add_argument("--out", help="result JSON written at shutdown (default stdout)")
     return p
 
@@ -303,13 +327,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     return result.guarded("serve", args.out, lambda: serve(args))
 
 
+def model_folder(path: str) -> Any:
+    """Weights of a model folder, as a real engine reads its --model directory."""
+    import os
+
+    from relpipe.engine import model
+    from relpipe.engine.files import read_capped
+
+    if not os.path.isdir(path):
+        raise EngineError(f"model folder {path}: missing or not a folder")
+    if os.path.exists(os.path.join(path, "model.pt")):
+        return model.load(os.path.join(path, "model.pt"))
+    meta = os.path.join(path, "relpipe-model.json")
+    try:
+        data = json.loads(read_capped(meta, 4096, "model config"))
+    except json.JSONDecodeError as exc:
+        raise EngineError(f"model config {meta}: not JSON ({exc})") from exc
+    seed = data.get("seed") if isinstance(data, dict) else None
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise EngineError(f"model config {meta}: needs an integer 'seed'")
+    return model.init_weights(model.TINY, seed=seed)
+
+
 def serve(args: argparse.Namespace) -> dict[str, Any]:
     from relpipe.engine.runtime import require_torch
 
     require_torch()
-    engine = Engine(
-        options.load_weights(args), args.path, args.kv_dtype, options.device(args), args.model_name
-    )
+    weights = model_folder(args.model_dir) if args.model_dir else options.load_weights(args)
+    engine = Engine(weights, args.path, args.kv_dtype, options.device(args), args.model_name)
     try:
         httpd = ThreadingHTTPServer((args.host, args.port), make_handler(engine))
     except OSError as exc:

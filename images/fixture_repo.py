@@ -66,7 +66,12 @@ class RMSNorm(torch.nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return rms_norm(x, self.weight, self.eps)
+        return rmsnorm2d_fwd(x.reshape(-1, x.shape[-1]), self.weight, self.eps).view(x.shape)
+
+
+def rmsnorm2d_fwd(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """aiter's entry point as real ATOM imports it here: (x2d, weight, eps) -> y."""
+    return rms_norm(x, weight, eps)
 """
 
 _LAYERNORM_V1 = (
@@ -113,10 +118,10 @@ _ACTIVATION_V1 = '''\
 import torch
 
 
-def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
-    """x[..., 2I] -> silu(x[..., :I]) * x[..., I:]."""
+def silu_and_mul(out: torch.Tensor, x: torch.Tensor) -> None:
+    """aiter's out-parameter form: out = silu(x[..., :I]) * x[..., I:] for x[..., 2I]."""
     d = x.shape[-1] // 2
-    return torch.nn.functional.silu(x[..., :d]) * x[..., d:]
+    out.copy_(torch.nn.functional.silu(x[..., :d]) * x[..., d:])
 '''
 
 # The HANG variant: a fence wait that never completes (the real bug class: a spin on a flag).
@@ -136,11 +141,11 @@ def _wait_fence() -> None:
         time.sleep(0.01)
 
 
-def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
-    """x[..., 2I] -> silu(x[..., :I]) * x[..., I:]."""
+def silu_and_mul(out: torch.Tensor, x: torch.Tensor) -> None:
+    """aiter's out-parameter form: out = silu(x[..., :I]) * x[..., I:] for x[..., 2I]."""
     _wait_fence()
     d = x.shape[-1] // 2
-    return torch.nn.functional.silu(x[..., :d]) * x[..., d:]
+    out.copy_(torch.nn.functional.silu(x[..., :d]) * x[..., d:])
 '''
 
 _LINEAR_V1 = '''\
@@ -248,7 +253,10 @@ class Eagle3LlamaForCausalLM(torch.nn.Module):
         self.down = torch.nn.Linear(intermediate_size, hidden_size, bias=False)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return hidden + self.down(silu_and_mul(self.gate_up(self.norm(hidden))))
+        gate_up = self.gate_up(self.norm(hidden))
+        act = gate_up.new_empty(*gate_up.shape[:-1], gate_up.shape[-1] // 2)
+        silu_and_mul(act, gate_up)
+        return hidden + self.down(act)
 '''
 
 _LLAMA = '''\

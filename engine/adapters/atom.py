@@ -1,99 +1,181 @@
-"""ATOM: the server command, and the image's own ops as overrides for the mono decode path.
+"""ATOM: the server command as InferenceX launches it, and the image's own ops for the mono path.
 
-`load_ops` imports `atom.model_ops.layernorm.rms_norm(x, weight, eps)` and
-`atom.model_ops.activation.silu_and_mul(x)` from the image when asked (or when `auto` finds them),
-so the smoke decode and decode-parity run the image's kernels, which is how a broken nightly
-shows up. Importing torch-dependent code is deferred to `load_ops`; the server command needs none.
+Server: `python -m atom.entrypoints.openai_server --model M --host H --server-port P
+--tensor-parallel-size N [--kv_cache_dtype bf16|fp8] [--method M --num-speculative-tokens K
+[--draft-model D] [--spec-decode-acceptance-length AL]]`. ATOM's `EngineArgs` (arg_utils.py)
+builds a speculative config only when `--method` is set, and drops the acceptance length
+silently otherwise, so an AL is never emitted without `--method` and `--num-speculative-tokens`
+(InferenceX's agentic ATOM scripts pass all three, plus `--draft-model` for eagle3/dspark).
+
+Ops: ATOM's layers call aiter's kernels: `RMSNorm` reaches `rmsnorm2d_fwd(x2d, weight, eps)`
+(imported into `atom.model_ops.layernorm`) and `SiluAndMul` calls `silu_and_mul(out, x)`, the
+out-parameter form (imported into `atom.model_ops.activation`). The binding takes those very
+names from ATOM's modules (so the smoke decode runs what ATOM runs) and adapts them to the mono
+path's functional contract. In an image that has ATOM, a binding that fails is a checked FAIL
+with its reason (`OpBindingError`), never a quiet fall-back to relpipe's kernels.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from relpipe.engine.adapters.server import ServerSpec, acceptance_length, spec
+from relpipe.engine.adapters.server import Launch, ServerSpec, spec
 from relpipe.engine.errors import EngineError
 from relpipe.engine.options import OPS_MODES
 
 if TYPE_CHECKING:
+    import torch
     from relpipe.engine.decode import Ops
 
-# (op name, module, attribute): the contract the image's ATOM package is checked against.
+ENTRYPOINT = "atom.entrypoints.openai_server"
+KV_DTYPE = {"bf16": "bf16", "fp8": "fp8"}  # ATOM's --kv_cache_dtype choices
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpBinding:
+    """One ATOM op: where ATOM's layer finds the kernel, and how it is called."""
+
+    name: str  # the mono path's op slot
+    module: str
+    attr: str
+    params: tuple[str, ...]  # positional parameters as ATOM's layer passes them
+
+
+# The contract checked against ATOM's sources (tests/engine/test_atom_contract.py).
 ATOM_OPS = (
-    ("rms_norm", "atom.model_ops.layernorm", "rms_norm"),
-    ("silu_and_mul", "atom.model_ops.activation", "silu_and_mul"),
+    OpBinding(
+        name="rms_norm",
+        module="atom.model_ops.layernorm",
+        attr="rmsnorm2d_fwd",
+        params=("x", "weight", "eps"),
+    ),
+    OpBinding(
+        name="silu_and_mul",
+        module="atom.model_ops.activation",
+        attr="silu_and_mul",
+        params=("out", "x"),
+    ),
 )
 
 
-def _find(module: str, attr: str) -> tuple[object | None, str | None]:
+class OpBindingError(EngineError):
+    """The image has ATOM but its ops could not be bound: a checked FAIL of the image (C3)."""
+
+    exit_code = 1
+
+
+def has_atom() -> bool:
+    """Whether the image has an importable-looking `atom` package (found, not imported)."""
     try:
-        fn = getattr(importlib.import_module(module), attr)
+        return importlib.util.find_spec("atom") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _find(binding: OpBinding) -> tuple[Callable[..., Any] | None, str | None]:
+    where = f"{binding.module}.{binding.attr}"
+    try:
+        fn = getattr(importlib.import_module(binding.module), binding.attr)
     except ImportError as exc:
-        return None, f"{module}.{attr}: not importable ({exc})"
+        return None, f"{where}: not importable ({exc})"
     except AttributeError:
-        return None, f"{module}.{attr}: module has no {attr}"
+        return None, f"{where}: module has no {binding.attr}"
     except Exception as exc:  # noqa: BLE001 - foreign package import may raise anything; reported
-        return None, f"{module}.{attr}: import raised {type(exc).__name__}: {exc}"
+        return None, f"{where}: import raised {type(exc).__name__}: {exc}"
     if not callable(fn):
-        return None, f"{module}.{attr}: not callable"
+        return None, f"{where}: not callable"
     return fn, None
 
 
+def rms_norm_op(kernel: Callable[..., Any]) -> Callable[..., torch.Tensor]:
+    """`rmsnorm2d_fwd(x2d, weight, eps)` as the mono path's `rms_norm(x, weight, eps)`."""
+
+    def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+        flat = x.reshape(-1, x.shape[-1]).contiguous()
+        out = kernel(flat, weight.to(flat.dtype).contiguous(), eps)
+        # a wrong shape is left for the decoder's check to report as the op's defect
+        same = hasattr(out, "shape") and tuple(out.shape) == tuple(flat.shape)
+        return out.view(x.shape) if same else out
+
+    return rms_norm
+
+
+def silu_and_mul_op(kernel: Callable[..., Any]) -> Callable[..., torch.Tensor]:
+    """aiter's out-parameter `silu_and_mul(out, x)` as the mono path's `silu_and_mul(x)`."""
+
+    def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
+        import torch
+
+        x = x.contiguous()
+        out = torch.empty(*x.shape[:-1], x.shape[-1] // 2, dtype=x.dtype, device=x.device)
+        kernel(out, x)
+        return out
+
+    return silu_and_mul
+
+
+ADAPT = {"rms_norm": rms_norm_op, "silu_and_mul": silu_and_mul_op}
+
+
 def load_ops(mode: str = "auto") -> tuple[Ops, list[str]]:
-    """Op overrides for `mode` and notes on what was not used. `atom` with no ATOM op is an error."""
+    """Op overrides for `mode` and notes on what was not used.
+
+    `engine`: relpipe's kernels. `atom`: both ATOM ops or OpBindingError. `auto`: ATOM's ops when
+    the image has ATOM (a failed binding is then OpBindingError too), relpipe's kernels when not.
+    """
     from relpipe.engine.decode import Ops
 
     if mode not in OPS_MODES:
         raise EngineError(f"unknown --ops {mode!r}; use one of {', '.join(OPS_MODES)}")
     if mode == "engine":
         return Ops(), []
-    found: dict[str, Any] = {}
-    notes: list[str] = []
-    for name, module, attr in ATOM_OPS:
-        fn, why = _find(module, attr)
-        if fn is not None:
-            found[name] = fn
+    if mode == "auto" and not has_atom():
+        return Ops(), ["no atom package in the image: relpipe's kernels ran"]
+    found: dict[str, Callable[..., Any]] = {}
+    problems: list[str] = []
+    for binding in ATOM_OPS:
+        fn, why = _find(binding)
+        if fn is None:
+            problems.append(str(why))
         else:
-            notes.append(str(why))
-    if mode == "atom" and not found:
-        raise EngineError("--ops atom: the image exposes no ATOM op (" + "; ".join(notes) + ")")
-    provider = {name: ("atom" if name in found else "engine") for name, _, _ in ATOM_OPS}
+            found[binding.name] = ADAPT[binding.name](fn)
+    if problems:
+        raise OpBindingError("ATOM op binding failed: " + "; ".join(problems))
     ops = Ops(
-        rms_norm=found.get("rms_norm"),
-        silu_and_mul=found.get("silu_and_mul"),
-        provider=provider,
+        rms_norm=found["rms_norm"],
+        silu_and_mul=found["silu_and_mul"],
+        provider={b.name: "atom" for b in ATOM_OPS},
     )
-    return ops, notes
+    return ops, [f"{b.name}: bound to {b.module}.{b.attr}({', '.join(b.params)})" for b in ATOM_OPS]
 
 
-def server(
-    model: str,
-    port: int,
-    *,
-    host: str = "127.0.0.1",
-    kv_cache_dtype: str | None = None,
-    tensor_parallel: int = 1,
-    acceptance: object | None = None,
-    python: str = "python3",
-    extra: Sequence[str] = (),
-) -> ServerSpec:
-    """`python -m atom.entrypoints.openai_server` with ATOM's flag spelling (`--kv_cache_dtype`)."""
+def server(request: Launch) -> ServerSpec:
     argv = [
-        python,
+        request.python,
         "-m",
-        "atom.entrypoints.openai_server",
+        ENTRYPOINT,
         "--model",
-        model,
+        request.model,
+        "--served-model-name",
+        request.served_model_name or request.model,
         "--host",
-        host,
+        request.host,
         "--server-port",
-        str(port),
+        str(request.port),
         "--tensor-parallel-size",
-        str(tensor_parallel),
+        str(request.tensor_parallel),
     ]
-    if kv_cache_dtype is not None:
-        argv += ["--kv_cache_dtype", kv_cache_dtype]
-    if acceptance is not None:
-        argv += ["--spec-decode-acceptance-length", acceptance_length(acceptance)]
-    return spec("atom", argv + list(extra), {}, host, port)
+    if request.kv_dtype is not None:
+        argv += ["--kv_cache_dtype", KV_DTYPE[request.kv_dtype]]
+    if request.spec is not None:
+        argv += ["--method", request.spec.method]
+        if request.spec.draft_model:
+            argv += ["--draft-model", request.spec.draft_model]
+        argv += ["--num-speculative-tokens", str(request.spec.tokens)]
+        if request.acceptance is not None:
+            argv += ["--spec-decode-acceptance-length", request.acceptance]
+    return spec("atom", request, argv)

@@ -1,48 +1,53 @@
-"""vLLM: `vllm serve` with synthetic rejection sampling pinned to a golden acceptance length."""
+"""vLLM: `vllm serve` as InferenceX launches it, synthetic rejection sampling pinned to the AL.
+
+The `--speculative-config` JSON carries the method, K, the draft `model` (EAGLE3 and DSpark drafts
+are separate checkpoints; vLLM refuses an eagle3 config without one) and, when a golden AL is
+given, `rejection_sample_method: synthetic` with `synthetic_acceptance_length` (InferenceX's
+agentic vLLM scripts, e.g. benchmarks/single_node/agentic/minimaxm3_fp8_mi300x_mtp.sh).
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 
-from relpipe.engine.adapters.server import ServerSpec, acceptance_length, spec
+from relpipe.engine.adapters.server import Launch, ServerSpec, spec
+
+KV_DTYPE = {"bf16": "auto", "fp8": "fp8"}  # vLLM's --kv-cache-dtype spelling
 
 
-def server(
-    model: str,
-    port: int,
-    *,
-    host: str = "127.0.0.1",
-    kv_cache_dtype: str | None = None,
-    tensor_parallel: int = 1,
-    acceptance: object | None = None,
-    spec_method: str = "eagle3",
-    num_speculative_tokens: int = 3,
-    extra: Sequence[str] = (),
-) -> ServerSpec:
-    """argv of `vllm serve`; with `acceptance`, a --speculative-config using synthetic rejection
-    sampling whose `synthetic_acceptance_length` is the golden AL (tokens per step)."""
+def speculative_config(request: Launch) -> str | None:
+    """The --speculative-config JSON text (AL written from its exact decimal text)."""
+    if request.spec is None:
+        return None
+    config: dict[str, object] = {"method": request.spec.method}
+    if request.spec.draft_model:
+        config["model"] = request.spec.draft_model
+    config["num_speculative_tokens"] = request.spec.tokens
+    if request.acceptance is None:
+        return json.dumps(config)
+    config["rejection_sample_method"] = "synthetic"
+    config["synthetic_acceptance_length"] = "@AL@"
+    # a JSON number from the exact decimal text: no float round trip (2.27 stays 2.27)
+    return json.dumps(config).replace('"@AL@"', request.acceptance)
+
+
+def server(request: Launch) -> ServerSpec:
     argv = [
         "vllm",
         "serve",
-        model,
+        request.model,
+        "--served-model-name",
+        request.served_model_name or request.model,
         "--host",
-        host,
+        request.host,
         "--port",
-        str(port),
+        str(request.port),
         "--tensor-parallel-size",
-        str(tensor_parallel),
+        str(request.tensor_parallel),
     ]
-    if kv_cache_dtype is not None:
-        argv += ["--kv-cache-dtype", kv_cache_dtype]
-    if acceptance is not None:
-        config = {
-            "method": spec_method,
-            "num_speculative_tokens": num_speculative_tokens,
-            "rejection_sample_method": "synthetic",
-            # a JSON number written from the exact decimal text (no float round trip)
-            "synthetic_acceptance_length": "@AL@",
-        }
-        text = json.dumps(config, sort_keys=True).replace('"@AL@"', acceptance_length(acceptance))
-        argv += ["--speculative-config", text]
-    return spec("vllm", argv + list(extra), {}, host, port)
+    if request.kv_dtype is not None:
+        argv += ["--kv-cache-dtype", KV_DTYPE[request.kv_dtype]]
+    config = speculative_config(request)
+    if config is not None:
+        argv += ["--speculative-config", config]
+    return spec("vllm", request, argv)

@@ -38,25 +38,39 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--ops", choices=options.OPS_MODES, default="auto")
     g.add_argument("--timeout", type=float, default=900.0, help="watchdog seconds")
     g.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    m = p.add_argument_group("gsm8k")
+    m = p.add_argument_group("gsm8k (InferenceX's task and rules)")
     m.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000")
+    m.add_argument(
+        "--completions",
+        metavar="FILE",
+        help="score recorded completions offline (lm-eval samples JSONL, or rows of question,"
+        " answer and completion|message) instead of asking a server",
+    )
     m.add_argument(
         "--model", default="relpipe-tiny", help="model name sent and used for thresholds"
     )
-    m.add_argument("--dataset", help="GSM8K-format JSONL")
+    m.add_argument("--dataset", help="GSM8K-format JSONL (the test split)")
     m.add_argument(
-        "--fewshot", help="JSONL of few-shot examples (default: first --n-shot dataset rows)"
+        "--fewshot",
+        help="JSONL of the few-shot split (default: the dataset itself, the doc left out)",
     )
-    m.add_argument("--n-shot", type=int, default=5)
-    m.add_argument("--limit", type=int, default=0, help="score at most N problems (0: all)")
+    m.add_argument("--n-shot", type=int, default=5, help="(default: %(default)s)")
+    m.add_argument("--limit", type=int, default=0, help="score the first N problems (0: all)")
     m.add_argument("--concurrency", type=options.positive, default=8)
-    m.add_argument("--max-tokens", type=options.positive, default=256)
+    m.add_argument(
+        "--context-len",
+        type=options.positive,
+        default=16384,
+        help="EVAL_MAX_MODEL_LEN; max_tokens follows InferenceX's rule (default: %(default)s)",
+    )
+    m.add_argument(
+        "--max-tokens", type=options.positive, help="override the max_tokens rule (explicit)"
+    )
     m.add_argument("--request-timeout", type=float, default=300.0)
     m.add_argument(
         "--thresholds", help="thresholds file (InferenceX thresholds.yaml shape, or JSON)"
     )
     m.add_argument("--threshold", type=float, help="minimum accuracy (overrides --thresholds)")
-    m.add_argument("--metric", choices=("strict-match", "flexible-extract"), default="strict-match")
     return p
 
 
@@ -124,82 +138,77 @@ def decode_parity(args: argparse.Namespace, reporter: watchdog.Reporter) -> dict
     )
 
 
-def gsm8k(args: argparse.Namespace) -> dict[str, Any]:
-    from relpipe.engine.evals import gsm8k as suite
+def _threshold(args: argparse.Namespace) -> tuple[float, str]:
     from relpipe.engine.evals import thresholds
 
-    if not args.base_url or not args.dataset:
-        raise EngineError("gsm8k needs --base-url and --dataset")
     if args.threshold is not None:
         if not 0 <= args.threshold <= 1:
             raise EngineError("--threshold must be in [0, 1]")
-        limit, source = args.threshold, "--threshold"
-    elif args.thresholds:
-        limit, source = thresholds.load(args.thresholds).lookup("gsm8k", args.model)
-    else:
-        raise EngineError("gsm8k needs --thresholds FILE or --threshold X")
+        return args.threshold, "--threshold"
+    if args.thresholds:
+        return thresholds.load(args.thresholds).lookup("gsm8k", args.model)
+    raise EngineError("gsm8k needs --thresholds FILE or --threshold X")
+
+
+def gsm8k(args: argparse.Namespace) -> dict[str, Any]:
+    """gsm8k against a server (or recorded completions) by InferenceX's rules."""
+    from relpipe.engine.evals import gsm8k as suite
+
+    limit, source = _threshold(args)
     if args.n_shot < 0 or args.limit < 0:
         raise EngineError("--n-shot and --limit must be >= 0")
-    problems = suite.read_jsonl(args.dataset)
-    if args.fewshot:
-        shots = suite.read_jsonl(args.fewshot)[: args.n_shot]
+    if args.completions:
+        if args.base_url:
+            raise EngineError("gsm8k takes --completions or --base-url, not both")
+        recorded = suite.read_completions(args.completions)
+        if args.limit:
+            recorded = recorded[: args.limit]
+        report = suite.Report(scored=tuple(suite.score(p, text) for p, text in recorded), errors=())
+        max_tokens = None
     else:
-        shots, problems = problems[: args.n_shot], problems[args.n_shot :]
-    if len(shots) < args.n_shot:
-        raise EngineError(
-            f"gsm8k: {args.n_shot}-shot needs {args.n_shot} examples, found {len(shots)}"
-        )
-    if args.limit:
-        problems = problems[: args.limit]
-    report = suite.run(
-        args.base_url,
-        args.model,
-        problems,
-        shots,
-        args.max_tokens,
-        args.concurrency,
-        args.request_timeout,
-    )
-    chosen = report.strict if args.metric == "strict-match" else report.flexible
-    if chosen.n == 0:
-        status, reason = (
-            "fail",
-            "zero scored samples" + (f" ({report.errors[0]})" if report.errors else ""),
-        )
-    elif report.errors:
-        status, reason = (
-            "fail",
-            f"{len(report.errors)} request(s) failed, first: {report.errors[0]}",
-        )
-    elif chosen.value < limit:
-        status, reason = (
-            "fail",
-            f"{args.metric} accuracy {chosen.value:.4f} < threshold {limit} ({source})",
-        )
-    else:
-        status, reason = "pass", None
+        if not args.base_url or not args.dataset:
+            raise EngineError("gsm8k needs --base-url and --dataset (or --completions FILE)")
+        report, max_tokens = ask_server(args)
+    status, reason = suite.verdict(report, limit, source)
     return result.envelope(
         "eval",
         status,
         suite="gsm8k",
         reason=reason,
         model=args.model,
-        metric=args.metric,
         threshold={"value": limit, "source": source},
-        n_shot=len(shots),
-        scores={
-            "strict-match": report.strict.to_json(),
-            "flexible-extract": report.flexible.to_json(),
-        },
+        n_shot=args.n_shot,
+        max_tokens=max_tokens,
+        scores={m: report.accuracy(m).to_json() for m in suite.METRICS},
         errors=list(report.errors[:20]),
         error_count=len(report.errors),
         samples=[
             {
-                "target": s.problem.target,
-                "strict": s.strict,
-                "flexible": s.flexible,
+                "target": s.problem.answer.split("####")[-1].strip(),
+                **s.extracted,
                 "completion": s.completion[:500],
             }
             for s in report.scored[:50]
         ],
     )
+
+
+def ask_server(args: argparse.Namespace) -> tuple[Any, int]:
+    from relpipe.engine.evals import gsm8k as suite
+
+    problems = suite.read_jsonl(args.dataset)
+    if args.limit:
+        problems = problems[: args.limit]
+    pool = suite.read_jsonl(args.fewshot) if args.fewshot else suite.read_jsonl(args.dataset)
+    shots_for = suite.fewshot_sampler(pool, args.n_shot, same_split=not args.fewshot)
+    max_tokens = args.max_tokens or suite.max_output_tokens(args.context_len)
+    report = suite.run(
+        args.base_url,
+        args.model,
+        problems,
+        shots_for,
+        max_tokens,
+        args.concurrency,
+        args.request_timeout,
+    )
+    return report, max_tokens

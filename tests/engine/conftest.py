@@ -82,13 +82,19 @@ def cli(tmp_path: Path) -> Callable[..., CliResult]:
     return call
 
 
+# The fake ATOM exposes what real ATOM's model_ops modules hold (aiter's kernels imported there):
+# layernorm.rmsnorm2d_fwd(x2d, weight, eps) -> y and activation.silu_and_mul(out, x) -> None.
 _GOOD_NORM = """
-def rms_norm(x, weight, eps):
+def rmsnorm2d_fwd(x, weight, eps):
     x = x.float()
     return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight.float()
 """
+_WRONG_SHAPE_NORM = """
+def rmsnorm2d_fwd(x, weight, eps):
+    return x[..., :-1]  # an off-by-one in the kernel's column count
+"""
 _BROKEN_NORM = """
-def rms_norm(x, weight, eps):
+def rmsnorm2d_fwd(x, weight, eps):
     # the regression: the norm weight is dropped
     x = x.float()
     return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps)
@@ -106,26 +112,28 @@ def _wait(flag_ptr):
         v = tl.load(flag_ptr)
 
 
-def rms_norm(x, weight, eps):
+def rmsnorm2d_fwd(x, weight, eps):
     flag = torch.zeros(1, dtype=torch.int32, device=x.device)
     _wait[(1,)](flag)
     return x
 """
 _GOOD_ACT = """
-def silu_and_mul(x):
+def silu_and_mul(out, x):
+    gate, up = x.float().chunk(2, dim=-1)
+    out.copy_(torch.nn.functional.silu(gate) * up)
+"""
+_FUNCTIONAL_ACT = """
+def silu_and_mul(x):  # the signature relpipe used to assume: not aiter's
     gate, up = x.float().chunk(2, dim=-1)
     return torch.nn.functional.silu(gate) * up
-"""
-_WRONG_SHAPE_ACT = """
-def silu_and_mul(x):
-    return x  # forgot to halve: [..., 2I] instead of [..., I]
 """
 
 VARIANTS = {
     "good": (_GOOD_NORM, _GOOD_ACT),
     "broken": (_BROKEN_NORM, _GOOD_ACT),
     "spinning": (_SPINNING_NORM, _GOOD_ACT),
-    "wrong-shape": (_GOOD_NORM, _WRONG_SHAPE_ACT),
+    "wrong-shape": (_WRONG_SHAPE_NORM, _GOOD_ACT),
+    "functional-act": (_GOOD_NORM, _FUNCTIONAL_ACT),
     "norm-only": (_GOOD_NORM, None),
 }
 

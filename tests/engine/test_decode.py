@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 from relpipe.engine import model
-from relpipe.engine.adapters.atom import load_ops
+from relpipe.engine.adapters.atom import OpBindingError, load_ops
 from relpipe.engine.decode import OpError, Ops, greedy, make_decoder
 from relpipe.engine.errors import EngineError
 from relpipe.engine.evals import parity
@@ -112,24 +112,42 @@ def test_model_config_is_validated() -> None:
         model.ModelConfig(n_layers=0)
 
 
-def test_image_ops_are_loaded_and_used(weights: model.Weights, fake_atom, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.syspath_prepend(str(fake_atom("norm-only")))
+def test_image_ops_are_bound_with_atoms_real_signatures(weights: model.Weights, fake_atom, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.syspath_prepend(str(fake_atom("good")))
     ops, notes = load_ops("auto")
-    assert ops.provider == {"rms_norm": "atom", "silu_and_mul": "engine"}
-    assert any("atom.model_ops.activation.silu_and_mul: not importable" in n for n in notes)
+    assert ops.provider == {"rms_norm": "atom", "silu_and_mul": "atom"}
+    assert notes == [
+        "rms_norm: bound to atom.model_ops.layernorm.rmsnorm2d_fwd(x, weight, eps)",
+        "silu_and_mul: bound to atom.model_ops.activation.silu_and_mul(out, x)",
+    ]
     assert parity.run(weights, PROMPTS[:1], 2, ["fp32"], ops, "cpu")[0].ok
     assert load_ops("engine")[0].provider == {"rms_norm": "engine", "silu_and_mul": "engine"}
+
+
+def test_a_failed_binding_in_an_atom_image_is_a_fail_not_a_fallback(fake_atom, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.syspath_prepend(str(fake_atom("norm-only")))
+    with pytest.raises(OpBindingError, match=r"activation\.silu_and_mul: not importable") as err:
+        load_ops("auto")
+    assert err.value.exit_code == 1
+
+
+def test_the_old_functional_silu_signature_is_reported(weights: model.Weights, fake_atom, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.syspath_prepend(str(fake_atom("functional-act")))
+    ops, _ = load_ops("atom")
+    with pytest.raises(TypeError, match="positional argument"):
+        greedy(make_decoder("mono", weights, ops=ops), PROMPTS[:1], 1)
 
 
 def test_op_with_wrong_shape_is_an_op_error(weights: model.Weights, fake_atom, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.syspath_prepend(str(fake_atom("wrong-shape")))
     ops, _ = load_ops("atom")
-    with pytest.raises(
-        OpError, match=r"op silu_and_mul returned \(1, 256\), expected .*\(1, 128\)"
-    ):
+    with pytest.raises(OpError, match=r"op rms_norm returned \(1, 63\), expected .*\(1, 64\)"):
         greedy(make_decoder("mono", weights, ops=ops), PROMPTS[:1], 1)
 
 
 def test_ops_atom_without_atom_is_an_error() -> None:
-    with pytest.raises(EngineError, match="--ops atom: the image exposes no ATOM op"):
+    with pytest.raises(EngineError, match="ATOM op binding failed: atom.model_ops.layernorm"):
         load_ops("atom")
+    ops, notes = load_ops("auto")
+    assert ops.provider == {"rms_norm": "engine", "silu_and_mul": "engine"}
+    assert notes == ["no atom package in the image: relpipe's kernels ran"]

@@ -45,7 +45,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
         port=port,
     )
     log = tmp_path_factory.mktemp("serve") / "log"
-    proc = srv.launch(spec, str(log))
+    proc = srv.start(spec, str(log))
     srv.wait_healthy(spec, proc, timeout=60)
     yield spec
     assert srv.shutdown(proc, grace=20) == 0  # SIGTERM is a clean stop
@@ -133,6 +133,6 @@ def test_health_wait_fails_for_a_server_that_exits(tmp_path: Path) -> None:
     spec = srv.ServerSpec(
         engine="relpipe", argv=(sys.executable, "-c", "raise SystemExit(3)"), port=_free_port()
     )
-    proc = srv.launch(spec, str(tmp_path / "log"))
+    proc = srv.start(spec, str(tmp_path / "log"))
     with pytest.raises(srv.EngineError, match="server exited with code 3 before it was healthy"):
         srv.wait_healthy(spec, proc, timeout=30)
