@@ -245,19 +245,44 @@ def _member_path(name: str, root: str) -> PurePosixPath | None:
     return PurePosixPath(*rest) if rest else None
 
 
+def _data_filter(member: tarfile.TarInfo, rel: PurePosixPath | None, root: str, top: Path) -> None:
+    """tarfile's own `data` filter on the member as it will land under `top`: the second line of
+    defence behind the checks of `extract_archive` (absolute or escaping names and links,
+    special files)."""
+    name = str(rel) if rel is not None else "."
+    link = member.linkname
+    if member.islnk():  # hard links name a member of the archive, under its root
+        origin = _member_path(link, root)
+        link = str(origin) if origin is not None else "."
+    try:
+        tarfile.data_filter(member.replace(name=name, linkname=link, deep=False), str(top))
+    except tarfile.FilterError as exc:
+        raise ContainerError(
+            f"archive member {member.name[:120]!r} is refused by tarfile's data filter "
+            f"({type(exc).__name__}); refusing",
+            1,
+        ) from None
+
+
 def extract_archive(stream: IO[bytes], dest: Path, root: str, limits: Limits = Limits()) -> None:
     """Extract a `get_archive` tar whose members live under `root/` into `dest` (must not exist).
 
     Only folders, regular files, hard links to earlier files (copied) and symlinks are accepted.
-    Files are written first and symlinks last, so nothing is ever written through a link; every
-    symlink must then resolve inside dest, else everything is removed (fail closed).
+    Containment is checked before anything is created: a member may not lie under a symlink
+    member (`a -> ../../..` then `a/x` is refused, whatever comes first), every member's folder
+    must already be a real folder inside dest (a member without its parent is refused), and
+    tarfile's `data` filter checks each member too. Files are written first and symlinks last,
+    each into a real folder inside dest, so nothing is ever written through a link; every symlink
+    must then resolve inside dest, else everything is removed (fail closed).
     """
     if dest.exists() or dest.is_symlink():
         raise ContainerError(f"{dest} already exists; extract into a new path", 2)
     dest.mkdir(parents=True)
     top = dest.resolve()
     links: list[tuple[Path, str]] = []
+    link_paths: set[PurePosixPath] = set()
     written: dict[PurePosixPath, Path] = {}
+    folders: set[PurePosixPath] = set()  # every folder some member lies in
     total = count = 0
     try:
         with tarfile.open(fileobj=stream, mode="r|") as tar:
@@ -270,7 +295,18 @@ def extract_archive(stream: IO[bytes], dest: Path, root: str, limits: Limits = L
                 rel = _member_path(member.name, root)
                 target = top if rel is None else top.joinpath(*rel.parts)
                 if rel is not None:
+                    # Any member under a link (earlier or later in the stream) would be written
+                    # through it: refuse before creating anything.
+                    under = any(p in link_paths for p in rel.parents)
+                    if under or (member.issym() and rel in folders):
+                        raise ContainerError(
+                            f"archive member {member.name[:120]!r} lies under a symlink member "
+                            f"or is a symlink over earlier members; refusing",
+                            1,
+                        )
+                    folders.update(rel.parents)
                     _check_parents(top, target)
+                _data_filter(member, rel, root, top)
                 if member.isdir():
                     if rel is not None:
                         target.mkdir(mode=0o755, exist_ok=True)
@@ -285,13 +321,17 @@ def extract_archive(stream: IO[bytes], dest: Path, root: str, limits: Limits = L
                     if rel is None:  # the path in the image is a file: dest becomes that file
                         target.rmdir()
                     _write_file(target, src, 0o755 if member.mode & 0o111 else 0o644)
+                    if target.stat().st_size != member.size:  # a stream cut inside a file
+                        raise ContainerError(
+                            f"archive member {member.name[:120]!r} is truncated; refusing", 1
+                        )
                     written[rel or PurePosixPath(".")] = target
                 elif member.islnk():
                     origin = _member_path(member.linkname, root)
                     if rel is None or origin not in written:
                         raise ContainerError(
                             f"hard link {member.name[:120]!r} points at "
-                            f"{member.linkname[:120]!r}, not an earlier file",
+                            f"{member.linkname[:120]!r}, not an earlier file; refusing",
                             1,
                         )
                     with written[origin].open("rb") as src_fh:
@@ -301,6 +341,7 @@ def extract_archive(stream: IO[bytes], dest: Path, root: str, limits: Limits = L
                     if rel is None:
                         raise ContainerError("archive root is a symlink; refusing", 1)
                     links.append((target, member.linkname))
+                    link_paths.add(rel)
                 else:
                     raise ContainerError(
                         f"archive member {member.name[:120]!r} is a device, FIFO "
@@ -308,12 +349,13 @@ def extract_archive(stream: IO[bytes], dest: Path, root: str, limits: Limits = L
                         1,
                     )
         for target, linkname in links:
-            if os.path.isabs(linkname) or target.exists() or target.is_symlink():
+            if os.path.isabs(linkname) or os.path.lexists(target):
                 raise ContainerError(
                     f"symlink {target.relative_to(top)} -> {linkname[:120]} is "
                     "absolute or collides with another member; refusing",
                     1,
                 )
+            _check_parents(top, target)  # never create a link through another link
             os.symlink(linkname, target)
         for target, linkname in links:
             resolved = Path(os.path.realpath(target))
@@ -323,18 +365,30 @@ def extract_archive(stream: IO[bytes], dest: Path, root: str, limits: Limits = L
                     "resolves outside the destination; refusing",
                     1,
                 )
+    except tarfile.TarError as exc:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise ContainerError(f"archive is not a valid tar stream: {exc}; refusing", 1) from None
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
         raise
 
 
 def _check_parents(top: Path, target: Path) -> None:
-    # Symlinks are only created after every file is written, so a parent can only be a link if the
-    # destination was tampered with concurrently; check anyway so no write ever follows one.
+    """Refuse a path whose folders are not all real folders inside `top` (lstat, no following):
+    a member whose parent is missing, a file, or a link is never created."""
     current = target.parent
     while current != top:
-        if current.is_symlink():
-            raise ContainerError(f"archive path {target.relative_to(top)} passes through a link", 1)
+        try:
+            mode = os.lstat(current).st_mode
+        except OSError:
+            mode = None
+        if mode is None or not stat.S_ISDIR(mode):
+            what = "a link" if mode is not None and stat.S_ISLNK(mode) else "not a folder"
+            raise ContainerError(
+                f"archive path {target.relative_to(top)} needs {current.relative_to(top)}, "
+                f"which is {what} (a member without its parent folder); refusing",
+                1,
+            )
         current = current.parent
 
 
