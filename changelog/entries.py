@@ -203,10 +203,14 @@ class _Odd:
 
 @dataclass(frozen=True)
 class _Ambiguous:
-    """A plain scalar that YAML 1.1 and YAML 1.2 read differently (`yes`, `on`, `012`, ...)."""
+    """A plain scalar that YAML 1.1 and YAML 1.2 read differently (`yes`, `on`, `012`, ...).
+
+    `value` is what PyYAML (YAML 1.1, InferenceX's reader) makes of it: the verdict follows
+    PyYAML, the ambiguity itself is a house-style finding."""
 
     kind: str
     text: str
+    value: object = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,9 +252,22 @@ def _plain(text: str) -> object:
         return text
     if tag == _TAG + "bool":
         value = _YAML12_BOOL.get(text)
-        return _Ambiguous("boolean", text) if value is None else value
+        if value is None:
+            return _Ambiguous(
+                "boolean", text, yaml.constructor.SafeConstructor.bool_values[text.lower()]
+            )  # type: ignore[attr-defined]
+        return value
     if tag == _TAG + "int":
-        return int(text) if _YAML12_INT.fullmatch(text) else _Ambiguous("integer", text)
+        # PyYAML's own constructor (sexagesimal, octal, `_`); Python refuses to convert more than
+        # 4,300 digits (ValueError, a crash in PyYAML): that is a bad integer, not a traceback.
+        try:
+            if _YAML12_INT.fullmatch(text):
+                return int(text)
+            node = yaml.ScalarNode(tag, text)  # type: ignore[attr-defined]
+            value = yaml.constructor.SafeConstructor().construct_yaml_int(node)  # type: ignore[attr-defined]
+        except ValueError:
+            return _Odd("integer too long for PyYAML", text[:20] + "...")
+        return _Ambiguous("integer", text, value)
     if tag == _TAG + "null":
         return None
     return _Odd(tag.rsplit(":", 1)[-1], text)
@@ -355,7 +372,25 @@ def _printable(text: str) -> bool:
         raw = text.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates from escapes
         return False
-    return _bad_char(raw) is None
+    return _bad_char(raw) is None and unsafe_char(text) is None
+
+
+# Unicode categories that are never text a reviewer can see: format characters (bidi controls,
+# zero-width joiners: "trojan source"), controls, surrogates, private use, unassigned. An
+# appended value holding one is an error even where InferenceX would accept it.
+UNSAFE_CATEGORIES = frozenset({"Cf", "Cc", "Cs", "Co", "Cn"})
+
+
+def unsafe_char(text: str) -> str | None:
+    """The first invisible, control, private-use or unassigned character of `text`, if any."""
+    if text.isascii():
+        return None
+    import unicodedata
+
+    for char in text:
+        if char >= "\x80" and unicodedata.category(char) in UNSAFE_CATEGORIES:
+            return char
+    return None
 
 
 def validate_entry(entry: Entry) -> list[str]:
@@ -369,13 +404,13 @@ def validate_entry(entry: Entry) -> list[str]:
             if not isinstance(item, str) or not item.strip():
                 problems.append(f"{name} items must be non-empty strings, got {_describe(item)}")
             elif not _printable(item):
-                problems.append(
-                    f"{name} item {item[:40]!r} contains a control or line-break character"
-                )
+                problems.append(f"{name} item {item[:40]!r} {_UNSAFE_PROBLEM}")
     if not isinstance(entry.pr_link, str) or not entry.pr_link.strip():
         problems.append("pr-link must be a non-empty string")
-    elif not _printable(entry.pr_link) or entry.pr_link != entry.pr_link.strip():
-        problems.append("pr-link must be one URL without spaces or control characters")
+    elif not _printable(entry.pr_link):
+        problems.append(f"pr-link {entry.pr_link[:40]!r} {_UNSAFE_PROBLEM}")
+    elif entry.pr_link != entry.pr_link.strip():
+        problems.append("pr-link must be one URL without surrounding spaces")
     if entry.scenario_type is not None:
         values = entry.scenario_type
         if not isinstance(values, tuple) or not values or len(set(values)) != len(values):
@@ -400,6 +435,21 @@ def validate_entry(entry: Entry) -> list[str]:
             "append-only cannot be combined with evals-only, all-evals or eval-min-prefill-ep"
         )
     return problems
+
+
+_UNSAFE_PROBLEM = (
+    "contains a control, line-break, invisible (format), private-use or unassigned character"
+)
+# validate_entry problems that InferenceX's ChangelogEntry accepts: house style when parsing
+# (warnings unless --strict), errors for relpipe's own writer.
+_STYLE_PROBLEMS = frozenset(
+    {
+        "scenario-type must list distinct values",
+        "pr-link must be a non-empty string",
+        "pr-link must be one URL without surrounding spaces",
+    }
+)
+_STYLE_PROBLEM_PREFIXES = ("description items must be non-empty strings, got str",)
 
 
 def _str_list(name: str, value: object) -> tuple[tuple[str, ...] | None, str | None]:
@@ -434,19 +484,30 @@ def _schema(
     for key in REQUIRED_KEYS:
         if key not in fields:
             bad(key, f"entry has no `{key}`", f"add `{key}:` to the entry")
+    if found:
+        return None, found
+    # A YAML 1.1/1.2 ambiguity is house style: the entry is judged on PyYAML's value.
+    style: list[Finding] = []
+    resolved: dict[str, object] = {}
     for key, value in fields.items():
         items = value if isinstance(value, list) else [value]
         for item in items:
             hint = _ambiguity_hint(item)
             if hint is not None and isinstance(item, _Ambiguous):
-                bad(
-                    key,
-                    f"`{key}` value `{item.text}` is read differently by YAML 1.1 and 1.2",
-                    hint,
-                    "yaml-ambiguous",
+                style.append(
+                    Finding(
+                        key_lines.get(key, line),
+                        "yaml-ambiguous",
+                        f"`{key}` value `{item.text}` is read differently by YAML 1.1 and 1.2",
+                        hint,
+                    )
                 )
-    if found:
-        return None, found
+        if isinstance(value, list):
+            value = [v.value if isinstance(v, _Ambiguous) else v for v in value]
+        elif isinstance(value, _Ambiguous):
+            value = value.value
+        resolved[key] = value
+    fields = resolved
     keys, problem = _str_list("config-keys", fields["config-keys"])
     if problem:
         bad("config-keys", problem, "list the master-config keys, one `- key` per line")
@@ -461,10 +522,15 @@ def _schema(
             "write `pr-link: <repo-url>/pull/<N>`",
         )
     scenario: tuple[str, ...] | None = None
-    if "scenario-type" in fields:
+    if fields.get("scenario-type") is not None:  # `scenario-type:` alone is null: absent
         raw = fields["scenario-type"]
         if isinstance(raw, str):
-            scenario = (raw,)
+            bad(
+                "scenario-type",
+                f"scenario-type must be a list, got the string {raw!r} "
+                "(InferenceX's ChangelogEntry requires a list)",
+                f"write `scenario-type:` then `- {raw}` on the next line, indented by 4",
+            )
         else:
             scenario, problem = _str_list("scenario-type", raw)
             if problem:
@@ -491,7 +557,7 @@ def _schema(
             "write a decimal integer >= 1",
         )
     if found:
-        return None, found
+        return None, found + style
     entry = Entry(
         config_keys=keys or (),
         description=description or (),
@@ -504,8 +570,12 @@ def _schema(
     )
     for problem in validate_entry(entry):
         key = next((k for k in KEY_ORDER if problem.startswith(k)), "config-keys")
-        bad(key, problem, "fix the value as the message says")
-    return (None if found else entry), found
+        if problem in _STYLE_PROBLEMS or problem.startswith(_STYLE_PROBLEM_PREFIXES):
+            # Stricter than InferenceX's ChangelogEntry, which accepts it: house style.
+            style.append(Finding(key_lines.get(key, line), "style-value", problem, "fix the value"))
+        else:
+            bad(key, problem, "fix the value as the message says")
+    return (None if found else entry), found + style
 
 
 # ---------------------------------------------------------------------------------------------
@@ -726,7 +796,7 @@ def _event_fields(text: str, first: int) -> tuple[dict[str, object], dict[str, i
 
 
 def _layout(lines: Sequence[str], first: int) -> list[Finding]:
-    """House-style layout of one entry: keys at 2, list items at 4, no blank lines, no trailing space."""
+    """House-style layout of one entry: keys at 2, items at 4, no blank lines or trailing space."""
     found: list[Finding] = []
     for offset, line in enumerate(lines):
         number = first + offset
@@ -828,7 +898,8 @@ _C_KEY = r"(?:[A-Za-z0-9][A-Za-z0-9_.:/*+=%~@-]*(?<!:)|" + _C_DQ + ")"
 _C_URL = r"(?:[A-Za-z][A-Za-z0-9_.:/%?=&+~@-]*(?<!:)|" + _C_DQ + ")"
 # Plain list items whose first character lets YAML 1.1 read them as non-strings (`070`, `yes`).
 _SUSPECT_PLAIN = _lazy_re(r"\n    - ([-+.0-9~<=yYnNtTfFoO][^\n]*)")
-_NEXT_START = re.compile(r"\n(?=[^ \n])")
+# A column-0 line that is not a comment: comments belong to the entry above, as in PyYAML.
+_NEXT_START = re.compile(r"\n(?=[^ \n#])")
 # Below this size the entry-by-entry path is faster than compiling the whole-entry grammar
 # (which matters to the hook: it parses a suffix of a few entries in a fresh process).
 _CANONICAL_MIN_BYTES = 32 * 1024
@@ -838,10 +909,12 @@ _CANONICAL_MIN_BYTES = 32 * 1024
 def _canonical() -> re.Pattern[str]:
     return re.compile(
         r"- config-keys:\n(?:    - " + _C_KEY + r"\n)+"
-        r"(?:  scenario-type:\n    - (?:fixed-seq-len(?:\n    - agentic-coding)?|agentic-coding(?:\n    - fixed-seq-len)?)\n)?"
+        r"(?:  scenario-type:\n    - (?:fixed-seq-len(?:\n    - agentic-coding)?"
+        r"|agentic-coding(?:\n    - fixed-seq-len)?)\n)?"
         r"  description:\n(?:    - " + _C_DQ + r"\n)+"
         r"  pr-link: " + _C_URL + r"\n"
-        r"(?:  append-only: true\n|(?:  evals-only: (?:true|false)\n)?(?:  all-evals: (?:true|false)\n)?"
+        r"(?:  append-only: true\n|(?:  evals-only: (?:true|false)\n)?"
+        r"(?:  all-evals: (?:true|false)\n)?"
         r"(?:  append-only: false\n)?(?:  eval-min-prefill-ep: [1-9][0-9]*\n)?)"
     )
 
@@ -876,6 +949,7 @@ def _bad_char(data: bytes) -> re.Match[bytes] | None:
     return min(found, key=lambda m: m.start()) if found else None
 
 
+_NON_ASCII = _lazy_re(r"[^\x00-\x7f]+")
 _CONFLICT_BYTES = (b"<" * 7, b"=" * 7, b">" * 7, b"|" * 7)
 _CONFLICT = _lazy_re(r"^(?:<{7}|={7}|>{7}|\|{7})(?: |$)", re.M)
 
@@ -938,6 +1012,20 @@ def _byte_findings(data: bytes, first: int) -> tuple[str | None, list[Finding]]:
                 "indent and separate with spaces only",
             )
         )
+    if not data.isascii():
+        for run in _NON_ASCII.finditer(text):
+            char = unsafe_char(run.group(0))
+            if char is not None:
+                found.append(
+                    Finding(
+                        base + _line_of(text, run.start()),
+                        "unsafe-char",
+                        f"invisible, private-use or unassigned character U+{ord(char):04X}",
+                        "remove it (bidi controls and zero-width characters hide what a "
+                        "reviewer reads)",
+                    )
+                )
+                break
     odd = _bad_char(data)
     if odd is not None:
         char = odd.group(0).decode("utf-8")
@@ -972,12 +1060,13 @@ def _byte_findings(data: bytes, first: int) -> tuple[str | None, list[Finding]]:
         found.append(
             Finding(
                 base + len(data.rstrip(b" \n").split(b"\n")) + 1,
-                "final-newline",
+                "trailing-blank-lines",
                 "blank lines at end of file",
                 "end the file with exactly one newline",
             )
         )
-    if found:
+    # Blank lines at the end and unsafe characters leave the file readable: go on parsing.
+    if any(f.code not in ("unsafe-char", "trailing-blank-lines") for f in found):
         return None, found
     return text, found
 
@@ -1043,7 +1132,7 @@ def scan(
         m = _NEXT_START.search(text, index)
         return m.end() if m is not None else size
 
-    pos = 0 if text[:1] not in ("", " ", "\n") else next_start(0)
+    pos = 0 if text[:1] not in ("", " ", "\n", "#") else next_start(0)
     if pos >= size:
         found.append(
             Finding(
@@ -1061,17 +1150,24 @@ def scan(
                     first_line,
                     "structure",
                     "text appended to the last existing entry",
-                    "existing entries are immutable; add a new entry at the end, after one empty line",
+                    "existing entries are immutable; add a new entry at the end, "
+                    "after one empty line",
                 )
             )
         else:
             found.extend(_gap_findings(gap, first_line))
     elif pos != 0:
+        comments_only = all(
+            not line.strip(" ") or line.lstrip(" ").startswith("#")
+            for line in text[:pos].split("\n")
+        )
         found.append(
             Finding(
                 first_line,
-                "structure",
-                "text before the first entry",
+                "comment" if comments_only else "structure",
+                "comments before the first entry"
+                if comments_only
+                else "text before the first entry",
                 f"start the file with `{ENTRY_START}`",
             )
         )
@@ -1097,7 +1193,14 @@ def scan(
         m = canonical.match(text, pos) if canonical is not None else None
         if m is not None:
             end = m.end()
-        else:
+            # The grammar proves the entry only if it reaches the entry's end: PyYAML reads every
+            # indented or blank line up to the next column-0 line as part of this entry (a
+            # second `pr-link:` below a match would win there), so anything else is parsed.
+            if end < size and text[end] != "-":
+                stop = next_start(end - 1)
+                if text[end:stop].strip(" \n"):
+                    m = None
+        if m is None:
             kept = text[pos : next_start(pos)].split("\n")[:-1]
             while len(kept) > 1 and not kept[-1].strip(" "):
                 kept.pop()  # trailing blank lines are the separator, not the entry

@@ -19,7 +19,7 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -31,7 +31,6 @@ from relpipe.changelog.entries import (
     Block,
     Changelog,
     Finding,
-    as_warnings,
     parse_appended,
     scan,
 )
@@ -63,11 +62,44 @@ class Report:
 
 @dataclass(frozen=True)
 class Rules:
-    """The checks that depend on where the changelog lives."""
+    """The checks that depend on where the changelog lives and how CI runs the sweep."""
 
     repo_url: str | None
     pr_number: int | None
     config_keys: Sequence[str] | None  # None: config keys are not checked
+    strict: bool = False  # house-style findings are errors, not warnings
+    all_evals: bool = False  # the PR's `all-evals` label, as InferenceX's CI passes it
+    evals_only: bool = False  # the PR's `evals-only` label
+
+
+# Findings InferenceX's validator does not make (it accepts what they point at): house style,
+# warnings unless --strict. Every other finding is an error: either InferenceX rejects the same
+# change, or it is one of the documented security exceptions (docs/perf-changelog.md).
+STYLE_CODES = frozenset(
+    {
+        "trailing-whitespace",
+        "indent",
+        "continuation",
+        "blank-in-entry",
+        "yaml-ambiguous",
+        "style-value",
+        "duplicate-entry",
+        "comment",
+    }
+)
+# What may sit in history (the base, or a --full audit) without InferenceX rejecting the file.
+HISTORY_CODES = STYLE_CODES | {"whitespace-line", "separator", "trailing-blank-lines", "pr-link"}
+
+
+def _graded(findings: Sequence[Finding], rules: Rules, history: bool = False) -> list[Finding]:
+    """Each finding with its severity: style is a warning unless --strict."""
+    soft = HISTORY_CODES if history else STYLE_CODES
+    return [
+        Finding(f.line, f.code, f.message, f.hint, ERROR if rules.strict else WARNING)
+        if f.code in soft
+        else Finding(f.line, f.code, f.message, f.hint, ERROR)
+        for f in findings
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -76,7 +108,8 @@ class Rules:
 
 @cache
 def _canonical_link(repo_url: str) -> re.Pattern[str]:
-    return re.compile(re.escape(repo_url) + r"/pull/[1-9][0-9]*")
+    # `\d+` as InferenceX's CANONICAL_PR_LINK has it (a str pattern: any Unicode digit).
+    return re.compile(re.escape(repo_url) + r"/pull/\d+")
 
 
 def _has_canonical_link(block: Block, prefix: str) -> bool:
@@ -86,7 +119,7 @@ def _has_canonical_link(block: Block, prefix: str) -> bool:
     if start < 0 or text.count("\n  pr-link:") != 1:
         return False
     number = text[start + len(prefix) : text.find("\n", start + len(prefix))]
-    return number.isdigit() and number.isascii() and number[0] != "0"
+    return number.isdigit() and number.isascii()
 
 
 def _pr_link_finding(block: Block, rules: Rules, path: str) -> Finding | None:
@@ -264,7 +297,8 @@ def _compare(
                             _first_diff_line(o, n),
                             "changed",
                             f"existing entry changed ({_summary(o)})",
-                            f"history is immutable: restore the entry and append a new one instead{behind}",
+                            "history is immutable: restore the entry and append a new one "
+                            f"instead{behind}",
                         )
                     )
             continue
@@ -278,7 +312,8 @@ def _compare(
                         "stale",
                         f"the head lacks the last {i2 - i1} entries of the base "
                         f"(from {_summary(old[i1])}): the branch is behind the base",
-                        "rebase onto the base (e.g. `git pull --rebase` / `git rebase origin/main`) "
+                        "rebase onto the base (e.g. `git pull --rebase` / "
+                        "`git rebase origin/main`) "
                         "and keep your new entries at the end",
                     )
                 )
@@ -302,7 +337,8 @@ def _compare(
                     at,
                     "deleted",
                     f"existing entry deleted ({_summary(o)})",
-                    "history is append-only: restore it; to undo a change, append a new entry that reverts it",
+                    "history is append-only: restore it; to undo a change, append a new entry "
+                    "that reverts it",
                 )
             )
         if j1 < j2 and i1 == len(old):
@@ -314,7 +350,8 @@ def _compare(
                         n.line,
                         "inserted",
                         "entry inserted before existing entries",
-                        f"move it to the end of the file (after line {end_line}); history above stays as it is",
+                        f"move it to the end of the file (after line {end_line}); history "
+                        "above stays as it is",
                     )
                 )
     if corrected and appended:
@@ -353,53 +390,222 @@ def _entry_count(data: bytes) -> int:
     return data.count(b"\n- config-keys:") + data.startswith(b"- config-keys:")
 
 
+def _base_rejected(base: Changelog, path: str) -> list[Finding]:
+    """What makes InferenceX's own parse of the base fail: then it rejects every change.
+
+    Style in the base (blank or whitespace lines, 2-space items, trailing spaces) is history and
+    never counts. The finding names the base's line and says it is the base."""
+    return [
+        Finding(
+            f.line,
+            "base",
+            f"the base version is rejected by InferenceX's validator (base line {f.line}: "
+            f"{f.message})",
+            "fix the base branch first (InferenceX rejects every change while its base has "
+            "this); check --base-ref",
+        )
+        for f in base.findings
+        if f.code not in HISTORY_CODES and f.code not in _HISTORY_TOLERATED
+    ][:1]
+
+
+# Base findings relpipe makes for new text only (security, caps): not InferenceX's rejections.
+_HISTORY_TOLERATED = frozenset({"unsafe-char", "alias", "anchor", "tag", "merge-key"})
+
+
+def _without_link(fields: Mapping[str, object]) -> dict[str, object]:
+    return {key: value for key, value in fields.items() if key != "pr-link"}
+
+
+def _first_diff_byte_line(base: bytes, head: bytes) -> int:
+    return head.count(b"\n", 0, _common_prefix(base, head)) + 1
+
+
+def _positional(
+    old: Sequence[Block], new: Sequence[Block], base: bytes, head: bytes, rules: Rules, path: str
+) -> tuple[list[Block], int, list[Finding]] | None:
+    """InferenceX's compare_entries + validate_raw_change on entries aligned by position.
+
+    None when an existing entry's content changed or entries were deleted: `_compare` then
+    explains what happened (deleted, inserted, branch behind the base)."""
+    if len(new) < len(old):
+        return None
+    found: list[Finding] = []
+    corrected = 0
+    for o, n in zip(old, new, strict=False):
+        if o.text == n.text or o.fields == n.fields:
+            continue  # a reformat with the same values: the byte check below locates it
+        if _without_link(o.fields) != _without_link(n.fields):
+            return None
+        link = n.fields.get("pr-link")
+        line = n.key_lines.get("pr-link", n.line)
+        if rules.repo_url is None:
+            raise ValidateError(
+                f"{path}:{line}: cannot check a pr-link correction without the repository URL; "
+                "pass --repo-url or add an `origin` remote"
+            )
+        if not isinstance(link, str) or not _canonical_link(rules.repo_url).fullmatch(link):
+            found.append(
+                Finding(
+                    line,
+                    "pr-link",
+                    f"pr-link correction is not canonical: `{link}` (entry {old.index(o) + 1})",
+                    f"a correction of an existing entry must be `{rules.repo_url}/pull/<number>`",
+                )
+            )
+        else:
+            corrected += 1
+    appended = list(new[len(old) :])
+    if corrected and appended:
+        found.append(
+            Finding(
+                appended[0].line,
+                "mixed",
+                "pr-link corrections mixed with new entries",
+                "commit the pr-link correction and the new entries separately",
+            )
+        )
+    at = _first_diff_byte_line(base, head)
+    if appended:
+        found.append(
+            Finding(
+                at,
+                "history-bytes",
+                "history changed above the appended entries (whitespace or formatting at this "
+                "line differs from the base)",
+                "restore the base's lines byte for byte and only append at the end",
+            )
+        )
+    elif corrected:
+        base_lines, head_lines = base.splitlines(keepends=True), head.splitlines(keepends=True)
+        if len(base_lines) != len(head_lines):
+            found.append(
+                Finding(
+                    at,
+                    "history-bytes",
+                    "a pr-link correction adds or deletes lines",
+                    "change only the `  pr-link:` line of the entry, in place",
+                )
+            )
+        else:
+            for number, (a, b) in enumerate(zip(base_lines, head_lines, strict=True), start=1):
+                if a != b and not (
+                    a.startswith(b"  pr-link:")
+                    and b.startswith(b"  pr-link:")
+                    and a.endswith(b"\n")
+                    and b.endswith(b"\n")
+                ):
+                    found.append(
+                        Finding(
+                            number,
+                            "history-bytes",
+                            "history changed outside a pr-link line",
+                            "restore the line as it is in the base; a correction changes only "
+                            "the `  pr-link:` line",
+                        )
+                    )
+                    break
+    elif not found:
+        found.append(
+            Finding(
+                at,
+                "history-bytes",
+                "history changed without a new entry or pr-link correction (whitespace or "
+                "formatting)",
+                "restore the line as it is in the base: historical bytes are immutable",
+            )
+        )
+    return appended, corrected, found
+
+
+def _sweep_findings(blocks: Sequence[Block], rules: Rules) -> list[Finding]:
+    """process_changelog.py's checks of the appended entries with the PR's eval labels."""
+    entries = [(b, b.entry) for b in blocks if b.entry is not None]
+    append_only = [b for b, e in entries if e.append_only]
+    found: list[Finding] = []
+    if append_only and len(append_only) != len(entries):
+        found.append(
+            Finding(
+                append_only[0].key_lines.get("append-only", append_only[0].line),
+                "append-only",
+                "append-only entries cannot share a sweep with regular changelog entries",
+                "commit the append-only entry in a PR of its own",
+            )
+        )
+    if append_only and (rules.all_evals or rules.evals_only):
+        label = "all-evals" if rules.all_evals else "evals-only"
+        found.append(
+            Finding(
+                append_only[0].key_lines.get("append-only", append_only[0].line),
+                "append-only",
+                f"append-only sweeps cannot use the {label} modifier",
+                f"remove the `{label}` label from the PR, or drop `append-only: true`",
+            )
+        )
+    return found
+
+
 def check(base: bytes | None, head: bytes, rules: Rules, path: str = DEFAULT_CHANGELOG) -> Report:
     """Validate `head` against `base` (None: audit `head` alone as history)."""
     if base is None:
-        changelog = scan(head, path)
-        found = as_warnings(changelog.findings)
-        guessed = _GITHUB_REPO.search(head.decode("utf-8", "replace"))
-        repo = rules.repo_url or (guessed.group(0) if guessed else "https://github.com/OWNER/REPO")
-        prefix, audit = f"\n  pr-link: {repo}/pull/", Rules(repo, None, None)
-        blocks = changelog.blocks
-        if all(block.canonical for block in blocks):
-            # One pr-link line per canonical entry: count the canonical ones in C, not per entry.
-            good = re.findall(re.escape(prefix) + r"[1-9][0-9]*\n", "\n" + head.decode("utf-8"))
-            if len(good) == len(blocks):
-                blocks = ()
-        for block in blocks:
-            if (block.canonical or block.entry is not None) and not _has_canonical_link(
-                block, prefix
-            ):
-                link = _pr_link_finding(block, audit, path)
-                if link is not None:
-                    found.append(Finding(link.line, link.code, link.message, link.hint, WARNING))
-        found.sort(key=lambda f: f.line)
-        return Report(path, "full", len(changelog.blocks), 0, 0, tuple(found), False)
+        return _audit(head, rules, path)
+    old = scan(base, path)
+    rejected = _base_rejected(old, path)
+    if rejected:
+        return Report(path, "base", len(old.blocks), 0, 0, tuple(rejected), False)
+    corrections = 0
     if head.startswith(base):
+        mode = "append"
         changelog = parse_appended(base, head, path)
         appended: list[Block] = list(changelog.blocks)
-        found = list(changelog.findings)
-        corrections = 0
-        mode = "append"
+        first = base.count(b"\n") + 1
+        # The separator before the first new entry is judged as InferenceX does: after a base
+        # that ends in a blank line the entry follows at once.
+        first_entry = appended[0].line if appended else first
+        found = [
+            f
+            for f in changelog.findings
+            if not (f.code in ("separator", "whitespace-line") and f.line < first_entry)
+        ]
+        suffix = head[len(base) :]
+        expected = b"- config-keys:" if base.endswith(b"\n\n") or not base else b"\n- config-keys:"
+        if appended and not suffix.startswith(expected):
+            found.append(
+                Finding(
+                    first_entry,
+                    "separator",
+                    "new entries must follow the history after exactly one empty line",
+                    "leave one empty line (no spaces) between the last entry and the new one",
+                )
+            )
+        found = _graded(found, rules)
     else:
         mode = "diff"
-        old, new = scan(base, path), scan(head, path)
-        fatal = [f for f in new.findings if f.code not in ENTRY_CODES and f.code != "duplicate-key"]
+        new = scan(head, path)
+        fatal = [f for f in new.findings if f.code not in HISTORY_CODES | ENTRY_CODES]
+        fatal = [f for f in fatal if f.code not in ("duplicate-key", "unsafe-char")]
         if fatal:
-            return Report(path, mode, len(new.blocks), 0, 0, tuple(fatal), False)
-        broken = [f for f in old.findings if f.code not in ENTRY_CODES]
-        if broken:
-            first = broken[0]
-            raise ValidateError(
-                f"{path}: the base version does not parse (base line {first.line}: "
-                f"{first.message}); check --base-ref"
-            )
-        appended, corrections, found = _compare(old, new, base, head)
+            return Report(path, mode, len(new.blocks), 0, 0, tuple(_graded(fatal, rules)), False)
+        positional = _positional(old.blocks, new.blocks, base, head, rules, path)
+        if positional is None:
+            appended, corrections, found = _compare(old, new, base, head)
+            if not any(f.severity == ERROR for f in found):
+                found.append(
+                    Finding(
+                        new.blocks[0].line if new.blocks else 1,
+                        "changed",
+                        "existing entries changed",
+                        "history is immutable: restore the base's entries, append new ones",
+                    )
+                )
+        else:
+            appended, corrections, found = positional
         new_lines = {n for b in appended for n in range(b.line, b.end_line + 2)}
         found.extend(f for f in new.findings if f.line in new_lines)
+        found = _graded(found, rules)
     if appended:
         found.extend(_new_entry_findings(appended, rules, path))
+        found.extend(_sweep_findings(appended, rules))
     found.sort(key=lambda f: f.line)
     unique = list({(f.line, f.code, f.message): f for f in found}.values())
     return Report(
@@ -411,6 +617,29 @@ def check(base: bytes | None, head: bytes, rules: Rules, path: str = DEFAULT_CHA
         tuple(unique),
         rules.config_keys is not None,
     )
+
+
+def _audit(head: bytes, rules: Rules, path: str) -> Report:
+    """--full: one file as history. Errors are what InferenceX's parse rejects (and security)."""
+    changelog = scan(head, path)
+    found = _graded(changelog.findings, rules, history=True)
+    text = head.decode("utf-8", "replace")
+    guessed = _GITHUB_REPO.search(text)
+    repo = rules.repo_url or (guessed.group(0) if guessed else "https://github.com/OWNER/REPO")
+    prefix, audit = f"\n  pr-link: {repo}/pull/", Rules(repo, None, None)
+    blocks = changelog.blocks
+    if blocks and all(block.canonical for block in blocks):
+        # One pr-link line per canonical entry: count the canonical ones in C, not per entry.
+        good = re.findall(re.escape(prefix) + r"[0-9]+\n", "\n" + text)
+        if len(good) == len(blocks):
+            blocks = ()
+    for block in blocks:
+        if (block.canonical or block.entry is not None) and not _has_canonical_link(block, prefix):
+            link = _pr_link_finding(block, audit, path)
+            if link is not None:
+                found.extend(_graded([link], rules, history=True))
+    found.sort(key=lambda f: f.line)
+    return Report(path, "full", len(changelog.blocks), 0, 0, tuple(found), False)
 
 
 # For a history audit without --repo-url or origin: the repository the first link names.
@@ -454,6 +683,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--skip-config-keys", action="store_true", help="do not resolve config keys"
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="house-style findings beyond InferenceX's rules are errors (default: warnings)",
+    )
+    parser.add_argument(
+        "--all-evals",
+        action="store_true",
+        help="the PR carries the all-evals label (as InferenceX's CI passes it)",
+    )
+    parser.add_argument(
+        "--evals-only",
+        action="store_true",
+        help="the PR carries the evals-only label (as InferenceX's CI passes it)",
     )
     parser.add_argument("--json", action="store_true", help="print every finding as JSON")
     return parser
@@ -594,7 +838,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if repo_url is None and changed:
             repo_url = githook.origin_url()
         rules = Rules(
-            repo_url, args.pr_number, _config_keys(args) if changed and base is not None else None
+            repo_url,
+            args.pr_number,
+            _config_keys(args) if changed and base is not None else None,
+            strict=args.strict,
+            all_evals=args.all_evals,
+            evals_only=args.evals_only,
         )
         report = check(base, head, rules, args.changelog_file)
     except (ValidateError, ChangelogError) as exc:

@@ -74,7 +74,7 @@ def test_render_writes_the_house_style() -> None:
     [
         (Entry((), ("x",), LINK + "1"), "config-keys must be a non-empty list"),
         (Entry(("k",), (" ",), LINK + "1"), "description items must be non-empty strings"),
-        (Entry(("k",), ("a\nb",), LINK + "1"), "control or line-break"),
+        (Entry(("k",), ("a\nb",), LINK + "1"), "control, line-break, invisible"),
         (
             Entry(("k",), ("x",), LINK + "1", scenario_type=("nightly",)),
             "scenario-type 'nightly' is not one of",
@@ -170,13 +170,50 @@ def test_entry_level_findings_name_their_line(
     assert matches[0].line == line and fragment in matches[0].message + matches[0].hint
 
 
-def test_scenario_type_scalar_is_accepted_and_rendered_as_a_list() -> None:
+def test_scenario_type_scalar_is_rejected_as_inferencex_does() -> None:
+    # InferenceX's ChangelogEntry declares `scenario_type: Optional[List[Literal[...]]]`.
     block = _one(
         "- config-keys:\n    - k\n  scenario-type: fixed-seq-len\n  description:\n    - x\n  pr-link: l\n"
     )
-    assert block.findings == () and block.entry is not None
-    assert block.entry.scenario_type == ("fixed-seq-len",)
-    assert "  scenario-type:\n    - fixed-seq-len\n" in render(block.entry)
+    assert block.entry is None
+    (finding,) = block.findings
+    assert (finding.line, finding.code) == (3, "schema")
+    assert "scenario-type must be a list" in finding.message
+    assert "- fixed-seq-len" in finding.hint
+
+
+def test_ambiguous_scalars_are_style_and_judged_on_pyyaml_value() -> None:
+    # PyYAML reads `yes` as true and `010` as 8: InferenceX accepts both; relpipe warns.
+    block = _one(
+        "- config-keys:\n    - k\n  description:\n    - x\n  pr-link: l\n"
+        "  evals-only: yes\n  eval-min-prefill-ep: 010\n"
+    )
+    assert block.entry is not None
+    assert (block.entry.evals_only, block.entry.eval_min_prefill_ep) == (True, 8)
+    assert {f.code for f in block.findings} == {"yaml-ambiguous"}
+
+
+def test_integer_longer_than_python_converts_is_a_finding_not_a_traceback() -> None:
+    block = _one(
+        "- config-keys:\n    - k\n  description:\n    - x\n  pr-link: l\n"
+        f"  eval-min-prefill-ep: {'7' * 5000}\n"
+    )
+    assert block.entry is None
+    assert [f.code for f in block.findings] == ["schema"]
+
+
+@pytest.mark.parametrize("char", ["\u202e", "\u200b", "\ue000", "\U000e0001", "\u0378"])
+def test_invisible_private_and_unassigned_characters_are_errors(char: str) -> None:
+    from relpipe.changelog.entries import scan
+
+    text = f'- config-keys:\n    - k\n  description:\n    - "a{char}b"\n  pr-link: l\n'
+    codes = {(f.line, f.code) for f in scan(text.encode()).findings}
+    assert (4, "unsafe-char") in codes
+    escaped = (
+        f'- config-keys:\n    - k\n  description:\n    - "a\\U{ord(char):08x}b"\n  pr-link: l\n'
+    )
+    (finding,) = [f for f in scan(escaped.encode()).findings if f.code == "schema"]
+    assert "invisible" in finding.message and finding.line == 3
 
 
 def test_single_quoted_escapes_and_comments_read_like_yaml() -> None:

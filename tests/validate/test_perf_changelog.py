@@ -345,7 +345,7 @@ def test_normalising_whitespace_between_old_entries_is_a_history_change(
     path.write_text(path.read_text().replace("\n  \n", "\n\n"))  # the corpus' whitespace-only lines
     code, out = hook(capsys)
     assert code == 1
-    assert "perf-changelog.yaml:1884: error: history changed between entries" in out
+    assert "perf-changelog.yaml:1884: error: history changed without a new entry" in out
 
 
 def test_pre_commit_refs_from_the_environment_are_used(
