@@ -1,0 +1,220 @@
+"""`relpipe review`: the benchmark repository's review checklist as deterministic checks.
+
+Over a change (`--base-ref A --head-ref B`; default: the merge-base with the upstream branch and
+the working tree) or over config keys (`--config-key K ...`, `--all-keys`) of any
+InferenceX-layout repository (`--repo PATH`, default the current directory). Prints Markdown to
+paste as a PR comment, or one JSON document with `--json`. Exit 0 PASS/WARN/N/A, 1 FAIL (or WARN
+with --strict), 2 usage or input error, 3 unexpected error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from relpipe.pipeline.errors import PipelineError
+from relpipe.validate.precision import md_code, md_text
+from relpipe.validate.review.context import Options
+from relpipe.validate.review.result import FAIL, NA, PASS, WARN, Result
+from relpipe.validate.review.run import CHECKS, FAST, run
+
+MAX_TEXT_INPUT = 1024 * 1024
+TITLES = {
+    "owners": "code owners of the changed files",
+    "checklist": "sign-off uses the current checklist",
+    "upstream-images": "upstream vLLM/SGLang images",
+    "deprecated": "no deprecated model or scenario (MODELS.md)",
+    "arch-hacks": "no architecture hacks",
+    "chat-template": "spec-decode benchmarks use the chat template",
+    "engine-patches": "no engine patches without a waiver",
+    "golden-al": "golden acceptance length",
+    "append-only": "append-only keeps every existing point",
+    "draft-as-shipped": "draft model runs as shipped",
+    "pareto": "Pareto coverage of each curve",
+    "notes": "PR body matches the facts",
+}
+_ICON = {PASS: "✅", WARN: "⚠️", FAIL: "❌", NA: "➖"}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise PipelineError(f"{message}; run `relpipe review --help`")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="relpipe review",
+        description=(__doc__ or "").split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    where = p.add_argument_group("what to review")
+    where.add_argument("--repo", metavar="PATH", default=".", help="InferenceX-layout checkout")
+    where.add_argument(
+        "--base-ref",
+        metavar="REV",
+        help="base of the change (default: merge-base with the upstream branch, else HEAD)",
+    )
+    where.add_argument(
+        "--head-ref", metavar="REV", help="head of the change (default: the working tree)"
+    )
+    where.add_argument(
+        "--config-key",
+        metavar="KEY",
+        nargs="+",
+        action="extend",
+        default=[],
+        help="review these config keys (`*` globs) instead of a change",
+    )
+    where.add_argument("--all-keys", action="store_true", help="review every config key")
+    which = p.add_argument_group("which checks")
+    which.add_argument(
+        "--check",
+        metavar="ID",
+        action="append",
+        default=[],
+        choices=list(CHECKS),
+        help=f"run only these ({', '.join(CHECKS)})",
+    )
+    which.add_argument(
+        "--fast",
+        action="store_true",
+        help=f"only the checks the commit hook runs ({', '.join(FAST)})",
+    )
+    inputs = p.add_argument_group("artifacts (checks that need one are N/A without it)")
+    inputs.add_argument("--signoff", metavar="FILE", help="the reviewer's sign-off comment")
+    inputs.add_argument("--body", metavar="FILE", help="the PR body")
+    inputs.add_argument("--facts", metavar="FILE", help="release facts JSON for --body")
+    inputs.add_argument("--results", metavar="DIR", help="benchmark results (agg_*.json)")
+    inputs.add_argument("--pr", metavar="N", type=int, help="PR number (docs/waiver/<N>.md)")
+    inputs.add_argument(
+        "--new-hardware",
+        metavar="SKU",
+        nargs="+",
+        action="extend",
+        default=None,
+        help="hardware with the upstream-image exception "
+        "(default: mi455x vr200 rubin, the checklist's examples)",
+    )
+    out = p.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="one JSON document")
+    out.add_argument("--strict", action="store_true", help="WARN exits 1")
+    return p
+
+
+def _read(path: str | None, what: str) -> str | None:
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_TEXT_INPUT + 1)
+    except OSError as exc:
+        raise PipelineError(f"cannot read {what} {path}: {exc.strerror}; check the path") from None
+    if len(raw) > MAX_TEXT_INPUT:
+        raise PipelineError(f"{what} {path} is over {MAX_TEXT_INPUT} bytes; refusing it")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PipelineError(f"{what} {path} is not UTF-8 text") from None
+
+
+def overall(results: Sequence[Result]) -> str:
+    statuses = {r.status for r in results}
+    return FAIL if FAIL in statuses else WARN if WARN in statuses else PASS
+
+
+def to_json(results: Sequence[Result], scope: str) -> dict[str, object]:
+    return {
+        "overall": overall(results),
+        "scope": scope,
+        "checks": [
+            {
+                "id": r.id,
+                "title": TITLES[r.id],
+                "status": r.status,
+                "reason": r.reason,
+                "evidence": [[e.where, e.what] for e in r.evidence],
+            }
+            for r in results
+        ],
+    }
+
+
+def _where(text: str) -> str:
+    # file:line stays a code span; anything else (a key, a count) is escaped text.
+    return md_code(text) if re.fullmatch(r"[\w./@+-]+(?::\d+)?", text) else md_text(text)
+
+
+def render_markdown(results: Sequence[Result], scope: str) -> str:
+    """The PR comment: a summary table, then each check's evidence (untrusted text escaped)."""
+    lines = [
+        f"### relpipe review: {overall(results)}",
+        "",
+        md_text(scope),
+        "",
+        "| # | check | status | reason |",
+        "|---|---|---|---|",
+    ]
+    for n, r in enumerate(results):
+        lines.append(
+            f"| {n} | {md_code(r.id)} {md_text(TITLES[r.id])} | {_ICON[r.status]} "
+            f"{r.status} | {md_text(r.reason)} |"
+        )
+    for r in results:
+        if not r.evidence:
+            continue
+        lines += [
+            "",
+            f"<details><summary>{md_text(r.id)}: {len(r.evidence)} evidence row(s)</summary>",
+            "",
+            "| where | what |",
+            "|---|---|",
+        ]
+        lines += [f"| {_where(e.where)} | {md_text(e.what)} |" for e in r.evidence]
+        lines += ["", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.all_keys and args.config_key:
+        raise PipelineError("give --config-key or --all-keys, not both")
+    checks = list(dict.fromkeys(args.check)) or (list(FAST) if args.fast else [])
+    options = Options(
+        signoff=_read(args.signoff, "sign-off"),
+        signoff_path=args.signoff or "sign-off",
+        body=_read(args.body, "PR body"),
+        body_path=args.body or "PR body",
+        facts=Path(args.facts) if args.facts else None,
+        results=Path(args.results) if args.results else None,
+        pr=args.pr,
+        **(
+            {"new_hardware": tuple(h.lower() for h in args.new_hardware)}
+            if args.new_hardware
+            else {}
+        ),
+    )
+    results = run(
+        Path(args.repo),
+        keys=args.config_key,
+        all_keys=args.all_keys,
+        base_ref=args.base_ref,
+        head_ref=args.head_ref,
+        checks=checks,
+        options=options,
+    )
+    if args.all_keys:
+        scope = "scope: every config key"
+    elif args.config_key:
+        scope = f"scope: config keys {' '.join(args.config_key)}"
+    else:
+        scope = f"scope: change {args.base_ref or 'merge-base'}..{args.head_ref or 'working tree'}"
+    if args.json:
+        print(json.dumps(to_json(results, scope), indent=2))
+    else:
+        sys.stdout.write(render_markdown(results, scope))
+    status = overall(results)
+    return 1 if status == FAIL or (args.strict and status == WARN) else 0

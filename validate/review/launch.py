@@ -1,0 +1,390 @@
+"""Facts of the effective launch path (scripts, helpers, runners, recipes) of the keys in scope.
+
+Four checks read the same lines, so each file is scanned once (`scan`) and every check filters
+the hits: arch-hacks (checklist: "the model architecture isn't changed with benchmark hacks like
+using --hf-overrides"), engine-patches ("does not patch the inference engine or serving stack
+... .patch files / git apply / patch, inline patches ..., in-place edits of site-packages,
+monkey-patching, overwriting container files, and installing forked/rebuilt engine wheels",
+waived only by docs/waiver/<PR>.md), chat-template ("speculative decoding PRs uses chat
+templates") and draft-as-shipped (no lowered draft precision; SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE,
+which runs the NextN draft's MoE in FP8 on an NVFP4 checkpoint, is prohibited anywhere).
+
+Shell lines are logical lines without comments (a commented-out flag is not a finding); a hit in
+a branch guarded by `MODEL_PREFIX`/`FRAMEWORK`/`PRECISION` tests that exclude the key is not the
+key's. Recipe hits carry the line of the block they were inherited from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from relpipe.validate.review import shell
+from relpipe.validate.review.context import Review
+from relpipe.validate.review.result import FAIL, NA, PASS, WARN, Evidence, Result, plural, result
+from relpipe.validate.review.scope import KeyScope, lines_of
+from relpipe.validate.review.waiver import Waiver, load_waivers
+
+_ENGINE_PATH = re.compile(
+    r"site-packages|dist-packages|/sgl-workspace|__file__|find_spec|/usr/(?:local/)?lib/python|"
+    r"\.py\b"
+)
+_ENGINE_PKG = re.compile(
+    r"(?<![\w./-])(?:vllm|sglang|sgl[-_]kernel|tensorrt[-_]llm|aiter|amd[-_]aiter|atom|"
+    r"flashinfer(?:[-_]\w+)?|deep[-_]?gemm|deep[-_]?ep|lmcache|mooncake(?:[-_]\w+)?)"
+    r"(?:[=<>~!\[@ ]|$)",
+    re.IGNORECASE,
+)
+_PIP = re.compile(r"\bpip3?\s+install\b")
+_CLONE = re.compile(r"\bgit\s+clone\b[^\n]*?(\S*(?:://|github\.com)\S*)")
+_INSTALLED = re.compile(r"site-packages|dist-packages|/sgl-workspace|__file__|find_spec")
+_SED_I = re.compile(r"\bsed\s+(?:-\w*i\w*|--in-place)\b")
+_WRITE = re.compile(r"write_text|\.write\(|open\([^)]*['\"][wa]\+?['\"]")
+_GUARD = re.compile(r"\$\{?(MODEL_PREFIX|FRAMEWORK|PRECISION)\}?\"?\s*==\s*\"?([\w.*-]+)")
+_NEXTN = "SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE"
+_DRAFT_PRECISION = re.compile(
+    r"speculative[-_]draft[-_](?:model[-_])?(?:quantization|dtype)|draft[-_](?:model[-_])?"
+    r"(?:quantization|dtype)|speculative[-_]config[^\n]*[\"']quantization[\"']",
+    re.IGNORECASE,
+)
+_ARCH = re.compile(
+    r"--?hf[-_]overrides|\bhf[-_]overrides\b|json[-_]model[-_]override[-_]args|"
+    r"--?(?:num[-_]hidden[-_]layers|skip[-_]layers?|layers?[-_]to[-_]skip)\b"
+)
+_MODEL_CONFIG_EDIT = re.compile(r"\b(?:sed\s+-\w*i|jq\b)[^\n]*config\.json")
+_CHAT_ON = re.compile(
+    r"--use-chat-template(?!\))|use_chat_template\s*:\s*true|AIPERF_APPLY_CHAT_TEMPLATE=\S*(?:1|true)|"
+    r"--endpoint-type\s+chat|--apply[-_]chat[-_]template",
+    re.IGNORECASE,
+)
+_CHAT_KWARGS = re.compile(r"chat[-_]template[-_]kwargs|CHAT_TEMPLATE_KWARGS", re.IGNORECASE)
+_COMPLETIONS = re.compile(r"/v1/completions\b|--endpoint-type\s+completions|--backend\s+vllm\b")
+_REPLAY = "run_agentic_replay_and_write_outputs"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One fact in one file: line, kind (the check family's word) and the text."""
+
+    path: str
+    line: int
+    kind: str
+    text: str
+    severity: str = FAIL
+    guard: tuple[tuple[str, str], ...] = ()  # (variable, value) tests of the enclosing branch
+
+
+def _guards(raw: list[str], number: int) -> tuple[tuple[str, str], ...]:
+    """Equality tests of the `if`/`elif` branches enclosing physical line `number` (1-based)."""
+    if number < 1 or number > len(raw):
+        return ()
+    indent = len(raw[number - 1]) - len(raw[number - 1].lstrip())
+    tests: list[tuple[str, str]] = []
+    for i in range(number - 2, -1, -1):
+        line = raw[i]
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        here = len(line) - len(line.lstrip())
+        if here < indent:
+            if re.match(r"\s*(?:if|elif)\b", line):
+                tests += _GUARD.findall(line)
+            indent = here
+        if indent == 0:
+            break
+    return tuple(tests)
+
+
+def applies(hit: Hit, scope: KeyScope) -> bool:
+    """Whether a hit's enclosing branch can run for this key (unknown tests: it can)."""
+    values = {
+        "MODEL_PREFIX": str(scope.config.get("model-prefix", "")),
+        "FRAMEWORK": scope.framework,
+        "PRECISION": str(scope.config.get("precision", "")),
+    }
+    tested: dict[str, set[str]] = {}
+    for var, value in hit.guard:
+        tested.setdefault(var, set()).add(value)
+    return all(values[var] in vals or any("*" in v for v in vals) for var, vals in tested.items())
+
+
+def _shell_hits(path: str, lines: list[shell.Line], raw: list[str]) -> list[Hit]:
+    hits: list[Hit] = []
+    variables = shell.assignments(lines)
+    last_clone = ""
+    for ln in lines:
+        text = ln.text
+
+        def add(kind: str, sev: str = FAIL, t: str = text, n: int = ln.number) -> None:
+            hits.append(Hit(path, n, kind, " ".join(t.split())[:200], sev, _guards(raw, n)))
+
+        if ln.heredoc:
+            if _ENGINE_PATH.search(text) and _WRITE.search(text):
+                add("patch: inline heredoc rewrites an installed file")
+            if _NEXTN in text:
+                add("draft: " + _NEXTN)
+            if re.search(r"hf[-_]overrides", text):
+                add("arch: hf_overrides")
+            continue
+        if re.match(r"(?:echo|printf|log|info|warn)\b", text):
+            continue  # a message about a command is not the command
+        clone = _CLONE.search(text)
+        if clone:
+            last_clone = clone.group(1)
+        if re.search(r"\bgit\s+apply\b", text):
+            add("patch: git apply")
+        if re.search(r"(?:^|[;&|(]\s*|\bsudo\s+)patch\s+(?:-\w|--|<)", text):
+            add("patch: patch(1)")
+        if re.search(r"\S+\.patch\b", text) and not text.startswith("echo"):
+            add("patch: .patch file")
+        if _SED_I.search(text):
+            target = shell.expand(text, variables)
+            if _ENGINE_PATH.search(target) and "config.json" not in target:
+                add("patch: sed -i on an installed engine source")
+        if re.search(r"\bcat\s+>>?\s*\S+\s*<<|\btee\s+(?:-a\s+)?\S+", text):
+            if _INSTALLED.search(shell.expand(text, variables)):
+                add("patch: overwrites an installed file")
+        if re.match(r"(?:sudo\s+)?(?:cp|mv|install|ln)\s", text):
+            dest = shell.expand(text, variables).split()[-1]
+            if re.search(r"site-packages|dist-packages|/sgl-workspace", dest):
+                add("patch: overwrites a file inside the installed engine")
+        if re.search(r"sitecustomize|usercustomize|\.pth\b", text) and "eval" not in text:
+            add("patch: monkey-patching hook (sitecustomize/.pth)")
+        if _PIP.search(text):
+            args = text[_PIP.search(text).end() :]  # type: ignore[union-attr]
+            if re.search(r"(?:^|\s)-e\s+\.|\s\.(?:\s|$)", " " + args):
+                if _ENGINE_PKG.search(last_clone.rsplit("/", 1)[-1] + " "):
+                    add(f"patch: installs an engine package built from {last_clone}")
+                elif "srt-slurm" not in last_clone:
+                    add(f"patch: installs a package built from source ({last_clone or '?'})", WARN)
+            elif re.search(r"\.whl\b", args) or _ENGINE_PKG.search(
+                re.sub(r"https?://\S+|--\S+", " ", args)
+            ):
+                add("patch: installs an engine wheel over the pinned image")
+        if _NEXTN in text:
+            add("draft: " + _NEXTN)
+        if _DRAFT_PRECISION.search(text):
+            add("draft: draft-model precision override")
+        if _ARCH.search(text):
+            add("arch: " + _ARCH.search(text).group(0))  # type: ignore[union-attr]
+        if _MODEL_CONFIG_EDIT.search(text):
+            add("arch: edits the model config")
+        if _CHAT_ON.search(text):
+            add("chat: " + _CHAT_ON.search(text).group(0), PASS)  # type: ignore[union-attr]
+        if _CHAT_KWARGS.search(text):
+            add("chatkw: template kwargs", PASS)
+        if _COMPLETIONS.search(text):
+            add("chat-off: raw completions endpoint", WARN)
+        if _REPLAY in text and not text.startswith(_REPLAY + "()"):
+            add("chat-replay: agentic trace replay (chat endpoint)", PASS)
+    return hits
+
+
+def scan(review: Review, path: str) -> list[Hit]:
+    """Every hit of one file (computed once per run)."""
+    key = ("hits", path)
+    memo = review.source.memo.get(key)
+    if memo is not None:
+        return memo  # type: ignore[return-value]
+    hits: list[Hit] = []
+    if path.endswith((".yaml", ".yml")):
+        for n, raw in enumerate(review.source.lines(path), start=1):
+            code = raw.split("#", 1)[0] if not raw.lstrip().startswith("#") else ""
+            if _NEXTN in code:
+                hits.append(Hit(path, n, "draft: " + _NEXTN, raw.strip()[:200]))
+            if _DRAFT_PRECISION.search(code):
+                hits.append(Hit(path, n, "draft: draft-model precision override", raw.strip()))
+            if _ARCH.search(code):
+                hits.append(Hit(path, n, "arch: " + _ARCH.search(code).group(0), raw.strip()))  # type: ignore[union-attr]
+            if _CHAT_ON.search(code):
+                hits.append(Hit(path, n, "chat: use_chat_template", raw.strip(), PASS))
+            if _CHAT_KWARGS.search(code):
+                hits.append(Hit(path, n, "chatkw: template kwargs", raw.strip(), PASS))
+            if re.search(r"agentic_srt\.sh", code):
+                hits.append(Hit(path, n, "chat-replay: agentic_srt.sh replay", raw.strip(), PASS))
+    else:
+        raw = review.source.lines(path)
+        hits = _shell_hits(path, lines_of(review.source, path), raw)
+    review.source.memo[key] = hits
+    return hits
+
+
+def _key_hits(review: Review, scope: KeyScope, prefix: str) -> list[Hit]:
+    out = []
+    paths = [u.path for u in scope.files]
+    if any(u.path.endswith("agentic_srt.sh") for u in scope.files) is False and any(
+        h.kind.startswith("chat-replay: agentic_srt") for p in paths for h in scan(review, p)
+    ):
+        paths.append("benchmarks/multi_node/agentic_srt.sh")
+    for path in paths:
+        out += [h for h in scan(review, path) if h.kind.startswith(prefix) and applies(h, scope)]
+    return out
+
+
+def _changed(review: Review, hit: Hit) -> bool:
+    if review.change is None:
+        return True
+    return hit.line in review.change.lines.get(hit.path, frozenset())
+
+
+def _coverage(review: Review, fam: str) -> list[Evidence]:
+    """Launch-path files named but not in the tree or not readable: a few rows and a count."""
+    gaps = list(dict.fromkeys(review.unresolved()))
+    rows = [Evidence(e.where, f"not checked: {e.what}") for e in gaps[:5]]
+    if len(gaps) > 5:
+        rows.append(Evidence("...", f"not checked: {len(gaps) - 5} more launch-path file(s)"))
+    return rows
+
+
+def _none_in_scope(cid: str) -> Result:
+    return result(cid, NA, "no config key in scope (give --config-key, --all-keys or a change)")
+
+
+def _verdict(cid: str, review: Review, bad: list[Hit], ok: str, what: str) -> Result:
+    if not review.scopes:
+        return _none_in_scope(cid)
+    rows = [Evidence.at(h.path, h.line, f"{h.kind.split(': ', 1)[1]}: {h.text}") for h in bad]
+    fails = [h for h in bad if h.severity == FAIL]
+    gaps = _coverage(review, cid)
+    n_gaps = len(set(review.unresolved()))
+    if fails:
+        first = fails[0]
+        return result(
+            cid,
+            FAIL,
+            f"{what} at {first.path}:{first.line} (+{len(fails) - 1} more)"
+            if len(fails) > 1
+            else f"{what} at {first.path}:{first.line}",
+            [*rows, *gaps],
+        )
+    if bad or gaps:
+        why = f"{plural(len(bad), 'finding')} to review" if bad else ok
+        extra = f"; {plural(n_gaps, 'launch-path item')} not checked" if gaps else ""
+        return result(cid, WARN, why + extra, [*rows, *gaps])
+    n = len({u.path for _, u in review.uses()})
+    return result(cid, PASS, f"{ok} ({plural(n, 'file')} of {len(review.scopes)} key(s))")
+
+
+def _dedupe(hits: Iterable[Hit]) -> list[Hit]:
+    return list(dict.fromkeys(hits))
+
+
+def check_arch(review: Review) -> Result:
+    bad = _dedupe(h for s in review.scopes for h in _key_hits(review, s, "arch:"))
+    return _verdict(
+        "arch-hacks",
+        review,
+        bad,
+        "no architecture override in the launch path",
+        "architecture override",
+    )
+
+
+def check_draft(review: Review) -> Result:
+    bad = _dedupe(h for s in review.scopes for h in _key_hits(review, s, "draft:"))
+    return _verdict(
+        "draft-as-shipped",
+        review,
+        bad,
+        "no draft-precision override in the effective launch path",
+        "draft model not run as shipped",
+    )
+
+
+def check_patches(review: Review) -> Result:
+    if not review.scopes:
+        return _none_in_scope("engine-patches")
+    waivers = load_waivers(review.source)
+    bad: list[Hit] = []
+    rows: list[Evidence] = []
+    for hit in _dedupe(h for s in review.scopes for h in _key_hits(review, s, "patch:")):
+        cover = [w for w in waivers if w.covers(hit.path)]
+        if cover and hit.severity == FAIL:
+            w = cover[0]
+            if w.missing:
+                bad.append(hit)
+                rows.append(Evidence(w.path, f"waiver lacks: {', '.join(w.missing)}"))
+            elif (
+                review.options.pr is not None
+                and _changed(review, hit)
+                and review.change
+                and (w.number != review.options.pr)
+            ):
+                bad.append(hit)
+                rows.append(Evidence(w.path, f"new patch needs docs/waiver/{review.options.pr}.md"))
+            else:
+                rows.append(Evidence.at(hit.path, hit.line, f"waived by {w.path}: {hit.text}"))
+            continue
+        bad.append(hit)
+    res = _verdict(
+        "engine-patches",
+        review,
+        bad,
+        "no engine patch in the launch path",
+        "engine patched without a waiver",
+    )
+    if res.status == PASS and rows:
+        return result(
+            "engine-patches",
+            PASS,
+            f"every patch is covered by a complete waiver ({plural(len(rows), 'row')})",
+            rows,
+        )
+    return result(res.id, res.status, res.reason, [*res.evidence, *rows])
+
+
+def check_chat(review: Review) -> Result:
+    cid = "chat-template"
+    if not review.scopes:
+        return _none_in_scope(cid)
+    spec = [s for s in review.scopes if s.agentic and s.spec_decoding()]
+    if not spec:
+        return result(cid, NA, "no agentic speculative-decoding key in scope")
+    rows: list[Evidence] = []
+    failing: list[str] = []
+    unsure: list[str] = []
+    roles = {}
+    for scope in spec:
+        roles = {u.path: u.role for u in scope.files}
+        found = _key_hits(review, scope, "chat-replay:") + _key_hits(review, scope, "chat:")
+        # A script's or recipe's own statement first; a library line only shows the mechanism.
+        on = sorted(found, key=lambda h: roles.get(h.path) not in ("script", "recipe"))
+        kwargs = _key_hits(review, scope, "chatkw:")
+        off = _key_hits(review, scope, "chat-off:")
+        if on:
+            h = on[0]
+            rows.append(Evidence.at(h.path, h.line, f"{scope.key}: {h.kind.split(': ', 1)[1]}"))
+            rows += [
+                Evidence.at(k.path, k.line, f"{scope.key}: kwargs {k.text}") for k in kwargs[:2]
+            ]
+        elif off:
+            failing.append(scope.key)
+            h = off[0]
+            rows.append(Evidence.at(h.path, h.line, f"{scope.key}: {h.text}"))
+        else:
+            unsure.append(scope.key)
+            rows.append(
+                Evidence.at(
+                    scope.master,
+                    scope.line,
+                    f"{scope.key}: no benchmark client found in the resolved launch path",
+                )
+            )
+    if failing:
+        return result(cid, FAIL, f"spec-decode benchmark without chat template: {failing[0]}", rows)
+    if unsure:
+        return result(
+            cid,
+            WARN,
+            f"cannot tell how {plural(len(unsure), 'key')} drive the server: {unsure[0]}",
+            rows,
+        )
+    return result(
+        cid,
+        PASS,
+        f"{plural(len(spec), 'agentic spec-decode key')} benchmark through the chat template",
+        rows,
+    )
+
+
+__all__ = ["Hit", "Waiver", "check_arch", "check_chat", "check_draft", "check_patches", "scan"]

@@ -1,0 +1,142 @@
+"""deprecated: no deprecated model, scenario or model-scenario pair, per MODELS.md.
+
+Read from MODELS.md as written: the model support matrix (`Prefix`, `Active scenarios`,
+`Deprecated scenarios`: an active cell starting with "None" is a retired model; a deprecated
+scenario that is not also active is deprecated for that model; "all **bf16** recipes" is a
+precision; "<scenario> non-X arm" deprecates that scenario's non-spec-decode arm), and the
+Scenarios table ("**Deprecated for all models**"). The speculative-decoding A/B table marked
+"not yet enacted" is not enforced, as MODELS.md says. Scenario words map to master configs as:
+Agentic coding = `agentic-coding`, Single-turn AkBk = `fixed-seq-len` with isl A*1024, osl B*1024.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from relpipe.validate.review.context import Review
+from relpipe.validate.review.result import FAIL, NA, PASS, Evidence, Result, plural, result
+from relpipe.validate.review.scope import KeyScope
+
+MODELS = "MODELS.md"
+_SEQ = re.compile(r"single-turn\s+(\d+)k(\d+)k", re.I)
+
+
+@dataclass
+class Policy:
+    retired: dict[str, int] = field(default_factory=dict)  # prefix -> MODELS.md line
+    scenarios: dict[str, list[tuple[str, int]]] = field(
+        default_factory=dict
+    )  # prefix -> [(s, line)]
+    nonspec: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    precisions: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    everywhere: list[tuple[str, int]] = field(default_factory=list)  # deprecated for all models
+
+
+def _scenario_names(cell: str) -> list[str]:
+    out = [f"fixed-seq-len/{int(a) * 1024}/{int(b) * 1024}" for a, b in _SEQ.findall(cell)]
+    if re.search(r"agentic coding", cell, re.I):
+        out.append("agentic-coding")
+    return out
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def parse(text: str) -> Policy:
+    policy = Policy()
+    header: list[str] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.startswith("|"):
+            header = []
+            continue
+        cells = _cells(line)
+        if not header:
+            header = [c.lower() for c in cells]
+            continue
+        if set("".join(cells)) <= set("-: "):
+            continue
+        row = dict(zip(header, cells, strict=False))
+        if "prefix" in row and "active scenarios" in row:
+            prefixes = re.findall(r"`([^`]+)`", row["prefix"])
+            active, old = row["active scenarios"], row.get("deprecated scenarios", "")
+            for prefix in prefixes:
+                if active.lower().startswith("none"):
+                    policy.retired[prefix] = n
+                live = set(_scenario_names(re.sub(r"\([^)]*\)", "", active)))
+                for part in re.split(r",(?![^(]*\))", old):
+                    arm = re.search(r"non-\S+ arm", part, re.I)
+                    for name in _scenario_names(part):
+                        if arm:
+                            policy.nonspec.setdefault(prefix, []).append((name, n))
+                        elif name not in live:
+                            policy.scenarios.setdefault(prefix, []).append((name, n))
+                    bf = re.search(r"all \**(\w+)\** recipes", part, re.I)
+                    if bf:
+                        policy.precisions.setdefault(prefix, []).append((bf.group(1).lower(), n))
+        elif "scenario" in row and "status" in row:
+            if "deprecated for all models" in row["status"].lower():
+                policy.everywhere += [(s, n) for s in _scenario_names(row["scenario"])]
+    return policy
+
+
+def arms(scope: KeyScope) -> list[tuple[str, bool]]:
+    """(scenario name, has a non-spec-decode item) per arm of the key."""
+    out = []
+    scenarios = scope.config.get("scenarios") or {}
+    for kind, entries in scenarios.items() if isinstance(scenarios, Mapping) else []:
+        for entry in entries if isinstance(entries, list) else []:
+            if not isinstance(entry, Mapping):
+                continue
+            name = str(kind)
+            if kind == "fixed-seq-len":
+                name = f"fixed-seq-len/{entry.get('isl')}/{entry.get('osl')}"
+            items = [i for i in entry.get("search-space") or [] if isinstance(i, Mapping)]
+            plain = any(str(i.get("spec-decoding", "none")) == "none" for i in items)
+            out.append((name, plain))
+    return out
+
+
+def check_deprecated(review: Review) -> Result:
+    cid = "deprecated"
+    if not review.scopes:
+        return result(cid, NA, "no config key in scope")
+    text = review.source.text(MODELS)
+    if text is None:
+        return result(cid, NA, f"{MODELS} is not in the repository")
+    policy = parse(text)
+    rows: list[Evidence] = []
+    for scope in review.scopes:
+        prefix = str(scope.config.get("model-prefix", ""))
+        precision = str(scope.config.get("precision", "")).lower()
+        at = Evidence.at(scope.master, scope.line, scope.key)
+        if prefix in policy.retired:
+            rows += [at, Evidence.at(MODELS, policy.retired[prefix], f"{prefix} is retired")]
+            continue
+        for name, line in policy.precisions.get(prefix, []):
+            if name == precision:
+                rows += [at, Evidence.at(MODELS, line, f"{prefix} {precision} is deprecated")]
+        for arm, plain in arms(scope):
+            for name, line in [*policy.everywhere, *policy.scenarios.get(prefix, [])]:
+                if name == arm:
+                    rows += [at, Evidence.at(MODELS, line, f"{prefix} {arm} is deprecated")]
+            for name, line in policy.nonspec.get(prefix, []):
+                if name == arm and plain:
+                    rows += [at, Evidence.at(MODELS, line, f"{prefix} {arm} non-spec arm")]
+    if rows:
+        first = rows[0].what
+        n = len({r.what for r in rows if r.where.startswith("configs")})
+        return result(
+            cid,
+            FAIL,
+            f"deprecated per {MODELS}: {first} ({rows[1].what})"
+            + (f" (+{n - 1} more keys)" if n > 1 else ""),
+            rows,
+        )
+    return result(
+        cid,
+        PASS,
+        f"{plural(len(review.scopes), 'key')} use active models and scenarios per {MODELS}",
+    )

@@ -1,0 +1,286 @@
+"""Checks over plans and artifacts: golden-al, append-only, pareto and notes.
+
+golden-al: the golden acceptance-length check (`relpipe.validate.golden_al`) over the resolved
+launch path of the keys in scope only (scripts, helpers, recipes, and the keys' own master-config
+blocks), so other keys never change the verdict. append-only: for a change whose new
+perf-changelog entries say `append-only: true`, every point InferenceX's generator produced at
+the base (`relpipe.changelog.configs.points`, the one points plan) is still produced at the head
+with the same key-level recipe, and no recipe file an existing point uses changed. pareto: the
+frontier (throughput per GPU against interactivity) of each curve in `--results`; under 5 points
+is a WARN. notes: the PR body against release facts (`relpipe.validate.notes_check`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from relpipe.changelog.configs.load import load_yaml, resolve_key
+from relpipe.changelog.configs.points import plan_key
+from relpipe.changelog.errors import ChangelogError
+from relpipe.validate.errors import ValidateError
+from relpipe.validate.review.context import Review
+from relpipe.validate.review.result import FAIL, NA, PASS, WARN, Evidence, Result, plural, result
+from relpipe.validate.review.scope import load_masters
+
+CHANGELOG = "perf-changelog.yaml"
+GOLDEN = "golden_al_distribution"
+MIN_FRONTIER = 5
+MAX_RESULT_FILES = 20_000
+MAX_RESULT_BYTES = 1024 * 1024
+
+
+def check_golden(review: Review) -> Result:
+    cid = "golden-al"
+    from relpipe.validate import golden_al
+
+    if not review.scopes:
+        return result(cid, NA, "no config key in scope")
+    if review.source.ref is not None:
+        return result(cid, NA, "golden-al reads the working tree; review the head checked out")
+    root = review.source.root
+    if not (root / GOLDEN).is_dir():
+        return result(cid, NA, f"no {GOLDEN}/ in the repository")
+    blocks = {(s.master, s.line, s.end) for s in review.scopes}
+    paths = sorted({u.path for _, u in review.uses() if u.role in ("script", "helper", "recipe")})
+    masters = sorted({s.master for s in review.scopes})
+    try:
+        results = golden_al.evaluate([root / p for p in [*paths, *masters]], root / GOLDEN)
+    except ValidateError as exc:
+        return result(cid, WARN, f"golden AL not checked: {exc}")
+    rows: list[Evidence] = []
+    bad = 0
+    for r in results:
+        path = Path(r.setting.path).relative_to(root).as_posix()
+        if path in masters and not any(
+            m == path and a <= r.setting.line <= b for m, a, b in blocks
+        ):
+            continue  # another key's block: out of scope
+        rows.append(Evidence.at(path, r.setting.line, f"{r.code}: {r.message}"))
+        bad += not r.ok
+    if not rows:
+        return result(cid, NA, "no acceptance-length setting in the launch path of the keys")
+    mismatch = [e for e in rows if e.what.startswith("golden-mismatch")]
+    if mismatch:
+        return result(
+            cid,
+            FAIL,
+            f"acceptance length differs from the golden value at {mismatch[0].where}",
+            sorted(rows, key=lambda e: "ok" in e.what[:10]),
+        )
+    if bad:
+        return result(cid, WARN, f"{plural(bad, 'setting')} cannot be checked", rows)
+    return result(cid, PASS, f"{plural(len(rows), 'setting')} equal the golden AL", rows)
+
+
+def _appended(review: Review) -> tuple[list[Mapping[str, Any]], str | None]:
+    """New changelog entries of the change (head minus base), or why they cannot be read."""
+    assert review.base_source is not None
+    head = review.source.text(CHANGELOG) or ""
+    base = review.base_source.text(CHANGELOG) or ""
+    if head == base:
+        return [], None
+    if not head.startswith(base.rstrip("\n")):
+        return [], f"{CHANGELOG} changed other than by appending"
+    tail = head[len(base.rstrip("\n")) :]
+    try:
+        doc = load_yaml(tail, f"{CHANGELOG} (appended part)")
+    except ChangelogError as exc:
+        return [], str(exc)
+    entries = [e for e in doc or [] if isinstance(e, Mapping)] if isinstance(doc, list) else []
+    return entries, None
+
+
+def _recipe(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in cfg.items() if k != "scenarios"}
+
+
+def check_append_only(review: Review) -> Result:
+    cid = "append-only"
+    if review.change is None or review.base_source is None:
+        return result(cid, NA, "no change given (--base-ref/--head-ref)")
+    entries, why = _appended(review)
+    if why:
+        return result(cid, FAIL, why)
+    flagged = [e for e in entries if e.get("append-only") is True]
+    if not flagged:
+        return result(cid, NA, "no new changelog entry says `append-only: true`")
+    if len(flagged) != len(entries):
+        return result(cid, FAIL, "append-only and regular entries are mixed in one change")
+    base = load_masters(review.base_source)
+    rows: list[Evidence] = []
+    fails: list[str] = []
+    changed = set(review.change.paths)
+    for entry in flagged:
+        for pattern in entry.get("config-keys") or []:
+            try:
+                keys = resolve_key(str(pattern), list(review.masters.configs))
+            except ChangelogError as exc:
+                return result(cid, FAIL, str(exc))
+            for key in keys:
+                if key not in base.configs:
+                    fails.append(f"{key} is a new key (append-only adds points to existing ones)")
+                    continue
+                before, after = base.configs[key], review.masters.configs[key]
+                try:
+                    old = {p.name: p.identity() for p in plan_key(key, before)}
+                    new = {p.name: p.identity() for p in plan_key(key, after)}
+                except ChangelogError as exc:
+                    return result(cid, FAIL, str(exc))
+                master, line, _ = review.masters.where[key]
+                gone = [n for n in old if new.get(n) != old[n]]
+                if gone:
+                    fails.append(f"{key}: existing point {gone[0]} removed or changed")
+                if _recipe(before) != _recipe(after):
+                    diff = sorted(
+                        k
+                        for k in set(before) | set(after) - {"scenarios"}
+                        if before.get(k) != after.get(k)
+                    )
+                    fails.append(f"{key}: key-level recipe changed ({', '.join(diff)})")
+                rows.append(
+                    Evidence.at(
+                        master,
+                        line,
+                        f"{key}: {len(old)} -> {len(new)} points, {len(set(new) - set(old))} added",
+                    )
+                )
+                scope = next((s for s in review.scopes if s.key == key), None)
+                for use in scope.files if scope else ():
+                    if use.path in changed and use.path != master:
+                        text = json.dumps(before)
+                        used_before = (
+                            use.role != "recipe"
+                            or use.path.split("srt-slurm-recipes/", 1)[-1] in text
+                        )
+                        if use.role == "recipe" and used_before:
+                            fails.append(f"{key}: recipe {use.path} of existing points changed")
+                        elif used_before:
+                            rows.append(
+                                Evidence(
+                                    use.path,
+                                    f"{key}: shared launch file changed; "
+                                    "isolation to the new points needs a person",
+                                )
+                            )
+    if fails:
+        return result(
+            cid,
+            FAIL,
+            fails[0] + (f" (+{len(fails) - 1} more)" if len(fails) > 1 else ""),
+            [*rows, *(Evidence("fail", f) for f in fails)],
+        )
+    if any("needs a person" in r.what for r in rows):
+        return result(cid, WARN, "points are appended; shared launch files changed too", rows)
+    return result(cid, PASS, "every existing point is still generated with the same recipe", rows)
+
+
+def _number(data: Mapping[str, Any], *names: str) -> float | None:
+    for name in names:
+        value = data.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            return float(value)
+    return None
+
+
+def check_pareto(review: Review) -> Result:
+    cid = "pareto"
+    folder = review.options.results
+    if folder is None:
+        return result(cid, NA, "no benchmark results given (--results DIR)")
+    if not folder.is_dir():
+        raise ValidateError(f"--results {folder} is not a directory")
+    curves: dict[str, list[tuple[float, float, str]]] = {}
+    rows: list[Evidence] = []
+    files = 0
+    for path in sorted(folder.rglob("*.json")):
+        files += 1
+        if files > MAX_RESULT_FILES:
+            rows.append(Evidence(str(folder), f"more than {MAX_RESULT_FILES} files; rest skipped"))
+            break
+        if path.is_symlink() or not path.is_file():
+            rows.append(Evidence(path.name, "not a regular file; skipped"))
+            continue
+        try:
+            with open(path, "rb") as handle:
+                raw = handle.read(MAX_RESULT_BYTES + 1)
+            if len(raw) > MAX_RESULT_BYTES:
+                raise ValueError(f"over {MAX_RESULT_BYTES} bytes")
+            data = json.loads(raw)
+        except (OSError, ValueError) as exc:
+            rows.append(Evidence(path.name, f"unreadable result ({exc}); skipped"))
+            continue
+        if not isinstance(data, dict):
+            continue
+        y = _number(data, "tput_per_gpu")
+        x = _number(data, "median_intvty", "mean_intvty")
+        if x is None:
+            e2el = _number(data, "median_e2el", "mean_e2el")
+            x = 1.0 / e2el if e2el else None
+        if y is None or x is None:
+            rows.append(Evidence(path.name, "no tput_per_gpu or latency metric; skipped"))
+            continue
+        curve = "/".join(
+            str(data.get(k, "?"))
+            for k in (
+                "infmax_model_prefix",
+                "hw",
+                "framework",
+                "precision",
+                "spec_decoding",
+                "isl",
+                "osl",
+            )
+        )
+        curves.setdefault(curve, []).append((x, y, path.name))
+    if not curves:
+        return result(
+            cid, WARN if rows else NA, f"no result in InferenceX's format in {folder}", rows
+        )
+    thin = []
+    for curve, points in sorted(curves.items()):
+        best = -math.inf
+        frontier = 0
+        for _, y, _name in sorted(points, key=lambda p: (-p[0], -p[1])):
+            if y > best:
+                frontier += 1
+                best = y
+        rows.insert(0, Evidence(curve, f"{frontier} frontier point(s) of {len(points)}"))
+        if frontier < MIN_FRONTIER:
+            thin.append(f"{curve} ({frontier})")
+    if thin:
+        return result(cid, WARN, f"under {MIN_FRONTIER} frontier points: {thin[0]}", rows)
+    return result(
+        cid, PASS, f"{plural(len(curves), 'curve')} with >= {MIN_FRONTIER} frontier points", rows
+    )
+
+
+def check_notes(review: Review) -> Result:
+    cid = "notes"
+    if review.options.body is None:
+        return result(cid, NA, "no PR body given (--body FILE)")
+    facts_path = review.options.facts
+    if facts_path is None:
+        return result(
+            cid,
+            NA,
+            "no release facts given (--facts FILE, written by relpipe "
+            "release) to check the body against",
+        )
+    from relpipe.changelog.notes.facts import load
+    from relpipe.validate import notes_check
+
+    try:
+        facts = load(facts_path)
+    except ChangelogError as exc:
+        raise ValidateError(str(exc)) from None
+    findings = notes_check.check(review.options.body, facts, review.options.body_path)
+    rows = [Evidence.at(f.path, f.line, f"{f.code}: {f.message}") for f in findings]
+    if findings:
+        return result(
+            cid, FAIL, f"the PR body disagrees with the facts: {findings[0].message}", rows
+        )
+    return result(cid, PASS, "the PR body matches the release facts")

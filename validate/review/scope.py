@@ -1,0 +1,375 @@
+"""Which files a config key runs: its master-config block, launch scripts, runners and recipes.
+
+Resolution follows InferenceX, with evidence for each step:
+- runner: `configs/runners.yaml` `labels[<runner>]` lists nodes; the workflow runs
+  `runners/launch_${RUNNER_NAME%%_*}.sh` for a node (`.github/workflows/benchmark-tmpl.yml`).
+- single-node script: the launchers try `benchmarks/single_node/<subdir><prefix>_<precision>_<hw>
+  _<framework><_mtp>.sh`, then `<prefix>_<precision>_<hw><_trt><_mtp>.sh` (`_trt` for trt only),
+  where subdir is `agentic/` for agentic-coding and `fixed_seq_len/` otherwise and `_mtp` marks
+  `spec-decoding: mtp` (e.g. runners/launch_mi355x-amds.sh, launch_b200-dgxc.sh).
+- multi-node: `CONFIG_FILE=recipes/X[:selector]` in additional-settings is
+  `benchmarks/multi_node/srt-slurm-recipes/X` (see recipe.py), its `setup_script:` is
+  `srt-slurm-recipes/configs/<name>`; a disagg wrapper `benchmarks/multi_node/<prefix>_<precision>_
+  <hw>_<framework>.sh` when present.
+- helpers: `source`/`.`/`bash` of a repository `.sh` from a script, followed MAX_HOPS deep.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from relpipe.changelog.configs.load import load_yaml, resolve_key
+from relpipe.changelog.errors import ChangelogError
+from relpipe.validate.errors import ValidateError
+from relpipe.validate.review import shell
+from relpipe.validate.review.recipe import Recipe, RecipeError, effective, located
+from relpipe.validate.review.result import Evidence
+from relpipe.validate.review.source import Source
+
+RECIPES = "benchmarks/multi_node/srt-slurm-recipes"
+MAX_HOPS = 4
+_TOP_KEY = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"][^:]*?))\s*:\s*(?:#.*)?$""")
+_CONFIG_FILE = re.compile(r"CONFIG_FILE=recipes/([^\s\"':]+)(?::([^\s\"']+))?")
+_SOURCED = re.compile(r"^(?:source|\.|bash|sh)\s+(.*)$")
+_SH_WORD = re.compile(r"""["']?([^\s"';|&]*\.sh)\b""")
+_DIR_PREFIXES = (
+    '$(dirname "$0")/',
+    "$(dirname $0)/",
+    '$(dirname "${BASH_SOURCE[0]}")/',
+    "$SCRIPT_DIR/",
+    "${SCRIPT_DIR}/",
+)
+_ROOT_PREFIXES = (
+    "$INFERENCEX_ROOT/",
+    "${INFERENCEX_ROOT}/",
+    "$GITHUB_WORKSPACE/",
+    "${GITHUB_WORKSPACE}/",
+    "$INFMAX_CONTAINER_WORKSPACE/",
+    "/workspace/",
+    "./",
+)
+
+
+@dataclass(frozen=True)
+class FileUse:
+    """A file a key runs, its role and the evidence of why (the line that names it)."""
+
+    path: str
+    role: str  # script | helper | runner | recipe | master
+    via: Evidence
+
+
+@dataclass(frozen=True)
+class KeyScope:
+    key: str
+    master: str
+    line: int  # first line of the key's block
+    end: int  # last line of the block
+    config: Mapping[str, Any]
+    files: tuple[FileUse, ...]
+    recipes: tuple[Recipe, ...]
+    unresolved: tuple[Evidence, ...] = ()  # a script or recipe named but not found / not readable
+
+    @property
+    def framework(self) -> str:
+        return str(self.config.get("framework", ""))
+
+    @property
+    def agentic(self) -> bool:
+        return "agentic-coding" in (self.config.get("scenarios") or {})
+
+    def spec_decoding(self) -> set[str]:
+        return {str(v) for v in _values_of(self.config, "spec-decoding")} - {"none"}
+
+
+@dataclass
+class Masters:
+    """Master configs of the repository: configs, and each key's file and line range."""
+
+    configs: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    where: dict[str, tuple[str, int, int]] = field(default_factory=dict)
+    lines: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _values_of(node: Any, name: str) -> Iterable[Any]:
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            if k == name and not isinstance(v, Mapping | list):
+                yield v
+            else:
+                yield from _values_of(v, name)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _values_of(item, name)
+
+
+def _strings(node: Any) -> Iterable[str]:
+    if isinstance(node, Mapping):
+        for v in node.values():
+            yield from _strings(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _strings(v)
+    elif isinstance(node, str):
+        yield node
+
+
+def master_paths(source: Source) -> list[str]:
+    return [p for p in source.files("configs") if re.fullmatch(r"configs/[^/]+-master\.yaml", p)]
+
+
+def load_masters(source: Source) -> Masters:
+    """Every `configs/*-master.yaml` (not deprecated/), strictly; a key in two files is an error."""
+    masters = Masters()
+    paths = master_paths(source)
+    source.prefetch(paths)
+    for path in paths:
+        text = source.text(path)
+        if text is None:
+            continue
+        try:
+            doc = load_yaml(text, path)
+        except ChangelogError as exc:
+            raise ValidateError(str(exc)) from None
+        if not isinstance(doc, dict):
+            raise ValidateError(f"{path}: not a mapping of config keys; check the file")
+        lines = text.splitlines()
+        masters.lines[path] = lines
+        starts = []
+        for i, line in enumerate(lines):
+            m = _TOP_KEY.match(line)
+            if m:
+                starts.append((m.group(1) or m.group(2) or m.group(3), i + 1))
+        bounds = {
+            k: (s, (starts[j + 1][1] - 1) if j + 1 < len(starts) else len(lines))
+            for j, (k, s) in enumerate(starts)
+        }
+        for key, cfg in doc.items():
+            key = str(key)
+            if key in masters.configs:
+                raise ValidateError(f"config key {key} is defined in two master files")
+            start, end = bounds.get(key, (1, len(lines)))
+            masters.configs[key] = cfg if isinstance(cfg, Mapping) else {}
+            masters.where[key] = (path, start, end)
+    return masters
+
+
+def select_keys(masters: Masters, patterns: Sequence[str]) -> list[str]:
+    """Config keys named by `patterns` (`*` globs, as the changelog's config-keys)."""
+    keys: list[str] = []
+    for pattern in patterns:
+        try:
+            keys += resolve_key(pattern, list(masters.configs))
+        except ChangelogError as exc:
+            raise ValidateError(str(exc)) from None
+    return list(dict.fromkeys(keys))
+
+
+def _runner_labels(source: Source) -> dict[str, list[tuple[str, int]]]:
+    """`labels:` of configs/runners.yaml as label -> [(node, line)], from a line scan."""
+    memo = source.memo.get(("labels", "configs/runners.yaml"))
+    if isinstance(memo, dict):
+        return memo
+    labels: dict[str, list[tuple[str, int]]] = {}
+    current: list[tuple[str, int]] | None = None
+    section = ""
+    for i, line in enumerate(source.lines("configs/runners.yaml")):
+        if line and not line.startswith((" ", "#")):
+            section = line.split(":")[0]
+            current = None
+        elif section == "labels" and re.match(r"^  \S", line):
+            current = labels.setdefault(line.strip().rstrip(":").strip("'\""), [])
+        elif current is not None and line.strip().startswith("- "):
+            current.append((line.strip()[2:].strip().strip("'\""), i + 1))
+    source.memo[("labels", "configs/runners.yaml")] = labels
+    return labels
+
+
+def lines_of(source: Source, path: str) -> list[shell.Line]:
+    """A script's logical lines, parsed once per run."""
+    memo = source.memo.get(("shell", path))
+    if memo is None:
+        memo = shell.logical_lines(source.text(path) or "")
+        source.memo[("shell", path)] = memo
+    return memo  # type: ignore[return-value]
+
+
+def _line_of(masters: Masters, key: str, needle: str) -> int:
+    path, start, end = masters.where[key]
+    lines = masters.lines.get(path, [])
+    for n in range(start, min(end, len(lines)) + 1):
+        if needle in lines[n - 1]:
+            return n
+    return start
+
+
+def _edges(source: Source, path: str) -> list[FileUse]:
+    """Repository scripts that `path` sources or runs directly (computed once per file)."""
+    memo = source.memo.get(("edges", path))
+    if memo is not None:
+        return memo  # type: ignore[return-value]
+    here = posixpath.dirname(path)
+    edges: list[FileUse] = []
+    for line in lines_of(source, path):
+        if line.heredoc:
+            continue
+        m = _SOURCED.match(line.text)
+        if not m:
+            continue
+        arg = m.group(1)
+        for prefix in _DIR_PREFIXES:
+            arg = arg.replace(prefix, "@DIR@/")
+        for word in _SH_WORD.findall(arg)[:1]:
+            target = _resolve_script(word, here)
+            if target and target != path and source.exists(target):
+                via = Evidence.at(path, line.number, line.text[:160])
+                edges.append(FileUse(target, "helper", via))
+    source.memo[("edges", path)] = edges
+    return edges
+
+
+def _follow(source: Source, path: str, found: dict[str, FileUse], hops: int) -> None:
+    """Add the repository scripts that `path` sources or runs (bounded depth)."""
+    if hops <= 0:
+        return
+    for use in _edges(source, path):
+        if use.path not in found:
+            found[use.path] = use
+            _follow(source, use.path, found, hops - 1)
+
+
+def _resolve_script(word: str, here: str) -> str | None:
+    if word.startswith("@DIR@/"):
+        return _inside(posixpath.join(here, word[len("@DIR@/") :]))
+    for prefix in _ROOT_PREFIXES:
+        if word.startswith(prefix):
+            return _inside(word[len(prefix) :])
+    if "$" in word or word.startswith("/"):
+        return None
+    return _inside(
+        word if word.startswith(("benchmarks/", "runners/")) else posixpath.join(here, word)
+    )
+
+
+def _inside(path: str) -> str | None:
+    norm = posixpath.normpath(path)
+    return None if norm.startswith(("../", "/")) or norm == ".." else norm
+
+
+def scope_key(source: Source, masters: Masters, key: str) -> KeyScope:
+    """Resolve one key's files (see the module docstring)."""
+    cfg = masters.configs[key]
+    master, start, end = masters.where[key]
+    files: dict[str, FileUse] = {}
+    unresolved: list[Evidence] = []
+    recipes: list[Recipe] = []
+    prefix, precision = str(cfg.get("model-prefix", "")), str(cfg.get("precision", ""))
+    framework, runner = str(cfg.get("framework", "")), str(cfg.get("runner", ""))
+    runner_line = _line_of(masters, key, "runner:")
+    hws: list[str] = []
+    nodes = _runner_labels(source).get(runner)
+    if nodes is None:
+        # Not a label of runners.yaml: GitHub matches it against the runner names' own prefix
+        # (`gb300-nv` runs on `gb300-nv_0`), so the launcher is the one named after it.
+        label = runner.removeprefix("cluster:")
+        nodes = [
+            (p.removeprefix("runners/launch_").removesuffix(".sh"), 0)
+            for p in source.files("runners", (".sh",))
+            if p.startswith(f"runners/launch_{label}")
+        ]
+    for node, line in nodes:
+        launcher = f"runners/launch_{node.split('_')[0]}.sh"
+        hw = node.split("_")[0].split("-")[0]
+        if hw not in hws:
+            hws.append(hw)
+        if launcher not in files and source.exists(launcher):
+            via = (
+                Evidence.at("configs/runners.yaml", line, node)
+                if line
+                else Evidence.at(master, runner_line, f"runner {runner} -> {launcher}")
+            )
+            files[launcher] = FileUse(launcher, "runner", via)
+    if not hws and runner:
+        hws.append(runner.removeprefix("cluster:").split("-")[0])
+        unresolved.append(
+            Evidence.at(master, runner_line, f"runner {runner} is not in configs/runners.yaml")
+        )
+    multinode = bool(cfg.get("multinode"))
+    scenarios = cfg.get("scenarios") or {}
+    for scenario, arms in scenarios.items() if isinstance(scenarios, Mapping) else []:
+        subdir = "agentic/" if scenario == "agentic-coding" else "fixed_seq_len/"
+        specs = {
+            str(item.get("spec-decoding", "none")) if isinstance(item, Mapping) else "none"
+            for item in _items(arms)
+        } or {"none"}
+        for spec in sorted(specs) if not multinode else []:
+            mtp = "_mtp" if spec == "mtp" else ""
+            for hw in hws:
+                base = f"benchmarks/single_node/{subdir}{prefix}_{precision}_{hw}"
+                candidates = [
+                    f"{base}_{framework}{mtp}.sh",
+                    f"{base}{'_trt' if framework == 'trt' else ''}{mtp}.sh",
+                ]
+                chosen = next((c for c in candidates if source.exists(c)), None)
+                what = f"{scenario} spec-decoding={spec} on {hw}: {' or '.join(candidates)}"
+                if chosen is None:
+                    unresolved.append(Evidence.at(master, start, f"no launch script: {what}"))
+                elif chosen not in files:
+                    files[chosen] = FileUse(chosen, "script", Evidence.at(master, start, what))
+    if multinode:
+        for hw in hws:
+            wrapper = f"benchmarks/multi_node/{prefix}_{precision}_{hw}_{framework}.sh"
+            if source.exists(wrapper) and wrapper not in files:
+                files[wrapper] = FileUse(wrapper, "script", Evidence.at(master, start, wrapper))
+    for text in _strings(scenarios):
+        m = _CONFIG_FILE.search(text)
+        if not m:
+            continue
+        path, selector = f"{RECIPES}/{m.group(1)}", m.group(2)
+        via = Evidence.at(master, _line_of(masters, key, text), text)
+        body = source.text(path)
+        if body is None:
+            why = source.problems.get(path)
+            unresolved.append(
+                Evidence(via.where, f"recipe {path}: {why.reason if why else 'not found'}")
+            )
+            continue
+        files.setdefault(path, FileUse(path, "recipe", via))
+        try:
+            tree = source.memo.get(("recipe", path))
+            if tree is None:
+                tree = located(body, path)
+                source.memo[("recipe", path)] = tree
+            recipe = effective(tree, path, selector)  # type: ignore[arg-type]
+        except RecipeError as exc:
+            unresolved.append(Evidence(via.where, str(exc)))
+            continue
+        recipes.append(recipe)
+        for leaf in recipe.leaves:
+            if leaf.path.endswith("setup_script") and re.fullmatch(r"[\w.-]+\.sh", leaf.value):
+                setup = f"{RECIPES}/configs/{leaf.value}"
+                if source.exists(setup) and setup not in files:
+                    files[setup] = FileUse(
+                        setup, "helper", Evidence.at(path, leaf.line, leaf.value)
+                    )
+    for use in [f for f in files.values() if f.role == "script"]:
+        _follow(source, use.path, files, MAX_HOPS)
+    return KeyScope(
+        key, master, start, end, cfg, tuple(files.values()), tuple(recipes), tuple(unresolved)
+    )
+
+
+def _items(arms: Any) -> list[Any]:
+    out = []
+    for arm in arms if isinstance(arms, list) else []:
+        if isinstance(arm, Mapping):
+            out += list(arm.get("search-space") or [])
+    return out
+
+
+def scope_keys(source: Source, masters: Masters, keys: Sequence[str]) -> list[KeyScope]:
+    return [scope_key(source, masters, key) for key in keys]

@@ -1,0 +1,60 @@
+"""Engine-patch waivers: `docs/waiver/<PR_NUMBER>.md`, and whether one is filled out.
+
+docs/PR_REVIEW_CHECKLIST.md: the only exception to "does not patch the inference engine" is "a
+patch covered by a filled-out waiver at docs/waiver/<PR_NUMBER>.md — named after the PR that
+introduces the patch ..., stating what is patched, why the unmodified upstream image cannot run
+this benchmark, the upstream PR/issue link, and the removal plan". A waiver covers the files it
+names (path or file name, as docs/waiver/2508.md names its script and entrypoint).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+
+from relpipe.validate.review.source import Source
+
+FIELDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("what is patched", re.compile(r"what\s+(?:is|gets)\s+patched", re.I)),
+    (
+        "why the unmodified upstream image cannot run this benchmark",
+        re.compile(r"why\b[^\n]*(?:unmodified|upstream image|cannot run|can't run)", re.I),
+    ),
+    (
+        "upstream PR/issue link",
+        re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:pull|issues)/\d+"),
+    ),
+    ("removal plan", re.compile(r"removal\s+plan", re.I)),
+)
+
+
+@dataclass(frozen=True)
+class Waiver:
+    path: str
+    number: int
+    text: str
+    missing: tuple[str, ...]
+
+    def covers(self, path: str) -> bool:
+        return (
+            path in self.text
+            or re.search(rf"(?<![\w.-]){re.escape(posixpath.basename(path))}(?![\w.-])", self.text)
+            is not None
+        )
+
+
+def load_waivers(source: Source) -> list[Waiver]:
+    memo = source.memo.get(("waivers", "docs/waiver"))
+    if isinstance(memo, list):
+        return memo
+    out: list[Waiver] = []
+    for path in source.files("docs/waiver", (".md",)):
+        m = re.fullmatch(r"docs/waiver/(\d+)\.md", path)
+        text = source.text(path)
+        if not m or text is None:
+            continue
+        missing = tuple(name for name, pattern in FIELDS if not pattern.search(text))
+        out.append(Waiver(path, int(m.group(1)), text, missing))
+    source.memo[("waivers", "docs/waiver")] = out
+    return out
