@@ -30,6 +30,7 @@ from relpipe.core import journal
 from relpipe.core.files import file_lock
 from relpipe.images.reference import parse
 from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.outputs import EngineFacts, ReleaseChecks, ValidatorOutput, run_stage
 from relpipe.pipeline.record import (
     RunRecord,
     StageResult,
@@ -40,12 +41,21 @@ from relpipe.pipeline.record import (
 )
 from relpipe.pipeline.report import ReportData, render_all
 from relpipe.pipeline.run import RunResult, qualify, state_dir
-from relpipe.pipeline.stages import Engine, Options, Plan, assemble, golden_al_result, run_units
+from relpipe.pipeline.stages import (
+    NO_GOLDEN,
+    Engine,
+    Options,
+    Plan,
+    assemble,
+    golden_al_result,
+    run_units,
+)
 from relpipe.pipeline.verdict import FAIL, Outcome, Verdict, evaluate
 from relpipe.pipeline.workspace import CHANGELOG, LOCK, Workspace
 
 if TYPE_CHECKING:
     from relpipe.changelog.entries import Entry
+    from relpipe.validate.precision import PrecisionReport
 
 DEFAULT_REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
 SCENARIO_TYPES = ("fixed-seq-len", "agentic-coding")
@@ -58,8 +68,10 @@ class ReleaseRefused(PipelineError):
     exit_code = 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Request:
+    """What `relpipe release` was asked to do (its options)."""
+
     config_key: str
     image: str
     pr_number: int | None = None
@@ -87,7 +99,7 @@ class Staged:
     facts: Mapping[str, Any]
     notes: str
     title: str
-    checks: Mapping[str, Any]  # stage output: changelog / notes / golden validator results
+    checks: ReleaseChecks  # the validators' results on the staged copy (C7, C8, C9)
     entry: Entry  # the perf-changelog entry appended to the staged changelog
     base: Mapping[str, str | None]  # `repo_state` of the copy before any edit
 
@@ -127,100 +139,90 @@ def release_facts(
     old_image: str,
 ) -> dict[str, Any]:
     """release.json (changelog.notes schema 1) from the recorded qualification."""
-    facts = (outcome.probe or {}).get("facts") or {}
-    engine = facts.get("engine") or {}
-    precision = outcome.precision or {}
-    commits = precision.get("commits") or []
-    packages = {k: str(facts[k]) for k in ("lmcache",) if facts.get(k)}
+    facts = outcome.probe.facts if outcome.probe else None
+    engine = facts.engine if facts else EngineFacts()
+    report = outcome.precision.report if outcome.precision else None
+    commits = report.commits if report else ()
+    packages = {"lmcache": facts.lmcache} if facts and facts.lmcache else {}
     risks = [
-        {"kind": "missing-fix", "pr": int(str(u["ref"]).lstrip("#"))}
-        for u in precision.get("upstream") or []
-        if u.get("kind") == "must-contain"
-        and not u.get("ok")
-        and str(u.get("ref")).lstrip("#").isdigit()
+        {"kind": "missing-fix", "pr": int(u.ref.lstrip("#"))}
+        for u in (report.upstream if report else ())
+        if u.kind == "must-contain" and not u.ok and u.ref.lstrip("#").isdigit()
     ]
-    base_facts = (outcome.baseline or {}).get("facts") or {}
-    engine_facts = base_facts.get("engine") or {}
-    base_engine = {k: v for k, v in engine_facts.items() if k in ("name", "version", "commit")}
+    baseline = outcome.baseline
+    base_engine = baseline.facts.engine if baseline and baseline.facts else EngineFacts()
     # Without the baseline's engine version the notes say only the image, never a guess.
-    has_engine = bool(base_engine.get("name") and base_engine.get("version"))
+    has_engine = bool(base_engine.name and base_engine.version)
+    engine_json = {"name": engine.name, "version": engine.version, "commit": engine.commit}
+    old_engine = {
+        "name": base_engine.name,
+        "version": base_engine.version,
+        "commit": base_engine.commit,
+    }
     return {
         "schema": 1,
-        "config_keys": [plan.config["key"]] if plan.config else [],
+        "config_keys": [plan.config.key] if plan.config else [],
         "old_image": {
             "ref": old_image,
-            "digest": (outcome.baseline or {}).get("digest"),
-            **({"engine": base_engine} if has_engine else {}),
+            "digest": baseline.digest if baseline else None,
+            **({"engine": old_engine} if has_engine else {}),
         },
         "new_image": {
             "ref": new_image,
-            "digest": plan.image["digest"],
-            "engine": {
-                "name": engine.get("name"),
-                "version": engine.get("version"),
-                "commit": engine.get("commit"),
-            },
-            **({"rocm": str(facts["rocm"])} if facts.get("rocm") else {}),
+            "digest": plan.image.digest,
+            "engine": engine_json,
+            **({"rocm": facts.rocm} if facts and facts.rocm else {}),
             "packages": packages,
         },
         "commits": [
-            {
-                "sha": c["sha"],
-                "subject": c.get("subject", ""),
-                **({"pr": c["pr"]} if c.get("pr") else {}),
-            }
+            {"sha": c.sha, "subject": c.subject, **({"pr": c.pr} if c.pr else {})}
             for c in commits
         ],
         "commit_count": len(commits),
         "config_changes": list(config_changes),
         "points_plan": list(points),
-        "precision": precision_facts(precision),
+        "precision": precision_facts(report),
         "validation": {
             "checks": [
                 {"id": c.id, "status": c.status} for c in verdict.checks if c.status != "N/A"
             ],
             "evals": [
                 {
-                    "suite": f"{e.get('suite')}/{e.get('point')}",
-                    "score": e.get("score"),
-                    "threshold": e.get("threshold"),
-                    "samples": e.get("samples"),
+                    "suite": f"{e.suite}/{e.point}",
+                    "score": e.score,
+                    "threshold": e.threshold,
+                    "samples": e.samples,
                 }
                 for e in outcome.evals
-                if e.get("score") is not None
+                if e.score is not None
             ],
         },
         "risks": risks,
     }
 
 
-def precision_facts(precision: Mapping[str, Any]) -> dict[str, Any]:
+def precision_facts(report: PrecisionReport | None) -> dict[str, Any]:
     """The notes' precision evidence from the diff: watched files, and relevant files with their PR."""
-    files = precision.get("files") or []
-    changed = {f.get("path") for f in files if f.get("verdict") in ("relevant", "cosmetic")}
-    relevant = [f for f in files if f.get("verdict") == "relevant"]
-    pr_of = {c.get("sha"): c.get("pr") for c in precision.get("commits") or []}
-    watch = precision.get("watch") or []
+    files = report.files if report else ()
+    changed = {f.path for f in files if f.verdict in ("relevant", "cosmetic")}
+    relevant = [f for f in files if f.verdict == "relevant"]
+    pr_of = {c.sha: c.pr for c in (report.commits if report else ())}
+    watch = report.watch if report else ()
     out_relevant = []
     for f in relevant:
-        row = {"path": f["path"], "category": f.get("category") or "other"}
+        row: dict[str, Any] = {"path": f.path, "category": f.category or "other"}
         # A PR is named only when one commit touched the file: with several, which one moved
         # precision is a reviewer's call, and the notes must not guess.
-        if len(f.get("commits") or []) == 1 and pr_of.get(f["commits"][0]):
-            row["pr"] = pr_of[f["commits"][0]]
+        if len(f.commits) == 1 and pr_of.get(f.commits[0]):
+            row["pr"] = pr_of[f.commits[0]]
         out_relevant.append(row)
     return {
         # A watched part of a file that changed elsewhere is not "unchanged" to a reader.
-        "unchanged": [
-            w["path"]
-            for w in watch
-            if w.get("state") == "unchanged" and w.get("path") not in changed
-        ],
+        "unchanged": [w.path for w in watch if w.state == "unchanged" and w.path not in changed],
         "changed_not_relevant": [
-            w["path"]
+            w.path
             for w in watch
-            if w.get("state") in ("cosmetic", "changed")
-            and not any(f.get("path") in (w.get("files") or []) for f in relevant)
+            if w.state in ("cosmetic", "changed") and not any(f.path in w.files for f in relevant)
         ],
         "relevant": out_relevant,
     }
@@ -237,11 +239,11 @@ def stage_release(
     assert plan.config is not None
     shutil.copytree(ws.root, scratch, ignore=_IGNORE, symlinks=True)
     base = repo_state(scratch)  # what was copied, not what a hash before the copy saw
-    master = scratch / str(plan.config["master"])
+    master = scratch / plan.config.master
     old_text = master.read_text(encoding="utf-8")
-    old_image = str(plan.config["image"])
-    new_image = new_image_text(old_image, str(plan.image["ref"]))
-    new_text, _ = edit_image(old_text, req.config_key, new_image, str(plan.config["master"]))
+    old_image = plan.config.image
+    new_image = new_image_text(old_image, plan.image.ref)
+    new_text, _ = edit_image(old_text, req.config_key, new_image, plan.config.master)
     write_text(master, new_text)
     changes = config_diff(old_text, new_text)
     key_changes = [c for c in changes.to_json()["changes"] if c.get("key") == req.config_key]
@@ -253,11 +255,11 @@ def stage_release(
     lines = tuple(description_lines(facts)) + req.descriptions
     entry = make_entry(req, lines, plan)
     apply_changelog(scratch / CHANGELOG, entry)
-    pin_lock(scratch / LOCK, str(plan.image["pinned"]).split("@", 1)[0], outcome)
+    pin_lock(scratch / LOCK, plan.image.pinned.split("@", 1)[0], outcome)
     title = render_title(facts)
     notes = f"# {title}\n\n{render(facts, 'both')}"
     checks = validate_staged(ws, req, scratch, facts_json, notes)
-    files = tuple(str(p) for p in (plan.config["master"], CHANGELOG, LOCK))
+    files = tuple(str(p) for p in (plan.config.master, CHANGELOG, LOCK))
     return Staged(scratch, files, facts_json, notes, title, checks, entry, base)
 
 
@@ -270,7 +272,7 @@ def write_text(path: Path, text: str) -> None:
 def make_entry(req: Request, lines: Sequence[str], plan: Plan) -> Entry:
     from relpipe.changelog.entries import Entry
 
-    scenarios = sorted({str(p["name"]).split("/", 1)[0] for p in plan.points} & set(SCENARIO_TYPES))
+    scenarios = sorted({p.name.split("/", 1)[0] for p in plan.points} & set(SCENARIO_TYPES))
     return Entry(
         config_keys=(req.config_key,),
         description=tuple(lines),
@@ -292,13 +294,16 @@ def pin_lock(path: Path, tagged: str, outcome: Outcome) -> None:
 
     with RegistryClient() as client:
         pin = client.pin(tagged)
-    if outcome.image is None or pin.digest != outcome.image.get("digest"):
+    qualified = outcome.image.digest if outcome.image else None
+    if pin.digest != qualified:
         raise ReleaseRefused(
             f"{tagged} now resolves to {pin.digest}, not the qualified "
-            f"{(outcome.image or {}).get('digest')}; qualify the new digest first"
+            f"{qualified}; qualify the new digest first"
         )
     lock.update(path, [pin])
-    facts = dict((outcome.probe or {}).get("facts") or {})
+    facts: dict[str, Any] = {}
+    if outcome.probe and outcome.probe.facts:
+        facts = outcome.probe.facts.to_json()
     facts.pop("errors", None)
     lock.merge_facts(
         path, tagged, pin.digest, {k: v for k, v in facts.items() if v not in (None, {}, [])}
@@ -307,21 +312,21 @@ def pin_lock(path: Path, tagged: str, outcome: Outcome) -> None:
 
 def validate_staged(
     ws: Workspace, req: Request, scratch: Path, facts: Mapping[str, Any], notes: str
-) -> dict[str, Any]:
+) -> ReleaseChecks:
     """Run the perf-changelog hook (C7), notes check (C8) and golden AL (C9) on the staged copy."""
     golden = (
         golden_al_result(Workspace(scratch))
         if (scratch / "golden_al_distribution").is_dir()
-        else {"status": "n/a", "reason": "no golden_al_distribution/ in the benchmark repository"}
+        else NO_GOLDEN
     )
-    return {
-        "changelog": hook_result(ws.root / CHANGELOG, scratch, req),
-        "notes": notes_result(notes, facts),
-        "golden": golden,
-    }
+    return ReleaseChecks(
+        changelog=hook_result(ws.root / CHANGELOG, scratch, req),
+        notes=notes_result(notes, facts),
+        golden=golden,
+    )
 
 
-def hook_result(base: Path, scratch: Path, req: Request) -> dict[str, Any]:
+def hook_result(base: Path, scratch: Path, req: Request) -> ValidatorOutput:
     """The `validate_perf_changelog` checks, base = the repository's file, head = the staged one."""
     from relpipe.changelog.configs.load import master_keys
     from relpipe.changelog.entries import ERROR
@@ -335,19 +340,19 @@ def hook_result(base: Path, scratch: Path, req: Request) -> dict[str, Any]:
     )
     problems = [f.format(str(CHANGELOG)) for f in report.findings if f.severity == ERROR]
     evidence = {"mode": report.mode, "entries": report.entries, "appended": report.appended}
-    return {"status": "ok", "problems": problems, "evidence": evidence}
+    return ValidatorOutput(status="ok", problems=tuple(problems), evidence=evidence)
 
 
-def notes_result(notes: str, facts: Mapping[str, Any]) -> dict[str, Any]:
+def notes_result(notes: str, facts: Mapping[str, Any]) -> ValidatorOutput:
     from relpipe.changelog.notes import ReleaseFacts
     from relpipe.validate import notes_check
 
     findings = notes_check.check(notes, ReleaseFacts.from_json(facts), "notes.md")
-    return {
-        "status": "ok",
-        "problems": [str(f) for f in findings],
-        "evidence": {"languages": "en + zh", "lines": notes.count("\n")},
-    }
+    return ValidatorOutput(
+        status="ok",
+        problems=tuple(str(f) for f in findings),
+        evidence={"languages": "en + zh", "lines": notes.count("\n")},
+    )
 
 
 def unified_diff(ws: Workspace, staged: Staged) -> str:
@@ -396,7 +401,11 @@ def release(
         # Always the checks of this staging (never a cached copy): they are what the verdict says.
         record.save(
             StageResult(
-                "release-checks", stage_key("release-checks", inputs), inputs, staged.checks, 0.0
+                "release-checks",
+                stage_key("release-checks", inputs),
+                inputs,
+                staged.checks.to_json(),
+                0.0,
             )
         )
         verdict, reports = render_release(plan, outcome, staged.checks, inputs, record, req.strict)
@@ -494,7 +503,7 @@ def write_staged(ws: Workspace, staged: Staged) -> None:
 def render_release(
     plan: Plan,
     outcome: Outcome,
-    checks: Mapping[str, Any],
+    checks: ReleaseChecks,
     inputs: Mapping[str, Any],
     record: RunRecord,
     strict: bool,
@@ -502,13 +511,17 @@ def render_release(
 ) -> tuple[Verdict, dict[str, Path]]:
     """The release verdict (qualification outcome + C7/C8/C9 of the staged release) and its reports."""
     full = replace(
-        outcome, changelog=checks["changelog"], notes=checks["notes"], golden=checks["golden"]
+        outcome, changelog=checks.changelog, notes=checks.notes, golden=checks.golden
     )
     verdict = evaluate(full, strict=strict)
-    title = f"release {inputs['request']['config_key']} -> {plan.image['ref']}"
+    title = f"release {inputs['request']['config_key']} -> {plan.image.ref}"
     return verdict, render_all(
         ReportData(plan.run_id, title, inputs, full, verdict), record.root, force=force
     )
+
+
+def _never_run() -> ReleaseChecks:
+    raise AssertionError("an offline runner never runs a stage")
 
 
 def rerender_release(run_dir: Path, strict: bool = False) -> tuple[Verdict, dict[str, Path]]:
@@ -519,5 +532,12 @@ def rerender_release(run_dir: Path, strict: bool = False) -> tuple[Verdict, dict
     }  # as written, minus the envelope
     plan = Plan.from_json(inputs["qualification"])
     outputs = run_units(plan, StageRunner(record, offline=True), Engine())
-    checks = StageRunner(record, offline=True).run("release-checks", inputs, dict, "release checks")
+    checks = run_stage(
+        StageRunner(record, offline=True),
+        ReleaseChecks,
+        "release-checks",
+        inputs,
+        _never_run,
+        "release checks",
+    )
     return render_release(plan, assemble(plan, outputs), checks, inputs, record, strict, force=True)

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from relpipe.pipeline.outputs import EngineFacts, EvalOutput, Facts, PrecisionOutput
 from relpipe.pipeline.record import pretty_json
 from relpipe.pipeline.verdict import FAIL, NA, PASS, WARN, Outcome, Verdict, eval_failures
+from relpipe.validate.precision import PrecisionReport
 
 REPORT_FILES = ("report.json", "report.md", "report.html")
 RENDERER = 3  # bump when the report layout changes, so that kept reports are re-rendered
@@ -52,19 +54,29 @@ def to_json(data: ReportData) -> dict[str, Any]:
         "title": data.title,
         "inputs": dict(data.inputs),
         "verdict": data.verdict.to_json(),
-        "image": dict(o.image or {}),
-        "baseline": dict(o.baseline) if o.baseline else None,
-        "facts": dict((o.probe or {}).get("facts") or {}),
-        "smoke": dict(o.smoke or {}),
-        "evals": [dict(e) for e in o.evals],
+        "image": o.image.to_json() if o.image else {},
+        "baseline": o.baseline.to_json() if o.baseline else None,
+        "facts": _facts(o).to_json() if o.probe and o.probe.facts else {},
+        "smoke": o.smoke.to_json() if o.smoke else {},
+        "evals": [e.to_json() for e in o.evals],
         "precision": _precision_summary(o.precision),
-        "config": dict(o.config) if o.config else None,
+        "config": o.config.to_json() if o.config else None,
     }
 
 
-def _precision_summary(p: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if p is None:
+def _facts(o: Outcome) -> Facts:
+    return (o.probe.facts if o.probe else None) or Facts()
+
+
+def _report(p: PrecisionOutput | None) -> PrecisionReport | None:
+    """The precision report when the diff ran (status ok), else None."""
+    return p.report if p is not None and p.status == "ok" else None
+
+
+def _precision_summary(out: PrecisionOutput | None) -> dict[str, Any] | None:
+    if out is None:
         return None
+    p = out.to_json()
     return {
         k: p.get(k)
         for k in (
@@ -90,27 +102,24 @@ def render_json(data: ReportData) -> bytes:
 
 
 def _image_rows(o: Outcome) -> list[tuple[str, str]]:
-    facts = (o.probe or {}).get("facts") or {}
-    engine = facts.get("engine") or {}
+    facts = _facts(o)
+    engine: EngineFacts = facts.engine
     rows = [
-        ("image", f"`{(o.image or {}).get('ref', '?')}`"),
-        ("digest", f"`{(o.image or {}).get('digest', '?')}`"),
+        ("image", f"`{o.image.ref if o.image else '?'}`"),
+        ("digest", f"`{o.image.digest if o.image else '?'}`"),
     ]
     if o.baseline:
         rows += [
-            ("baseline", f"`{o.baseline.get('ref')}`"),
-            ("baseline digest", f"`{o.baseline.get('digest')}`"),
+            ("baseline", f"`{o.baseline.ref}`"),
+            ("baseline digest", f"`{o.baseline.digest}`"),
         ]
     rows += [
-        (
-            "engine",
-            md(f"{engine.get('name')} {engine.get('version')} ({str(engine.get('commit'))[:12]})"),
-        ),
-        ("ROCm", md(facts.get("rocm"))),
-        ("torch", md(facts.get("torch"))),
-        ("triton", md(facts.get("triton"))),
-        ("AITER", md(facts.get("aiter"))),
-        ("LMCache", md(facts.get("lmcache"))),
+        ("engine", md(f"{engine.name} {engine.version} ({str(engine.commit)[:12]})")),
+        ("ROCm", md(facts.rocm)),
+        ("torch", md(facts.torch)),
+        ("triton", md(facts.triton)),
+        ("AITER", md(facts.aiter)),
+        ("LMCache", md(facts.lmcache)),
     ]
     return rows
 
@@ -141,10 +150,10 @@ def render_markdown(data: ReportData) -> bytes:
         for e in o.evals:
             result = FAIL if eval_failures(e) else PASS
             out.append(
-                f"| {md(e.get('suite'))} | {md(e.get('point'))} | {md(e.get('metric'))} | "
-                f"{_num(e.get('score'))} | {_num(e.get('threshold'))} | {e.get('samples', 0)} | {result} |"
+                f"| {md(e.suite)} | {md(e.point)} | {md(e.metric)} | "
+                f"{_num(e.score)} | {_num(e.threshold)} | {e.samples} | {result} |"
             )
-    out += _precision_markdown(o.precision)
+    out += _precision_markdown(_report(o.precision))
     out += ["", "### Evidence", ""]
     for c in v.checks:
         if not c.evidence:
@@ -166,43 +175,41 @@ def _num(value: object) -> str:
     return md(value) if value is not None else "-"
 
 
-def _precision_markdown(p: Mapping[str, Any] | None) -> list[str]:
-    if not p or p.get("status") != "ok":
+def _precision_markdown(p: PrecisionReport | None) -> list[str]:
+    if p is None:
         return []
     out = [
         "",
         "### Precision diff",
         "",
-        f"{len(p.get('commits', []))} engine commit(s) between `{md(str(p.get('old', ''))[:12])}` and "
-        f"`{md(str(p.get('new', ''))[:12])}`.",
+        f"{len(p.commits)} engine commit(s) between `{md(p.old[:12])}` and `{md(p.new[:12])}`.",
         "",
         "| category | relevant | cosmetic |",
         "|---|---|---|",
     ]
     for cat, counts in _categories(p):
         out.append(f"| {md(cat)} | {counts['relevant']} | {counts['cosmetic']} |")
-    relevant = [f for f in p.get("files", []) if f.get("verdict") == "relevant"]
+    relevant = [f for f in p.files if f.verdict == "relevant"]
     if relevant:
         out += ["", "| file | category | commits |", "|---|---|---|"]
         out += [
-            f"| `{md(f.get('path'))}` | {md(f.get('category'))} | "
-            f"{md(', '.join(str(s)[:9] for s in f.get('commits', [])))} |"
+            f"| `{md(f.path)}` | {md(f.category)} | "
+            f"{md(', '.join(s[:9] for s in f.commits))} |"
             for f in relevant
         ]
-    if p.get("watch"):
+    if p.watch:
         out += ["", "| watched file | state |", "|---|---|"]
-        out += [f"| `{md(w.get('path'))}` | {md(w.get('state'))} |" for w in p["watch"]]
+        out += [f"| `{md(w.path)}` | {md(w.state)} |" for w in p.watch]
     return out
 
 
-def _categories(p: Mapping[str, Any]) -> list[tuple[str, dict[str, int]]]:
+def _categories(p: PrecisionReport) -> list[tuple[str, dict[str, int]]]:
     counts: dict[str, dict[str, int]] = {}
-    for f in p.get("files", []):
-        verdict = f.get("verdict")
-        if verdict not in ("relevant", "cosmetic"):
+    for f in p.files:
+        if f.verdict not in ("relevant", "cosmetic"):
             continue
-        row = counts.setdefault(str(f.get("category") or "other"), {"relevant": 0, "cosmetic": 0})
-        row[verdict] += 1
+        row = counts.setdefault(f.category or "other", {"relevant": 0, "cosmetic": 0})
+        row[f.verdict] += 1
     return sorted(counts.items())
 
 
@@ -219,25 +226,23 @@ def _svg(fig: Any) -> str:
     return text[text.index("<svg") :]
 
 
-def plot_evals(evals: Sequence[Mapping[str, Any]]) -> str | None:
+def plot_evals(evals: Sequence[EvalOutput]) -> str | None:
     """One panel per suite: score per point as bars, the threshold as a red tick per point."""
     from matplotlib.figure import Figure
 
-    suites = sorted({str(e.get("suite")) for e in evals})
+    suites = sorted({e.suite for e in evals})
     if not suites:
         return None
     fig = Figure(figsize=(7, 2.6 * len(suites)))
     for i, suite in enumerate(suites, start=1):
         ax = fig.add_subplot(len(suites), 1, i)
-        rows = [e for e in evals if str(e.get("suite")) == suite]
+        rows = [e for e in evals if e.suite == suite]
         xs = list(range(len(rows)))
-        scores = [float(e.get("score") or 0.0) for e in rows]
+        scores = [e.score or 0.0 for e in rows]
         colors = [_COLORS[FAIL if eval_failures(e) else PASS] for e in rows]
         ax.bar(xs, scores, color=colors, width=0.6, label="score")
         thresholds = [
-            (x, float(e["threshold"]))
-            for x, e in zip(xs, rows, strict=True)
-            if e.get("threshold") is not None
+            (x, e.threshold) for x, e in zip(xs, rows, strict=True) if e.threshold is not None
         ]
         if thresholds:
             ax.scatter(
@@ -250,18 +255,18 @@ def plot_evals(evals: Sequence[Mapping[str, Any]]) -> str | None:
                 label="threshold",
                 zorder=3,
             )
-        ax.set_xticks(xs, [str(e.get("point")) for e in rows], fontsize=8)
+        ax.set_xticks(xs, [str(e.point) for e in rows], fontsize=8)
         ax.set_ylim(0, 1.05 * max(scores + [t for _, t in thresholds] + [1e-9]))
-        ax.set_title(f"{suite}: {rows[0].get('metric')} per point", fontsize=10)
+        ax.set_title(f"{suite}: {rows[0].metric} per point", fontsize=10)
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     fig.tight_layout()
     return _svg(fig)
 
 
-def plot_precision(p: Mapping[str, Any] | None) -> str | None:
+def plot_precision(p: PrecisionReport | None) -> str | None:
     from matplotlib.figure import Figure
 
-    if not p or p.get("status") != "ok":
+    if p is None:
         return None
     cats = _categories(p)
     if not cats:
@@ -334,54 +339,50 @@ def render_html(data: ReportData) -> bytes:
                 ["suite", "point", "metric", "score", "threshold", "samples"],
                 [
                     [
-                        _h(e.get("suite")),
-                        _h(e.get("point")),
-                        _h(e.get("metric")),
-                        _h(_num(e.get("score"))),
-                        _h(_num(e.get("threshold"))),
-                        _h(e.get("samples", 0)),
+                        _h(e.suite),
+                        _h(e.point),
+                        _h(e.metric),
+                        _h(_num(e.score)),
+                        _h(_num(e.threshold)),
+                        _h(e.samples),
                     ]
                     for e in o.evals
                 ],
             ),
         ]
-    p = o.precision
+    p = _report(o.precision)
     prec_svg = plot_precision(p)
-    if p and p.get("status") == "ok":
+    if p is not None:
         parts += [
             "<h2>Precision diff</h2>",
-            f"<p>{len(p.get('commits', []))} engine commit(s) between <code>{_h(str(p.get('old'))[:12])}</code>"
-            f" and <code>{_h(str(p.get('new'))[:12])}</code>.</p>",
+            f"<p>{len(p.commits)} engine commit(s) between <code>{_h(p.old[:12])}</code>"
+            f" and <code>{_h(p.new[:12])}</code>.</p>",
         ]
         if prec_svg:
             parts.append(f'<figure id="plot-precision">{prec_svg}</figure>')
-        files = [f for f in p.get("files", []) if f.get("verdict") in ("relevant", "cosmetic")]
+        files = [f for f in p.files if f.verdict in ("relevant", "cosmetic")]
         if files:
             parts.append(
                 _table(
                     ["file", "category", "verdict", "commits"],
                     [
                         [
-                            f"<code>{_h(f.get('path'))}</code>",
-                            _h(f.get("category")),
-                            _h(f.get("verdict")),
-                            _h(", ".join(str(s)[:9] for s in f.get("commits", []))),
+                            f"<code>{_h(f.path)}</code>",
+                            _h(f.category),
+                            _h(f.verdict),
+                            _h(", ".join(s[:9] for s in f.commits)),
                         ]
                         for f in files
                     ],
                 )
             )
-        if p.get("commits"):
+        if p.commits:
             parts.append(
                 _table(
                     ["commit", "PR", "subject"],
                     [
-                        [
-                            f"<code>{_h(str(c.get('sha'))[:9])}</code>",
-                            _h(c.get("pr") or ""),
-                            _h(c.get("subject")),
-                        ]
-                        for c in p["commits"]
+                        [f"<code>{_h(c.sha[:9])}</code>", _h(c.pr or ""), _h(c.subject)]
+                        for c in p.commits
                     ],
                 )
             )

@@ -200,18 +200,18 @@ def options_from(args: argparse.Namespace) -> Options:
             "--kv-dtypes takes a comma list of fp32,bf16,fp8 and --max-new a positive count"
         )
     return Options(
-        suites,
-        args.max_batch,
-        args.timeout,
-        args.gpu,
-        dataset,
-        args.rules,
-        args.max_new,
-        kv,
-        args.prompt_bytes,
-        args.n_shot,
-        args.eval_limit,
-        file_sha256(dataset),
+        suites=suites,
+        max_batch=args.max_batch,
+        timeout_s=args.timeout,
+        gpu=args.gpu,
+        dataset=dataset,
+        rules=args.rules,
+        max_new=args.max_new,
+        kv_dtypes=kv,
+        prompt_bytes=args.prompt_bytes,
+        n_shot=args.n_shot,
+        eval_limit=args.eval_limit,
+        dataset_sha256=file_sha256(dataset),
     )
 
 

@@ -17,17 +17,33 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from relpipe.images.registry import Pinned, RegistryClient
 from relpipe.pipeline import enginerepo
 from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.outputs import (
+    ConfigScope,
+    EvalOutput,
+    Facts,
+    PrecisionOutput,
+    ProbeOutput,
+    PullOutput,
+    Resolved,
+    SmokeOutput,
+    ValidatorOutput,
+    parse,
+    run_stage,
+)
 from relpipe.pipeline.record import RunRecord, StageRunner, digest_of, relpipe_version
 from relpipe.pipeline.verdict import Outcome
-from relpipe.pipeline.workspace import Workspace, threshold_for
+from relpipe.pipeline.workspace import Point, Workspace, threshold_for
+
+if TYPE_CHECKING:
+    from relpipe.validate.precision import PrecisionReport
 
 DEFAULT_SUITES = ("decode-parity",)
 DEFAULT_MAX_BATCH = 4
@@ -37,8 +53,10 @@ SUITE_METRIC = {"decode-parity": ("token_agreement", 0.95), "gsm8k": ("accuracy"
 _MAX_LOG = 4000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Options:
+    """How a qualification runs (the CLI's options); part of the plan, so of the run id."""
+
     suites: tuple[str, ...] = DEFAULT_SUITES
     max_batch: int = DEFAULT_MAX_BATCH
     timeout_s: float = DEFAULT_TIMEOUT_S
@@ -72,39 +90,39 @@ class Options:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Options:
         return cls(
-            tuple(data["suites"]),
-            int(data["max_batch"]),
-            float(data["timeout_s"]),
-            str(data["gpu"]),
-            data.get("dataset"),
-            data.get("rules"),
-            int(data["max_new"]),
-            tuple(data["kv_dtypes"]),
-            int(data["prompt_bytes"]),
-            int(data["n_shot"]),
-            int(data["eval_limit"]),
-            data.get("dataset_sha256"),
+            suites=tuple(str(s) for s in data["suites"]),
+            max_batch=int(data["max_batch"]),
+            timeout_s=float(data["timeout_s"]),
+            gpu=str(data["gpu"]),
+            dataset=data.get("dataset"),
+            rules=data.get("rules"),
+            max_new=int(data["max_new"]),
+            kv_dtypes=tuple(str(k) for k in data["kv_dtypes"]),
+            prompt_bytes=int(data["prompt_bytes"]),
+            n_shot=int(data["n_shot"]),
+            eval_limit=int(data["eval_limit"]),
+            dataset_sha256=data.get("dataset_sha256"),
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Plan:
     """Every input of a qualification, fixed before any stage runs (run.json)."""
 
-    image: Mapping[str, Any]
-    baseline: Mapping[str, Any] | None
-    config: Mapping[str, Any] | None
-    thresholds: Mapping[str, Any]
-    golden: Mapping[str, Any] | None
+    image: Resolved
+    baseline: Resolved | None
+    config: ConfigScope | None
+    thresholds: Mapping[str, Any]  # utils/evals/thresholds.yaml as read (InferenceX's shape)
+    golden: Mapping[str, str | None] | None  # tree hashes of golden_al_distribution/ and configs/
     options: Options
     workspace: str | None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": "qualify",
-            "image": dict(self.image),
-            "baseline": dict(self.baseline) if self.baseline else None,
-            "config": dict(self.config) if self.config else None,
+            "image": self.image.to_json(),
+            "baseline": self.baseline.to_json() if self.baseline else None,
+            "config": self.config.to_json() if self.config else None,
             "thresholds": dict(self.thresholds),
             "golden": dict(self.golden) if self.golden else None,
             "options": self.options.to_json(),
@@ -120,44 +138,45 @@ class Plan:
         if data.get("kind") != "qualify":
             raise PipelineError("not a qualification plan (run.json of `relpipe qualify --plan`)")
         try:
+            baseline, config = data.get("baseline"), data.get("config")
             return cls(
-                data["image"],
-                data.get("baseline"),
-                data.get("config"),
-                data.get("thresholds") or {},
-                data.get("golden"),
-                Options.from_json(data["options"]),
-                workspace,
+                image=Resolved.from_json(data["image"]),
+                baseline=Resolved.from_json(baseline) if baseline is not None else None,
+                config=ConfigScope.from_json(config) if config is not None else None,
+                thresholds=data.get("thresholds") or {},
+                golden=data.get("golden"),
+                options=Options.from_json(data["options"]),
+                workspace=workspace,
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise PipelineError(
                 f"malformed qualification plan ({exc}); re-run `relpipe qualify --plan`"
             ) from exc
 
     @property
-    def points(self) -> list[Mapping[str, Any]]:
+    def points(self) -> tuple[Point, ...]:
         if self.config:
-            return list(self.config["points"])
-        return [{"name": "default", "concurrency": 1, "batch": 1}]
+            return self.config.points
+        return (Point("default", 1, 1),)
 
     @property
     def title(self) -> str:
-        key = f" for {self.config['key']}" if self.config else ""
-        return f"qualify {self.image['ref']}{key}"
+        key = f" for {self.config.key}" if self.config else ""
+        return f"qualify {self.image.ref}{key}"
 
 
-def pinned_json(pin: Pinned) -> dict[str, Any]:
+def resolved(pin: Pinned) -> Resolved:
     """The resolve result of one image; `verified` because `RegistryClient.pin` re-hashes every byte."""
-    return {
-        "ref": pin.ref,
-        "pinned": str(pin.reference),
-        "digest": pin.digest,
-        "verified": True,
-        "media_type": pin.media_type,
-        "platform": pin.platform,
-        "platform_digest": pin.platform_digest,
-        "created": pin.created,
-    }
+    return Resolved(
+        ref=pin.ref,
+        pinned=str(pin.reference),
+        digest=pin.digest,
+        verified=True,
+        media_type=pin.media_type,
+        platform=pin.platform,
+        platform_digest=pin.platform_digest,
+        created=pin.created,
+    )
 
 
 def make_plan(
@@ -176,15 +195,15 @@ def make_plan(
         if ws is None:
             raise PipelineError("--config-key needs a benchmark repository (--repo PATH)")
         ck = ws.config_key(config_key, options.max_batch)
-        config = {
-            "status": "ok",
-            "key": ck.key,
-            "master": ck.master,
-            "image": ck.image,
-            "framework": ck.framework,
-            "model_prefix": ck.model_prefix,
-            "points": [p.to_json() for p in ck.points],
-        }
+        config = ConfigScope(
+            status="ok",
+            key=ck.key,
+            master=ck.master,
+            image=ck.image,
+            framework=ck.framework,
+            model_prefix=ck.model_prefix,
+            points=ck.points,
+        )
     if ws is not None:
         thresholds = ws.thresholds()
         golden = {
@@ -196,16 +215,16 @@ def make_plan(
             raise PipelineError(
                 "--baseline pinned needs --config-key K (the baseline is K's pinned image)"
             )
-        baseline = locked_ref(ws, str(config["image"]))
+        baseline = locked_ref(ws, config.image)
     pins = [client.pin(image)] + ([client.pin(baseline)] if baseline else [])
     return Plan(
-        pinned_json(pins[0]),
-        pinned_json(pins[1]) if baseline else None,
-        config,
-        thresholds,
-        golden,
-        options,
-        str(ws.root) if ws else None,
+        image=resolved(pins[0]),
+        baseline=resolved(pins[1]) if baseline else None,
+        config=config,
+        thresholds=thresholds,
+        golden=golden,
+        options=options,
+        workspace=str(ws.root) if ws else None,
     )
 
 
@@ -226,10 +245,15 @@ def locked_ref(ws: Workspace | None, ref: str) -> str:
 # -- units --------------------------------------------------------------------------------------
 
 
+StageOutput: TypeAlias = (
+    PullOutput | ProbeOutput | SmokeOutput | EvalOutput | PrecisionOutput | ValidatorOutput
+)
+
+
 @dataclass(frozen=True)
 class Unit:
     name: str
-    run: Callable[[StageRunner, Engine], list[tuple[str, Mapping[str, Any]]]]
+    run: Callable[[StageRunner, Engine], list[tuple[str, StageOutput]]]
 
 
 def units(plan: Plan) -> list[Unit]:
@@ -239,18 +263,17 @@ def units(plan: Plan) -> list[Unit]:
         out.append(Unit("golden", partial(_golden_unit, plan)))
     if plan.baseline is not None:
         out.append(Unit("precision", partial(_precision_unit, plan)))
-    batches = sorted(
-        {int(p["batch"]) for p in plan.points}
-    )  # points sharing eval inputs share a result
+    # Points sharing eval inputs share a result.
+    batches = sorted({p.batch for p in plan.points})
     out += [Unit(f"evals@batch{b}", partial(_eval_unit, plan, b)) for b in batches]
     return out
 
 
 def run_units(
     plan: Plan, runner: StageRunner, engine: Engine, shard: tuple[int, int] | None = None
-) -> dict[str, Any]:
+) -> dict[str, StageOutput]:
     """Run all units (or those of shard i of n, 1-based round robin); returns stage label -> output."""
-    outputs: dict[str, Any] = {}
+    outputs: dict[str, StageOutput] = {}
     for i, unit in enumerate(units(plan)):
         if shard is not None and i % shard[1] != shard[0] - 1:
             continue
@@ -258,25 +281,35 @@ def run_units(
     return outputs
 
 
-def assemble(plan: Plan, outputs: Mapping[str, Any]) -> Outcome:
+def _output(outputs: Mapping[str, StageOutput], label: str, kind: type[Any]) -> Any:
+    """One unit's output by label, of the type its stage records (None where it did not run)."""
+    value = outputs.get(label)
+    if value is not None and not isinstance(value, kind):
+        raise PipelineError(f"stage {label} recorded a {type(value).__name__}, not {kind.__name__}")
+    return value
+
+
+def assemble(plan: Plan, outputs: Mapping[str, StageOutput]) -> Outcome:
     evals = []
     for point in plan.points:
         for suite in plan.options.suites:
-            ev = dict(outputs[f"eval:{suite}@batch{int(point['batch'])}"])
-            ev["point"] = point["name"]
-            evals.append(ev)
+            ev = _output(outputs, f"eval:{suite}@batch{point.batch}", EvalOutput)
+            if ev is None:
+                raise PipelineError(f"stage eval {suite} batch {point.batch} has no result")
+            evals.append(replace(ev, point=point.name))
     baseline = plan.baseline
-    if baseline is not None and outputs.get("baseline_probe"):
-        baseline = {**baseline, "facts": (outputs["baseline_probe"] or {}).get("facts")}
+    base_probe: ProbeOutput | None = _output(outputs, "baseline_probe", ProbeOutput)
+    if baseline is not None and base_probe is not None:
+        baseline = replace(baseline, facts=base_probe.facts)
     return Outcome(
         image=plan.image,
         baseline=baseline,
-        probe=outputs.get("probe"),
-        smoke=outputs.get("smoke"),
+        probe=_output(outputs, "probe", ProbeOutput),
+        smoke=_output(outputs, "smoke", SmokeOutput),
         evals=tuple(evals),
-        precision=outputs.get("precision"),
+        precision=_output(outputs, "precision", PrecisionOutput),
         config=plan.config,
-        golden=outputs.get("golden"),
+        golden=_output(outputs, "golden", ValidatorOutput),
     )
 
 
@@ -286,49 +319,47 @@ def stage_count(plan: Plan) -> int:
         3
         + 2 * (plan.baseline is not None)
         + (plan.golden is not None)
-        + per_eval * len({int(p["batch"]) for p in plan.points})
+        + per_eval * len({p.batch for p in plan.points})
     )
 
 
 # -- the stages ------------------------------------------------------------------------------------
 
 
-def _digest_ref(resolved: Mapping[str, Any]) -> str:
-    return str(resolved["pinned"])
-
-
-def _image_unit(
-    plan: Plan, runner: StageRunner, engine: Engine
-) -> list[tuple[str, Mapping[str, Any]]]:
-    ref = _digest_ref(plan.image)
-    base = {"image": plan.image["digest"]}
-    pulled = runner.run("pull", base, lambda: engine.pull(ref), "pull")
+def _image_unit(plan: Plan, runner: StageRunner, engine: Engine) -> list[tuple[str, StageOutput]]:
+    ref = plan.image.pinned
+    base = {"image": plan.image.digest}
+    pulled = run_stage(runner, PullOutput, "pull", base, lambda: engine.pull(ref), "pull")
     probe = _probe_stage(plan, plan.image, runner, engine, "probe")
-    smoke = runner.run(
+    smoke_inputs = {
+        **base,
+        "timeout_s": plan.options.timeout_s,
+        "gpu": plan.options.gpu,
+        "max_new": plan.options.max_new,
+        "prompt_bytes": plan.options.prompt_bytes,
+    }
+    smoke = run_stage(
+        runner,
+        SmokeOutput,
         "smoke",
-        {
-            **base,
-            "timeout_s": plan.options.timeout_s,
-            "gpu": plan.options.gpu,
-            "max_new": plan.options.max_new,
-            "prompt_bytes": plan.options.prompt_bytes,
-        },
+        smoke_inputs,
         lambda: engine.smoke(ref, plan.options),
         "smoke",
     )
     return [("pull", pulled), ("probe", probe), ("smoke", smoke)]
 
 
-def _golden_unit(
-    plan: Plan, runner: StageRunner, engine: Engine
-) -> list[tuple[str, Mapping[str, Any]]]:
+def _golden_unit(plan: Plan, runner: StageRunner, engine: Engine) -> list[tuple[str, StageOutput]]:
     inputs = dict(plan.golden or {})
-    return [("golden", runner.run("golden", inputs, lambda: golden_check(plan), "golden AL check"))]
+    golden = run_stage(
+        runner, ValidatorOutput, "golden", inputs, lambda: golden_check(plan), "golden AL check"
+    )
+    return [("golden", golden)]
 
 
 def _precision_unit(
     plan: Plan, runner: StageRunner, engine: Engine
-) -> list[tuple[str, Mapping[str, Any]]]:
+) -> list[tuple[str, StageOutput]]:
     assert plan.baseline is not None
     # The baseline's facts (its engine version) are what the release notes compare against.
     base_probe = _probe_stage(plan, plan.baseline, runner, engine, "probe baseline")
@@ -336,18 +367,23 @@ def _precision_unit(
 
 
 def _probe_stage(
-    plan: Plan, image: Mapping[str, Any], runner: StageRunner, engine: Engine, label: str
-) -> Mapping[str, Any]:
+    plan: Plan, image: Resolved, runner: StageRunner, engine: Engine, label: str
+) -> ProbeOutput:
     """One probe per digest: the same key whether the image is under test or the baseline."""
-    inputs = {"image": image["digest"], "timeout_s": plan.options.timeout_s}
-    return runner.run(
-        "probe", inputs, lambda: engine.probe(_digest_ref(image), plan.options), label
+    inputs = {"image": image.digest, "timeout_s": plan.options.timeout_s}
+    return run_stage(
+        runner,
+        ProbeOutput,
+        "probe",
+        inputs,
+        lambda: engine.probe(image.pinned, plan.options),
+        label,
     )
 
 
 def _eval_unit(
     plan: Plan, batch: int, runner: StageRunner, engine: Engine
-) -> list[tuple[str, Mapping[str, Any]]]:
+) -> list[tuple[str, StageOutput]]:
     return [
         (f"eval:{suite}@batch{batch}", _eval_stage(plan, suite, batch, runner, engine))
         for suite in plan.options.suites
@@ -356,12 +392,12 @@ def _eval_unit(
 
 def _eval_stage(
     plan: Plan, suite: str, batch: int, runner: StageRunner, engine: Engine
-) -> Mapping[str, Any]:
+) -> EvalOutput:
     metric, fallback = SUITE_METRIC.get(suite, ("score", None))
-    prefix = plan.config.get("model_prefix") if plan.config else None
+    prefix = plan.config.model_prefix if plan.config else None
     threshold = threshold_for(plan.thresholds, prefix, suite)
     inputs = {
-        "image": plan.image["digest"],
+        "image": plan.image.digest,
         "suite": suite,
         "batch": batch,
         "metric": metric,
@@ -381,8 +417,10 @@ def _eval_stage(
         inputs.update(
             kv_dtypes=list(plan.options.kv_dtypes), prompt_bytes=plan.options.prompt_bytes
         )
-    ref = _digest_ref(plan.image)
-    return runner.run(
+    ref = plan.image.pinned
+    return run_stage(
+        runner,
+        EvalOutput,
         "eval",
         inputs,
         lambda: engine.evaluate(ref, inputs, plan.options),
@@ -390,31 +428,33 @@ def _eval_stage(
     )
 
 
-def _precision_stage(plan: Plan, runner: StageRunner, engine: Engine) -> Mapping[str, Any]:
-    assert plan.baseline is not None
-    inputs = {
-        "old": plan.baseline["digest"],
-        "new": plan.image["digest"],
-        "rules": plan.options.rules,
-    }
-    return runner.run(
+def _precision_stage(plan: Plan, runner: StageRunner, engine: Engine) -> PrecisionOutput:
+    baseline = plan.baseline
+    assert baseline is not None
+    inputs = {"old": baseline.digest, "new": plan.image.digest, "rules": plan.options.rules}
+    return run_stage(
+        runner,
+        PrecisionOutput,
         "precision",
         inputs,
-        lambda: engine.precision(
-            _digest_ref(plan.baseline or {}), _digest_ref(plan.image), plan.options
-        ),
+        lambda: engine.precision(baseline.pinned, plan.image.pinned, plan.options),
         "precision diff",
     )
 
 
-def golden_check(plan: Plan) -> Mapping[str, Any]:
+NO_GOLDEN = ValidatorOutput(
+    status="n/a", reason="no golden_al_distribution/ in the benchmark repository"
+)
+
+
+def golden_check(plan: Plan) -> ValidatorOutput:
     """C9: golden AL files vs the AL settings in the repository's configs (inputs: their hashes)."""
     if plan.workspace is None or not plan.golden or not plan.golden.get("files"):
-        return {"status": "n/a", "reason": "no golden_al_distribution/ in the benchmark repository"}
+        return NO_GOLDEN
     return golden_al_result(Workspace(Path(plan.workspace)))
 
 
-def golden_al_result(ws: Workspace) -> Mapping[str, Any]:
+def golden_al_result(ws: Workspace) -> ValidatorOutput:
     """`validate.golden_al` over the repository's configs (every AL setting vs its golden value)."""
     from relpipe.validate import golden_al
 
@@ -423,8 +463,8 @@ def golden_al_result(ws: Workspace) -> Mapping[str, Any]:
     problems = [f"{r.setting.path}:{r.setting.line}: {r.message}" for r in results if not r.ok]
     evidence = {f"{Path(r.setting.path).name}:{r.setting.line}": r.message for r in results if r.ok}
     if not results:
-        return {"status": "n/a", "reason": "no acceptance-length setting in configs/"}
-    return {"status": "ok", "problems": problems, "evidence": evidence}
+        return ValidatorOutput(status="n/a", reason="no acceptance-length setting in configs/")
+    return ValidatorOutput(status="ok", problems=tuple(problems), evidence=evidence)
 
 
 # -- the engine: images.runtime + validate.precision, wired here -----------------------------------
@@ -453,9 +493,9 @@ class Engine:
             self._runtime = runtime
         return self._runtime
 
-    def pull(self, ref: str) -> Mapping[str, Any]:
+    def pull(self, ref: str) -> PullOutput:
         image, _labels = self.runtime.ensure_image(ref)
-        return {"status": "ok", "image": str(image)}
+        return PullOutput(status="ok", image=str(image))
 
     def _run(self, ref: str, command: str, args: list[str], options: Options) -> dict[str, Any]:
         """`python -m relpipe.engine COMMAND` in the image: {'status': pass|fail|error, 'result', 'reason'}."""
@@ -473,18 +513,22 @@ class Engine:
             )
         return _outcome(run, options)
 
-    def probe(self, ref: str, options: Options) -> Mapping[str, Any]:
+    def probe(self, ref: str, options: Options) -> ProbeOutput:
         out = self._run(ref, "probe", [], options)
         if out["status"] != "pass" or not out["result"]:
-            return {"status": "error", "reason": out["reason"] or "probe produced no facts"}
-        return {"status": "ok", "facts": normalise_facts(out["result"])}
+            return ProbeOutput(status="error", reason=out["reason"] or "probe produced no facts")
+        # The probe's JSON is untrusted: a shape it should not have is a failed probe (C2 FAIL).
+        try:
+            return ProbeOutput(status="ok", facts=normalise_facts(out["result"]))
+        except (TypeError, ValueError, AttributeError) as exc:
+            return ProbeOutput(status="error", reason=f"malformed probe output: {exc}")
 
     def _watchdog(self, options: Options) -> str:
         # The engine's own watchdog fires first, so a hang is reported with the step it hung in;
         # the container timeout stays as the backstop.
         return f"{max(5.0, options.timeout_s * 0.8):.0f}"
 
-    def smoke(self, ref: str, options: Options) -> Mapping[str, Any]:
+    def smoke(self, ref: str, options: Options) -> SmokeOutput:
         args = [
             "--prompts",
             "1",
@@ -499,7 +543,7 @@ class Engine:
         result = out["result"]
         mono = (result.get("tokens") or {}).get("mono") or []
         checks = {c.get("name"): c for c in result.get("checks") or [] if isinstance(c, dict)}
-        return {
+        raw = {
             "status": "pass" if out["status"] == "pass" else "fail",
             "reason": out["reason"] or str(result.get("reason") or ""),
             "tokens": sum(len(seq) for seq in mono if isinstance(seq, list)),
@@ -508,11 +552,12 @@ class Engine:
             "ops": result.get("ops"),
             "seconds": out["seconds"],
         }
+        return parse(SmokeOutput.from_json, raw, "smoke result of the engine")
 
-    def evaluate(self, ref: str, inputs: Mapping[str, Any], options: Options) -> Mapping[str, Any]:
+    def evaluate(self, ref: str, inputs: Mapping[str, Any], options: Options) -> EvalOutput:
         suite = str(inputs["suite"])
         if suite == "gsm8k":
-            return self.gsm8k(ref, inputs, options)
+            return parse(EvalOutput.from_json, self.gsm8k(ref, inputs, options), "gsm8k result")
         args = [
             "--suite",
             suite,
@@ -532,7 +577,7 @@ class Engine:
         agreements = [
             float(r["agreement"]) for r in rows if isinstance(r.get("agreement"), (int, float))
         ]
-        return {
+        raw = {
             "status": out["status"],
             "suite": suite,
             "batch": inputs["batch"],
@@ -545,6 +590,7 @@ class Engine:
             "reason": out["reason"] or str(out["result"].get("reason") or ""),
             "seconds": out["seconds"],
         }
+        return parse(EvalOutput.from_json, raw, f"{suite} result of the engine")
 
     def gsm8k(self, ref: str, inputs: Mapping[str, Any], options: Options) -> Mapping[str, Any]:
         """gsm8k inside the image: `engine serve` and the eval client share the container's loopback."""
@@ -601,10 +647,11 @@ class Engine:
             "seconds": out["seconds"],
         }
 
-    def precision(self, old_ref: str, new_ref: str, options: Options) -> Mapping[str, Any]:
+    def precision(self, old_ref: str, new_ref: str, options: Options) -> PrecisionOutput:
         with tempfile.TemporaryDirectory(prefix="relpipe-precision-") as tmp:
             repo = enginerepo.extract(self.runtime, new_ref, Path(tmp), old_ref=old_ref)
-            return {"status": "ok", **precision_report(repo, options.rules, f"image:{new_ref}")}
+            report = precision_report(repo, options.rules, f"image:{new_ref}")
+            return PrecisionOutput(status="ok", report=report)
 
 
 def _outcome(run: Any, options: Options) -> dict[str, Any]:
@@ -666,12 +713,11 @@ sys.exit(code)
 """
 
 
-def precision_report(repo: Path, rules: str | None, display: str) -> dict[str, Any]:
+def precision_report(repo: Path, rules: str | None, display: str) -> PrecisionReport:
     from relpipe.validate import precision
 
     loaded = precision.load_rules(rules) if rules else None
-    report = precision.diff(repo, enginerepo.OLD_REF, enginerepo.NEW_REF, loaded, display=display)
-    return dict(report.to_json())
+    return precision.diff(repo, enginerepo.OLD_REF, enginerepo.NEW_REF, loaded, display=display)
 
 
 def _version(value: Any) -> Any:
@@ -679,21 +725,23 @@ def _version(value: Any) -> Any:
     return value.get("version") if isinstance(value, Mapping) else value
 
 
-def normalise_facts(raw: Mapping[str, Any]) -> dict[str, Any]:
+def normalise_facts(raw: Mapping[str, Any]) -> Facts:
     """Probe JSON -> the flat facts the verdict, lock and notes use (engine, python, torch, ...)."""
     packages = raw.get("packages") or {}
     aiter = raw.get("aiter")
-    return {
-        "engine": raw.get("engine") or {},
-        "python": _version(raw.get("python")),
-        "torch": _version(packages.get("torch") or raw.get("torch")),
-        "triton": _version(packages.get("triton") or raw.get("triton")),
-        "lmcache": _version(packages.get("lmcache")),
-        "aiter": aiter.get("commit") if isinstance(aiter, Mapping) else aiter,
-        "rocm": _version(raw.get("rocm")),
-        "gpu": raw.get("gpu"),
-        "errors": [str(e) for e in raw.get("errors") or []],
-    }
+    return Facts.from_json(
+        {
+            "engine": raw.get("engine") or {},
+            "python": _version(raw.get("python")),
+            "torch": _version(packages.get("torch") or raw.get("torch")),
+            "triton": _version(packages.get("triton") or raw.get("triton")),
+            "lmcache": _version(packages.get("lmcache")),
+            "aiter": aiter.get("commit") if isinstance(aiter, Mapping) else aiter,
+            "rocm": _version(raw.get("rocm")),
+            "gpu": raw.get("gpu"),
+            "errors": [str(e) for e in raw.get("errors") or []],
+        }
+    )
 
 
 def open_record(state: Path, plan: Plan, out: Path | None = None) -> RunRecord:

@@ -10,9 +10,20 @@ that was not re-hashed, a smoke result without decoded tokens are FAIL, never PA
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from relpipe.pipeline.outputs import (
+    ConfigScope,
+    EvalOutput,
+    PrecisionOutput,
+    ProbeOutput,
+    Resolved,
+    SmokeOutput,
+    ValidatorOutput,
+)
+from relpipe.validate.commits import Commit
 
 PASS, WARN, FAIL, NA = "PASS", "WARN", "FAIL", "N/A"
 STATUSES = (PASS, WARN, FAIL, NA)
@@ -30,12 +41,8 @@ TITLES = {
     "C10": "config-key scope and points plan",
 }
 
-# Facts without which nobody can say what was qualified; a missing one fails C2.
-REQUIRED_FACTS = ("engine.name", "engine.version", "engine.commit", "python", "torch", "triton")
-# Facts a release note reports when present; a missing one only warns.
-OPTIONAL_FACTS = ("rocm", "aiter", "lmcache")
-
-Out = Mapping[str, Any]
+# Facts without which nobody can say what was qualified fail C2 (`Facts.required`); facts a
+# release note reports when present only warn (`Facts.optional`).
 
 
 @dataclass(frozen=True)
@@ -61,18 +68,18 @@ class Check:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What the checks look at: recorded stage outputs (JSON mappings), None where not run."""
+    """What the checks look at: recorded stage outputs (typed), None where not run."""
 
-    image: Out | None = None  # resolve output of the image under test
-    baseline: Out | None = None  # resolve output of the baseline image
-    probe: Out | None = None
-    smoke: Out | None = None
-    evals: tuple[Out, ...] = ()
-    precision: Out | None = None
-    config: Out | None = None  # config-key scope (C10)
-    golden: Out | None = None  # golden AL check (C9)
-    changelog: Out | None = None  # release: entry validation (C7)
-    notes: Out | None = None  # release: notes check (C8)
+    image: Resolved | None = None  # the image under test, pinned
+    baseline: Resolved | None = None  # the baseline image, pinned (with its probed facts)
+    probe: ProbeOutput | None = None
+    smoke: SmokeOutput | None = None
+    evals: tuple[EvalOutput, ...] = ()
+    precision: PrecisionOutput | None = None
+    config: ConfigScope | None = None  # config-key scope (C10)
+    golden: ValidatorOutput | None = None  # golden AL check (C9)
+    changelog: ValidatorOutput | None = None  # release: entry validation (C7)
+    notes: ValidatorOutput | None = None  # release: notes check (C8)
 
 
 @dataclass(frozen=True)
@@ -103,29 +110,20 @@ def overall(checks: Sequence[Check]) -> str:
     return PASS
 
 
-def _get(data: Out | None, dotted: str) -> Any:
-    cur: Any = data
-    for part in dotted.split("."):
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(part)
-    return cur
-
-
-def _digest_ok(resolved: Out) -> bool:
-    digest = str(resolved.get("digest") or "")
-    return bool(resolved.get("verified")) and digest.startswith("sha256:") and len(digest) == 71
+def _digest_ok(resolved: Resolved) -> bool:
+    digest = resolved.digest
+    return resolved.verified and digest.startswith("sha256:") and len(digest) == 71
 
 
 def check_digest(o: Outcome) -> Check:
     if o.image is None:
         return Check("C1", FAIL, "the image was not resolved")
-    rows = [("image", f"{o.image.get('ref')} -> {o.image.get('digest')}")]
-    bad = [] if _digest_ok(o.image) else [str(o.image.get("ref"))]
+    rows = [("image", f"{o.image.ref} -> {o.image.digest}")]
+    bad = [] if _digest_ok(o.image) else [o.image.ref]
     if o.baseline is not None:
-        rows.append(("baseline", f"{o.baseline.get('ref')} -> {o.baseline.get('digest')}"))
+        rows.append(("baseline", f"{o.baseline.ref} -> {o.baseline.digest}"))
         if not _digest_ok(o.baseline):
-            bad.append(str(o.baseline.get("ref")))
+            bad.append(o.baseline.ref)
     if bad:
         return Check(
             "C1", FAIL, f"digest not verified by re-hashing: {', '.join(bad)}", tuple(rows)
@@ -135,22 +133,19 @@ def check_digest(o: Outcome) -> Check:
 
 
 def check_facts(o: Outcome) -> Check:
-    if o.probe is None or o.probe.get("status") != "ok":
-        reason = _get(o.probe, "reason") or "the probe did not run"
+    if o.probe is None or o.probe.status != "ok" or o.probe.facts is None:
+        reason = (o.probe.reason if o.probe else "") or "the probe did not run"
         return Check("C2", FAIL, f"probe failed: {reason}")
-    facts = o.probe.get("facts") or {}
-    rows = [(name, str(_get(facts, name))) for name in REQUIRED_FACTS + OPTIONAL_FACTS]
-    missing = [n for n in REQUIRED_FACTS if not _get(facts, n)]
-    errors = [str(e) for e in (facts.get("errors") or [])]
-    rows += [("probe error", e) for e in errors[:10]]
+    facts = o.probe.facts
+    rows = [(name, str(value)) for name, value in facts.required() + facts.optional()]
+    missing = [name for name, value in facts.required() if not value]
+    rows += [("probe error", e) for e in facts.errors[:10]]
     if missing:
         return Check("C2", FAIL, f"facts missing: {', '.join(missing)}", tuple(rows))
-    absent = [n for n in OPTIONAL_FACTS if not _get(facts, n)]
+    absent = [name for name, value in facts.optional() if not value]
     if absent:
         return Check("C2", WARN, f"optional facts missing: {', '.join(absent)}", tuple(rows))
-    return Check(
-        "C2", PASS, f"{_get(facts, 'engine.name')} {_get(facts, 'engine.version')}", tuple(rows)
-    )
+    return Check("C2", PASS, f"{facts.engine.name} {facts.engine.version}", tuple(rows))
 
 
 def check_smoke(o: Outcome) -> Check:
@@ -158,31 +153,27 @@ def check_smoke(o: Outcome) -> Check:
     if s is None:
         return Check("C3", FAIL, "the smoke decode did not run")
     # Timings are in the report, not in the evidence: a verdict must not depend on machine load.
-    rows = [(k, str(s[k])) for k in ("tokens", "max_logit_diff") if k in s]
-    if s.get("status") != "pass":
-        return Check(
-            "C3", FAIL, f"smoke decode failed: {s.get('reason') or s.get('status')}", tuple(rows)
-        )
-    if not s.get("tokens"):
+    rows = [("tokens", str(s.tokens)), ("max_logit_diff", str(s.max_logit_diff))]
+    if s.status != "pass":
+        return Check("C3", FAIL, f"smoke decode failed: {s.reason or s.status}", tuple(rows))
+    if not s.tokens:
         # A smoke test that decoded nothing cannot have failed, so it cannot pass either.
         return Check("C3", FAIL, "smoke decode reported pass without decoding a token", tuple(rows))
-    return Check("C3", PASS, f"decoded {s['tokens']} tokens, matches the reference", tuple(rows))
+    return Check("C3", PASS, f"decoded {s.tokens} tokens, matches the reference", tuple(rows))
 
 
-def eval_failures(ev: Out) -> list[str]:
+def eval_failures(ev: EvalOutput) -> list[str]:
     """Why one eval result (one suite at one point) fails; empty when it passes."""
-    name = f"{ev.get('suite')}@{ev.get('point')}"
-    if ev.get("status") == "error":
-        return [f"{name}: {ev.get('reason') or 'did not run'}"]
-    if not ev.get("samples"):
-        return [f"{name}: zero samples scored"]
-    metric, threshold, score = ev.get("metric"), ev.get("threshold"), ev.get("score")
-    if metric is None or threshold is None or score is None:
-        return [f"{name}: no score or threshold"]
-    if float(score) < float(threshold):
-        return [f"{name}: {metric} {float(score):.4g} < {float(threshold):.4g}"]
-    if ev.get("status") != "pass":
-        return [f"{name}: {ev.get('reason') or 'engine reported failure'}"]
+    if ev.status == "error":
+        return [f"{ev.name}: {ev.reason or 'did not run'}"]
+    if not ev.samples:
+        return [f"{ev.name}: zero samples scored"]
+    if ev.threshold is None or ev.score is None:
+        return [f"{ev.name}: no score or threshold"]
+    if ev.score < ev.threshold:
+        return [f"{ev.name}: {ev.metric} {ev.score:.4g} < {ev.threshold:.4g}"]
+    if ev.status != "pass":
+        return [f"{ev.name}: {ev.reason or 'engine reported failure'}"]
     return []
 
 
@@ -192,11 +183,8 @@ def check_evals(o: Outcome) -> Check:
     rows = []
     failures: list[str] = []
     for ev in o.evals:
-        score, threshold = ev.get("score"), ev.get("threshold")
-        shown = (
-            f"{ev.get('metric')}={score} (threshold {threshold}, {ev.get('samples', 0)} samples)"
-        )
-        rows.append((f"{ev.get('suite')}@{ev.get('point')}", shown))
+        shown = f"{ev.metric}={ev.score} (threshold {ev.threshold}, {ev.samples} samples)"
+        rows.append((ev.name, shown))
         failures += eval_failures(ev)
     if failures:
         more = f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""
@@ -204,34 +192,33 @@ def check_evals(o: Outcome) -> Check:
     return Check("C4", PASS, f"{len(o.evals)} eval result(s) at or above threshold", tuple(rows))
 
 
-def _commit_label(commit: Mapping[str, Any]) -> str:
-    subject = str(commit.get("subject", ""))
-    pr = f" (#{commit['pr']})" if commit.get("pr") and f"#{commit['pr']}" not in subject else ""
-    return f"{str(commit.get('sha', ''))[:9]} {subject}".strip() + pr
+def _commit_label(commit: Commit) -> str:
+    pr = f" (#{commit.pr})" if commit.pr and f"#{commit.pr}" not in commit.subject else ""
+    return f"{commit.sha[:9]} {commit.subject}".strip() + pr
 
 
 def check_precision(o: Outcome) -> Check:
     p = o.precision
-    if p is None or p.get("status") == "n/a":
-        return Check("C5", NA, str(_get(p, "reason") or "no baseline image to diff against"))
-    if p.get("status") != "ok":
-        return Check("C5", FAIL, f"precision diff failed: {p.get('reason')}")
-    relevant = [f for f in p.get("files", []) if f.get("verdict") == "relevant"]
-    cosmetic = [f for f in p.get("files", []) if f.get("verdict") == "cosmetic"]
+    if p is None or p.status == "n/a":
+        return Check("C5", NA, (p.reason if p else "") or "no baseline image to diff against")
+    if p.status != "ok" or p.report is None:
+        return Check("C5", FAIL, f"precision diff failed: {p.reason}")
+    report = p.report
+    relevant = [f for f in report.files if f.verdict == "relevant"]
+    cosmetic = [f for f in report.files if f.verdict == "cosmetic"]
     rows = [
-        ("commits", str(len(p.get("commits", [])))),
+        ("commits", str(len(report.commits))),
         ("relevant files", str(len(relevant))),
         ("cosmetic files", str(len(cosmetic))),
     ]
-    by_sha = {c.get("sha"): c for c in p.get("commits", [])}
+    by_sha = {c.sha: c for c in report.commits}
     named: list[str] = []
     for f in relevant:
-        shas = [str(s) for s in f.get("commits", [])]
-        labels = [_commit_label(by_sha.get(s, {"sha": s})) for s in shas]
-        rows.append((f"{f.get('path')} [{f.get('category')}]", "; ".join(labels) or "-"))
+        labels = [_commit_label(by_sha[s]) if s in by_sha else s[:9] for s in f.commits]
+        rows.append((f"{f.path} [{f.category}]", "; ".join(labels) or "-"))
         named += [lab for lab in labels if lab not in named]
     if relevant:
-        cats = sorted({str(f.get("category")) for f in relevant})
+        cats = sorted({str(f.category) for f in relevant})
         return Check(
             "C5",
             WARN,
@@ -243,18 +230,18 @@ def check_precision(o: Outcome) -> Check:
 
 
 def check_watch(o: Outcome) -> Check:
-    upstream = list(_get(o.precision, "upstream") or [])
+    report = o.precision.report if o.precision else None
+    upstream = report.upstream if report else ()
     if not upstream:
         return Check("C6", NA, "no upstream watch list configured")
     rows: list[tuple[str, str]] = []
     missing: list[str] = []
     present: list[str] = []
     for item in upstream:
-        ref, kind, found = str(item.get("ref")), str(item.get("kind")), bool(item.get("found"))
-        why = f" ({item.get('why')})" if item.get("why") else ""
-        rows.append((ref, f"{kind}: {'present' if found else 'absent'}{why}"))
-        if not item.get("ok"):
-            (missing if kind == "must-contain" else present).append(ref)
+        why = f" ({item.why})" if item.why else ""
+        rows.append((item.ref, f"{item.kind}: {'present' if item.found else 'absent'}{why}"))
+        if not item.ok:
+            (missing if item.kind == "must-contain" else present).append(item.ref)
     if present:
         return Check(
             "C6", FAIL, f"must-not-contain present in the image: {', '.join(present)}", tuple(rows)
@@ -265,15 +252,14 @@ def check_watch(o: Outcome) -> Check:
     return Check("C6", PASS, f"{len(upstream)} watched upstream change(s) as required", tuple(rows))
 
 
-def _validator_check(cid: str, out: Out | None, what: str) -> Check:
+def _validator_check(cid: str, out: ValidatorOutput | None, what: str) -> Check:
     if out is None:
         return Check(cid, NA, f"{what} is checked by `relpipe release`")
-    problems = [str(p) for p in out.get("problems", [])]
-    rows = tuple((f"problem {i + 1}", p) for i, p in enumerate(problems[:20]))
-    if out.get("status") != "ok" or problems:
-        first = problems[0] if problems else str(out.get("reason") or "validator failed")
+    rows = tuple((f"problem {i + 1}", p) for i, p in enumerate(out.problems[:20]))
+    if out.status != "ok" or out.problems:
+        first = out.problems[0] if out.problems else (out.reason or "validator failed")
         return Check(cid, FAIL, f"{what}: {first}", rows)
-    rows += tuple((k, str(v)) for k, v in sorted((out.get("evidence") or {}).items()))
+    rows += tuple((k, str(v)) for k, v in sorted((out.evidence or {}).items()))
     return Check(cid, PASS, f"{what} passes", rows)
 
 
@@ -287,8 +273,8 @@ def check_notes(o: Outcome) -> Check:
 
 def check_golden(o: Outcome) -> Check:
     g = o.golden
-    if g is None or g.get("status") == "n/a":
-        return Check("C9", NA, str(_get(g, "reason") or "no golden acceptance-length files"))
+    if g is None or g.status == "n/a":
+        return Check("C9", NA, (g.reason if g else "") or "no golden acceptance-length files")
     return _validator_check("C9", g, "golden acceptance length")
 
 
@@ -296,28 +282,27 @@ def check_scope(o: Outcome) -> Check:
     c = o.config
     if c is None:
         return Check("C10", NA, "no config key given")
-    if c.get("status") != "ok":
-        return Check("C10", FAIL, str(c.get("reason")))
+    if c.status != "ok":
+        return Check("C10", FAIL, c.reason or f"config key {c.key}: {c.status}")
     rows = [
-        ("config key", str(c.get("key"))),
-        ("master", str(c.get("master"))),
-        ("pinned image", str(c.get("image"))),
-        ("points", str(len(c.get("points", [])))),
+        ("config key", c.key),
+        ("master", c.master),
+        ("pinned image", c.image),
+        ("points", str(len(c.points))),
     ]
-    rows += [(str(p.get("name")), f"batch {p.get('batch')}") for p in c.get("points", [])]
-    if not c.get("points"):
-        return Check(
-            "C10", FAIL, f"config key {c.get('key')} expands to no benchmark point", tuple(rows)
-        )
-    framework, engine = c.get("framework"), _get(o.probe, "facts.engine.name")
-    if framework and engine and not str(framework).startswith(str(engine)):
+    rows += [(p.name, f"batch {p.batch}") for p in c.points]
+    if not c.points:
+        return Check("C10", FAIL, f"config key {c.key} expands to no benchmark point", tuple(rows))
+    facts = o.probe.facts if o.probe else None
+    engine = facts.engine.name if facts else None
+    if c.framework and engine and not c.framework.startswith(engine):
         return Check(
             "C10",
             FAIL,
-            f"config key {c.get('key')} runs {framework} but the image ships {engine}",
+            f"config key {c.key} runs {c.framework} but the image ships {engine}",
             tuple(rows),
         )
-    return Check("C10", PASS, f"{c.get('key')}: {len(c['points'])} point(s) planned", tuple(rows))
+    return Check("C10", PASS, f"{c.key}: {len(c.points)} point(s) planned", tuple(rows))
 
 
 CHECKS: tuple[Callable[[Outcome], Check], ...] = (

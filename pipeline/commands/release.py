@@ -45,13 +45,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{Path.cwd()} is not a benchmark repository (no configs/); pass --repo PATH"
         )
     req = Request(
-        args.config_key,
-        args.image,
-        args.pr_number,
-        tuple(args.description),
-        args.repo_url,
-        args.dry_run,
-        args.strict,
+        config_key=args.config_key,
+        image=args.image,
+        pr_number=args.pr_number,
+        descriptions=tuple(args.description),
+        repo_url=args.repo_url,
+        dry_run=args.dry_run,
+        strict=args.strict,
     )
     result = release(ws, req, options_from(args), args.state)
     if args.json:

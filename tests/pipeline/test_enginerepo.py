@@ -109,8 +109,8 @@ def test_a_pair_is_sanitised_and_joined_without_running_anything(
         assert not (git_dir / "objects" / "info" / "alternates").exists()
     # The joined repository is what the precision stage diffs: both sides of the branches.
     report = stages.precision_report(repo, None, "image:new")
-    assert {c["sha"] for c in report["commits"]} >= {heads["new"]}
-    assert [f["path"] for f in report["files"] if f["verdict"] == "relevant"] == [
+    assert {c.sha for c in report.commits} >= {heads["new"]}
+    assert [f.path for f in report.files if f.verdict == "relevant"] == [
         "atom/model_ops/layernorm.py"
     ]
     assert sorted(p.name for p in markers.iterdir()) == []

@@ -11,13 +11,13 @@ def _check(outcome: Any, cid: str) -> Any:
     return next(c for c in evaluate(outcome).checks if c.id == cid)
 
 
-def test_overall_is_worst_check_and_strict_fails_warn(make_outcome: Any) -> None:
+def test_overall_is_worst_check_and_strict_fails_warn(make_outcome: Any, outcome_json: Any) -> None:
     verdict = evaluate(make_outcome())
     assert [c.id for c in verdict.checks] == [f"C{i}" for i in range(1, 11)]
     assert verdict.overall == WARN  # the norm change warns C5
     assert verdict.exit_code == 0
     assert evaluate(make_outcome(), strict=True).exit_code == 1
-    clean = make_outcome(precision={**make_outcome().precision, "files": []})
+    clean = make_outcome(precision={**outcome_json()["precision"], "files": []})
     assert evaluate(clean).overall == PASS
 
 
@@ -29,10 +29,10 @@ def test_precision_change_warns_naming_the_commit(make_outcome: Any) -> None:
     assert _check(make_outcome(baseline=None, precision=None), "C5").status == NA
 
 
-def test_digest_not_rehashed_fails(make_outcome: Any) -> None:
-    image = {**make_outcome().image, "verified": False}
+def test_digest_not_rehashed_fails(make_outcome: Any, outcome_json: Any) -> None:
+    image = {**outcome_json()["image"], "verified": False}
     assert _check(make_outcome(image=image), "C1").status == FAIL
-    short = {**make_outcome().image, "digest": "sha256:abc"}
+    short = {**outcome_json()["image"], "digest": "sha256:abc"}
     assert _check(make_outcome(image=short), "C1").status == FAIL
 
 
@@ -45,8 +45,10 @@ def test_smoke_that_decoded_nothing_or_hung_fails(make_outcome: Any) -> None:
     assert _check(make_outcome(smoke=None), "C3").status == FAIL
 
 
-def test_eval_zero_samples_low_score_or_missing_threshold_fail(make_outcome: Any) -> None:
-    good = make_outcome().evals[0]
+def test_eval_zero_samples_low_score_or_missing_threshold_fail(
+    make_outcome: Any, outcome_json: Any
+) -> None:
+    good = outcome_json()["evals"][0]
     cases = {
         "zero samples scored": {**good, "samples": 0},
         "token_agreement 0.5 < 0.99": {**good, "score": 0.5},
@@ -58,17 +60,19 @@ def test_eval_zero_samples_low_score_or_missing_threshold_fail(make_outcome: Any
     assert _check(make_outcome(evals=()), "C4").status == FAIL
 
 
-def test_missing_required_fact_fails_and_optional_warns(make_outcome: Any) -> None:
-    facts = dict(make_outcome().probe["facts"])
+def test_missing_required_fact_fails_and_optional_warns(
+    make_outcome: Any, outcome_json: Any
+) -> None:
+    facts = dict(outcome_json()["probe"]["facts"])
     facts["engine"] = {"name": "atom", "version": None, "commit": "x"}
     c2 = _check(make_outcome(probe={"status": "ok", "facts": facts}), "C2")
     assert c2.status == FAIL and "engine.version" in c2.reason
-    facts = {**make_outcome().probe["facts"], "lmcache": None}
+    facts = {**outcome_json()["probe"]["facts"], "lmcache": None}
     assert _check(make_outcome(probe={"status": "ok", "facts": facts}), "C2").status == WARN
 
 
-def test_upstream_watch_list(make_outcome: Any) -> None:
-    prec = make_outcome().precision
+def test_upstream_watch_list(make_outcome: Any, outcome_json: Any) -> None:
+    prec = outcome_json()["precision"]
     missing = {
         **prec,
         "upstream": [{"kind": "must-contain", "ref": "#2452", "found": False, "ok": False}],
@@ -91,9 +95,9 @@ def test_release_checks_are_na_in_qualify_and_fail_on_problems(make_outcome: Any
     assert _check(make_outcome(notes={"status": "ok", "problems": []}), "C8").status == PASS
 
 
-def test_config_scope(make_outcome: Any) -> None:
+def test_config_scope(make_outcome: Any, outcome_json: Any) -> None:
     assert _check(make_outcome(), "C10").status == PASS
-    cfg = {**make_outcome().config, "framework": "vllm"}
+    cfg = {**outcome_json()["config"], "framework": "vllm"}
     assert _check(make_outcome(config=cfg), "C10").status == FAIL
     assert _check(make_outcome(config={**cfg, "points": []}), "C10").status == FAIL
     assert _check(make_outcome(config=None), "C10").status == NA

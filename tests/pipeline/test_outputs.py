@@ -1,0 +1,132 @@
+"""Typed stage outputs at the run-record boundary: exact round trips, keyword-only records, and
+recorded JSON of another shape or schema refused with one line, never misread."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.outputs import (
+    ConfigScope,
+    EvalOutput,
+    PrecisionOutput,
+    ProbeOutput,
+    ReleaseChecks,
+    Resolved,
+    SmokeOutput,
+    ValidatorOutput,
+    run_stage,
+)
+from relpipe.pipeline.record import SCHEMA, RunRecord, StageRunner
+from relpipe.pipeline.release import Request
+from relpipe.pipeline.stages import Options, Plan
+
+KINDS: dict[str, Any] = {
+    "image": Resolved,
+    "baseline": Resolved,
+    "probe": ProbeOutput,
+    "smoke": SmokeOutput,
+    "precision": PrecisionOutput,
+    "config": ConfigScope,
+    "golden": ValidatorOutput,
+}
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_to_json_inverts_from_json_exactly(
+    name: str, outcome_json: Any, precision_json: Any
+) -> None:
+    # The fixture's JSON of one output, completed the way a stage writes it (every field).
+    data = outcome_json()[name]
+    recorded = (
+        KINDS[name].from_json(precision_json(data) if name == "precision" else data).to_json()
+    )
+    assert KINDS[name].from_json(json.loads(json.dumps(recorded))).to_json() == recorded
+
+
+def test_eval_and_release_checks_round_trip(outcome_json: Any) -> None:
+    for ev in outcome_json()["evals"]:
+        assert EvalOutput.from_json(ev).to_json() == {
+            "reason": "",
+            "seconds": 0.0,
+            **ev,
+        }
+    checks = {
+        "changelog": {"status": "ok", "problems": ["x:1: bad"], "evidence": {"entries": 3}},
+        "notes": {"status": "ok", "problems": [], "evidence": {"languages": "en + zh"}},
+        "golden": {"status": "n/a", "reason": "no golden_al_distribution/"},
+    }
+    assert ReleaseChecks.from_json(checks).to_json() == checks
+
+
+def test_records_are_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        Options(("decode-parity",))  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Request("key", "rocm/atom-dev:nightly_202610070333")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        EvalOutput("pass", "decode-parity", 1, "token_agreement")  # type: ignore[misc]
+    options = Options(max_batch=2)
+    assert Options.from_json(options.to_json()) == options
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.max_batch = 3  # type: ignore[misc]
+
+
+def test_a_cached_output_of_another_shape_is_refused_in_one_line(tmp_path: Path) -> None:
+    record = RunRecord(tmp_path / "run")
+    inputs = {"image": "sha256:" + "ab" * 32}
+    # A stage result whose key matches its inputs but whose output lacks a field (hand-edited,
+    # or written by a stage that changed shape without a format bump).
+    StageRunner(record).run("smoke", inputs, lambda: {"status": "pass", "tokens": "many"})
+    with pytest.raises(PipelineError) as err:
+        run_stage(StageRunner(record), SmokeOutput, "smoke", inputs, _boom, "smoke")
+    assert "smoke" in str(err.value) and "\n" not in str(err.value)
+    StageRunner(record).run("eval", inputs, lambda: {"status": "pass", "suite": "x"})
+    with pytest.raises(PipelineError, match=r"recorded eval output is malformed \(missing 'batch'"):
+        run_stage(StageRunner(record), EvalOutput, "eval", inputs, _boom, "eval")
+
+
+def _boom() -> SmokeOutput:
+    raise AssertionError("a cached stage must not run again")
+
+
+def test_plan_round_trips_and_a_malformed_plan_is_refused(outcome_json: Any) -> None:
+    data = outcome_json()
+    plan = Plan(
+        image=Resolved.from_json(data["image"]),
+        baseline=Resolved.from_json(data["baseline"]),
+        config=ConfigScope.from_json(data["config"]),
+        thresholds={},
+        golden=None,
+        options=Options(),
+        workspace=None,
+    )
+    again = Plan.from_json(json.loads(json.dumps(plan.to_json())))
+    assert again == plan and again.run_id == plan.run_id
+    assert [p.batch for p in again.points] == [1, 4]
+    broken = {**plan.to_json(), "image": {"ref": "x"}}
+    with pytest.raises(PipelineError, match="malformed qualification plan"):
+        Plan.from_json(broken)
+
+
+def test_relpipe_report_refuses_a_run_record_of_another_schema(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"schema": SCHEMA + 1, "kind": "qualify"}))
+    done = subprocess.run(
+        [sys.executable, "-m", "relpipe.pipeline", "report", str(run)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"schema-{SCHEMA}" in lines[0] and "Traceback" not in done.stderr
+    assert done.stdout == ""
