@@ -2,6 +2,12 @@
 in configs, recipes and scripts must equal the golden AL for its model, thinking mode and draft
 length (InferenceX `golden_al_distribution/*.yaml`: model -> thinking_on/off -> draft length -> AL).
 
+Two entry points. `check(repo, keys)` (C9, `relpipe review --check golden-al`) is scoped to config
+keys and reads what InferenceX runs for them (master block, CONFIG_FILE recipes, single-node
+launch scripts; see the section "scoped to config keys" below). `evaluate(paths, golden_dir)`
+scans given files on their own (the rules below); it cannot know a key's draft length when the
+file does not state it.
+
 Engine spellings (value -> AL):
   ATOM          `--spec-decode-acceptance-length X`, `spec-decode-acceptance-length: X`   AL = X
   vLLM          `synthetic_acceptance_length: X` (speculative-config JSON)                   AL = X
@@ -23,13 +29,14 @@ dsv4-fp4-gb200-dynamo-vllm-agentic-mtp2-agg) run three draft tokens, so `mtpN` w
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-from relpipe.changelog.configs.load import load_yaml
+from relpipe.changelog.configs.load import MasterConfigs, load_masters, load_yaml
 from relpipe.changelog.errors import ChangelogError
+from relpipe.core.files import read_capped
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.findings import Finding
 
@@ -75,6 +82,9 @@ class GoldenFile:
     name: str  # file stem, e.g. minimaxm3_eagle3_gqa
     model: str  # the model key inside, e.g. minimax-m3
     values: Mapping[tuple[str, int], Decimal]  # (thinking_on|thinking_off, draft length) -> AL
+    # speculative-config settings the curve was measured with (its `# speculative-config:`
+    # header, e.g. draft_sample_method=probabilistic | rejection_sample_method=block)
+    requires: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -140,8 +150,20 @@ def load_golden(golden_dir: str | Path) -> tuple[GoldenFile, ...]:
                         "length to a number"
                     )
                 values[(mode, draft)] = Decimal(str(al))
-        out.append(GoldenFile(path.stem, str(model), values))
+        out.append(GoldenFile(path.stem, str(model), values, _requirements(path)))
     return tuple(out)
+
+
+_REQUIRES = re.compile(r"^#\s*speculative-config:\s*(.+)$", re.MULTILINE)
+
+
+def _requirements(path: Path) -> tuple[tuple[str, str], ...]:
+    """`name=value` pairs of a golden file's `# speculative-config:` header line."""
+    m = _REQUIRES.search(path.read_text(encoding="utf-8"))
+    if m is None:
+        return ()
+    pairs = (part.strip().partition("=") for part in m.group(1).split("|"))
+    return tuple((k.strip(), v.strip()) for k, sep, v in pairs if sep and k.strip() and v.strip())
 
 
 def _blocks(lines: list[str], is_master: bool) -> list[tuple[int, int]]:
@@ -331,3 +353,600 @@ def check_paths(paths: Iterable[str | Path], golden_dir: str | Path) -> list[Fin
         for r in evaluate(paths, golden_dir)
         if not r.ok
     ]
+
+
+# ---------------------------------------------------------------- scoped to config keys
+#
+# `check(repo, keys)` is C9 and `relpipe review --check golden-al`: only the files the given
+# keys run are read, so other keys never change a release's verdict. For each key with an
+# agentic-coding search-space item whose spec-decoding is not none:
+#   * its master-config block (`SYNTHETIC_ACCEPTANCE_LENGTH=X`, which InferenceX's injector puts
+#     into the recipe; `CONFIG_FILE=...` names the recipe);
+#   * the srt-slurm recipes named by `CONFIG_FILE` (`recipes/X[:selector]` is
+#     `benchmarks/multi_node/srt-slurm-recipes/X`; the selector is dropped: every block counts);
+#   * the single-node launch script the runners pick (`benchmarks/single_node/agentic/
+#     <prefix>_<precision>_<hw>_<framework><_mtp>.sh`, else `..._<hw><_trt><_mtp>.sh`).
+# In those files comments are ignored, shell variables are resolved (`X=3`, `${X:-3}`; every
+# assignment of a variable that feeds a setting is its own setting, reported at its line) and the
+# draft length K is the stated one nearest to the setting (vLLM `num_speculative_tokens`, SGLang
+# `speculative-num-steps`, ATOM `--num-speculative-tokens`, TensorRT-LLM `max_draft_len`).
+
+RECIPES = "benchmarks/multi_node/srt-slurm-recipes"
+AGENTIC_SCRIPTS = "benchmarks/single_node/agentic"
+PASS, WARN, FAIL, NA = "PASS", "WARN", "FAIL", "N/A"
+_TOLERANCE = Decimal("0.005")  # golden values have two decimals
+# A value as written: a number, or a shell variable (`$X`, `${X}`, `${X:-default}`).
+_V = r"""[\\"']*(\$\{[A-Za-z_]\w*(?::?-[^}]*)?\}|\$[A-Za-z_]\w*|[0-9]+(?:\.[0-9]+)?)"""
+_SEP = r"""[\\"']*\s*[:=]\s*"""
+# (engine, pattern, kind): kind "al" is the AL itself, "rate" ATOM's (AL - 1) / K, "drafts" the
+# accepted drafts TensorRT-LLM forces (AL - 1).
+KEY_SPELLINGS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("ATOM", re.compile(r"--spec-decode-acceptance-length(?:=|\s+)" + _V), "al"),
+    ("ATOM", re.compile(r"(?<![\w-])spec-decode-acceptance-length\s*:\s*" + _V), "al"),
+    ("ATOM", re.compile(r"--spec-decode-acceptance-rate(?:=|\s+)" + _V), "rate"),
+    ("ATOM", re.compile(r"(?<![\w])SIMULATE_ACC_LEN" + _SEP + _V), "al"),
+    ("SGLang", re.compile(r"SGLANG_SIMULATE_ACC_LEN" + _SEP + _V), "al"),
+    ("vLLM", re.compile(r"synthetic_acceptance_length" + _SEP + _V), "al"),
+    (
+        "TensorRT-LLM",
+        re.compile(r"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS" + _SEP + _V),
+        "drafts",
+    ),
+)
+_INJECTED = re.compile(r"SYNTHETIC_ACCEPTANCE_LENGTH" + _SEP + _V)
+_K_SPELLINGS = (
+    re.compile(r"num_speculative_tokens" + _SEP + _V),
+    re.compile(r"--num-speculative-tokens(?:=|\s+)" + _V),
+    re.compile(r"(?<![\w-])num-speculative-tokens\s*:\s*" + _V),
+    re.compile(r"--speculative-num-steps(?:=|\s+)" + _V),
+    re.compile(r"(?<![\w-])speculative-num-steps\s*:\s*" + _V),
+    re.compile(r"max_draft_len" + _SEP + _V),
+)
+_ASSIGN = re.compile(
+    r"^\s*(?:export\s+|local\s+|readonly\s+|declare\s+(?:-\w+\s+)*)?([A-Za-z_]\w*)=(\S*)"
+)
+_VAR = re.compile(r"^\$\{?([A-Za-z_]\w*)(?::?-([^}]*))?\}?$")
+_CONFIG_FILE = re.compile(r"CONFIG_FILE=([^\s\"']+)")
+_SYNTHETIC_ON = re.compile(r"SYNTHETIC_ACCEPTANCE=true\b")
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
+@dataclass(frozen=True, kw_only=True)
+class KeySetting:
+    """One agentic spec-decode acceptance setting of a config key and its verdict.
+
+    `verdict`: PASS (equals the golden AL), FAIL (differs), WARN (cannot be checked: K, model or
+    golden value unknown), N/A (no forced acceptance: real drafting, or InferenceX resolves the
+    value from the golden files at run time).
+    """
+
+    key: str
+    path: str  # repository-relative
+    line: int  # 1-based; 0 for the whole file
+    engine: str
+    k: int | None
+    k_source: str | None  # path:line where K is stated
+    written: str | None  # the value as configured
+    configured: Decimal | None  # the AL it means (TensorRT-LLM: +1; ATOM rate: 1 + rate * K)
+    golden: Decimal | None
+    golden_file: str | None
+    thinking: str
+    verdict: str
+    reason: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "key": self.key,
+            "source": f"{self.path}:{self.line}" if self.line else self.path,
+            "engine": self.engine,
+            "k": self.k,
+            "k_source": self.k_source,
+            "written": self.written,
+            "configured_al": None if self.configured is None else str(self.configured),
+            "golden_al": None if self.golden is None else str(self.golden),
+            "golden_file": self.golden_file,
+            "thinking": self.thinking,
+            "verdict": self.verdict,
+            "reason": self.reason,
+        }
+
+    def finding(self) -> Finding:
+        """As a `Finding` (code golden-pass / golden-fail / golden-warn / golden-na)."""
+        code = {PASS: "golden-pass", FAIL: "golden-fail", WARN: "golden-warn"}.get(
+            self.verdict, "golden-na"
+        )
+        return Finding(self.path, self.line, code, f"{self.key}: {self.reason}")
+
+
+@dataclass(frozen=True)
+class _Text:
+    """A scanned file: raw lines (comments kept, for golden-file hints) and code lines."""
+
+    path: str
+    raw: tuple[str, ...]
+    code: tuple[str, ...]  # comments blanked, same numbering
+
+    def assignments(self, name: str) -> list[tuple[int, str]]:
+        out = []
+        for n, line in enumerate(self.code, 1):
+            m = _ASSIGN.match(line)
+            if m and m.group(1) == name:
+                out.append((n, m.group(2).strip("'\"")))
+        return out
+
+
+def _uncomment(line: str, quote: str) -> tuple[str, str]:
+    """The line without its `#` comment (one that starts a word outside quotes)."""
+    prev = " "
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            if ch == "\\" and quote == '"':
+                i += 2
+                prev = "x"
+                continue
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and prev in " \t;(":
+            return line[:i], ""
+        prev = ch
+        i += 1
+    return line, quote if quote == '"' else ""  # YAML single quotes never span lines here
+
+
+def _scan(path: str, text: str) -> _Text:
+    raw = tuple(text.split("\n"))
+    code, quote = [], ""
+    for line in raw:
+        kept, quote = _uncomment(line, quote)
+        code.append(kept)
+    return _Text(path, raw, tuple(code))
+
+
+def _values(token: str, text: _Text, at: int, depth: int = 0) -> list[tuple[int, str]]:
+    """(line, value) pairs a written token stands for: itself, or each assignment of its variable."""
+    token = token.strip("\\\"'")
+    m = _VAR.match(token)
+    if m is None:
+        return [(at, token)]
+    if depth > 4:
+        return []
+    name, default = m.group(1), m.group(2)
+    out = []
+    for line, value in text.assignments(name):
+        inner = _VAR.match(value.strip("\\\"'"))
+        if inner and inner.group(1) == name:  # X="${X:-2}": the default is the value here
+            if inner.group(2):
+                out.append((line, inner.group(2).strip("\\\"'")))
+            continue
+        out += _values(value, text, line, depth + 1)
+    if not out and default:
+        out.append((at, default.strip("\\\"'")))
+    return out
+
+
+def _drafts(text: _Text) -> list[tuple[int, int]]:
+    """Every stated draft length of a file as (line, K)."""
+    out = []
+    for n, line in enumerate(text.code, 1):
+        for pattern in _K_SPELLINGS:
+            for m in pattern.finditer(line):
+                out += [(at, int(v)) for at, v in _values(m.group(1), text, n) if v.isdigit()]
+    return sorted(set(out))
+
+
+_YAML_KEY = re.compile(r"^(\s*)(?:-\s+)?([A-Za-z_][\w.-]*)\s*:")
+
+
+def _roles(text: _Text) -> list[str]:
+    """Per line (0-based), "prefill" or "decode" when an enclosing YAML key names that worker
+    (`prefill_environment:`, `decode:` ...), else ""."""
+    stack: list[tuple[int, str]] = []
+    out = []
+    for line in text.code:
+        m = _YAML_KEY.match(line)
+        if m:
+            indent = len(m.group(1))
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            stack.append((indent, m.group(2).lower()))
+        role = ""
+        for _, name in stack:
+            if "prefill" in name or "decode" in name:
+                role = "prefill" if "prefill" in name else "decode"
+        out.append(role)
+    return out
+
+
+def _nearest_k(text: _Text, drafts: list[tuple[int, int]], at: int) -> tuple[int, int] | None:
+    """The stated K nearest to line `at`, from the same worker role. A setting in a prefill
+    worker's block takes the decode worker's K: acceptance happens where tokens are decoded."""
+    roles = _roles(text)
+    role = roles[at - 1] if 0 < at <= len(roles) else ""
+    want = (
+        "decode" if role == "prefill" and any(roles[d[0] - 1] == "decode" for d in drafts) else role
+    )
+    pool = [d for d in drafts if roles[d[0] - 1] == want] or drafts
+    return min(pool, key=lambda d: (abs(d[0] - at), d[0]), default=None)
+
+
+def _thinking(code: str) -> tuple[str, bool]:
+    off, on = _THINK_OFF.search(code), _THINK_ON.search(code)
+    if off and not on:
+        return "thinking_off", False
+    return "thinking_on", on is None
+
+
+def _satisfied(req: tuple[str, str], code: str) -> bool:
+    name, value = (re.escape(x) for x in req)
+    return re.search(name + r"""[\\"'\s:=]*""" + value + r"\b", code) is not None
+
+
+def _choose(
+    golden: tuple[GoldenFile, ...], prefix: str, texts: list[_Text]
+) -> tuple[list[GoldenFile], str]:
+    """The golden files for a setting and why: a file named in its sources, else the model's
+    files whose measured speculative-config the sources state, best by method words."""
+    raw = "\n".join(line for t in texts for line in t.raw)
+    code = "\n".join(line for t in texts for line in t.code)
+    named = {m.group(1) for m in _GOLDEN_REF.finditer(raw)}
+    hinted = [g for g in golden if g.name in named]
+    if hinted:
+        return hinted, "named in the source"
+    mine = [g for g in golden if g.name.startswith((f"{prefix}_", f"{prefix}-"))]
+    fitting = [g for g in mine if all(_satisfied(r, code) for r in g.requires)]
+    # The most specific curve whose settings the recipe states wins over the generic one.
+    most = max((len(g.requires) for g in fitting), default=0)
+    fitting = [g for g in fitting if len(g.requires) == most]
+    lower = code.lower()
+    scores = {
+        g.name: sum(
+            w in lower for w in re.split(r"[_-]", g.name[len(prefix) + 1 :]) if w and w.isalpha()
+        )
+        for g in fitting
+    }
+    best = max(scores.values(), default=0)
+    return [g for g in fitting if scores[g.name] == best], f"model prefix {prefix}"
+
+
+def _read_repo_file(repo: Path, rel: str) -> str | None:
+    """A text file inside the repository, or None (absent, outside, not a regular file)."""
+    root = repo.resolve()
+    path = (repo / rel).resolve()
+    if not path.is_relative_to(root) or not path.is_file():
+        return None
+    try:
+        data = read_capped(path, MAX_FILE, "file", error=ValidateError)
+        return data.decode("utf-8")
+    except (ValidateError, UnicodeDecodeError):
+        return None
+
+
+def _recipe_path(value: str) -> str:
+    value = value.split(":", 1)[0]  # `file.yaml:zip_override_x[1]`: the selector is not a path
+    return f"{RECIPES}/{value[len('recipes/') :]}" if value.startswith("recipes/") else value
+
+
+def _script_candidates(cfg: Mapping[str, object], spec: str) -> list[str]:
+    prefix, precision = str(cfg.get("model-prefix", "")), str(cfg.get("precision", ""))
+    framework = str(cfg.get("framework", ""))
+    hw = str(cfg.get("runner", "")).removeprefix("cluster:").split("-")[0].split("_")[0]
+    mtp = "_mtp" if spec == "mtp" else ""
+    base = f"{AGENTIC_SCRIPTS}/{prefix}_{precision}_{hw}"
+    trt = "_trt" if framework == "trt" else ""
+    return list(dict.fromkeys([f"{base}_{framework}{mtp}.sh", f"{base}{trt}{mtp}.sh"]))
+
+
+def _engine_of(framework: str) -> str:
+    for word, engine in (("atom", "ATOM"), ("sglang", "SGLang"), ("trt", "TensorRT-LLM")):
+        if word in framework:
+            return engine
+    return "vLLM" if "vllm" in framework else framework or "unknown"
+
+
+def _spec_items(cfg: Mapping[str, object]) -> list[Mapping[str, object]]:
+    scenarios = cfg.get("scenarios")
+    entries = scenarios.get("agentic-coding") if isinstance(scenarios, dict) else None
+    items: list[Mapping[str, object]] = []
+    for entry in entries if isinstance(entries, list) else []:
+        space = entry.get("search-space") if isinstance(entry, dict) else None
+        items += [
+            i
+            for i in (space if isinstance(space, list) else [])
+            if isinstance(i, dict) and i.get("spec-decoding", "none") != "none"
+        ]
+    return items
+
+
+def _key_block(lines: list[str], key: str) -> tuple[int, int]:
+    """1-based first and last line of a top-level key's block in a master file."""
+    heads = [n for n, line in enumerate(lines, 1) if _TOP_KEY.match(line)]
+    names = (f"{key}:", f'"{key}":', f"'{key}':")
+    start = next((n for n in heads if lines[n - 1].split("#")[0].rstrip() in names), 1)
+    later = [n for n in heads if n > start]
+    end = later[0] - 1 if later else len(lines)
+    while start > 1 and lines[start - 2].startswith("#"):  # the comments that introduce the key
+        start -= 1
+    return start, end
+
+
+def _judge_key(
+    *,
+    key: str,
+    text: _Text,
+    line: int,
+    engine: str,
+    written: str,
+    kind: str,
+    k: tuple[str, int, int] | None,  # (path, line, K)
+    prefix: str,
+    context: list[_Text],
+    golden: tuple[GoldenFile, ...],
+) -> KeySetting:
+    thinking, assumed = _thinking("\n".join(c for t in context for c in t.code))
+    kval = k[2] if k else None
+
+    def row(
+        verdict: str,
+        reason: str,
+        configured: Decimal | None = None,
+        found: tuple[GoldenFile, Decimal] | None = None,
+    ) -> KeySetting:
+        return KeySetting(
+            key=key,
+            path=text.path,
+            line=line,
+            engine=engine,
+            k=kval,
+            k_source=f"{k[0]}:{k[1]}" if k else None,
+            written=written,
+            configured=configured,
+            golden=found[1] if found else None,
+            golden_file=found[0].name if found else None,
+            thinking=thinking,
+            verdict=verdict,
+            reason=reason,
+        )
+
+    if _NUMBER.fullmatch(written) is None:
+        return row(WARN, f"{engine} acceptance value {written!r} is not a number; cannot check")
+    value = Decimal(written)
+    if kval is None:
+        return row(
+            WARN,
+            f"{engine} acceptance {written}: no draft length (num_speculative_tokens, "
+            "speculative-num-steps, --num-speculative-tokens) stated near it; cannot check",
+        )
+    if kind == "rate":
+        configured = (1 + value * kval).quantize(Decimal("0.01"))
+    else:
+        configured = value + (1 if kind == "drafts" else 0)
+    chosen, why = _choose(golden, prefix, context)
+    mode = thinking + (" (assumed: the sources do not say)" if assumed else "")
+    known = [(g, g.values[(thinking, kval)]) for g in chosen if (thinking, kval) in g.values]
+    if not known:
+        names = ", ".join(g.name for g in chosen) or f"none for model prefix {prefix}"
+        return row(
+            WARN,
+            f"AL {configured}: no golden value for {mode}, K={kval} (golden files: {names})",
+            configured,
+        )
+    for g, v in known:
+        if abs(v - configured) <= _TOLERANCE:
+            return row(
+                PASS,
+                f"AL {configured} equals golden {v} ({g.name}, {mode}, K={kval}; {why})",
+                configured,
+                (g, v),
+            )
+    g, v = known[0]
+    spelled = (
+        f"{v - 1}" if kind == "drafts" else f"{(v - 1) / kval:.4f}" if kind == "rate" else f"{v}"
+    )
+    return row(
+        FAIL,
+        f"AL {configured} differs from golden {v} ({g.name}, {mode}, K={kval}; {why}); "
+        f"set {spelled}",
+        configured,
+        (g, v),
+    )
+
+
+def check(repo: str | Path, keys: Iterable[str]) -> list[KeySetting]:
+    """Every agentic spec-decode acceptance setting of the given config keys, judged (see above).
+
+    Unknown keys raise ValidateError; unreadable or missing sources become WARN rows.
+    """
+    root = Path(repo)
+    golden_dir = root / "golden_al_distribution"
+    golden = load_golden(golden_dir) if golden_dir.is_dir() else ()
+    masters_paths = sorted((root / "configs").glob("*-master.yaml"))
+    try:
+        masters = load_masters(masters_paths)
+    except ChangelogError as exc:
+        raise ValidateError(str(exc)) from None
+    out: list[KeySetting] = []
+    texts: dict[str, _Text | None] = {}
+
+    def scanned(rel: str) -> _Text | None:
+        if rel not in texts:
+            body = _read_repo_file(root, rel)
+            texts[rel] = None if body is None else _scan(rel, body)
+        return texts[rel]
+
+    for key in keys:
+        if key not in masters.configs:
+            raise ValidateError(f"config key {key!r} is not in configs/*-master.yaml under {root}")
+        out += _check_key(key, masters, root, scanned, golden)
+    return out
+
+
+def _check_key(
+    key: str,
+    masters: MasterConfigs,
+    root: Path,
+    scanned: Callable[[str], _Text | None],
+    golden: tuple[GoldenFile, ...],
+) -> list[KeySetting]:
+    cfg = masters.configs[key]
+    items = _spec_items(cfg)
+    if not items:
+        return []
+    master = masters.origin[key]
+    master_rel = master.relative_to(root).as_posix()
+    lines = master.read_text(encoding="utf-8").split("\n")
+    start, end = _key_block(lines, key)
+    block = _Text(
+        master_rel,
+        tuple(lines[start - 1 : end]),
+        tuple(_uncomment(line, "")[0] for line in lines[start - 1 : end]),
+    )
+    prefix = str(cfg.get("model-prefix", ""))
+    framework = str(cfg.get("framework", ""))
+    out: list[KeySetting] = []
+    sources: list[_Text] = []
+    missing: list[str] = []
+    recipes: list[tuple[int, _Text]] = []  # (master line, recipe)
+    for offset, line in enumerate(block.code):
+        for m in _CONFIG_FILE.finditer(line):
+            rel = _recipe_path(m.group(1))
+            recipe = scanned(rel)
+            if recipe is None:
+                missing.append(f"{rel} (named at {master_rel}:{start + offset})")
+            else:
+                recipes.append((start + offset, recipe))
+    script = None
+    if cfg.get("multinode") is not True:
+        specs = sorted({str(i.get("spec-decoding")) for i in items})
+        for spec in specs:
+            candidates = _script_candidates(cfg, spec)
+            script = next((s for s in map(scanned, candidates) if s is not None), None)
+            if script is None:
+                missing.append(" or ".join(candidates))
+    for _, recipe in recipes:
+        if recipe not in sources:
+            sources.append(recipe)
+    if script is not None:
+        sources.append(script)
+    # 1. InferenceX's injected value in the master block; K from the item's recipe or script.
+    for offset, line in enumerate(block.code):
+        for m in _INJECTED.finditer(line):
+            at = start + offset
+            item = min(recipes, key=lambda r: (abs(r[0] - at), r[0]), default=None)
+            k_text = item[1] if item else script
+            drafts = _drafts(k_text) if k_text else []
+            distinct = {d[1] for d in drafts}
+            k = (k_text.path, drafts[0][0], drafts[0][1]) if k_text and len(distinct) == 1 else None
+            out.append(
+                _judge_key(
+                    key=key,
+                    text=block,
+                    line=at,
+                    engine=_engine_of(framework),
+                    written=m.group(1).strip("\\\"'"),
+                    kind="al",
+                    k=k,
+                    prefix=prefix,
+                    context=[block] + ([k_text] if k_text else []),
+                    golden=golden,
+                )
+            )
+    # 2. Settings written in the recipes and the launch script.
+    for text in sources:
+        drafts = _drafts(text)
+        seen: set[tuple[int, str]] = set()
+        unresolved: list[tuple[int, str, str]] = []
+        found = 0
+        for n, line in enumerate(text.code, 1):
+            for engine, pattern, kind in KEY_SPELLINGS:
+                for m in pattern.finditer(line):
+                    values = _values(m.group(1), text, n)
+                    if not values or not all(_NUMBER.fullmatch(v) for _, v in values):
+                        unresolved.append((n, engine, m.group(1)))
+                        continue
+                    for at, value in values:
+                        if (at, kind) in seen:
+                            continue
+                        seen.add((at, kind))
+                        found += 1
+                        near = _nearest_k(text, drafts, at)
+                        out.append(
+                            _judge_key(
+                                key=key,
+                                text=text,
+                                line=at,
+                                engine=engine,
+                                written=value,
+                                kind=kind,
+                                k=(text.path, near[0], near[1]) if near else None,
+                                prefix=prefix,
+                                context=[text, block],
+                                golden=golden,
+                            )
+                        )
+        if not found:
+            for n, engine, token in unresolved[:1]:  # a derived value (e.g. awk) alone
+                out.append(
+                    _judge_key(
+                        key=key,
+                        text=text,
+                        line=n,
+                        engine=engine,
+                        written=token,
+                        kind="al",
+                        k=None,
+                        prefix=prefix,
+                        context=[text, block],
+                        golden=golden,
+                    )
+                )
+    if not out and not sources:
+        missing = missing or ["no launch script or CONFIG_FILE recipe named for this key"]
+    elif not out:
+        named = ", ".join(t.path for t in sources)
+        auto = any(_SYNTHETIC_ON.search(line) for line in block.code)
+        reason = (
+            "SYNTHETIC_ACCEPTANCE=true without a length: InferenceX resolves it from the golden "
+            "files at run time"
+            if auto
+            else f"no forced acceptance length in {named}: drafts are accepted as they are"
+        )
+        out.append(
+            KeySetting(
+                key=key,
+                path=master_rel,
+                line=start,
+                engine=_engine_of(framework),
+                k=None,
+                k_source=None,
+                written=None,
+                configured=None,
+                golden=None,
+                golden_file=None,
+                thinking="thinking_on",
+                verdict=NA,
+                reason=reason,
+            )
+        )
+    for rel in missing:
+        out.append(
+            KeySetting(
+                key=key,
+                path=master_rel,
+                line=start,
+                engine=_engine_of(framework),
+                k=None,
+                k_source=None,
+                written=None,
+                configured=None,
+                golden=None,
+                golden_file=None,
+                thinking="thinking_on",
+                verdict=WARN,
+                reason=f"cannot check: source not found or unreadable: {rel}",
+            )
+        )
+    return out
