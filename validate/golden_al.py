@@ -904,7 +904,11 @@ def _check_key(
                     )
                 )
     if not out and not sources:
-        missing = missing or ["no launch script or CONFIG_FILE recipe named for this key"]
+        # e.g. AMD's multinode wrappers, which derive the AL from K in shell `case` tables
+        missing = missing or [
+            "no CONFIG_FILE recipe or single-node launch script for this key (a multinode "
+            "wrapper's settings are not resolved)"
+        ]
     elif not out:
         named = ", ".join(t.path for t in sources)
         auto = any(_SYNTHETIC_ON.search(line) for line in block.code)
