@@ -1,4 +1,4 @@
-"""The one error type of `images/`: raised when a registry, reference, lock file or container operation failed."""
+"""The one error type of `images/`: a registry, reference, lock file or container failed."""
 
 from __future__ import annotations
 

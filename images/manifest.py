@@ -1,4 +1,4 @@
-"""OCI and Docker manifest formats: media types, and typed parsing of manifests, indexes and configs.
+"""OCI and Docker manifest formats: media types, typed parsing of manifests, indexes, configs.
 
 Pure functions over bytes: they never touch the network. Every registry response is untrusted,
 so parsing checks types and shapes and raises `ManifestError` (one line) instead of trusting keys.
@@ -94,7 +94,7 @@ class Index:
     manifests: tuple[Descriptor, ...]
 
     def select(self, platform: Platform) -> Descriptor:
-        """The manifest for `platform`, never an attestation entry; first match wins (spec order)."""
+        """The manifest for `platform`, never an attestation; first match wins (spec order)."""
         for desc in self.manifests:
             if desc.platform and not desc.is_attestation and desc.platform.matches(platform):
                 return desc
@@ -175,7 +175,17 @@ def parse_manifest(data: bytes, media_type: str | None = None) -> Manifest | Ind
     body_type = doc.get("mediaType")
     if body_type is not None and not isinstance(body_type, str):
         raise ManifestError("manifest: mediaType must be a string")
-    kind = body_type or media_type or (OCI_INDEX if "manifests" in doc else OCI_MANIFEST)
+    is_index_shaped = "manifests" in doc
+    is_manifest_shaped = "config" in doc or "layers" in doc
+    if is_index_shaped and is_manifest_shaped:
+        # CVE-2021-41190 class: a document that reads as either kind would be typed by whoever
+        # serves it; containerd and distribution refuse it, and so do we, whatever the type says.
+        raise ManifestError(
+            "ambiguous manifest: it has both 'manifests' and 'config'/'layers'; refusing"
+        )
+    kind = body_type or media_type or (OCI_INDEX if is_index_shaped else OCI_MANIFEST)
+    if (kind in INDEX_TYPES and is_manifest_shaped) or (kind in MANIFEST_TYPES and is_index_shaped):
+        raise ManifestError(f"ambiguous manifest: typed {kind} but shaped like the other kind")
     if (
         body_type
         and media_type

@@ -35,7 +35,7 @@ class ReferenceError(ImageError):
 
 @dataclass(frozen=True, order=True)
 class Reference:
-    """A normalised image reference; `tag` and `digest` may both be set (digest wins when pulling)."""
+    """A normalised image reference; `tag` and `digest` may both be set (digest wins)."""
 
     registry: str
     repository: str
@@ -49,7 +49,7 @@ class Reference:
 
     @property
     def reference(self) -> str:
-        """What goes after `/manifests/` in the registry API: the digest, else the tag, else `latest`."""
+        """What follows `/manifests/` in the API: the digest, else the tag, else `latest`."""
         return self.digest or self.tag or "latest"
 
     @property
@@ -106,7 +106,8 @@ def check_digest(digest: str) -> str:
 def _check_tag(tag: str) -> str:
     if not _TAG.fullmatch(tag):
         raise ReferenceError(
-            f"invalid tag {tag!r}: use letters, digits, '_', '.', '-' (max 128, not starting with '.' or '-')"
+            f"invalid tag {tag!r}: use letters, digits, '_', '.', '-' "
+            "(max 128, not starting with '.' or '-')"
         )
     return tag
 

@@ -1,35 +1,50 @@
-"""Registry I/O: the distribution HTTP API v2 spoken by one reusable httpx client.
+"""Registry client: the distribution HTTP API v2 (resolve, verified pins, tags, pushes).
 
-Owns ping, authentication (anonymous, basic, bearer tokens cached per scope), tag -> digest
-resolution, verified pinning (every recorded digest is the sha256 of bytes we fetched), tag
-listing with pagination, retries with bounded backoff, size caps, and the push side used by the
-fixture builder (`upload_blob`, `put_manifest`). Loopback registries are spoken to over plain
-HTTP (as docker does); any other registry over HTTPS unless explicitly marked insecure.
+The stack follows go-containerregistry's split: `reference` (names), `manifest` (documents),
+`transport` (the HTTP engine: retries, overall deadline, size caps), `auth` (challenges, tokens,
+credentials) and this module, the client: tag -> digest resolution, verified pinning (every
+recorded digest is the sha256 of bytes fetched here), tag listing with pagination, and the push
+side used by the fixture builder (`upload_blob`, `put_manifest`).
 
-Credentials come from the environment (`RELPIPE_REGISTRY_USERNAME`/`_PASSWORD`, scoped to
-`RELPIPE_REGISTRY_AUTH_HOST`) or the Docker config file's `auths`; they are never part of a
-message, a repr or a log line.
+Two drivers with the same semantics (they share the engine and the auth flow): httpx (an
+`httpx.Client` with `auth.RegistryAuth` over `transport.HttpxTransport`, the default) and a light
+driver (`light=True`) that imports nothing heavy, used by `relpipe images resolve`, whose cost is
+mostly process start-up.
+
+Mirrors: `mirrors={"docker.io": "127.0.0.1:5000"}` sends every request for a docker.io reference
+to the mirror; references, results, lock keys and messages keep the canonical name, and digests
+are verified exactly as without a mirror. Credentials are looked up for the host contacted, so
+docker.io's never go to a mirror. Loopback registries are spoken to over plain HTTP (as docker
+does); any other registry over HTTPS unless explicitly marked insecure.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import random
 import re
-import ssl
 import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
-import httpx
-from relpipe.images.errors import ImageError
+from relpipe.images.auth import (
+    AUTH_HOST_ENV,
+    CAP_EXT,
+    KIND_EXT,
+    PASSWORD_ENV,
+    REGISTRY_EXT,
+    SCOPE_EXT,
+    USER_ENV,
+    Authenticator,
+    Credentials,
+    load_credentials,
+    parse_challenge,
+)
 from relpipe.images.manifest import (
     ACCEPT,
     DEFAULT_PLATFORM,
@@ -43,25 +58,43 @@ from relpipe.images.manifest import (
     parse_manifest,
     sha256_digest,
 )
-from relpipe.images.reference import Reference, is_loopback, parse
+from relpipe.images.reference import DOCKER_HUB, DOCKER_HUB_API, Reference, is_loopback, parse
+from relpipe.images.transport import (
+    CA_ENV,
+    MIB,
+    Engine,
+    Limits,
+    RegistryError,
+    Request,
+    Response,
+    RetryPolicy,
+    Timeouts,
+    origin,
+    parse_retry_after,
+    safe_url,
+    send_with_retry,
+)
 
-USER_ENV = "RELPIPE_REGISTRY_USERNAME"
-PASSWORD_ENV = "RELPIPE_REGISTRY_PASSWORD"
-AUTH_HOST_ENV = "RELPIPE_REGISTRY_AUTH_HOST"
+__all__ = [
+    "CA_ENV",
+    "Credentials",
+    "DigestMismatch",
+    "Limits",
+    "Pinned",
+    "RegistryClient",
+    "RegistryError",
+    "Resolved",
+    "RetryPolicy",
+    "Timeouts",
+    "load_credentials",
+    "parse_challenge",
+    "parse_retry_after",
+]
+
 INSECURE_ENV = "RELPIPE_INSECURE_REGISTRIES"  # comma-separated host[:port]: plain HTTP
 SECURE_ENV = "RELPIPE_SECURE_REGISTRIES"  # comma-separated host[:port]: HTTPS even on loopback
-CA_ENV = "RELPIPE_REGISTRY_CA_BUNDLE"  # extra PEM CA file trusted for registries and token realms
-
-MIB = 1024 * 1024
-DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
-
-
-class RegistryError(ImageError):
-    """A registry answered wrongly or not at all. exit_code 1 (checked) unless environmental."""
-
-    def __init__(self, message: str, exit_code: int = 1) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
+_REDIRECTS = (301, 302, 303, 307, 308)
+_MAX_REDIRECTS = 5
 
 
 class DigestMismatch(RegistryError):
@@ -69,42 +102,6 @@ class DigestMismatch(RegistryError):
 
 
 # -- records ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Credentials:
-    username: str
-    password: str = field(repr=False)
-
-    def basic(self) -> str:
-        raw = f"{self.username}:{self.password}".encode()
-        return "Basic " + base64.b64encode(raw).decode("ascii")
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded exponential backoff with jitter; `base_s` is small in tests."""
-
-    attempts: int = 5
-    base_s: float = 0.25
-    max_s: float = 8.0
-    max_retry_after_s: float = 60.0
-
-    def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
-        backoff = min(self.max_s, self.base_s * (2**attempt)) * rng.uniform(0.5, 1.0)
-        if retry_after is not None:
-            return min(self.max_retry_after_s, max(retry_after, backoff))
-        return backoff
-
-
-@dataclass(frozen=True)
-class Limits:
-    manifest_bytes: int = 4 * MIB
-    config_bytes: int = 8 * MIB
-    token_bytes: int = 1 * MIB
-    tags_page_bytes: int = 16 * MIB
-    max_tags: int = 1_000_000
-    max_pages: int = 10_000
 
 
 @dataclass(frozen=True)
@@ -145,124 +142,7 @@ class Pinned:
     resolved_at: str
 
 
-@dataclass(frozen=True)
-class _Challenge:
-    scheme: str  # "basic" | "bearer" | "none"
-    params: tuple[tuple[str, str], ...] = ()
-
-    def get(self, key: str) -> str | None:
-        return dict(self.params).get(key)
-
-
-@dataclass(frozen=True)
-class _Response:
-    status: int
-    headers: httpx.Headers
-    body: bytes
-    url: str
-
-
-# -- credentials ------------------------------------------------------------------------------
-
-
-def _docker_config_path(env: Mapping[str, str]) -> Path:
-    base = env.get("DOCKER_CONFIG")
-    return Path(base) / "config.json" if base else Path.home() / ".docker" / "config.json"
-
-
-def _hub_keys(registry: str) -> tuple[str, ...]:
-    if registry == "docker.io":
-        return (
-            "https://index.docker.io/v1/",
-            "index.docker.io",
-            "docker.io",
-            "registry-1.docker.io",
-        )
-    return (registry, f"https://{registry}", f"http://{registry}")
-
-
-def load_credentials(
-    registry: str, env: Mapping[str, str] | None = None, config_path: Path | None = None
-) -> Credentials | None:
-    """Credentials for `registry` from the environment, else the Docker config `auths`."""
-    env = os.environ if env is None else env
-    user, password = env.get(USER_ENV), env.get(PASSWORD_ENV)
-    if user or password:
-        host = env.get(AUTH_HOST_ENV)
-        if not (user and password and host):
-            raise RegistryError(
-                f"set all of {USER_ENV}, {PASSWORD_ENV} and {AUTH_HOST_ENV} (the registry they are for)",
-                exit_code=2,
-            )
-        if host == registry:
-            return Credentials(user, password)
-    path = config_path or _docker_config_path(env)
-    if not path.is_file():
-        return None
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RegistryError(
-            f"cannot read Docker config {path}: {exc.__class__.__name__}", 2
-        ) from None
-    auths = doc.get("auths") if isinstance(doc, dict) else None
-    if not isinstance(auths, dict):
-        return None
-    for key in _hub_keys(registry):
-        entry = auths.get(key)
-        if not isinstance(entry, dict):
-            continue
-        if isinstance(entry.get("username"), str) and isinstance(entry.get("password"), str):
-            return Credentials(entry["username"], entry["password"])
-        encoded = entry.get("auth")
-        if isinstance(encoded, str) and encoded:
-            try:
-                decoded = base64.b64decode(encoded, validate=True).decode("utf-8")
-            except (ValueError, UnicodeDecodeError):
-                decoded = ""
-            user_, sep, pw = decoded.partition(":")
-            if not sep or not user_:
-                raise RegistryError(
-                    f"Docker config {path}: auths entry for {key} is not base64 user:password", 2
-                )
-            return Credentials(user_, pw)
-    return None
-
-
-# -- header parsing ---------------------------------------------------------------------------
-
-_PARAM = re.compile(r'([A-Za-z_][A-Za-z0-9_-]*)=(?:"((?:[^"\\]|\\.)*)"|([^\s,]*))')
-
-
-def parse_challenge(header: str) -> _Challenge:
-    """Parse one `WWW-Authenticate` challenge (Basic or Bearer with realm/service/scope)."""
-    scheme, _, rest = header.strip().partition(" ")
-    params = tuple(
-        (m.group(1).lower(), m.group(2) if m.group(2) is not None else m.group(3))
-        for m in _PARAM.finditer(rest)
-    )
-    return _Challenge(scheme.lower(), params)
-
-
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    import email.utils  # rare path; kept off the start-up import list
-
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-_LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
-
-
-def _media_type(headers: httpx.Headers) -> str | None:
+def _media_type(headers: Mapping[str, str]) -> str | None:
     value = headers.get("content-type")
     return value.split(";", 1)[0].strip() if value else None
 
@@ -275,105 +155,60 @@ def _split_env(env: Mapping[str, str], key: str) -> frozenset[str]:
     return frozenset(x.strip() for x in env.get(key, "").split(",") if x.strip())
 
 
-def _ssl_context(ca: str | os.PathLike[str] | None) -> ssl.SSLContext:
-    """System trust store (plus certifi when installed) plus an optional extra CA bundle."""
-    context = ssl.create_default_context()
-    try:
-        import certifi
+# Defaults (frozen records, shared safely by every client).
+_TIMEOUTS, _RETRY, _LIMITS = Timeouts(), RetryPolicy(), Limits()
 
-        context.load_verify_locations(cafile=certifi.where())
-    except ImportError:
-        pass
-    if ca:
-        try:
-            context.load_verify_locations(cafile=os.fspath(ca))
-        except (OSError, ssl.SSLError) as exc:
-            raise RegistryError(f"cannot load CA bundle {ca}: {exc}", 2) from None
-    return context
-
-
-class _LazyTransport(httpx.BaseTransport):
-    """Builds the wrapped transport on the first request (thread-safe)."""
-
-    def __init__(self, factory: Callable[[], httpx.BaseTransport]) -> None:
-        self._factory = factory
-        self._inner: httpx.BaseTransport | None = None
-        self._lock = threading.Lock()
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        with self._lock:
-            if self._inner is None:
-                self._inner = self._factory()
-        return self._inner.handle_request(request)
-
-    def close(self) -> None:
-        if self._inner is not None:
-            self._inner.close()
+_LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
 
 
 # -- the client -------------------------------------------------------------------------------
 
-_RETRY_STATUS = {429, 500, 502, 503, 504}
-
 
 class RegistryClient:
-    """One httpx client for any number of registries; thread-safe; use as a context manager."""
+    """One client for any number of registries; thread-safe; use as a context manager."""
 
     def __init__(
         self,
         *,
-        transport: httpx.BaseTransport | None = None,
-        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
-        retry: RetryPolicy = RetryPolicy(),
-        limits: Limits = Limits(),
+        timeout: float | Timeouts = _TIMEOUTS,
+        retry: RetryPolicy = _RETRY,
+        limits: Limits = _LIMITS,
         insecure: Iterable[str] = (),
         secure: Iterable[str] = (),
         ca_bundle: str | os.PathLike[str] | None = None,
         credentials: Mapping[str, Credentials] | None = None,
+        mirrors: Mapping[str, str] | None = None,
         env: Mapping[str, str] | None = None,
         concurrency: int = 8,
+        light: bool = False,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._env = dict(os.environ if env is None else env)
         self._insecure = frozenset(insecure) | _split_env(self._env, INSECURE_ENV)
         self._secure = frozenset(secure) | _split_env(self._env, SECURE_ENV)
         self._credentials_given = dict(credentials or {})
+        self.mirrors = {parse(f"{k}/x").registry: v for k, v in (mirrors or {}).items()}
         self.retry = retry
         self.limits = limits
+        self.timeouts = Timeouts.of(timeout)
         self.concurrency = max(1, concurrency)
+        self.light = light
         self._sleep = sleep
         self._rng = random.Random()
         ca = ca_bundle or self._env.get(CA_ENV)
-        pool = httpx.Limits(
-            max_connections=self.concurrency * 2, max_keepalive_connections=self.concurrency * 2
+        self._engine = Engine(
+            timeouts=self.timeouts,
+            ca_bundle=os.fspath(ca) if ca else None,
+            pool_size=self.concurrency * 2,
         )
-        mounts: dict[str, httpx.BaseTransport | None] = {}
-        if transport is None:
-            # Loading the CA store costs ~0.1-0.5 s; loopback registries never need it, so the
-            # TLS transport is built on first use. The http:// mount never performs TLS.
-            mounts = {
-                "http://": httpx.HTTPTransport(verify=False, limits=pool),
-                "https://": _LazyTransport(
-                    lambda: httpx.HTTPTransport(verify=_ssl_context(ca), limits=pool)
-                ),
-            }
-        self._http = httpx.Client(
-            transport=transport,
-            mounts=mounts or None,
-            timeout=timeout,
-            follow_redirects=True,  # blob GETs may redirect to storage; auth is dropped cross-origin
-            max_redirects=5,
-            trust_env=False,
-        )
+        self._auth = Authenticator(self._credentials, token_cap=limits.token_bytes)
+        self._http: Any = None  # the httpx.Client, built on first use (never when light)
         self._lock = threading.Lock()
-        self._challenges: dict[str, _Challenge] = {}
         self._creds_cache: dict[str, Credentials | None] = {}
-        self._tokens: dict[tuple[str, str], tuple[str, float]] = {}
-        self._key_locks: dict[object, threading.Lock] = {}
         self.requests: dict[str, int] = {}  # request counts by kind, for benchmarks and tests
 
     def __repr__(self) -> str:
-        return f"RegistryClient(registries={sorted(self._challenges)})"
+        return f"RegistryClient(mirrors={self.mirrors}, auth={self._auth!r})"
 
     def __enter__(self) -> RegistryClient:
         return self
@@ -382,7 +217,9 @@ class RegistryClient:
         self.close()
 
     def close(self) -> None:
-        self._http.close()
+        if self._http is not None:
+            self._http.close()
+        self._engine.close()
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -390,180 +227,115 @@ class RegistryClient:
         with self._lock:
             self.requests[kind] = self.requests.get(kind, 0) + 1
 
-    def _key_lock(self, key: object) -> threading.Lock:
-        with self._lock:
-            return self._key_locks.setdefault(key, threading.Lock())
+    def endpoint(self, registry: str) -> str:
+        """The host[:port] that serves `registry`'s API: its mirror when one is configured."""
+        mirror = self.mirrors.get(registry)
+        if mirror:
+            return mirror
+        return DOCKER_HUB_API if registry == DOCKER_HUB else registry
 
-    def scheme(self, registry: str) -> str:
-        if registry in self._insecure:
+    def scheme(self, host: str) -> str:
+        if host in self._insecure:
             return "http"
-        if registry in self._secure:
+        if host in self._secure:
             return "https"
-        return "http" if is_loopback(registry) else "https"
+        return "http" if is_loopback(host) else "https"
 
     def _base(self, ref: Reference) -> str:
-        return f"{self.scheme(ref.registry)}://{ref.api_host}"
+        host = self.endpoint(ref.registry)
+        return f"{self.scheme(host)}://{host}"
 
-    def _credentials(self, registry: str) -> Credentials | None:
-        if registry in self._credentials_given:
-            return self._credentials_given[registry]
+    def _credentials(self, host: str) -> Credentials | None:
+        """Credentials for the host contacted (Docker Hub's API host is `docker.io` in configs)."""
+        name = DOCKER_HUB if host == DOCKER_HUB_API else host
+        if name in self._credentials_given:
+            return self._credentials_given[name]
         with self._lock:
-            if registry not in self._creds_cache:
-                self._creds_cache[registry] = load_credentials(registry, self._env)
-            return self._creds_cache[registry]
-
-    def _send_once(
-        self, method: str, url: str, headers: dict[str, str], content: bytes | None, cap: int
-    ) -> _Response:
-        """One request; the body is read under `cap` (a larger body is an error, not retried)."""
-        with self._http.stream(method, url, headers=headers, content=content) as resp:
-            length = resp.headers.get("content-length")
-            if method != "HEAD" and length and length.isdigit() and int(length) > cap:
-                raise RegistryError(
-                    f"{method} {_safe(url)}: response of {length} bytes exceeds the {cap}-byte cap"
-                )
-            body = bytearray()
-            if method != "HEAD":
-                for chunk in resp.iter_bytes():
-                    body += chunk
-                    if len(body) > cap:
-                        raise RegistryError(
-                            f"{method} {_safe(url)}: response exceeds the {cap}-byte cap"
-                        )
-            return _Response(resp.status_code, resp.headers, bytes(body), str(resp.url))
+            if name not in self._creds_cache:
+                self._creds_cache[name] = load_credentials(name, self._env)
+            return self._creds_cache[name]
 
     def _send(
         self,
         method: str,
         url: str,
         headers: dict[str, str],
-        content: bytes | None = None,
-        cap: int = MIB,
-        kind: str | None = None,
-    ) -> _Response:
-        """Send with retries: 429 (Retry-After), 5xx and transport errors, bounded backoff."""
-        last = ""
-        for attempt in range(self.retry.attempts):
-            retry_after = None
-            self._count(kind or method)
-            try:
-                resp = self._send_once(method, url, headers, content, cap)
-            except httpx.TransportError as exc:
-                if _cert_error(exc):
-                    # Retrying cannot fix trust; say what can.
-                    raise RegistryError(
-                        f"{_safe(url)}: TLS certificate not trusted ({_cert_error(exc)}); "
-                        f"pass --ca-bundle or set {CA_ENV}",
-                        exit_code=2,
-                    ) from None
-                last = f"{exc.__class__.__name__}: {exc}"
-            else:
-                if resp.status not in _RETRY_STATUS:
-                    return resp
-                last = f"HTTP {resp.status}"
-                retry_after = parse_retry_after(resp.headers.get("retry-after"))
-            if attempt + 1 < self.retry.attempts:
-                self._sleep(self.retry.delay(attempt, retry_after, self._rng))
-        environmental = not last.startswith("HTTP")
-        raise RegistryError(
-            f"{method} {_safe(url)} failed after {self.retry.attempts} attempts ({last}); "
-            "check that the registry is up and reachable",
-            exit_code=2 if environmental else 1,
+        content: bytes | None,
+        ext: dict[str, Any],
+    ) -> Response:
+        """One request through the engine with retries, deadline and the cap in `ext`."""
+        cap = int(ext.get(CAP_EXT) or MIB)
+        kind = str(ext.get(KIND_EXT) or method)
+        return send_with_retry(
+            lambda deadline: self._engine.send_once(method, url, headers, content, cap, deadline),
+            method=method,
+            url=url,
+            policy=self.retry,
+            timeouts=self.timeouts,
+            sleep=self._sleep,
+            rng=self._rng,
+            count=lambda: self._count(kind),
         )
 
-    def _challenge(self, ref: Reference) -> _Challenge:
-        """Ping `/v2/` once per registry to learn how it authenticates."""
-        key = ref.registry
-        with self._key_lock(("ping", key)):
-            if key in self._challenges:
-                return self._challenges[key]
-            resp = self._send("GET", f"{self._base(ref)}/v2/", {}, kind="ping")
-            if resp.status == 200:
-                challenge = _Challenge("none")
-            elif resp.status == 401:
-                challenge = parse_challenge(resp.headers.get("www-authenticate", ""))
-            else:
-                raise RegistryError(
-                    f"{ref.registry}: GET /v2/ answered HTTP {resp.status}; is it an OCI registry?",
-                    2,
-                )
-            with self._lock:
-                self._challenges[key] = challenge
-            return challenge
-
-    def ping(self, ref: str | Reference) -> str:
-        """Check the registry answers the v2 API; returns its auth scheme (none/basic/bearer)."""
-        reference = _registry_ref(ref)
+    def _httpx(self) -> Any:
         with self._lock:
-            self._challenges.pop(reference.registry, None)
-        return self._challenge(reference).scheme
+            if self._http is None:
+                import httpx
+                from relpipe.images.auth import RegistryAuth
+                from relpipe.images.transport import HttpxTransport
 
-    def _token(self, ref: Reference, challenge: _Challenge, scope: str, fresh: bool) -> str:
-        key = (ref.registry, scope)
-        with self._key_lock(("token", key)):
-            cached = self._tokens.get(key)
-            if cached and not fresh and cached[1] > time.monotonic():
-                return cached[0]
-            realm = challenge.get("realm")
-            if not realm:
-                raise RegistryError(f"{ref.registry}: bearer challenge without a realm", 1)
-            parsed = urllib.parse.urlsplit(realm)
-            host = parsed.hostname or ""
-            if parsed.scheme not in ("http", "https") or (
-                parsed.scheme == "http" and not is_loopback(host)
-            ):
-                # Credentials must never travel in clear text to a host the registry names.
-                raise RegistryError(
-                    f"{ref.registry}: refusing token realm {_safe(realm)} (needs https)", 1
+                self._http = httpx.Client(
+                    transport=HttpxTransport(self._send),
+                    auth=RegistryAuth(self._auth),
+                    follow_redirects=True,  # blob GETs may redirect to storage; see images.auth
+                    max_redirects=_MAX_REDIRECTS,
+                    trust_env=False,
                 )
-            params = {"scope": scope}
-            if challenge.get("service"):
-                params["service"] = challenge.get("service") or ""
-            url = realm + ("&" if parsed.query else "?") + urllib.parse.urlencode(params)
-            headers = {}
-            creds = self._credentials(ref.registry)
-            if creds:
-                headers["Authorization"] = creds.basic()
-            resp = self._send("GET", url, headers, cap=self.limits.token_bytes, kind="token")
-            if resp.status in (401, 403):
-                raise RegistryError(
-                    f"{ref.registry}: token server refused {scope} (HTTP {resp.status}); "
-                    f"check the credentials ({USER_ENV}/{PASSWORD_ENV} or docker login)",
-                    1,
-                )
-            if resp.status != 200:
-                raise RegistryError(f"{ref.registry}: token server answered HTTP {resp.status}", 1)
+            return self._http
+
+    def _follow(self, request: Request) -> Response:
+        """The light driver's redirects: Authorization never crosses to another origin."""
+        method, url, headers, content = (
+            request.method,
+            request.url,
+            dict(request.headers),
+            request.content,
+        )
+        ext = dict(request.extensions or {})
+        for _ in range(_MAX_REDIRECTS + 1):
+            resp = self._send(method, url, headers, content, ext)
+            location = resp.headers.get("location")
+            if resp.status_code not in _REDIRECTS or not location:
+                return resp
+            target = urllib.parse.urljoin(url, location)
+            if origin(target) != origin(url):
+                headers.pop("Authorization", None)
+            if resp.status_code == 303 and method != "HEAD":
+                method, content = "GET", None
+            url = target
+        raise RegistryError(f"{safe_url(request.url)}: more than {_MAX_REDIRECTS} redirects", 1)
+
+    def _exchange(self, request: Request) -> Response:
+        if not self.light:
+            http = self._httpx()
+            sent = http.build_request(
+                request.method,
+                request.url,
+                headers=request.headers,
+                content=request.content,
+                extensions=request.extensions,
+            )
+            r = http.send(sent)
+            headers = {k.lower(): v for k, v in r.headers.items()}
+            return Response(r.status_code, headers, r.content, str(r.url))
+        flow = self._auth.flow(request, Request.make)
+        sent_request = next(flow)
+        while True:
+            resp = self._follow(sent_request)
             try:
-                doc = json.loads(resp.body)
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                raise RegistryError(
-                    f"{ref.registry}: token server response is not JSON", 1
-                ) from None
-            token = (doc.get("token") or doc.get("access_token")) if isinstance(doc, dict) else None
-            if not isinstance(token, str) or not token:
-                raise RegistryError(f"{ref.registry}: token server response has no token", 1)
-            expires = doc.get("expires_in", 60)
-            if not isinstance(expires, int | float) or isinstance(expires, bool) or expires <= 0:
-                expires = 60
-            # Renew a little early so a token never expires between check and use.
-            self._tokens[key] = (token, time.monotonic() + max(0.0, float(expires) - 5.0))
-            return token
-
-    def _auth(
-        self, ref: Reference, challenge: _Challenge, scope: str, fresh: bool
-    ) -> dict[str, str]:
-        if challenge.scheme == "basic":
-            creds = self._credentials(ref.registry)
-            if creds is None:
-                raise RegistryError(
-                    f"{ref.registry} needs credentials: set {USER_ENV}/{PASSWORD_ENV}/{AUTH_HOST_ENV} "
-                    "or run docker login",
-                    2,
-                )
-            return {"Authorization": creds.basic()}
-        if challenge.scheme == "bearer":
-            return {"Authorization": "Bearer " + self._token(ref, challenge, scope, fresh)}
-        return {}
+                sent_request = flow.send(resp)
+            except StopIteration:
+                return resp
 
     def _request(
         self,
@@ -577,38 +349,51 @@ class RegistryClient:
         cap: int = MIB,
         kind: str | None = None,
         url: str | None = None,
-    ) -> _Response:
-        """An authenticated API request for `ref`'s repository (one re-auth on 401)."""
-        scope = f"repository:{ref.repository}:{'pull,push' if push else 'pull'}"
-        challenge = self._challenge(ref)
-        target = url or f"{self._base(ref)}{path}"
-        for fresh in (False, True):
-            all_headers = dict(headers or {})
-            all_headers.update(self._auth(ref, challenge, scope, fresh))
-            resp = self._send(method, target, all_headers, content, cap, kind)
-            if resp.status != 401 or fresh:
-                break
-            header = resp.headers.get("www-authenticate", "")
-            if header:
-                challenge = parse_challenge(header)
-                with self._lock:
-                    self._challenges[ref.registry] = challenge
-        if resp.status == 401:
+    ) -> Response:
+        """An authenticated API request for `ref`'s repository (one re-auth on a 401)."""
+        base = self._base(ref)
+        target = url or f"{base}{path}"
+        ext: dict[str, Any] = {CAP_EXT: cap, KIND_EXT: kind or method}
+        if origin(target) == origin(base):
+            # Only requests addressed to the registry's own origin take part in its auth flow.
+            ext[REGISTRY_EXT] = self.endpoint(ref.registry)
+            ext[SCOPE_EXT] = f"repository:{ref.repository}:{'pull,push' if push else 'pull'}"
+        resp = self._exchange(Request(method, target, dict(headers or {}), content, ext))
+        if resp.status_code == 401:
             raise RegistryError(
-                f"{ref.name}: unauthorized ({method} {path}); set {USER_ENV}/{PASSWORD_ENV}/"
-                f"{AUTH_HOST_ENV} or run docker login",
+                f"{ref.name}: unauthorized ({method} {safe_url(resp.url)}); set {USER_ENV}/"
+                f"{PASSWORD_ENV}/{AUTH_HOST_ENV} or run docker login",
                 1,
             )
-        if resp.status == 403:
+        if resp.status_code == 403:
             raise RegistryError(
-                f"{ref.name}: access denied ({method} {path}); check your permissions", 1
+                f"{ref.name}: access denied ({method} {path or safe_url(target)}); "
+                "check your permissions",
+                1,
             )
         return resp
+
+    def ping(self, ref: str | Reference) -> str:
+        """Check the registry answers the v2 API; returns its auth scheme (none/basic/bearer)."""
+        reference = _registry_ref(ref)
+        host = self.endpoint(reference.registry)
+        self._auth.forget(host)
+        base = self._base(reference)
+        ext = {CAP_EXT: MIB, KIND_EXT: "ping", REGISTRY_EXT: host}
+        resp = self._exchange(Request("GET", f"{base}/v2/", {}, None, ext))
+        if resp.status_code not in (200, 401):
+            raise RegistryError(
+                f"{reference.registry}: GET /v2/ answered HTTP {resp.status_code}; "
+                "is it an OCI registry?",
+                2,
+            )
+        challenge = self._auth.challenge(host)
+        return challenge.scheme if challenge else "none"
 
     # -- reading ----------------------------------------------------------------------------
 
     def _get_manifest(self, ref: Reference, reference: str) -> tuple[bytes, str | None, str]:
-        """GET a manifest; returns (bytes, media type, sha256 of the bytes). A lying header fails."""
+        """GET a manifest: (bytes, media type, sha256 of the bytes). A lying header fails."""
         resp = self._request(
             "GET",
             ref,
@@ -622,8 +407,8 @@ class RegistryClient:
         claimed = resp.headers.get("docker-content-digest")
         if claimed and claimed != digest:
             raise DigestMismatch(
-                f"{ref.name}: registry said {reference} is {claimed} but its bytes hash to {digest}; "
-                "not pinned (registry or proxy is corrupting responses)"
+                f"{ref.name}: registry said {reference} is {claimed} but its bytes hash to "
+                f"{digest}; not pinned (registry or proxy is corrupting responses)"
             )
         if reference.startswith("sha256:") and digest != reference:
             raise DigestMismatch(
@@ -632,7 +417,7 @@ class RegistryClient:
         return resp.body, _media_type(resp.headers), digest
 
     def _head(self, ref: Reference) -> tuple[str, str]:
-        """HEAD the manifest: (digest, media type); falls back to GET + sha256 when headers lack them."""
+        """HEAD the manifest: (digest, media type); GET + sha256 when the headers lack them."""
         resp = self._request(
             "HEAD",
             ref,
@@ -656,7 +441,7 @@ class RegistryClient:
         return digest, parsed.media_type
 
     def resolve(self, ref: str | Reference, platform: str | None = None) -> Resolved:
-        """Tag -> digest with one HEAD (an index also gets its verified GET to pick the platform)."""
+        """Tag -> digest with one HEAD (an index also gets a verified GET to pick the platform)."""
         given = str(ref)
         reference = parse(ref)
         digest, media_type = self._head(reference)
@@ -694,12 +479,13 @@ class RegistryClient:
         actual = sha256_digest(resp.body)
         if actual != digest or len(resp.body) != size:
             raise DigestMismatch(
-                f"{ref.name}: blob {digest} came back as {actual} ({len(resp.body)} bytes); not pinned"
+                f"{ref.name}: blob {digest} came back as {actual} ({len(resp.body)} bytes); "
+                "not pinned"
             )
         return resp.body
 
     def pin(self, ref: str | Reference, platform: str | None = None) -> Pinned:
-        """Resolve and verify: index and platform manifest re-hashed, config blob read and re-hashed."""
+        """Resolve and verify: index, platform manifest and config blob read and re-hashed."""
         given = str(ref)
         reference = parse(ref)
         if reference.digest:
@@ -714,12 +500,14 @@ class RegistryClient:
             desc = top.select(wanted)
             if desc.media_type not in MANIFEST_TYPES:
                 raise ManifestError(
-                    f"{reference.name}: index entry {desc.digest} is a {desc.media_type}, not an image manifest"
+                    f"{reference.name}: index entry {desc.digest} is a {desc.media_type}, "
+                    "not an image manifest"
                 )
             body, child_type, child_digest = self._get_manifest(reference, desc.digest)
             if len(body) != desc.size:
                 raise DigestMismatch(
-                    f"{reference.name}: manifest {desc.digest} is {len(body)} bytes, index says {desc.size}"
+                    f"{reference.name}: manifest {desc.digest} is {len(body)} bytes, "
+                    f"index says {desc.size}"
                 )
             child = parse_manifest(body, child_type)
             if not isinstance(child, Manifest):
@@ -784,8 +572,8 @@ class RegistryClient:
             url = self._next_link(ref, resp)
         return tags
 
-    def _next_link(self, ref: Reference, resp: _Response) -> str | None:
-        match = _LINK_NEXT.search(resp.headers.get("link", ""))
+    def _next_link(self, ref: Reference, resp: Response) -> str | None:
+        match = _LINK_NEXT.search(resp.headers.get("link") or "")
         if not match:
             return None
         target = urllib.parse.urljoin(resp.url, match.group(1))
@@ -794,7 +582,7 @@ class RegistryClient:
             "/v2/"
         ):
             raise RegistryError(
-                f"{ref.name}: tag list Link points elsewhere ({_safe(target)}); refusing", 1
+                f"{ref.name}: tag list Link points elsewhere ({safe_url(target)}); refusing", 1
             )
         return target
 
@@ -846,7 +634,7 @@ class RegistryClient:
     def put_manifest(
         self, repository: str | Reference, reference: str, data: bytes, media_type: str
     ) -> str:
-        """PUT a manifest under a tag (or its digest); returns the digest, verified against the registry's."""
+        """PUT a manifest under a tag (or digest); its digest, checked against the registry's."""
         ref = _registry_ref(repository)
         digest = sha256_digest(data)
         resp = self._request(
@@ -867,25 +655,13 @@ class RegistryClient:
         return digest
 
 
-def _cert_error(exc: BaseException) -> str | None:
-    """The certificate-verification reason hidden in an httpx error chain, if any."""
-    seen: BaseException | None = exc
-    for _ in range(8):
-        if seen is None:
-            return None
-        if isinstance(seen, ssl.SSLCertVerificationError):
-            return str(seen.verify_message or seen.reason or "verification failed")
-        seen = seen.__cause__ or seen.__context__
-    return None
-
-
 def _registry_ref(value: str | Reference) -> Reference:
     """A repository given as `registry/repo` (a tag or digest, if any, is ignored)."""
     ref = parse(value)
     return Reference(ref.registry, ref.repository)
 
 
-def _expect(resp: _Response, status: int, ref: Reference, what: str) -> None:
+def _expect(resp: Response, status: int, ref: Reference, what: str) -> None:
     if resp.status == status:
         return
     if resp.status == 404:
@@ -900,15 +676,6 @@ def _expect(resp: _Response, status: int, ref: Reference, what: str) -> None:
     except (ValueError, AttributeError):
         pass
     raise RegistryError(f"{ref.name}: {what} answered HTTP {resp.status}{detail}", 1)
-
-
-def _safe(url: str) -> str:
-    """A URL for a message: no userinfo, no query (uploads carry state tokens there)."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def to_json_lines(items: Sequence[Resolved]) -> list[dict[str, Any]]:

@@ -166,12 +166,17 @@ def skopeo_digest(ref: str, *extra: str) -> str:
 class Fault:
     """One programmed misbehaviour for one matching request."""
 
-    kind: str  # status reset timeout truncate lie-digest strip-digest oversize invalid-json
+    # status reset timeout truncate lie-digest strip-digest oversize invalid-json
+    # drip (headers at once, then one body byte per `delay`), redirect (307 to `location` + the
+    # request path), ambiguous (a manifest that also has `manifests`, served as `media_type`)
+    kind: str
     status: int = 503
     retry_after: str | None = None
     size: int = 0
     chunked: bool = False
     delay: float = 1.0
+    location: str = ""
+    media_type: str = ""
 
 
 @dataclass
@@ -188,9 +193,17 @@ class FaultProxy:
     Docker Hub and distribution 3 do: the Debian registry (distribution 2.8) ignores `n`.
     """
 
-    def __init__(self, upstream: str, paginate_tags: bool = False) -> None:
+    def __init__(
+        self, upstream: str, paginate_tags: bool = False, basic: tuple[str, str] | None = None
+    ) -> None:
         self.upstream = upstream
         self.paginate_tags = paginate_tags
+        # With `basic`, the proxy is the registry's origin and demands these credentials.
+        self.basic = (
+            "Basic " + base64.b64encode(f"{basic[0]}:{basic[1]}".encode()).decode()
+            if basic
+            else None
+        )
         self.log: list[tuple[str, str, str]] = []  # (method, path, fault kind or "pass")
         self._programs: list[_Program] = []
         self._lock = threading.Lock()
@@ -249,6 +262,11 @@ class FaultProxy:
         return resp.status, out, data
 
     def _handle(self, h: http.server.BaseHTTPRequestHandler) -> None:
+        if self.basic and h.headers.get("Authorization") != self.basic:
+            self._drain(h)
+            body = json.dumps({"errors": [{"code": "UNAUTHORIZED", "message": "auth"}]}).encode()
+            headers = [("WWW-Authenticate", 'Basic realm="relpipe-proxy"')]
+            return self._reply(h, 401, headers, body)
         fault = self._next_fault(h.command, h.path)
         with self._lock:
             self.log.append((h.command, h.path, fault.kind if fault else "pass"))
@@ -272,6 +290,25 @@ class FaultProxy:
         elif fault.kind == "timeout":
             self._drain(h)
             time.sleep(fault.delay)
+            h.close_connection = True
+        elif fault.kind == "redirect":
+            self._drain(h)
+            self._reply(h, 307, [("Location", fault.location + h.path)], b"")
+        elif fault.kind == "drip":
+            status, headers, data = self._forward(h)
+            h.send_response(status)
+            for k, v in headers:
+                if k.lower() != "content-length":
+                    h.send_header(k, v)
+            h.send_header("Content-Length", str(len(data)))
+            h.end_headers()
+            try:
+                for i in range(len(data)):
+                    h.wfile.write(data[i : i + 1])
+                    h.wfile.flush()
+                    time.sleep(fault.delay)
+            except OSError:
+                pass  # the client gave up at its deadline: that is the point
             h.close_connection = True
         elif fault.kind == "oversize":
             self._drain(h)
@@ -307,6 +344,18 @@ class FaultProxy:
             elif fault.kind == "lie-digest":
                 headers = [(k, v) for k, v in headers if k.lower() != "docker-content-digest"]
                 headers.append(("Docker-Content-Digest", sha256_digest(b"a lie " + data)))
+            elif fault.kind == "ambiguous":
+                doc = json.loads(data)
+                doc.pop("mediaType", None)
+                doc["manifests"] = []  # containerd's rule: both kinds of fields is ambiguous
+                data = json.dumps(doc).encode()
+                headers = [
+                    (k, v)
+                    for k, v in headers
+                    if k.lower() not in ("docker-content-digest", "content-type")
+                ]
+                headers.append(("Docker-Content-Digest", sha256_digest(data)))
+                headers.append(("Content-Type", fault.media_type))
             elif fault.kind == "invalid-json":
                 data = b'{"schemaVersion": 2, "mediaType": '
                 headers = [
@@ -359,6 +408,58 @@ class FaultProxy:
         h.end_headers()
         if h.command != "HEAD":
             h.wfile.write(data)
+
+
+class StorageServer:
+    """Another origin on 127.0.0.1 that a registry redirects blob GETs to (as S3 or a CDN is).
+
+    `challenge=False`: serves GETs from the (anonymous) upstream registry, as presigned storage
+    does. `challenge=True`: answers 401 with its OWN Bearer realm, the attack of issue 17.1.
+    `seen` records (method, path, Authorization header or None) of every request, token
+    requests included, so a test can assert that no credential ever arrived here.
+    """
+
+    def __init__(self, upstream: str, challenge: bool = False) -> None:
+        self.upstream, self.challenge = upstream, challenge
+        self.seen: list[tuple[str, str, str | None]] = []
+        self._lock = threading.Lock()
+        storage = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _any(self) -> None:
+                storage._handle(self)
+
+            do_GET = do_HEAD = _any
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handle(self, h: http.server.BaseHTTPRequestHandler) -> None:
+        with self._lock:
+            self.seen.append((h.command, h.path, h.headers.get("Authorization")))
+        if self.challenge:
+            realm = f'Bearer realm="{self.url}/token",service="storage",scope="blob:read"'
+            return FaultProxy._reply(h, 401, [("WWW-Authenticate", realm)], b"{}")
+        conn = http.client.HTTPConnection(self.upstream, timeout=30)
+        conn.request(h.command, h.path)
+        resp = conn.getresponse()
+        data = resp.read()
+        conn.close()
+        FaultProxy._reply(h, resp.status, [("Content-Type", "application/octet-stream")], data)
+
+    def credentials_seen(self) -> list[str]:
+        return [auth for _, _, auth in self.seen if auth]
 
 
 # -- TLS material, token server, extra registries ---------------------------------------------

@@ -1,21 +1,25 @@
 """Fault injection through a proxy in front of the real registry: every case ends in success
-after bounded retries or a one-line error, and no case ever writes a wrong digest to the lock."""
+after bounded retries or a one-line error, and no case ever writes a wrong digest to the lock.
+
+Each case runs on both drivers (httpx and the light stdlib driver of `images resolve`): they
+share the engine and the auth flow, and these tests keep them equal."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
 from registry_support import Fault, FaultProxy, push_image, push_index, unique_repo
 from relpipe.images.errors import ImageError
 from relpipe.images.lock import load, update
+from relpipe.images.manifest import OCI_INDEX, OCI_MANIFEST
 from relpipe.images.registry import (
     DigestMismatch,
     Limits,
     RegistryClient,
     RegistryError,
     RetryPolicy,
+    Timeouts,
 )
 from relpipe.pipeline.cli import main as cli
 
@@ -34,6 +38,11 @@ def image(registry: str) -> tuple[str, str, str, dict[str, str]]:
     return repo.split("/", 1)[1], "nightly_202610070333", pushed.digest, dict(multi.children)
 
 
+@pytest.fixture(params=[False, True], ids=["httpx", "light"])
+def light(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param)
+
+
 @pytest.fixture
 def proxy(registry: str) -> FaultProxy:
     p = FaultProxy(registry)
@@ -42,18 +51,19 @@ def proxy(registry: str) -> FaultProxy:
 
 
 class Sleeps(list[float]):
-    """Records backoff sleeps instead of sleeping (keeps the suite fast, makes delays assertable)."""
+    """Records backoff sleeps instead of sleeping (fast suite, assertable delays)."""
 
     def __call__(self, seconds: float) -> None:
         self.append(seconds)
 
 
-def _client(sleeps: Sleeps, **kw: object) -> RegistryClient:
+def _client(sleeps: Sleeps, light: bool = False, **kw: object) -> RegistryClient:
     return RegistryClient(
         retry=RetryPolicy(attempts=4, base_s=0.01, max_s=0.05, max_retry_after_s=30),
         # short enough to keep the timeout case fast, long enough for a loaded 2-core CI runner
-        timeout=httpx.Timeout(1.0, connect=2.0),
+        timeout=Timeouts(connect_s=2.0, read_s=1.0, total_s=20.0),
         sleep=sleeps,
+        light=light,
         **kw,
     )  # type: ignore[arg-type]
 
@@ -79,12 +89,13 @@ def test_recoverable_faults_end_in_the_right_pin(
     tmp_path: Path,
     method: str,
     faults: list[Fault],
+    light: bool,
 ) -> None:
     repo, tag, good, _ = image
     proxy.program(MANIFEST, *faults, method=method)
     sleeps = Sleeps()
     lock = tmp_path / "images.lock.yaml"
-    with _client(sleeps) as client:
+    with _client(sleeps, light) as client:
         pin = client.pin(f"{proxy.addr}/{repo}:{tag}")
     update(lock, [pin])
     assert load(lock)[f"{proxy.addr}/{repo}:{tag}"].digest == good
@@ -96,13 +107,13 @@ def test_recoverable_faults_end_in_the_right_pin(
 
 
 def test_persistent_503_gives_up_after_bounded_attempts(
-    image: tuple[str, str, str, dict[str, str]], proxy: FaultProxy
+    image: tuple[str, str, str, dict[str, str]], proxy: FaultProxy, light: bool
 ) -> None:
     repo, tag, _, _ = image
     proxy.program(MANIFEST, *[Fault("status", 503)] * 10)
     sleeps = Sleeps()
     with (
-        _client(sleeps) as client,
+        _client(sleeps, light) as client,
         pytest.raises(RegistryError, match="failed after 4 attempts") as info,
     ):
         client.resolve(f"{proxy.addr}/{repo}:{tag}")
@@ -155,6 +166,20 @@ FATAL = [
         "not valid JSON",
         id="invalid-json",
     ),
+    # CVE-2021-41190 class: a document with both `manifests` and `config`/`layers` and no
+    # mediaType is refused whatever the Content-Type says (containerd's rule)
+    pytest.param(
+        [("HEAD", Fault("strip-digest")), ("GET", Fault("ambiguous", media_type=OCI_INDEX))],
+        ImageError,
+        "ambiguous",
+        id="ambiguous-as-index",
+    ),
+    pytest.param(
+        [("HEAD", Fault("strip-digest")), ("GET", Fault("ambiguous", media_type=OCI_MANIFEST))],
+        ImageError,
+        "ambiguous",
+        id="ambiguous-as-manifest",
+    ),
     # the same garbage fetched by digest fails the re-hash first
     pytest.param(
         [("GET", Fault("invalid-json"))], DigestMismatch, "hashes to", id="invalid-json-by-digest"
@@ -170,11 +195,12 @@ def test_fatal_faults_never_reach_the_lock(
     faults: list[tuple[str, Fault]],
     error: type[Exception],
     message: str,
+    light: bool,
 ) -> None:
     repo, tag, good, _ = image
     lock = tmp_path / "images.lock.yaml"
     ref = f"{proxy.addr}/{repo}:{tag}"
-    with _client(Sleeps()) as client:
+    with _client(Sleeps(), light) as client:
         update(lock, [client.pin(ref)])
         before = lock.read_bytes()
         for method, fault in faults:
@@ -218,3 +244,20 @@ def test_cli_pin_with_lying_registry_exits_1_and_writes_nothing(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not pinned" in err
     assert not lock.exists()
+
+
+def test_dripping_server_cannot_outlast_the_overall_deadline(
+    image: tuple[str, str, str, dict[str, str]], proxy: FaultProxy, light: bool
+) -> None:
+    """17.8: one byte every 0.8 s never trips a 2 s read timeout; the overall deadline does."""
+    import time
+
+    repo, tag, _, _ = image
+    proxy.program(MANIFEST, *[Fault("drip", delay=0.8)] * 4, method="GET")
+    with RegistryClient(timeout=2.0, light=light) as client:
+        started = time.monotonic()
+        with pytest.raises(RegistryError, match="deadline") as info:
+            client.pin(f"{proxy.addr}/{repo}:{tag}")
+        elapsed = time.monotonic() - started
+    assert elapsed < 4.0, f"a 2 s request lasted {elapsed:.1f} s"
+    assert "\n" not in str(info.value) and info.value.exit_code == 2
