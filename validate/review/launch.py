@@ -282,6 +282,26 @@ def check_arch(review: Review) -> Result:
 
 def check_draft(review: Review) -> Result:
     bad = _dedupe(h for s in review.scopes for h in _key_hits(review, s, "draft:"))
+    # Say which selected recipe block runs a recipe hit: the base block's settings are
+    # inherited by every override, and that is what "inherited settings included" means.
+    runs: dict[tuple[str, int], str] = {}
+    for scope in review.scopes:
+        for recipe in scope.recipes:
+            for leaf in recipe.leaves:
+                runs.setdefault((recipe.file, leaf.line), f"{recipe.selector or 'the recipe'}")
+    bad = [
+        Hit(
+            h.path,
+            h.line,
+            h.kind,
+            f"{h.text} (in effect for {runs[(h.path, h.line)]})"
+            if (h.path, h.line) in runs
+            else h.text,
+            h.severity,
+            h.guard,
+        )
+        for h in bad
+    ]
     return _verdict(
         "draft-as-shipped",
         review,
