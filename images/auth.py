@@ -27,6 +27,7 @@ import re
 import threading
 import time
 import urllib.parse
+import warnings
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,8 +128,11 @@ def _docker_sdk_credentials(
     from docker import errors as docker_errors
 
     try:
-        config = docker_auth.load_config(config_dict=doc, credstore_env=dict(env))
-        entry = config.resolve_authconfig(registry)
+        with warnings.catch_warnings():
+            # A missing helper is reported by the error below in one line, not as a warning.
+            warnings.simplefilter("ignore")
+            config = docker_auth.load_config(config_dict=doc, credstore_env=dict(env))
+            entry = config.resolve_authconfig(registry)
     except docker_errors.DockerException as exc:
         # The message may quote helper output but never the secret (helpers print it on stdout).
         raise RegistryError(

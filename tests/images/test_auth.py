@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -186,3 +187,58 @@ def test_env_credentials_need_a_host() -> None:
             "example.com", {"RELPIPE_REGISTRY_USERNAME": "u", "RELPIPE_REGISTRY_PASSWORD": "p"}
         )
     assert "p4ss" not in repr(Credentials("u", "p4ss"))
+
+
+# -- credential helpers (credsStore / credHelpers), through the docker SDK ---------------------
+
+HELPER = """#!/bin/sh
+# A docker credential helper (the protocol of docker-credential-helpers): `get` reads the
+# server URL on stdin and prints its credentials, or says they are not there.
+read -r server
+echo "$1 $server" >> "{log}"
+if [ "$1" = get ] && [ "$server" = "{addr}" ]; then
+  printf '{{"ServerURL":"%s","Username":"{user}","Secret":"{secret}"}}' "$server"
+  exit 0
+fi
+echo "credentials not found in native keychain"
+exit 1
+"""
+
+
+@pytest.mark.parametrize("kind", ["credsStore", "credHelpers"])
+def test_docker_credential_helper_on_path_is_used(
+    tls_registry: ExtraRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    bin_dir, log = tmp_path / "bin", tmp_path / "helper.log"
+    bin_dir.mkdir()
+    helper = bin_dir / "docker-credential-relpipetest"
+    helper.write_text(
+        HELPER.format(log=log, addr=tls_registry.addr, user=USER, secret=PASSWORD)
+    )
+    helper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    config = (
+        {"credsStore": "relpipetest"}
+        if kind == "credsStore"
+        else {"credHelpers": {tls_registry.addr: "relpipetest"}}
+    )
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    env = {"DOCKER_CONFIG": str(tmp_path), "PATH": os.environ["PATH"]}
+    assert load_credentials(tls_registry.addr, env) == Credentials(USER, PASSWORD)
+    with _tls_client(tls_registry, env) as client:
+        repo = unique_repo(tls_registry.addr, "helper")
+        pushed = push_image(client, repo, "v1")
+        assert client.pin(f"{repo}:v1").digest == pushed.digest
+        text = repr(client)
+    assert f"get {tls_registry.addr}" in log.read_text()
+    assert PASSWORD not in text
+    # a registry the helper does not know has no credentials (not an error)
+    assert load_credentials("127.0.0.2:1", env) is None
+
+
+def test_failing_credential_helper_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"credsStore": "relpipe-missing"}))
+    env = {"DOCKER_CONFIG": str(tmp_path), "PATH": "/nonexistent"}
+    with pytest.raises(RegistryError, match="credential helper") as info:
+        load_credentials("example.com", env)
+    assert "\n" not in str(info.value) and info.value.exit_code == 2
