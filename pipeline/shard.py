@@ -6,18 +6,31 @@ tag moves meanwhile) and writes the plan folder: `run.json` (the plan) and `matr
 `sbatch --array=1-N` works the same with `--shard $SLURM_ARRAY_TASK_ID/N`). Shard i runs units
 i-1, i-1+N, ... into its own record folder; `merge` copies their stage results into one record and
 computes the verdict offline, with the same code as an unsharded run, so both give one verdict.
+A merge told which shards ended unfinished (`lost`: the Slurm merge reads it from the scheduler)
+records their missing stages as failures naming the reason, so those points FAIL; without it, a
+missing stage is an error naming the stage.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.outputs import (
+    EvalOutput,
+    PrecisionOutput,
+    ProbeOutput,
+    PullOutput,
+    SmokeOutput,
+    ValidatorOutput,
+)
 from relpipe.pipeline.record import RunRecord, pretty_json
 from relpipe.pipeline.run import RunResult, execute
-from relpipe.pipeline.stages import Plan, units
+from relpipe.pipeline.stages import Plan, shard_of, units
 
 _SHARD = re.compile(r"([0-9]{1,4})/([0-9]{1,4})")
 
@@ -50,10 +63,51 @@ def write_plan(plan: Plan, folder: Path, shards: int) -> dict[str, Any]:
     return out
 
 
+def shard_count(plan_dir: Path) -> int:
+    """How many shards the plan folder was split into (its matrix.json)."""
+    try:
+        doc = json.loads((plan_dir / "matrix.json").read_text(encoding="utf-8"))
+        count = len(doc["include"])
+    except FileNotFoundError:
+        raise PipelineError(
+            f"{plan_dir}: no matrix.json; write the plan with "
+            f"`relpipe qualify REF --plan --out {plan_dir}`"
+        ) from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise PipelineError(f"{plan_dir}/matrix.json: not a relpipe plan matrix ({exc})") from None
+    if not 1 <= count <= 256:
+        raise PipelineError(f"{plan_dir}/matrix.json: {count} shards; expected 1..256")
+    return count
+
+
+def lost_output(stage: str, inputs: Mapping[str, Any], reason: str) -> dict[str, Any]:
+    """The recorded failure of a stage whose shard ended before running it."""
+    if stage == "eval":
+        return EvalOutput(
+            status="fail",
+            suite=str(inputs.get("suite", "")),
+            batch=int(inputs.get("batch", 0)),
+            metric=str(inputs.get("metric", "")),
+            reason=reason,
+        ).to_json()
+    if stage == "smoke":
+        return SmokeOutput(status="fail", reason=reason).to_json()
+    if stage == "probe":
+        return ProbeOutput(status="error", reason=reason).to_json()
+    if stage == "precision":
+        return PrecisionOutput(status="error", reason=reason).to_json()
+    if stage == "golden":
+        return ValidatorOutput(status="ok", problems=(reason,)).to_json()
+    if stage == "pull":
+        return PullOutput(status="error", image="").to_json()
+    raise PipelineError(f"stage {stage!r} of a lost shard has no failure record; report this")
+
+
 def load_plan(folder: Path, workspace: str | None = None) -> Plan:
     if not (folder / "run.json").is_file():
         raise PipelineError(
-            f"{folder}: no run.json; create the plan with `relpipe qualify REF --plan --out {folder}`"
+            f"{folder}: no run.json; create the plan with "
+            f"`relpipe qualify REF --plan --out {folder}`"
         )
     return Plan.from_json(RunRecord(folder).inputs(), workspace)
 
@@ -67,9 +121,25 @@ def run_shard(
     return execute(plan, record, shard=shard)
 
 
-def merge(plan_dir: Path, shard_dirs: list[Path], out: Path, strict: bool = False) -> RunResult:
-    """Combine shard records (each must belong to the plan) into one verdict and its reports."""
+def merge(
+    plan_dir: Path,
+    shard_dirs: list[Path],
+    out: Path,
+    strict: bool = False,
+    lost: Mapping[int, str] | None = None,
+) -> RunResult:
+    """Combine shard records (each must belong to the plan) into one verdict and its reports.
+
+    `lost`: shard number -> why it ended unfinished; the stages it did not record FAIL with it."""
     plan = load_plan(plan_dir)
+    lost_units: dict[str, str] = {}
+    if lost:
+        shards = shard_count(plan_dir)
+        lost_units = {
+            unit.name: lost[shard_of(i, shards)]
+            for i, unit in enumerate(units(plan))
+            if shard_of(i, shards) in lost
+        }
     record = RunRecord(out)
     record.write_inputs(plan.to_json())
     for folder in shard_dirs:
@@ -80,4 +150,12 @@ def merge(plan_dir: Path, shard_dirs: list[Path], out: Path, strict: bool = Fals
                 "merge only shards of one plan"
             )
         record.import_stages(folder)
-    return execute(plan, record, offline=True, strict=strict, quiet=True)
+    return execute(
+        plan,
+        record,
+        offline=True,
+        strict=strict,
+        quiet=True,
+        lost=lost_units,
+        lost_output=lost_output,
+    )

@@ -77,6 +77,29 @@ def docker_host(_services: svc.Services) -> str:
 
 
 @pytest.fixture(scope="session")
+def slurm_conf(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """SLURM_CONF of a one-node Slurm cluster on loopback (`nox -s tests` starts it once)."""
+    if os.environ.get(svc.SLURM_ENV):
+        started = svc.start(need_registry=False, need_docker=False, need_slurm=True)
+    else:
+        try:
+            started = svc.start(
+                tmp_path_factory.mktemp("slurm"),
+                need_registry=False,
+                need_docker=False,
+                need_slurm=True,
+            )
+        except svc.ServiceError as exc:
+            _unavailable(str(exc))
+            raise
+    try:
+        assert started.slurm_conf
+        yield started.slurm_conf
+    finally:
+        svc.stop(started)
+
+
+@pytest.fixture(scope="session")
 def fixture_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Layer cache for fixture nightlies, one per test run and shared by its xdist workers.
 

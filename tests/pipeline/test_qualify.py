@@ -25,6 +25,7 @@ from relpipe.images.build import FixtureImage, build_fixtures
 from relpipe.pipeline.demo import EXAMPLE, prepare_workdir
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[2]
 
 REPOSITORY = "relpipe-test-pipeline/atom-dev"
 KEY = "minimaxm3-fp4-mi355x-atom-agentic-mtp"
@@ -477,3 +478,224 @@ def test_bad_nightly_fails_closed_and_release_refuses(env: Env, variant: str, ch
     assert refused.returncode == 1
     assert "release refused" in refused.stderr and f"{check} " in refused.stderr
     assert (env.repo / "perf-changelog.yaml").read_bytes() == before
+
+
+# -- Slurm: the same plan as a real array job on a one-node cluster (services --slurm) -------------
+
+
+def _slurm(env: Env, slurm_conf: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "relpipe.pipeline", "slurm", *args],
+        cwd=env.repo,
+        env={**env.vars, "SLURM_CONF": slurm_conf},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def _plan(env: Env, plan_dir: Path, ref: str, shards: int, *extra: str) -> None:
+    planned = env.relpipe(
+        "qualify",
+        ref,
+        "--config-key",
+        KEY,
+        "--state",
+        str(plan_dir.parent / "state"),
+        *QUICK,
+        *extra,
+        "--plan",
+        "--shards",
+        str(shards),
+        "--out",
+        str(plan_dir),
+    )
+    assert planned.returncode == 0, planned.stderr
+
+
+def _wait_ended(env: Env, slurm_conf: str, jobs: Path, timeout: float) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + timeout
+    while True:
+        done = _slurm(env, slurm_conf, "status", str(jobs), "--json")
+        assert done.returncode == 0, done.stderr
+        shards: list[dict[str, Any]] = json.loads(done.stdout)["shards"]
+        active = [s for s in shards if s["slurm"] in ("PENDING", "RUNNING", "COMPLETING")]
+        if not active:
+            return shards
+        assert time.monotonic() < deadline, f"Slurm tasks still active: {active}"
+        time.sleep(1)
+
+
+def test_slurm_array_job_cancelled_resubmitted_and_merged_equals_the_unsharded_run(
+    env: Env, qualified: Qualified, slurm_conf: str, tmp_path: Path
+) -> None:
+    plan_dir = tmp_path / "plan"
+    _plan(env, plan_dir, env.newest, 4)
+    jobs = tmp_path / "jobs"
+    dry = _slurm(
+        env,
+        slurm_conf,
+        "submit",
+        str(plan_dir),
+        "--partition",
+        "relpipe",
+        "--jobs",
+        str(jobs),
+        "--repo",
+        str(env.repo),
+        "--dry-run",
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert "#SBATCH --array=1-4" in dry.stdout and '--shard "$shard/4"' in dry.stdout
+    assert not (jobs / "slurm.json").exists()  # a dry run submits nothing
+
+    submitted = _slurm(
+        env,
+        slurm_conf,
+        "submit",
+        str(plan_dir),
+        "--partition",
+        "relpipe",
+        "--jobs",
+        str(jobs),
+        "--repo",
+        str(env.repo),
+        "--json",
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    first = json.loads(submitted.stdout)
+    assert first["tasks"] == [1, 2, 3, 4]
+    # Cancel the job once some stage has finished in a shard that has more stages to do.
+    deadline = time.monotonic() + 300
+    while not any(
+        e["what"] == "done" for e in _events(jobs / "shard-1")
+    ):  # shard 1 holds the image unit: pull, probe, smoke
+        assert time.monotonic() < deadline, "shard 1 never finished a stage"
+        time.sleep(0.5)
+    subprocess.run(
+        ["scancel", first["job_id"]], env={**env.vars, "SLURM_CONF": slurm_conf}, check=True
+    )
+    ended = _wait_ended(env, slurm_conf, jobs, 120)
+    _remove_containers(env.vars["DOCKER_HOST"], Path(env.vars["TMPDIR"]))
+    unfinished = [s["shard"] for s in ended if not s["done"]]
+    assert 1 in unfinished and all(
+        s["slurm"] == "CANCELLED" for s in ended if s["shard"] in unfinished
+    ), ended
+    done_before = {e["label"] for e in _events(jobs / "shard-1") if e["what"] == "done"}
+
+    again = _slurm(
+        env,
+        slurm_conf,
+        "submit",
+        str(plan_dir),
+        "--partition",
+        "relpipe",
+        "--jobs",
+        str(jobs),
+        "--repo",
+        str(env.repo),
+        "--json",
+    )
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["tasks"] == unfinished  # finished shards are not re-run
+    final = _wait_ended(env, slurm_conf, jobs, 400)
+    assert all(s["done"] and s["slurm"] == "COMPLETED" for s in final), final
+    # The re-submitted shard resumed: what it had finished came from its record.
+    cached = {e["label"] for e in _events(jobs / "shard-1") if e["what"] == "cached"}
+    assert done_before and done_before <= cached
+
+    merged = _slurm(
+        env, slurm_conf, "merge", str(jobs), "--out", str(tmp_path / "merged"), "--json"
+    )
+    assert merged.returncode == 0, merged.stderr
+    verdict = json.dumps(json.loads(merged.stdout)["verdict"], sort_keys=True).encode()
+    assert verdict == json.dumps(qualified.report["verdict"], sort_keys=True).encode()
+
+
+def test_slurm_task_killed_at_its_time_limit_fails_its_points(
+    env: Env, slurm_conf: str, tmp_path: Path
+) -> None:
+    repository = "relpipe-test-pipeline/atom-slurm-hang"
+    hang = build_fixtures(env.registry, repository, 2, "hang", cache_dir=env.fixture_cache)[-1]
+    plan_dir = tmp_path / "plan"
+    _plan(env, plan_dir, hang.tagged, 1, "--timeout", "600")  # outlives Slurm's 1-minute limit
+    jobs = tmp_path / "jobs"
+    submitted = _slurm(
+        env,
+        slurm_conf,
+        "submit",
+        str(plan_dir),
+        "--partition",
+        "relpipe",
+        "--time",
+        "1",
+        "--jobs",
+        str(jobs),
+        "--repo",
+        str(env.repo),
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    try:
+        ended = _wait_ended(env, slurm_conf, jobs, 300)
+    finally:
+        _remove_containers(env.vars["DOCKER_HOST"], Path(env.vars["TMPDIR"]))
+    assert [(s["slurm"], s["exit_code"]) for s in ended] == [("TIMEOUT", None)]
+    early = _slurm(env, slurm_conf, "merge", str(jobs), "--out", str(tmp_path / "m"), "--json")
+    assert early.returncode == 1, early.stderr  # FAIL, not an error: the points are accounted for
+    report = json.loads(early.stdout)
+    assert report["verdict"]["overall"] == "FAIL"
+    c3 = next(c for c in report["verdict"]["checks"] if c["id"] == "C3")
+    assert c3["status"] == "FAIL" and "killed at its time limit" in c3["reason"]
+    assert report["evals"] and all(
+        e["status"] == "fail" and "killed at its time limit" in e["reason"] for e in report["evals"]
+    )
+
+
+def test_slurm_submit_refuses_a_gpu_gres_no_node_has(
+    env: Env, slurm_conf: str, tmp_path: Path
+) -> None:
+    plan_dir = tmp_path / "plan"
+    plan_dir.mkdir()
+    (plan_dir / "matrix.json").write_text('{"include": [{"shard": "1/1"}]}')
+    refused = _slurm(
+        env, slurm_conf, "submit", str(plan_dir), "--partition", "relpipe", "--gres", "gpu:1"
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.count("\n") == 1 and "has the GPU gres gpu:1" in refused.stderr
+    assert not (plan_dir / "slurm" / "slurm.json").exists()
+
+
+# -- the nightly GitHub workflow, its run: steps executed as a runner gives them --------------------
+
+
+def test_nightly_workflow_plan_matrix_merge_steps_give_the_unsharded_verdict(
+    env: Env, qualified: Qualified, tmp_path: Path
+) -> None:
+    from workflow_runner import run_workflow
+
+    workflow = ROOT / ".github" / "workflows" / "nightly-qualification.yml"
+    run = run_workflow(
+        workflow,
+        tmp_path,
+        vars={
+            "RELPIPE_IMAGE_REPOSITORY": f"{env.registry}/{REPOSITORY}",
+            "RELPIPE_CONFIG_KEY": KEY,
+            "RELPIPE_SHARDS": "2",
+            "RELPIPE_QUALIFY_ARGS": " ".join(QUICK),
+        },
+        env={**env.vars, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.vars['PATH']}"},
+        checkouts={"benchmark": env.repo},
+    )
+    ran = [(s.job, s.name) for s in run.steps if s.status == "ran"]
+    assert ("plan", "Pin the newest nightly and plan the shards") in ran
+    assert [name for job, name in ran if job == "qualify"].count("Qualify the shard") == 2
+    assert ("merge", "Merge the shards into one verdict") in ran
+    # Only the install steps were left to the test's own environment.
+    skipped = {s.name for s in run.steps if s.status == "skipped"}
+    assert skipped == {"Install relpipe"}
+    assert json.loads(run.jobs["plan"]["outputs"]["matrix"]) == {
+        "include": [{"shard": "1/2"}, {"shard": "2/2"}]
+    }
+    merged = json.loads((tmp_path / "merge-0" / "merged" / "report.json").read_text())
+    assert merged["verdict"] == qualified.report["verdict"]
+    assert "verdict" in run.summaries["merge-0"].lower()
