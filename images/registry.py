@@ -58,6 +58,7 @@ from relpipe.images.manifest import (
     parse_manifest,
     sha256_digest,
 )
+from relpipe.images.options import INSECURE_ENV, PLATFORM_ENV, mirrors_from_env, parse_mirror
 from relpipe.images.reference import DOCKER_HUB, DOCKER_HUB_API, Reference, is_loopback, parse
 from relpipe.images.transport import (
     CA_ENV,
@@ -91,7 +92,6 @@ __all__ = [
     "parse_retry_after",
 ]
 
-INSECURE_ENV = "RELPIPE_INSECURE_REGISTRIES"  # comma-separated host[:port]: plain HTTP
 SECURE_ENV = "RELPIPE_SECURE_REGISTRIES"  # comma-separated host[:port]: HTTPS even on loopback
 _REDIRECTS = (301, 302, 303, 307, 308)
 _MAX_REDIRECTS = 5
@@ -184,10 +184,24 @@ class RegistryClient:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._env = dict(os.environ if env is None else env)
-        self._insecure = frozenset(insecure) | _split_env(self._env, INSECURE_ENV)
-        self._secure = frozenset(secure) | _split_env(self._env, SECURE_ENV)
+        if mirrors is None:
+            found = mirrors_from_env(self._env)
+        else:
+            found = {m.source: m for m in (parse_mirror(f"{k}={v}") for k, v in mirrors.items())}
+        self.mirrors = {source: m.host for source, m in found.items()}
+        schemes = [(m.host, m.scheme) for m in found.values()]
+        self._insecure = (
+            frozenset(insecure)
+            | _split_env(self._env, INSECURE_ENV)
+            | {host for host, scheme in schemes if scheme == "http"}
+        )
+        self._secure = (
+            frozenset(secure)
+            | _split_env(self._env, SECURE_ENV)
+            | {host for host, scheme in schemes if scheme == "https"}
+        )
+        self.platform = self._env.get(PLATFORM_ENV) or None
         self._credentials_given = dict(credentials or {})
-        self.mirrors = {parse(f"{k}/x").registry: v for k, v in (mirrors or {}).items()}
         self.retry = retry
         self.limits = limits
         self.timeouts = Timeouts.of(timeout)
@@ -450,7 +464,7 @@ class RegistryClient:
             body, header_type, _ = self._get_manifest(reference, digest)
             index = parse_manifest(body, header_type)
             assert isinstance(index, Index)
-            desc = index.select(Platform.parse(platform or DEFAULT_PLATFORM))
+            desc = index.select(Platform.parse(platform or self.platform or DEFAULT_PLATFORM))
             plat, plat_digest = str(desc.platform), desc.digest
         return Resolved(given, reference, digest, media_type, plat, plat_digest)
 
@@ -494,6 +508,7 @@ class RegistryClient:
             head_digest, _ = self._head(reference)
             top_body, top_type, digest = self._get_manifest(reference, head_digest)
         top = parse_manifest(top_body, top_type)
+        platform = platform or self.platform
         wanted = Platform.parse(platform or DEFAULT_PLATFORM)
         plat: Platform | None
         if isinstance(top, Index):

@@ -481,9 +481,11 @@ class Runtime:
     def ensure_image(self, ref: str | Reference) -> tuple[str, dict[str, str]]:
         """Pull `ref` by digest unless present; returns (digest reference, image labels)."""
         import docker.errors
+        from relpipe.images.options import physical
 
         reference = pinned(ref)
-        by_digest = f"{reference.name}@{reference.digest}"
+        # Under a registry mirror (images.options) dockerd pulls the same digest from the mirror.
+        by_digest = physical(f"{reference.name}@{reference.digest}")
         try:
             try:
                 image = self.client.images.get(by_digest)
