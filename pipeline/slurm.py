@@ -198,8 +198,12 @@ def render_script(
 ) -> str:
     """The sbatch script: one array task per shard, its exit code recorded beside its record."""
     q = shlex.quote
+    if re.search(r"\s", str(jobs)):
+        # #SBATCH lines are split on whitespace: such a path cannot be named there safely.
+        raise PipelineError(f"--jobs {jobs}: the job folder's path must not contain whitespace")
+    name = re.sub(r"[^A-Za-z0-9_.-]", "-", plan.name)
     directives = [
-        f"--job-name=relpipe-{plan.name}"[:80],
+        f"--job-name=relpipe-{name}"[:80],
         f"--array={array_spec(tasks)}",
         f"--partition={opts.partition}",
         f"--output={jobs / 'logs' / 'shard-%a.log'}",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus import unavailable
 from relpipe.images.build import FixtureImage, build_fixtures
 from relpipe.pipeline.demo import EXAMPLE, prepare_workdir
 
@@ -548,6 +550,15 @@ def test_slurm_array_job_cancelled_resubmitted_and_merged_equals_the_unsharded_r
     assert dry.returncode == 0, dry.stderr
     assert "#SBATCH --array=1-4" in dry.stdout and '--shard "$shard/4"' in dry.stdout
     assert not (jobs / "slurm.json").exists()  # a dry run submits nothing
+    # The script the cluster runs is clean shell (shellcheck is in .ci/apt-packages.txt).
+    script = tmp_path / "job.sbatch"
+    script.write_text(dry.stdout)
+    if shutil.which("shellcheck") is None:
+        unavailable("shellcheck is not installed (Debian package shellcheck)")
+    checked = subprocess.run(
+        ["shellcheck", "-s", "bash", str(script)], capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stdout
 
     submitted = _slurm(
         env,
