@@ -145,6 +145,7 @@ _PACKAGES = {
     "munged": "munge",
     "slurmctld": "slurm-wlm",
     "slurmd": "slurm-wlm",
+    "shellcheck": "shellcheck",  # the tests check the sbatch script relpipe writes
 }
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from typing import Any
 
 import pytest
 from corpus import unavailable
+from relpipe.images import services as svc
 from relpipe.images.build import FixtureImage, build_fixtures
 from relpipe.pipeline.demo import EXAMPLE, prepare_workdir
 
@@ -553,10 +553,13 @@ def test_slurm_array_job_cancelled_resubmitted_and_merged_equals_the_unsharded_r
     # The script the cluster runs is clean shell (shellcheck is in .ci/apt-packages.txt).
     script = tmp_path / "job.sbatch"
     script.write_text(dry.stdout)
-    if shutil.which("shellcheck") is None:
-        unavailable("shellcheck is not installed (Debian package shellcheck)")
+    try:
+        shellcheck = svc.ensure_binary("shellcheck")  # apt when root on Debian, as for services
+    except svc.ServiceError as exc:
+        unavailable(str(exc))
+        raise
     checked = subprocess.run(
-        ["shellcheck", "-s", "bash", str(script)], capture_output=True, text=True
+        [shellcheck, "-s", "bash", str(script)], capture_output=True, text=True
     )
     assert checked.returncode == 0, checked.stdout
 
