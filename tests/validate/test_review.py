@@ -9,20 +9,22 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from relpipe.pipeline.cli import main as cli
 from relpipe.validate.review import recipe as recipes
 from relpipe.validate.review.context import Options
 from relpipe.validate.review.models import parse as parse_models
 from relpipe.validate.review.owners import _compile, template_items
 from relpipe.validate.review.run import run
+
 from tests.support import git
 
 KEY = "dsr1-fp4-mi355x-sglang"
 SCRIPT = "benchmarks/single_node/fixed_seq_len/dsr1_fp4_mi355x.sh"
 RUNNER = "runners/launch_mi355x-amds.sh"
 RECIPE_KEY = "glm5.2-fp4-gb300-dynamo-sglang-agentic-disagg"
-RECIPE = "benchmarks/multi_node/srt-slurm-recipes/sglang/glm5.2/gb300-fp4/agentic/glm5.2-agentx.yaml"
+RECIPE = (
+    "benchmarks/multi_node/srt-slurm-recipes/sglang/glm5.2/gb300-fp4/agentic/glm5.2-agentx.yaml"
+)
 NEXTN = "SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE"
 
 
@@ -66,7 +68,7 @@ def _where(record: dict) -> list[str]:
 
 def test_hf_overrides_in_a_launch_script_fails_and_names_the_line(tree: Path) -> None:
     assert _one(tree, "arch-hacks", "--config-key", KEY)["status"] == "PASS"
-    original = _insert(tree / SCRIPT, 40, "EXTRA=\"--hf-overrides '{\\\"index_topk_freq\\\": 4}'\"")
+    original = _insert(tree / SCRIPT, 40, 'EXTRA="--hf-overrides \'{\\"index_topk_freq\\": 4}\'"')
     try:
         record = _one(tree, "arch-hacks", "--config-key", KEY)
         assert record["status"] == "FAIL" and record["exit"] == 1
@@ -196,14 +198,18 @@ def test_owners_last_match_wins(tree: Path, tmp_path: Path) -> None:
         git(tree, "commit", "-q", "-am", "touch amd master")
         signoff = tmp_path / "s.md"
         signoff.write_text("Signed: `chunfangamd`\n")
-        record = _one(tree, "owners", "--base-ref", "main", "--head-ref", "HEAD",
-                      "--signoff", str(signoff))
+        record = _one(
+            tree, "owners", "--base-ref", "main", "--head-ref", "HEAD", "--signoff", str(signoff)
+        )
         assert record["status"] == "PASS"
-        assert any("@billishyahao" in row[1] and ".github/CODEOWNERS:4" in row[1]
-                   for row in record["evidence"])
+        assert any(
+            "@billishyahao" in row[1] and ".github/CODEOWNERS:4" in row[1]
+            for row in record["evidence"]
+        )
         signoff.write_text("Signed: `ankur-singh`\n")
-        record = _one(tree, "owners", "--base-ref", "main", "--head-ref", "HEAD",
-                      "--signoff", str(signoff))
+        record = _one(
+            tree, "owners", "--base-ref", "main", "--head-ref", "HEAD", "--signoff", str(signoff)
+        )
         assert record["status"] == "FAIL" and "configs/amd-master.yaml" in record["reason"]
     finally:
         git(tree, "checkout", "-q", "-f", "main")
@@ -234,13 +240,22 @@ def test_template_items_are_the_current_checklist(inferencex_tree: Path) -> None
 
 
 def test_pareto_counts_frontier_points(tree: Path, tmp_path: Path) -> None:
-    base = {"infmax_model_prefix": "dsr1", "hw": "mi355x", "framework": "sglang",
-            "precision": "fp4", "spec_decoding": "none", "isl": 8192, "osl": 1024}
+    base = {
+        "infmax_model_prefix": "dsr1",
+        "hw": "mi355x",
+        "framework": "sglang",
+        "precision": "fp4",
+        "spec_decoding": "none",
+        "isl": 8192,
+        "osl": 1024,
+    }
     # 6 points on the frontier, 2 dominated
-    for i, (intvty, tput) in enumerate([(100, 10), (80, 20), (60, 30), (40, 40), (20, 50),
-                                        (10, 60), (50, 5), (30, 1)]):
+    for i, (intvty, tput) in enumerate(
+        [(100, 10), (80, 20), (60, 30), (40, 40), (20, 50), (10, 60), (50, 5), (30, 1)]
+    ):
         (tmp_path / f"agg_{i}.json").write_text(
-            json.dumps({**base, "median_intvty": intvty, "tput_per_gpu": tput}))
+            json.dumps({**base, "median_intvty": intvty, "tput_per_gpu": tput})
+        )
     record = _one(tree, "pareto", "--results", str(tmp_path))
     assert record["status"] == "PASS"
     assert record["evidence"][0][1] == "6 frontier point(s) of 8"
@@ -284,8 +299,10 @@ def _recipe_key(tree: Path, body: str) -> None:
             "<<: *a0\n", "x: 1\n"
         ),  # an inheritance chain 400 merges deep
         "a: &a [1,2,3,4,5,6,7,8,9]\n"
-        + "".join(f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n"
-                  for p, c in zip("abcdefgh", "bcdefghi", strict=True))
+        + "".join(
+            f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n"
+            for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+        )
         + "base: {x: *i}\n",  # billion laughs
     ],
     ids=["nesting", "merge-chain", "alias-bomb"],
@@ -314,8 +331,9 @@ def test_source_loop_terminates(tree: Path) -> None:
         helper.write_bytes(lib)
 
 
-def test_unknown_key_and_bad_repo_are_one_line_errors(tree: Path, tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_key_and_bad_repo_are_one_line_errors(
+    tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert cli(["review", "--repo", str(tree), "--config-key", "no-such-key"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no-such-key" in err

@@ -22,7 +22,7 @@ from typing import Any
 from relpipe.validate.errors import ValidateError
 
 MAX_DEPTH = 48
-MAX_NODES = 200_000
+MAX_NODES = 50_000  # the largest real recipe has a few thousand
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _SELECTOR = re.compile(r"^((?:zip_)?override_[A-Za-z0-9_.-]+)(?:\[(\d+)\])?$")
 

@@ -17,7 +17,7 @@ from relpipe.validate.errors import ValidateError
 from relpipe.validate.review import images, launch, models, owners, plan
 from relpipe.validate.review.context import Change, Options, Review
 from relpipe.validate.review.result import Result
-from relpipe.validate.review.scope import load_masters, scope_keys, select_keys
+from relpipe.validate.review.scope import Masters, load_masters, scope_keys, select_keys
 from relpipe.validate.review.source import Source, open_source
 
 # id -> (function, fast enough and local enough for the commit hook, checklist item)
@@ -36,6 +36,10 @@ CHECKS: dict[str, tuple[Callable[[Review], Result], bool]] = {
     "notes": (plan.check_notes, False),
 }
 FAST = tuple(cid for cid, (_, fast) in CHECKS.items() if fast)
+# Checks that look at neither the keys in scope nor the change: no masters, no git needed.
+STANDALONE = frozenset({"checklist", "pareto", "notes"})
+# ... and those that need the change but not the keys (resolving every key costs seconds).
+KEYLESS = STANDALONE | {"owners"}
 _HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
@@ -104,6 +108,10 @@ def run(
     if unknown:
         raise ValidateError(f"unknown check {unknown[0]!r}; known: {', '.join(CHECKS)}")
     source = open_source(repo, head_ref)
+    wanted = list(checks or CHECKS)
+    if not keys and not all_keys and STANDALONE.issuperset(wanted):
+        review = Review(source=source, masters=Masters(), scopes=(), options=options)
+        return [CHECKS[cid][0](review) for cid in wanted]
     masters = load_masters(source)
     change = None
     base_source: Source | None = None
@@ -119,7 +127,11 @@ def run(
         base = base_ref or default_base(source.root)
         change = diff(source.root, base, head_ref)
         base_source = Source(root=source.root, ref=base)
-        every = scope_keys(source, masters, list(masters.configs))
+        every = (
+            scope_keys(source, masters, list(masters.configs))
+            if not KEYLESS.issuperset(wanted)
+            else []
+        )
         touched = set(change.paths)
         scopes = [
             s
@@ -138,4 +150,4 @@ def run(
         base_source=base_source,
         options=options,
     )
-    return [CHECKS[cid][0](review) for cid in (checks or list(CHECKS))]
+    return [CHECKS[cid][0](review) for cid in wanted]
