@@ -192,6 +192,8 @@ def fewshot_sampler(
 ) -> Callable[[Problem], list[Problem]]:
     """lm-eval's ContextSampler: one Random(1234) advanced once per evaluated doc, in order."""
     rnd = random.Random(FEWSHOT_SEED)
+    if n_shot == 0:
+        return lambda _problem: []  # lm-eval draws nothing for a zero-shot run
     draw = n_shot + 1 if same_split else n_shot
     if draw > len(pool):
         raise EngineError(f"gsm8k: {n_shot}-shot needs {draw} few-shot docs, found {len(pool)}")

@@ -351,7 +351,7 @@ def test_launch_command_prints_argv_and_env_without_running() -> None:
         "--al",
         "3.39",
         "--json",
-    )  # fmt: skip - one flag and its value per line reads like the command
+    )
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["argv"][:3] == ["python3", "-m", "sglang.launch_server"]
