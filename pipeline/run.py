@@ -123,47 +123,99 @@ def qualify(
 # -- command-line pieces shared by qualify, nightly and release -----------------------------------
 
 
-def add_qualify_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config-key", help="benchmark config key (its points and pinned baseline)"
+def add_qualify_args(parser: argparse.ArgumentParser, *, release: bool = False) -> None:
+    """The options of a qualification, in groups. A release needs `--config-key` and always diffs
+    against that key's pinned image, so with `release=True` the key is required and `--baseline`
+    is not offered."""
+    what = parser.add_argument_group("what to qualify")
+    what.add_argument(
+        "--config-key",
+        metavar="KEY",
+        required=release,
+        help="benchmark config key (its points and pinned baseline)",
     )
-    parser.add_argument(
-        "--baseline",
+    if not release:
+        what.add_argument(
+            "--baseline",
+            metavar="REF|pinned|none",
+            default=None,
+            help="baseline image REF, 'pinned' (the config key's image; the default with "
+            "--config-key) or 'none' (the default without)",
+        )
+    what.add_argument(
+        "--repo", metavar="PATH", type=Path, default=None, help="benchmark repository (default: .)"
+    )
+    what.add_argument(
+        "--state",
+        metavar="DIR",
+        type=Path,
         default=None,
-        help="baseline image REF, 'pinned' (the config key's image; default with "
-        "--config-key) or 'none'",
+        help="run records and cache (default: $RELPIPE_STATE, else REPO/.relpipe)",
     )
-    parser.add_argument("--repo", type=Path, default=None, help="benchmark repository (default: .)")
-    parser.add_argument(
-        "--state", type=Path, default=None, help="run records and cache (default: REPO/.relpipe)"
+    run = parser.add_argument_group("how to run")
+    run.add_argument(
+        "--suite",
+        metavar="NAME",
+        action="append",
+        dest="suites",
+        choices=tuple(SUITE_METRIC),
+        help=f"eval suite, repeatable: {', '.join(SUITE_METRIC)} (default: decode-parity)",
     )
-    parser.add_argument(
-        "--suite", action="append", dest="suites", help="eval suite (repeat; default decode-parity)"
+    run.add_argument(
+        "--max-batch",
+        metavar="N",
+        type=int,
+        default=DEFAULT_MAX_BATCH,
+        help="eval batch cap per point",
     )
-    parser.add_argument(
-        "--max-batch", type=int, default=DEFAULT_MAX_BATCH, help="eval batch cap per point"
+    run.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help="limit per container",
     )
-    parser.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per container"
+    run.add_argument(
+        "--gpu",
+        choices=("auto", "none", "rocm", "nvidia"),
+        default="auto",
+        help="devices passed to the containers",
     )
-    parser.add_argument("--gpu", choices=("auto", "none", "rocm", "nvidia"), default="auto")
-    parser.add_argument("--dataset", default=None, help="GSM8K-format JSONL for the gsm8k suite")
-    parser.add_argument("--rules", default=None, help="precision rules file")
-    parser.add_argument(
-        "--max-new", type=int, default=8, help="tokens decoded per prompt (smoke, decode-parity)"
+    run.add_argument("--dataset", metavar="FILE", default=None, help="GSM8K-format JSONL (gsm8k)")
+    run.add_argument(
+        "--rules", metavar="FILE", default=None, help="precision rules (default: built-in atom)"
     )
-    parser.add_argument("--n-shot", type=int, default=5, help="gsm8k few-shot examples")
-    parser.add_argument(
-        "--eval-limit", type=int, default=0, help="gsm8k: score at most N problems (0: all)"
+    run.add_argument(
+        "--max-new",
+        metavar="N",
+        type=int,
+        default=8,
+        help="tokens decoded per prompt (smoke, decode-parity)",
     )
-    parser.add_argument(
-        "--prompt-bytes", type=int, default=0, help="truncate the fixed prompts (0: whole)"
+    run.add_argument("--n-shot", metavar="N", type=int, default=5, help="gsm8k few-shot examples")
+    run.add_argument(
+        "--eval-limit",
+        metavar="N",
+        type=int,
+        default=0,
+        help="gsm8k: score at most N problems (0: all)",
     )
-    parser.add_argument(
-        "--kv-dtypes", default="fp32,bf16,fp8", help="KV-cache dtypes decode-parity checks"
+    run.add_argument(
+        "--prompt-bytes",
+        metavar="N",
+        type=int,
+        default=0,
+        help="truncate the fixed prompts to N bytes (0: whole)",
     )
-    parser.add_argument("--strict", action="store_true", help="WARN fails too (exit 1)")
-    parser.add_argument("--json", action="store_true", help="print the report JSON")
+    run.add_argument(
+        "--kv-dtypes",
+        metavar="LIST",
+        default="fp32,bf16,fp8",
+        help="comma list of KV-cache dtypes decode-parity checks",
+    )
+    out = parser.add_argument_group("output")
+    out.add_argument("--strict", action="store_true", help="WARN fails too (exit 1)")
+    out.add_argument("--json", action="store_true", help="print one JSON document (the report)")
 
 
 def workspace_from(args: argparse.Namespace) -> Workspace | None:
@@ -216,7 +268,7 @@ def options_from(args: argparse.Namespace) -> Options:
 
 
 def baseline_from(args: argparse.Namespace) -> str | None:
-    if args.baseline in (None, ""):
+    if getattr(args, "baseline", None) in (None, ""):
         return "pinned" if args.config_key else None
     return None if args.baseline == "none" else str(args.baseline)
 

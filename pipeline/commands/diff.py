@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from relpipe.pipeline import enginerepo
+from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
 from relpipe.validate import gitio, precision
 
@@ -25,48 +26,51 @@ DEFAULT_IMAGE_PATH = enginerepo.ENGINE_PATH
 SCOPES = ("atom", "vllm", "sglang")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        # argparse's own exit would print usage twice through our one-line error policy.
-        raise PipelineError(f"{message}; run `relpipe diff --help`")
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="relpipe diff", description=__doc__.splitlines()[0] if __doc__ else None)
-    p.add_argument("old", help="old commit, tag, or version (0.1.7.dev43+gaa0c5c3a1)")
-    p.add_argument("new", help="new commit, tag, or version")
-    p.add_argument("--repo", default=".", help="PATH, URL, or image:REF (default: .)")
+    p = parser("relpipe diff", __doc__)
     p.add_argument(
-        "--image-path",
-        default=DEFAULT_IMAGE_PATH,
-        help=f"repository folder inside the image for image:REF (default {DEFAULT_IMAGE_PATH}; "
-        "AITER: /app/aiter-test)",
+        "old", metavar="OLD", help="old commit, tag, or version (0.1.7.dev43+gaa0c5c3a1)"
     )
-    p.add_argument("--rules", help="rules file, or a built-in set: atom (default), aiter")
-    p.add_argument(
+    p.add_argument("new", metavar="NEW", help="new commit, tag, or version")
+    src = p.add_argument_group("where the commits come from")
+    src.add_argument(
+        "--repo", metavar="PATH|URL|image:REF", default=".", help="the engine's git history"
+    )
+    src.add_argument(
+        "--image-path",
+        metavar="PATH",
+        default=DEFAULT_IMAGE_PATH,
+        help="repository folder inside the image for image:REF (AITER: /app/aiter-test)",
+    )
+    rules = p.add_argument_group("rules and watch list")
+    rules.add_argument(
+        "--rules", metavar="FILE|atom|aiter", help="rules file or built-in set (default: atom)"
+    )
+    rules.add_argument(
         "--scope", choices=SCOPES, help="image family for scoped rules (default: all count)"
     )
-    p.add_argument(
+    rules.add_argument(
         "--must-contain",
         action="append",
         default=[],
         metavar="SHA|#PR",
         help="NEW should contain this commit or PR (repeatable; exit 1 if not with --strict)",
     )
-    p.add_argument(
+    rules.add_argument(
         "--must-not-contain",
         action="append",
         default=[],
         metavar="SHA|#PR",
         help="NEW must not contain this commit or PR (repeatable; exit 1 if it does)",
     )
-    p.add_argument(
+    output = p.add_argument_group("output")
+    output.add_argument(
         "--strict",
         action="store_true",
         help="also exit 1 when a --must-contain change is missing (a risk, C6 WARN)",
     )
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print the JSON report")
+    out = output.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print one JSON document (the report)")
     out.add_argument("--markdown", action="store_true", help="print Markdown tables (the default)")
     return p
 

@@ -15,16 +15,25 @@ from pathlib import Path
 from relpipe.images import fixture_repo
 from relpipe.images.build import build_fixtures, default_cache_dir
 from relpipe.images.errors import ImageError
+from relpipe.pipeline.commands.parser import parser as new_parser
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="relpipe fixtures", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = new_parser("relpipe fixtures", __doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     build = sub.add_parser("build", help="build fixture nightlies and push them (cached)")
-    build.add_argument("--registry", required=True, help="HOST:PORT of the registry (loopback)")
-    build.add_argument("--repository", required=True, help="repository name, e.g. rocm/atom-dev")
+    build.add_argument(
+        "--registry",
+        metavar="HOST:PORT",
+        required=True,
+        help="HOST:PORT of the registry (loopback)",
+    )
+    build.add_argument(
+        "--repository", metavar="NAME", required=True, help="repository name, e.g. rocm/atom-dev"
+    )
     build.add_argument(
         "--count",
+        metavar="N",
         type=int,
         default=4,
         help=f"number of nightlies, 1..{fixture_repo.MAX_NIGHTLIES} (default 4)",
@@ -36,9 +45,15 @@ def _parser() -> argparse.ArgumentParser:
         help="kind of the newest nightly: good, broken (rms_norm wrong), hang",
     )
     build.add_argument(
-        "--cache-dir", type=Path, default=None, help=f"layer cache (default {default_cache_dir()})"
+        "--cache-dir",
+        metavar="DIR",
+        type=Path,
+        default=None,
+        help=f"layer cache (default {default_cache_dir()})",
     )
-    build.add_argument("--json", action="store_true", help="print the nightlies as JSON")
+    build.add_argument(
+        "--json", action="store_true", help="print one JSON document (the nightlies)"
+    )
     return parser
 
 

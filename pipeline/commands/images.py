@@ -19,6 +19,7 @@ from typing import Any
 from relpipe.images.errors import ImageError
 from relpipe.images.reference import parse
 from relpipe.images.registry import RegistryClient
+from relpipe.pipeline.commands.parser import parser as new_parser
 
 DEFAULT_LOCK = "images.lock.yaml"  # images.lock.DEFAULT_LOCK, without importing PyYAML here
 
@@ -131,9 +132,8 @@ def _probe(args: argparse.Namespace) -> int:
     # Imported here: docker and the runtime are needed by this subcommand only.
     from relpipe.images.runtime import Runtime
 
-    spec = importlib.util.find_spec(
-        "engine"
-    )  # located, never imported: it is mounted, not run here
+    # Located, never imported: it is mounted, not run here.
+    spec = importlib.util.find_spec("relpipe.engine")
     if spec is None or spec.origin is None:
         raise ImageError("cannot find the relpipe engine package to mount; reinstall relpipe")
     engine_dir = Path(spec.origin).parent
@@ -171,10 +171,10 @@ def _probe(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="relpipe images", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = new_parser("relpipe images", __doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="print JSON")
+    common.add_argument("--json", action="store_true", help="print one JSON document")
     common.add_argument(
         "--insecure-registry",
         action="append",
@@ -182,7 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="speak plain HTTP to this (non-loopback) registry",
     )
     common.add_argument("--ca-bundle", metavar="PEM", help="extra CA certificates to trust")
-    common.add_argument("--platform", default=None, help="os/arch[/variant] (default linux/amd64)")
+    common.add_argument(
+        "--platform",
+        metavar="OS/ARCH[/VARIANT]",
+        default=None,
+        help="os/arch[/variant] (default linux/amd64)",
+    )
 
     p = sub.add_parser("resolve", parents=[common], help="tag -> digest (one HEAD per tag)")
     p.add_argument("refs", nargs="+", metavar="REF")
@@ -192,20 +197,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("repository", metavar="REPOSITORY")
     p.add_argument(
         "--pattern",
+        metavar="PATTERN|FAMILY",
         default="nightly_%Y%m%d%H%M",  # images.nightly.DEFAULT_PATTERN (imported only by `latest`)
         help="tag pattern (%%Y %%m %%d %%H %%M %%S <ver>) or a family: atom, vllm, sglang "
         "(default nightly_%%Y%%m%%d%%H%%M)",
     )
-    p.add_argument("--page-size", type=int, default=1000, help="tags per listing request (n=)")
+    p.add_argument(
+        "--page-size", metavar="N", type=int, default=1000, help="tags per listing request (n=)"
+    )
     p.set_defaults(func=_latest)
 
     p = sub.add_parser("pin", parents=[common], help="verified pin into the lock file")
     p.add_argument("refs", nargs="+", metavar="REF")
-    p.add_argument("--lock", default=DEFAULT_LOCK, help=f"lock file (default {DEFAULT_LOCK})")
+    p.add_argument(
+        "--lock", metavar="FILE", default=DEFAULT_LOCK, help=f"lock file (default {DEFAULT_LOCK})"
+    )
     p.add_argument(
         "--config", metavar="MASTER_YAML", help="also set the image of --config-key here"
     )
-    p.add_argument("--config-key", metavar="KEY")
+    p.add_argument("--config-key", metavar="KEY", help="the config key whose image --config sets")
     p.add_argument(
         "--with-digest", action="store_true", help="write tag@sha256:... into the config"
     )
@@ -216,9 +226,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("ref", metavar="REF")
     p.add_argument(
-        "--lock", default=None, help="merge the facts into this lock file's entry for REF"
+        "--lock",
+        metavar="FILE",
+        default=None,
+        help="merge the facts into this lock file's entry for REF",
     )
-    p.add_argument("--timeout", type=float, default=600.0, help="container limit in seconds")
+    p.add_argument(
+        "--timeout", metavar="SECONDS", type=float, default=600.0, help="container limit in seconds"
+    )
     p.set_defaults(func=_probe)
     return parser
 

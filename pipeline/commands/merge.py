@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -10,13 +9,22 @@ from relpipe.pipeline.run import print_result
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from relpipe.pipeline.commands.parser import parser
     from relpipe.pipeline.shard import merge
 
-    p = argparse.ArgumentParser(prog="relpipe merge", description=__doc__.splitlines()[0])
-    p.add_argument("plan", type=Path, help="plan folder written by `relpipe qualify --plan`")
-    p.add_argument("shards", type=Path, nargs="+", help="shard record folders")
-    p.add_argument("--out", type=Path, required=True, help="merged run record folder")
-    p.add_argument("--strict", action="store_true", help="WARN fails too (exit 1)")
-    p.add_argument("--json", action="store_true", help="print the report JSON")
+    p = parser("relpipe merge", __doc__)
+    p.add_argument(
+        "plan",
+        metavar="PLAN_DIR",
+        type=Path,
+        help="plan folder written by `relpipe qualify --plan`",
+    )
+    p.add_argument("shards", metavar="SHARD_DIR", type=Path, nargs="+", help="shard records")
+    p.add_argument(
+        "--out", metavar="DIR", type=Path, required=True, help="merged run record folder"
+    )
+    out = p.add_argument_group("output")
+    out.add_argument("--strict", action="store_true", help="WARN fails too (exit 1)")
+    out.add_argument("--json", action="store_true", help="print one JSON document (the report)")
     args = p.parse_args(argv)
     return print_result(merge(args.plan, list(args.shards), args.out, args.strict), args.json)

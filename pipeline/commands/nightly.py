@@ -8,7 +8,6 @@ such as `latest` are ignored); the baseline is the config key's pinned image.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 
@@ -37,14 +36,20 @@ def newest_nightly(repository: str, pattern: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from relpipe.pipeline.commands.parser import parser
     from relpipe.pipeline.commands.qualify import add_args, dispatch
 
-    p = argparse.ArgumentParser(prog="relpipe nightly", description=__doc__.splitlines()[0])
+    p = parser("relpipe nightly", __doc__)
     p.add_argument(
-        "repository", help="image repository, e.g. rocm/atom-dev or 127.0.0.1:5000/rocm/atom-dev"
+        "repository",
+        metavar="REPOSITORY",
+        help="image repository, e.g. rocm/atom-dev or 127.0.0.1:5000/rocm/atom-dev",
     )
     p.add_argument(
-        "--pattern", default="", help="nightly tag pattern (default nightly_%%Y%%m%%d%%H%%M)"
+        "--pattern",
+        metavar="TAG_PATTERN",
+        default="",
+        help="nightly tag pattern (default: nightly_%%Y%%m%%d%%H%%M)",
     )
     add_args(p)
     args = p.parse_args(argv)

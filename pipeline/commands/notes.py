@@ -20,26 +20,19 @@ from relpipe.changelog.notes import (
     render,
     render_title,
 )
+from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
 from relpipe.validate import notes_check
 
 MAX_NOTES = 1024 * 1024
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        # argparse's own exit would print usage twice through our one-line error policy.
-        raise PipelineError(f"{message}; run `relpipe notes --help`")
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="relpipe notes", description=__doc__.splitlines()[0] if __doc__ else None)
-    sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    p = parser("relpipe notes", __doc__)
+    sub = p.add_subparsers(dest="action", required=True, metavar="COMMAND")
     r = sub.add_parser("render", help="render notes from a release facts file (release.json)")
-    r.add_argument("facts", help="release facts JSON")
-    r.add_argument(
-        "--lang", choices=LANG_CHOICES, default="both", help="language(s) (default both)"
-    )
+    r.add_argument("facts", metavar="FACTS_JSON", help="release facts JSON")
+    r.add_argument("--lang", choices=LANG_CHOICES, default="both", help="language(s)")
     what = r.add_mutually_exclusive_group()
     what.add_argument("--title", action="store_true", help="start with the `# EN / ZH` title line")
     what.add_argument(
@@ -48,9 +41,11 @@ def _parser() -> argparse.ArgumentParser:
         help="print the perf-changelog description lines instead of the body",
     )
     c = sub.add_parser("check", help="check notes: EN/ZH parity and consistency with the facts")
-    c.add_argument("notes", help="notes Markdown file")
-    c.add_argument("--facts", required=True, help="release facts JSON the notes must match")
-    c.add_argument("--json", action="store_true", help="print findings as JSON")
+    c.add_argument("notes", metavar="NOTES_MD", help="notes Markdown file")
+    c.add_argument(
+        "--facts", metavar="FACTS_JSON", required=True, help="release facts the notes must match"
+    )
+    c.add_argument("--json", action="store_true", help="print one JSON document (the findings)")
     return p
 
 

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from relpipe.pipeline.commands.parser import parser as new_parser
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.run import (
     add_qualify_args,
@@ -28,19 +29,31 @@ from relpipe.pipeline.run import (
 def add_args(p: argparse.ArgumentParser) -> None:
     """Options shared with `relpipe nightly` (which only adds how the image is found)."""
     add_qualify_args(p)
-    p.add_argument(
-        "--out", type=Path, default=None, help="run record folder (default: STATE/runs/ID)"
+    rec = p.add_argument_group("run record and sharding")
+    rec.add_argument(
+        "--out",
+        metavar="DIR",
+        type=Path,
+        default=None,
+        help="run record folder (default: STATE/runs/ID)",
     )
-    p.add_argument("--plan", action="store_true", help="write the plan and print the shard matrix")
-    p.add_argument("--shards", type=int, default=1, help="number of shards for --plan")
+    rec.add_argument(
+        "--plan", action="store_true", help="write the plan to --out and print the shard matrix"
+    )
+    rec.add_argument("--shards", metavar="N", type=int, default=1, help="shards for --plan")
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="relpipe qualify", description=__doc__.splitlines()[0])
-    p.add_argument("ref", nargs="?", help="image reference (tag or digest)")
+    p = new_parser("relpipe qualify", __doc__)
+    p.add_argument("ref", metavar="REF", nargs="?", help="image reference (tag or digest)")
     add_args(p)
-    p.add_argument("--from-plan", type=Path, default=None, help="plan folder written by --plan")
-    p.add_argument("--shard", default=None, help="run shard i of n (1-based), with --from-plan")
+    shard = p.add_argument_group("running one shard of a plan")
+    shard.add_argument(
+        "--from-plan", metavar="PLAN_DIR", type=Path, default=None, help="written by --plan"
+    )
+    shard.add_argument(
+        "--shard", metavar="I/N", default=None, help="run shard I of N (1-based), with --from-plan"
+    )
     return p
 
 

@@ -9,11 +9,11 @@ diff of config, lock and changelog without writing.
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.run import add_qualify_args, options_from, workspace_from
 
@@ -21,24 +21,29 @@ from relpipe.pipeline.run import add_qualify_args, options_from, workspace_from
 def main(argv: Sequence[str] | None = None) -> int:
     from relpipe.pipeline.release import DEFAULT_REPO_URL, Request, release
 
-    p = argparse.ArgumentParser(prog="relpipe release", description=__doc__.splitlines()[0])
-    p.add_argument("--image", required=True, help="image reference to release (tag)")
-    p.add_argument("--pr-number", type=int, default=None, help="PR number for the entry's pr-link")
-    p.add_argument(
-        "--repo-url", default=DEFAULT_REPO_URL, help="benchmark repository URL for pr-link"
+    p = parser("relpipe release", __doc__)
+    rel = p.add_argument_group("the release")
+    rel.add_argument("--image", metavar="REF", required=True, help="image to release (a tag)")
+    rel.add_argument(
+        "--pr-number",
+        metavar="N",
+        type=int,
+        default=None,
+        help="PR number for the entry's pr-link (default: none, written as /pull/XXX)",
     )
-    p.add_argument(
-        "--description", action="append", default=[], help="extra description line (repeat)"
+    rel.add_argument(
+        "--repo-url", metavar="URL", default=DEFAULT_REPO_URL, help="benchmark repository URL"
     )
-    p.add_argument("--dry-run", action="store_true", help="show the diff, write nothing")
-    add_qualify_args(p)
+    rel.add_argument(
+        "--description",
+        metavar="TEXT",
+        action="append",
+        default=[],
+        help="extra perf-changelog description line, repeatable",
+    )
+    rel.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+    add_qualify_args(p, release=True)
     args = p.parse_args(argv)
-    if not args.config_key:
-        raise PipelineError("release needs --config-key K")
-    if args.baseline not in (None, "pinned"):
-        raise PipelineError(
-            "release always diffs against the config key's pinned image; drop --baseline"
-        )
     ws = workspace_from(args)
     if ws is None:
         raise PipelineError(
@@ -55,7 +60,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     result = release(ws, req, options_from(args), args.state)
     if args.json:
-        print(result.reports["report.json"].read_text(), end="")
+        # One JSON document: the release report, plus what was (or, dry, would be) written.
+        document = json.loads(result.reports["report.json"].read_text())
+        document["release"] = {
+            "written": result.written,
+            "dry_run": args.dry_run,
+            "diff": result.diff,
+            "notes": str(result.record.root / "notes.md"),
+        }
+        print(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False))
     else:
         if args.dry_run:
             print(result.diff, end="")
@@ -65,6 +78,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"release verdict: {result.verdict.overall} ({state})")
         print(f"notes: {result.record.root / 'notes.md'}")
         print(f"report: {result.reports['report.html']}")
-    if args.json and args.dry_run:
-        print(json.dumps({"diff": result.diff}))
     return result.verdict.exit_code

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,12 +10,18 @@ from relpipe.pipeline.run import print_result, rerender
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="relpipe report", description=__doc__.splitlines()[0])
+    from relpipe.pipeline.commands.parser import parser
+
+    p = parser("relpipe report", __doc__)
     p.add_argument(
-        "run", type=Path, help="run record folder (.relpipe/runs/ID or .relpipe/releases/ID)"
+        "run",
+        metavar="RUN_DIR",
+        type=Path,
+        help="run record folder (.relpipe/runs/ID or .relpipe/releases/ID)",
     )
-    p.add_argument("--strict", action="store_true", help="WARN fails too (exit 1)")
-    p.add_argument("--json", action="store_true", help="print the report JSON")
+    out = p.add_argument_group("output")
+    out.add_argument("--strict", action="store_true", help="WARN fails too (exit 1)")
+    out.add_argument("--json", action="store_true", help="print one JSON document (the report)")
     args = p.parse_args(argv)
     if (args.run / "run.json").is_file() and RunRecord(args.run).inputs().get("kind") == "release":
         from relpipe.pipeline.release import rerender_release

@@ -1,0 +1,62 @@
+"""The argument parser every `relpipe` subcommand builds: one help layout, one usage-error rule.
+
+Help shows every option's default (`(default: X)`, unless the help text already names it) or
+`(required)`, keeps
+the line breaks of descriptions, and is 100 columns wide. A usage error is one line on stderr and
+exit 2, through the CLI's error handler, like every other user error (argparse's own exit would
+print the usage block first).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from relpipe.pipeline.errors import PipelineError
+
+WIDTH = 100
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """`argparse.ArgumentDefaultsHelpFormatter`, with readable words for absent defaults."""
+
+    def __init__(self, prog: str, **kwargs: Any) -> None:
+        kwargs.setdefault("width", WIDTH)
+        kwargs.setdefault("max_help_position", 32)
+        super().__init__(prog, **kwargs)
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.option_strings and action.required:
+            return f"{text} (required)".lstrip()
+        if (
+            not action.option_strings
+            or action.default is argparse.SUPPRESS
+            or "default" in text.lower()
+        ):
+            return text
+        default = action.default
+        if isinstance(action, argparse._StoreTrueAction | argparse._StoreFalseAction):
+            shown = "on" if default else "off"
+        elif default is None or default == []:
+            shown = "none"
+        else:
+            # `%` in a default (a tag pattern) must not be read as a format by argparse.
+            shown = str(default).replace("%", "%%")
+        return f"{text} (default: {shown})" if text else f"(default: {shown})"
+
+
+class Parser(argparse.ArgumentParser):
+    """`argparse.ArgumentParser` with `HelpFormatter` and usage errors as one-line `PipelineError`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise PipelineError(f"{message}; run `{self.prog} --help`")
+
+
+def parser(prog: str, doc: str | None) -> Parser:
+    """The parser of one subcommand, described by the first line of its module docstring."""
+    return Parser(prog=prog, description=(doc or "").strip().splitlines()[0] if doc else None)
