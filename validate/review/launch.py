@@ -122,7 +122,7 @@ def _shell_hits(path: str, lines: list[shell.Line], raw: list[str]) -> list[Hit]
             if _ENGINE_PATH.search(text) and _WRITE.search(text):
                 add("patch: inline heredoc rewrites an installed file")
             if _NEXTN in text:
-                add("draft: " + _NEXTN)
+                add("draft: prohibited")
             if re.search(r"hf[-_]overrides", text):
                 add("arch: hf_overrides")
             continue
@@ -162,7 +162,7 @@ def _shell_hits(path: str, lines: list[shell.Line], raw: list[str]) -> list[Hit]
             ):
                 add("patch: installs an engine wheel over the pinned image")
         if _NEXTN in text:
-            add("draft: " + _NEXTN)
+            add("draft: prohibited")
         if _DRAFT_PRECISION.search(text):
             add("draft: draft-model precision override")
         if _ARCH.search(text):
@@ -191,7 +191,7 @@ def scan(review: Review, path: str) -> list[Hit]:
         for n, raw in enumerate(review.source.lines(path), start=1):
             code = raw.split("#", 1)[0] if not raw.lstrip().startswith("#") else ""
             if _NEXTN in code:
-                hits.append(Hit(path, n, "draft: " + _NEXTN, raw.strip()[:200]))
+                hits.append(Hit(path, n, "draft: prohibited", raw.strip()[:200]))
             if _DRAFT_PRECISION.search(code):
                 hits.append(Hit(path, n, "draft: draft-model precision override", raw.strip()))
             if _ARCH.search(code):

@@ -33,7 +33,7 @@ from relpipe.validate.review.source import Source
 RECIPES = "benchmarks/multi_node/srt-slurm-recipes"
 MAX_HOPS = 4
 _TOP_KEY = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"][^:]*?))\s*:\s*(?:#.*)?$""")
-_CONFIG_FILE = re.compile(r"CONFIG_FILE=recipes/([^\s\"':]+)(?::([^\s\"']+))?")
+_CONFIG_FILE = re.compile(r"CONFIG_FILE=([^\s\"':]+)(?::([^\s\"']+))?")
 _SOURCED = re.compile(r"^(?:source|\.|bash|sh)\s+(.*)$")
 _SH_WORD = re.compile(r"""["']?([^\s"';|&]*\.sh)\b""")
 _DIR_PREFIXES = (
@@ -329,7 +329,9 @@ def scope_key(source: Source, masters: Masters, key: str) -> KeyScope:
         m = _CONFIG_FILE.search(text)
         if not m:
             continue
-        path, selector = f"{RECIPES}/{m.group(1)}", m.group(2)
+        # `recipes/X` is srt-slurm's name for our copy; a repository path is taken as written.
+        named, selector = m.group(1), m.group(2)
+        path = f"{RECIPES}/{named[len('recipes/') :]}" if named.startswith("recipes/") else named
         via = Evidence.at(master, _line_of(masters, key, text), text)
         body = source.text(path)
         if body is None:
