@@ -146,6 +146,7 @@ _PACKAGES = {
     "slurmctld": "slurm-wlm",
     "slurmd": "slurm-wlm",
     "shellcheck": "shellcheck",  # the tests check the sbatch script relpipe writes
+    "chromium": "chromium",  # the tests render report.html in headless chromium
 }
 
 

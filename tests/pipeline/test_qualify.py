@@ -368,6 +368,13 @@ def test_release_dry_run_then_release_pins_appends_and_writes_notes(
     tag = env.nightlies[-1].tag
     assert f"+  image: {env.registry}/{REPOSITORY}:{tag}" in dry.stdout
     assert "release verdict: WARN (dry run, nothing written)" in dry.stdout
+    # --json prints exactly one document (json.loads refuses trailing data): report + release.
+    dry_json = env.relpipe(*common, "--dry-run", "--json")
+    assert dry_json.returncode == 0, dry_json.stderr
+    document = json.loads(dry_json.stdout)
+    assert document["verdict"]["overall"] == "WARN" and document["release"]["written"] is False
+    assert f"+  image: {env.registry}/{REPOSITORY}:{tag}" in document["release"]["diff"]
+    assert {f: (env.repo / f).read_bytes() for f in files} == before
     done = env.relpipe(*common)
     assert done.returncode == 0, done.stdout + done.stderr
     config = (env.repo / "configs/amd-master.yaml").read_text()
