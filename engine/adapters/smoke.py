@@ -82,10 +82,17 @@ def check_model_folder(path: str) -> None:
         names = os.listdir(path)
     except OSError as exc:
         raise SmokeFailed(f"model folder {path}: unreadable ({exc.strerror})") from exc
-    for name in names:
+    for name in sorted(names):
         full = os.path.join(path, name)
-        if os.path.isfile(full) and not os.access(full, os.R_OK):
-            raise SmokeFailed(f"model folder {path}: {name} is unreadable")
+        if os.path.isdir(full):
+            continue
+        try:  # open and read a byte: permission bits alone say nothing to root
+            with open(full, "rb") as fh:
+                fh.read(1)
+        except OSError as exc:
+            raise SmokeFailed(
+                f"model folder {path}: {name} is unreadable ({exc.strerror})"
+            ) from exc
 
 
 def _tail(log: str) -> str:
@@ -220,7 +227,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     spec = command.build(ns)
     model = args.served_model_name or args.model
     texts = options.prompts(args.prompts, args.prompt_bytes)
-    log = args.log or os.path.join(tempfile.gettempdir(), f"relpipe-{args.engine}-server.log")
+    if args.log:
+        log = args.log
+    else:  # a fresh file: another run's log must not be quoted as this server's last words
+        fd, log = tempfile.mkstemp(prefix=f"relpipe-{args.engine}-server-", suffix=".log")
+        os.close(fd)
     started = time.monotonic()
     proc = server.start(spec, log)
     try:
