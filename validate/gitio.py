@@ -562,6 +562,9 @@ def _fetch(repo: Path, url: str, shown: str, *refspecs: str) -> None:
 _SAFE_CONFIG = "[core]\n\trepositoryformatversion = {version}\n\tbare = true\n{extensions}"
 
 
+_MAX_CONFIG = 1 << 20  # an image's git config is read only for its object format
+
+
 def sanitize_git_dir(git_dir: Path) -> Path:
     """Make a `.git` copied out of an image safe to read: our config, no hooks/alternates/grafts.
 
@@ -571,10 +574,16 @@ def sanitize_git_dir(git_dir: Path) -> Path:
     if not (git_dir / "HEAD").is_file() or not (git_dir / "objects").is_dir():
         raise ValidateError(f"{git_dir} is not a git directory; the image has no engine history")
     config = git_dir / "config"
-    old = config.read_text("utf-8", "replace") if config.is_file() else ""
+    # Read only a regular file (not a link, folder or FIFO); whatever it was, it is replaced.
+    regular = config.is_file() and not config.is_symlink()
+    old = ""
+    if regular:
+        with open(config, "rb") as handle:
+            old = handle.read(_MAX_CONFIG).decode("utf-8", "replace")
     sha256 = re.search(r"objectformat\s*=\s*sha256", old, re.IGNORECASE) is not None
     extensions = "[extensions]\n\tobjectformat = sha256\n" if sha256 else ""
     for path in (
+        config,
         git_dir / "hooks",
         git_dir / "info" / "grafts",
         git_dir / "objects" / "info" / "alternates",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -165,6 +166,33 @@ def test_image_git_dir_is_sanitised_before_use(tmp_path: Path) -> None:
     assert not marker.exists()
     with pytest.raises(ValidateError, match="not a git directory"):
         gitio.sanitize_git_dir(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["folder", "link to a host file", "fifo"])
+def test_an_image_git_config_that_is_not_a_file_is_replaced_not_a_traceback(
+    tmp_path: Path, kind: str
+) -> None:
+    """Issue 17.8: a `.git/config` that is a folder made sanitising raise IsADirectoryError; a
+    link would have had our config written through it onto the host file it names."""
+    repo = tmp_path / "r"
+    a = commit_files(repo, {"atom/model_ops/linear.py": "y = x\n"}, "one")
+    b = commit_files(repo, {"atom/model_ops/linear.py": "y = 2 * x\n"}, "two (#2)")
+    git_dir = tmp_path / "copied.git"
+    shutil.copytree(repo / ".git", git_dir)
+    config = git_dir / "config"
+    config.unlink()
+    host_file = tmp_path / "host-file"
+    host_file.write_text("the user's file\n")
+    if kind == "folder":
+        (config / "nested").mkdir(parents=True)
+    elif kind == "fifo":
+        os.mkfifo(config)
+    else:
+        config.symlink_to(host_file)
+    gitio.sanitize_git_dir(git_dir)
+    assert config.is_file() and not config.is_symlink()
+    assert host_file.read_text() == "the user's file\n"
+    assert [f.verdict for f in precision.diff(git_dir, a, b).files] == ["relevant"]
 
 
 def test_callers_git_environment_cannot_redirect_git(
