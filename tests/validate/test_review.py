@@ -15,9 +15,9 @@ from relpipe.validate.review.context import Options
 from relpipe.validate.review.models import parse as parse_models
 from relpipe.validate.review.owners import _compile, template_items
 from relpipe.validate.review.run import run
+from support import git
 
-from tests.support import git
-
+HERE = Path(__file__).resolve().parent
 KEY = "dsr1-fp4-mi355x-sglang"
 SCRIPT = "benchmarks/single_node/fixed_seq_len/dsr1_fp4_mi355x.sh"
 RUNNER = "runners/launch_mi355x-amds.sh"
@@ -342,3 +342,39 @@ def test_unknown_key_and_bad_repo_are_one_line_errors(
 
 def test_options_defaults_name_the_checklist_exceptions() -> None:
     assert Options().new_hardware == ("mi455x", "vr200", "rubin")
+
+
+@pytest.mark.slow
+def test_pre_commit_hook_fails_a_staged_hf_override(tree: Path, tmp_path: Path) -> None:
+    """The `relpipe-review` hook id through the real pre-commit client, on the staged change."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    # The other hook's test builds the committed hook snapshot; one home for that recipe.
+    spec = importlib.util.spec_from_file_location("test_precommit", HERE / "test_precommit.py")
+    assert spec and spec.loader
+    precommit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(precommit)
+    hook_repo, sha = precommit._hook_repo(tmp_path)
+    bench = tmp_path / "bench"
+    shutil.copytree(tree, bench, symlinks=True)
+    (bench / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {hook_repo}\n    rev: {sha}\n    hooks:\n      - id: relpipe-review\n"
+    )
+    git(bench, "add", ".pre-commit-config.yaml")
+    git(bench, "commit", "-q", "-m", "hook")
+    _insert(bench / SCRIPT, 40, "EXTRA='--hf-overrides {}'")
+    git(bench, "add", SCRIPT)
+    env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "home"), PRE_COMMIT_COLOR="never")
+    done = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", "relpipe-review"],
+        cwd=bench,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"{SCRIPT}:41" in done.stdout and "arch-hacks" in done.stdout
