@@ -412,6 +412,9 @@ def _eval_stage(
             dataset=plan.options.dataset_sha256,
             n_shot=plan.options.n_shot,
             eval_limit=plan.options.eval_limit,
+            prompt_bytes=plan.options.prompt_bytes,
+            # server-mode smoke compares its decode with the baseline's (cross-nightly)
+            baseline=plan.baseline.pinned if plan.baseline else None,
         )
     else:
         inputs.update(
@@ -593,59 +596,103 @@ class Engine:
         return parse(EvalOutput.from_json, raw, f"{suite} result of the engine")
 
     def gsm8k(self, ref: str, inputs: Mapping[str, Any], options: Options) -> Mapping[str, Any]:
-        """gsm8k inside the image: `engine serve` and the eval client share the container's loopback."""
-        import relpipe.engine as payload
-        from relpipe.images.runtime import OUT_DIR, PAYLOAD_DIR, RESULT_NAME
+        """Server-mode smoke, then gsm8k, in the image (`python -m relpipe.engine server-smoke`).
 
+        The engine's own OpenAI-compatible server is started through its adapter on the
+        container's loopback (it has no other network), with the model folder mounted read-only;
+        fixed prompts are decoded greedily through the API and compared with the decode of the
+        baseline (the config key's last qualified image, run the same way), then gsm8k runs by
+        InferenceX's rules through the same server. The weaker exact_match metric is the score.
+        """
         if not options.dataset or inputs["threshold"] is None:
             raise PipelineError(
                 "gsm8k needs --dataset FILE and a gsm8k threshold in thresholds.yaml"
             )
-        args = [
-            "--dataset",
-            GSM8K_DATASET,
-            "--threshold",
-            str(inputs["threshold"]),
-            "--n-shot",
-            str(options.n_shot),
-            "--limit",
-            str(options.eval_limit),
-            "--concurrency",
-            str(inputs["batch"]),
-            "--max-tokens",
-            str(options.max_new),
-            "--out",
-            f"{OUT_DIR}/{RESULT_NAME}",
-        ]
-        mounts = {
-            str(Path(payload.__file__).parent): f"{PAYLOAD_DIR}/relpipe/engine",
-            options.dataset: GSM8K_DATASET,
-        }
         with tempfile.TemporaryDirectory(prefix="relpipe-gsm8k-") as tmp:
-            run = self.runtime.run(
-                ref,
-                [self.runtime.python, "-c", GSM8K_LAUNCHER, *args],
-                out_dir=Path(tmp),
-                mounts=mounts,
-                env={"PYTHONPATH": PAYLOAD_DIR},
-                timeout_s=options.timeout_s,
-                gpu=None if options.gpu == "auto" else options.gpu,
-                workdir=PAYLOAD_DIR,
-                result_command="eval",
+            work = Path(tmp)
+            model = work / "model"
+            model.mkdir()
+            # relpipe's own engine reads a model folder like a real one: here, the tiny model.
+            (model / "relpipe-model.json").write_text('{"seed": 0}\n')
+            golden, notes = None, []
+            if inputs.get("baseline"):
+                base = self._server_smoke(str(inputs["baseline"]), model, work / "base", options)
+                if (work / "base" / SERVER_DECODE).is_file():
+                    golden = work / "base" / SERVER_DECODE
+                else:
+                    # the baseline is not under test: no regression check, said in the reason
+                    notes.append(f"no baseline decode to compare with ({base['reason']})")
+            gsm_args = ["--dataset", SERVER_DATASET, "--threshold", str(inputs["threshold"])]
+            gsm_args += ["--n-shot", str(options.n_shot), "--limit", str(options.eval_limit)]
+            gsm_args += [
+                "--concurrency",
+                str(inputs["batch"]),
+                "--max-tokens",
+                str(options.max_new),
+            ]
+            out = self._server_smoke(
+                ref, model, work / "image", options, golden=golden, extra=gsm_args
             )
-        out = _outcome(run, options)
-        score = (out["result"].get("scores") or {}).get("strict-match") or {}
+        result = out["result"]
+        scores = (result.get("gsm8k") or {}).get("scores") or {}
+        values = [s.get("accuracy") for s in scores.values() if isinstance(s, dict)]
+        numbers = [float(v) for v in values if isinstance(v, (int, float))]
+        reason = "; ".join([out["reason"] or str(result.get("reason") or ""), *notes]).strip("; ")
         return {
             "status": out["status"],
             "suite": "gsm8k",
             "batch": inputs["batch"],
             "metric": inputs["metric"],
-            "score": score.get("accuracy"),
+            # every exact_match metric must meet the threshold: the weakest one decides
+            "score": min(numbers) if numbers else None,
             "threshold": inputs["threshold"],
-            "samples": int(score.get("n") or 0),
-            "reason": out["reason"] or str(out["result"].get("reason") or ""),
+            "samples": min((int(s.get("n") or 0) for s in scores.values()), default=0),
+            "reason": reason[:_MAX_LOG],
             "seconds": out["seconds"],
         }
+
+    def _server_smoke(
+        self,
+        ref: str,
+        model: Path,
+        out_dir: Path,
+        options: Options,
+        golden: Path | None = None,
+        extra: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """`server-smoke` with relpipe's own engine in the image; its decode lands in out_dir."""
+        import relpipe.engine as payload
+        from relpipe.images.runtime import OUT_DIR, PAYLOAD_DIR, RESULT_NAME
+
+        # The inner timeouts end first, so a hung server is reported with what it was doing;
+        # the container timeout stays the backstop and removes the container.
+        inner = f"{max(5.0, options.timeout_s * 0.4):.0f}"
+        args = ["--engine", "relpipe", "--model", SERVER_MODEL, "--port", SERVER_PORT]
+        args += ["--python", self.runtime.python, "--prompts", "1"]
+        args += ["--max-new", str(options.max_new), "--prompt-bytes", str(options.prompt_bytes)]
+        args += ["--health-timeout", inner, "--stall-timeout", inner, "--request-timeout", inner]
+        args += ["--record", f"{OUT_DIR}/{SERVER_DECODE}", "--out", f"{OUT_DIR}/{RESULT_NAME}"]
+        mounts = {
+            str(Path(payload.__file__).parent): f"{PAYLOAD_DIR}/relpipe/engine",
+            str(model): SERVER_MODEL,
+        }
+        if options.dataset:
+            mounts[options.dataset] = SERVER_DATASET
+        if golden is not None:
+            mounts[str(golden)] = SERVER_GOLDEN
+            args += ["--golden", SERVER_GOLDEN]
+        run = self.runtime.run(
+            ref,
+            [self.runtime.python, "-m", "relpipe.engine", "server-smoke", *args, *(extra or [])],
+            out_dir=out_dir,
+            mounts=mounts,
+            env={"PYTHONPATH": PAYLOAD_DIR},
+            timeout_s=options.timeout_s,
+            gpu=None if options.gpu == "auto" else options.gpu,
+            workdir=PAYLOAD_DIR,
+            result_command="server-smoke",
+        )
+        return _outcome(run, options)
 
     def precision(self, old_ref: str, new_ref: str, options: Options) -> PrecisionOutput:
         with tempfile.TemporaryDirectory(prefix="relpipe-precision-") as tmp:
@@ -688,29 +735,12 @@ def file_sha256(path: str | None) -> str | None:
         raise PipelineError(f"cannot read --dataset {path}: {exc.strerror}") from exc
 
 
-GSM8K_DATASET = "/relpipe/data/gsm8k.jsonl"
-GSM8K_PORT = "18080"
-# Runs inside the image (stdlib only): start the OpenAI-compatible server on the container's own
-# loopback (it has no other network), wait for /health, run the gsm8k client, stop the server.
-GSM8K_LAUNCHER = f"""
-import subprocess, sys, time, urllib.request
-srv = subprocess.Popen([sys.executable, "-m", "relpipe.engine", "serve", "--port", "{GSM8K_PORT}", "--out", "/tmp/serve.json"])
-try:
-    for _ in range(1200):
-        try:
-            urllib.request.urlopen("http://127.0.0.1:{GSM8K_PORT}/health", timeout=1).read()
-            break
-        except OSError:
-            if srv.poll() is not None:
-                sys.exit("engine serve exited with " + str(srv.returncode))
-            time.sleep(0.25)
-    code = subprocess.call([sys.executable, "-m", "relpipe.engine", "eval", "--suite", "gsm8k",
-                            "--base-url", "http://127.0.0.1:{GSM8K_PORT}", *sys.argv[1:]])
-finally:
-    srv.terminate()
-    srv.wait(30)
-sys.exit(code)
-"""
+# Where server-smoke finds its inputs in the container (all mounted read-only) and what it records.
+SERVER_DATASET = "/relpipe/data/gsm8k.jsonl"
+SERVER_MODEL = "/relpipe/model"
+SERVER_GOLDEN = "/relpipe/data/golden-decode.json"
+SERVER_DECODE = "decode.json"
+SERVER_PORT = "18080"
 
 
 def precision_report(repo: Path, rules: str | None, display: str) -> PrecisionReport:
