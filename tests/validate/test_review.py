@@ -378,3 +378,57 @@ def test_pre_commit_hook_fails_a_staged_hf_override(tree: Path, tmp_path: Path) 
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"{SCRIPT}:41" in done.stdout and "arch-hacks" in done.stdout
+
+
+def _entry(key: str, append_only: bool) -> str:
+    flag = "  append-only: true\n" if append_only else ""
+    return (
+        f"\n- config-keys:\n    - {key}\n  scenario-type:\n    - fixed-seq-len\n"
+        f'  description:\n    - "More points"\n'
+        f"  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/9999\n{flag}"
+    )
+
+
+def test_append_only_keeps_every_existing_point(tree: Path) -> None:
+    git(tree, "checkout", "-q", "-b", "append")
+    master = tree / "configs/amd-master.yaml"
+    changelog = tree / "perf-changelog.yaml"
+    original = master.read_text()
+    line = "      - { tp: 8, conc-start: 4, conc-end: 64 }\n"
+    assert original.count(line) >= 1
+    try:
+        # conc 128 added to the tp8 arm of the first key: every old point stays.
+        master.write_text(original.replace(line, line.replace("64 }", "128 }"), 1))
+        changelog.write_text(changelog.read_text() + _entry(KEY, True))
+        record = _one(tree, "append-only", "--base-ref", "main")
+        assert record["status"] == "PASS", record
+        assert any(KEY in row[1] and "added" in row[1] for row in record["evidence"])
+        # tp8 -> tp4 drops the existing tp8 points: not append-only.
+        master.write_text(original.replace(line, line.replace("tp: 8", "tp: 4"), 1))
+        record = _one(tree, "append-only", "--base-ref", "main")
+        assert record["status"] == "FAIL" and "existing point" in record["reason"]
+        # mixing a regular entry in is refused
+        master.write_text(original.replace(line, line.replace("64 }", "128 }"), 1))
+        changelog.write_text(changelog.read_text() + _entry(KEY, False))
+        record = _one(tree, "append-only", "--base-ref", "main")
+        assert record["status"] == "FAIL" and "mixed" in record["reason"]
+    finally:
+        git(tree, "checkout", "-q", "-f", "main")
+        git(tree, "branch", "-q", "-D", "append")
+
+
+def test_vendor_image_on_established_hardware_fails(tree: Path) -> None:
+    master = tree / "configs/amd-master.yaml"
+    original = master.read_text()
+    assert _one(tree, "upstream-images", "--config-key", KEY)["status"] == "PASS"
+    try:
+        master.write_text(
+            original.replace("lmsysorg/sglang:v0.5.12-rocm700-mi35x", "rocm/sgl-dev:v0.5.12", 1)
+        )
+        record = _one(tree, "upstream-images", "--config-key", KEY)
+        assert record["status"] == "FAIL" and "rocm/sgl-dev" in record["reason"]
+        assert record["evidence"][0][0] == "configs/amd-master.yaml:2"
+        record = _one(tree, "upstream-images", "--config-key", KEY, "--new-hardware", "mi355x")
+        assert record["status"] == "PASS"
+    finally:
+        master.write_text(original)
