@@ -413,7 +413,9 @@ def validate_entry(entry: Entry) -> list[str]:
         problems.append("pr-link must be one URL without surrounding spaces")
     if entry.scenario_type is not None:
         values = entry.scenario_type
-        if not isinstance(values, tuple) or not values or len(set(values)) != len(values):
+        if not isinstance(values, tuple) or not values:
+            problems.append("scenario-type must list at least one value")
+        elif len(set(values)) != len(values):
             problems.append("scenario-type must list distinct values")
         for value in values if isinstance(values, tuple) else ():
             if value not in SCENARIO_TYPES:
@@ -450,6 +452,62 @@ _STYLE_PROBLEMS = frozenset(
     }
 )
 _STYLE_PROBLEM_PREFIXES = ("description items must be non-empty strings, got str",)
+
+
+# The strings pydantic's lax mode reads as booleans (InferenceX's ChangelogEntry is a pydantic
+# model, so `evals-only: "yes"` passes its CI): accepted, as a house-style finding.
+_LAX_TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
+_LAX_FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
+
+
+def _lax_bool(value: object) -> bool | None:
+    """`value` as pydantic's lax `bool` reads it, or None where pydantic rejects it."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, _Odd) and value.kind == "float":
+        number = _float(value.text)
+        return bool(number) if number in (0.0, 1.0) else None
+    if isinstance(value, str):
+        lowered = value.lower()
+        if lowered in _LAX_TRUE or lowered in _LAX_FALSE:
+            return lowered in _LAX_TRUE
+    return None
+
+
+def _lax_int(value: object) -> int | None:
+    """`value` as pydantic's lax `int` reads it (bool, integral float, numeric string)."""
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, _Odd) and value.kind == "float":
+        number = _float(value.text)
+        return int(number) if number is not None and number.is_integer() else None
+    if isinstance(value, str) and len(value) <= 4300:
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _float(text: str) -> float | None:
+    import math
+
+    try:
+        number = float(text.replace("_", ""))
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _coerced(key: str, raw: object, value: object, line: int) -> Finding:
+    return Finding(
+        line,
+        "style-value",
+        f"{key} is {_describe(raw)}, read as {value!r} by InferenceX's schema",
+        f"write `{key}: {str(value).lower() if isinstance(value, bool) else value}`",
+    )
 
 
 def _str_list(name: str, value: object) -> tuple[tuple[str, ...] | None, str | None]:
@@ -540,21 +598,28 @@ def _schema(
     flags: dict[str, bool] = {}
     for key in FLAG_KEYS:
         if key in fields:
-            flag = fields[key]
-            if not isinstance(flag, bool):
+            flag = _lax_bool(fields[key])
+            if flag is None:
                 bad(
                     key,
-                    f"{key} must be a boolean, got {_describe(flag)}",
+                    f"{key} must be a boolean, got {_describe(fields[key])}",
                     f"write `{key}: true` or remove it",
                 )
-            else:
-                flags[key] = flag
-    ep = fields.get("eval-min-prefill-ep")
-    if ep is not None and (isinstance(ep, bool) or not isinstance(ep, int)):
+                continue
+            if not isinstance(fields[key], bool):
+                style.append(_coerced(key, fields[key], flag, key_lines.get(key, line)))
+            flags[key] = flag
+    raw_ep = fields.get("eval-min-prefill-ep")
+    ep = _lax_int(raw_ep)
+    if raw_ep is not None and ep is None:
         bad(
             "eval-min-prefill-ep",
-            f"eval-min-prefill-ep must be an integer, got {_describe(ep)}",
+            f"eval-min-prefill-ep must be an integer, got {_describe(raw_ep)}",
             "write a decimal integer >= 1",
+        )
+    elif raw_ep is not None and (isinstance(raw_ep, bool) or not isinstance(raw_ep, int)):
+        style.append(
+            _coerced("eval-min-prefill-ep", raw_ep, ep, key_lines.get("eval-min-prefill-ep", line))
         )
     if found:
         return None, found + style

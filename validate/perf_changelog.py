@@ -565,7 +565,7 @@ def check(base: bytes | None, head: bytes, rules: Rules, path: str = DEFAULT_CHA
         found = [
             f
             for f in changelog.findings
-            if not (f.code in ("separator", "whitespace-line") and f.line < first_entry)
+            if not (f.code in ("separator", "whitespace-line") and f.line <= first_entry)
         ]
         suffix = head[len(base) :]
         expected = b"- config-keys:" if base.endswith(b"\n\n") or not base else b"\n- config-keys:"
