@@ -6,7 +6,6 @@ so parsing checks types and shapes and raises `ManifestError` (one line) instead
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +35,8 @@ class ManifestError(ImageError):
 
 
 def sha256_digest(data: bytes) -> str:
+    import hashlib  # not on the HEAD-only resolve path, whose cost is mostly imports
+
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 

@@ -8,7 +8,6 @@ says what was wrong, because a reference that parses "almost" is how the wrong i
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from dataclasses import dataclass
 
@@ -89,6 +88,13 @@ def is_loopback(registry: str) -> bool:
         host = host.split(":", 1)[0]
     if host.lower() == "localhost":
         return True
+    parts = host.split(".")
+    if parts[0] == "127" and len(parts) == 4:  # the common case, without importing ipaddress
+        return all(p.isdigit() and len(p) <= 3 and int(p) <= 255 for p in parts)
+    if not any(c.isdigit() for c in host) and ":" not in host:
+        return False  # a DNS name: no need to import ipaddress (start-up cost)
+    import ipaddress
+
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:

@@ -29,7 +29,6 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 from relpipe.images.auth import (
@@ -148,7 +147,7 @@ def _media_type(headers: Mapping[str, str]) -> str | None:
 
 
 def _now_utc() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _split_env(env: Mapping[str, str], key: str) -> frozenset[str]:
@@ -475,11 +474,36 @@ class RegistryClient:
         parsed = [parse(r) for r in refs]  # fail on a bad reference before any network
         if len(parsed) <= 1:
             return [self.resolve(r, platform) for r in refs]
-        from concurrent.futures import ThreadPoolExecutor
+        # Plain threads over a shared index, not concurrent.futures: its import (logging and
+        # more) is a measurable part of `relpipe images resolve`, which is mostly start-up.
+        results: list[Resolved | None] = [None] * len(refs)
+        errors: list[tuple[int, BaseException]] = []
+        next_index = iter(range(len(refs)))
+        take = threading.Lock()
 
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(refs))) as pool:
-            futures = [pool.submit(self.resolve, r, platform) for r in refs]
-            return [f.result() for f in futures]
+        def work() -> None:
+            while True:
+                with take:
+                    i = next(next_index, None)
+                    if i is None or errors:
+                        return
+                try:
+                    results[i] = self.resolve(refs[i], platform)
+                except BaseException as exc:  # noqa: BLE001 - re-raised below, in order
+                    with take:
+                        errors.append((i, exc))
+
+        workers = [
+            threading.Thread(target=work, daemon=True)
+            for _ in range(min(self.concurrency, len(refs)))
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        if errors:
+            raise min(errors, key=lambda e: e[0])[1]
+        return [r for r in results if r is not None]
 
     def _get_blob(self, ref: Reference, digest: str, size: int, cap: int) -> bytes:
         if size > cap:
