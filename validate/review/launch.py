@@ -363,17 +363,24 @@ def check_chat(review: Review) -> Result:
     rows: list[Evidence] = []
     failing: list[str] = []
     unsure: list[str] = []
-    roles = {}
     for scope in spec:
         roles = {u.path: u.role for u in scope.files}
         found = _key_hits(review, scope, "chat-replay:") + _key_hits(review, scope, "chat:")
-        # A script's or recipe's own statement first; a library line only shows the mechanism.
-        on = sorted(found, key=lambda h: roles.get(h.path) not in ("script", "recipe"))
+        # Only the key's own script or recipe decides: a library merely defines the options
+        # (benchmark_lib.sh has both chat and raw clients); its lines show the mechanism.
+        own = [h for h in found if roles.get(h.path) in ("script", "recipe")]
+        library = [h for h in found if roles.get(h.path) not in ("script", "recipe")]
         kwargs = _key_hits(review, scope, "chatkw:")
-        off = _key_hits(review, scope, "chat-off:")
-        if on:
-            h = on[0]
+        off = [h for h in _key_hits(review, scope, "chat-off:") if roles.get(h.path) != "helper"]
+        if own:
+            h = own[0]
             rows.append(Evidence.at(h.path, h.line, f"{scope.key}: {h.kind.split(': ', 1)[1]}"))
+            if h.kind.startswith("chat-replay:"):
+                rows += [
+                    Evidence.at(x.path, x.line, f"{scope.key}: replay client: {x.text}")
+                    for x in library
+                    if "endpoint-type" in x.text
+                ][:1]
             rows += [
                 Evidence.at(k.path, k.line, f"{scope.key}: kwargs {k.text}") for k in kwargs[:2]
             ]
@@ -387,7 +394,7 @@ def check_chat(review: Review) -> Result:
                 Evidence.at(
                     scope.master,
                     scope.line,
-                    f"{scope.key}: no benchmark client found in the resolved launch path",
+                    f"{scope.key}: no chat-template client found in its script or recipe",
                 )
             )
     if failing:

@@ -321,10 +321,15 @@ def scope_key(source: Source, masters: Masters, key: str) -> KeyScope:
                 elif chosen not in files:
                     files[chosen] = FileUse(chosen, "script", Evidence.at(master, start, what))
     if multinode:
+        # runners/launch_mi355x-amds.sh: `benchmarks/multi_node[/agentic]/<prefix>_<precision>_
+        # <hw>_<framework>.sh` (the agentic recipe lives under multi_node/agentic/).
+        subdirs = ["agentic/" if s == "agentic-coding" else "" for s in scenarios]
         for hw in hws:
-            wrapper = f"benchmarks/multi_node/{prefix}_{precision}_{hw}_{framework}.sh"
-            if source.exists(wrapper) and wrapper not in files:
-                files[wrapper] = FileUse(wrapper, "script", Evidence.at(master, start, wrapper))
+            for subdir in dict.fromkeys(subdirs):
+                wrapper = f"benchmarks/multi_node/{subdir}{prefix}_{precision}_{hw}_{framework}.sh"
+                if source.exists(wrapper) and wrapper not in files:
+                    via = Evidence.at(master, start, wrapper)
+                    files[wrapper] = FileUse(wrapper, "script", via)
     for text in _strings(scenarios):
         m = _CONFIG_FILE.search(text)
         if not m:
