@@ -4,26 +4,20 @@ Commit subjects come from upstream repositories: they may carry Markdown that wo
 body, `#123` that GitHub would autolink to the wrong repository, `@name` that would ping people,
 raw HTML, control or bidi-override characters, newlines, or be huge. `escape` makes such a string
 one inert line of text; `code` puts a value in a code span that no content can break out of.
+Both clean the text with `core.sanitize`, the one place that knows what is unsafe.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
+
+from relpipe.core import sanitize
 
 MAX_TEXT = 300
-# Characters that start Markdown/HTML constructs, autolinks (#, @) or table cells (|).
-_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#@!{}])")
-_SPACE = re.compile(r"\s+")
 
 
 def _clean(text: str, limit: int | None) -> str:
-    # Drop control, format (bidi overrides, zero-width) and unassigned code points; fold whitespace.
-    kept = "".join(ch if not unicodedata.category(ch).startswith("C") else " " for ch in text)
-    one_line = _SPACE.sub(" ", kept).strip()
-    if limit is None or len(one_line) <= limit:
-        return one_line
-    return one_line[: limit - 1].rstrip() + "…"
+    return sanitize.clean(text, limit=limit)
 
 
 def plain(text: str, limit: int | None = MAX_TEXT) -> str:
@@ -34,8 +28,8 @@ def plain(text: str, limit: int | None = MAX_TEXT) -> str:
 
 
 def escape(text: str, limit: int | None = MAX_TEXT) -> str:
-    """One inert line of Markdown text showing `text` literally."""
-    return _SPECIAL.sub(r"\\\1", _clean(text, limit))
+    """One inert line of Markdown text showing `text` literally (`core.sanitize.markdown`)."""
+    return sanitize.markdown(text, limit)
 
 
 def code(text: str, limit: int | None = MAX_TEXT) -> str:

@@ -200,8 +200,10 @@ def test_untrusted_subjects_are_one_inert_line(facts: ReleaseFacts) -> None:
     hostile = ReleaseFacts.from_json(data)
     line = next(x for x in render(hostile, "en").splitlines() if x.startswith("- ROCm/ATOM#2483"))
     assert line == (
-        "- ROCm/ATOM#2483: fix(mono): \\*bold\\* \\[link\\](http://x) \\<script\\>\\@alice \\#12 "
-        "\\`tick\\` second line \\| \\~\\~x\\~\\~"
+        # @mentions and bare #N become code spans, which GitHub neither pings nor links;
+        # the bidi override shows as U+FFFD (core.sanitize).
+        "- ROCm/ATOM#2483: fix(mono): \\*bold\\* \\[link\\](http://x) \\<script\\>`@alice` `#12` "
+        "\\`tick\\` second line\ufffd \\| \\~\\~x\\~\\~"
     )
     assert notes_check.check(render(hostile, "both"), hostile) == []
     assert code("a`b") == "``a`b``" and code("`x") == "`` `x ``"

@@ -1,0 +1,85 @@
+"""Text that came from outside, made safe for the sink it is printed to: the one place that does it.
+
+Commit subjects, file paths, image facts, config values and error messages quoting them are
+written by people relpipe does not trust (an engine's commit author, an image's builder, a
+config's editor). Each sink has its own way to be abused:
+
+- a terminal runs escape sequences: clear-screen, colours, OSC-8 hyperlinks whose text lies about
+  their target, cursor moves that overwrite earlier lines;
+- Markdown pasted into a pull request turns `@name` into a notification, a bare `#N` into a link
+  to issue N of the wrong repository, `[text](url)` into a link, and bidi controls reorder what a
+  reviewer reads (Trojan Source); a 5,000-character line breaks the page;
+- HTML runs markup (escaped by jinja2's autoescape in `pipeline.report`; this module removes the
+  invisible characters that escaping leaves).
+
+`clean` is shared by every sink: escape sequences are removed whole, the remaining control, bidi
+and zero-width characters become a visible U+FFFD, and a line is capped. `terminal`, `markdown`
+and `html_text` apply it and then the sink's own escaping. Only the standard library: the commit
+hook path may import it.
+"""
+
+from __future__ import annotations
+
+import re
+
+# ESC-introduced sequences: CSI (ESC [ ... final), OSC (ESC ] ... BEL or ST), other two-byte
+# escapes; and their 8-bit C1 forms (CSI 0x9b, OSC 0x9d). Removed whole, payload included.
+_ESCAPES = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI: colours, clear-screen, cursor moves
+    r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # OSC: titles, OSC-8 hyperlinks
+    r"|\x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?"  # DCS, SOS, PM, APC strings
+    r"|\x1b[ -/]*[0-~]?"  # any other escape
+)
+# What is left that a reader cannot see or that reorders text: C0 (but tab and newline), DEL, C1,
+# the Arabic letter mark, zero-width and bidi controls, word joiner and friends, the BOM.
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]"
+)
+REPLACEMENT = "\ufffd"
+ELLIPSIS = "\u2026"
+LINE_LIMIT = 300  # characters of one line of untrusted text in a report, a note or a terminal
+# Markdown: what can start markup (code, emphasis, links, HTML, tables, headings, lists, quotes).
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#!&{}])")
+# GitHub's autolinks that must not fire: @mentions (notify people) and bare #N (an issue of the
+# repository the text is pasted into). `owner/repo#N` and words ending in `#N` are left alone.
+_MD_REFERENCE = re.compile(r"(?<![\w/`@])@[A-Za-z0-9][A-Za-z0-9-]*(?:/[\w.-]+)?|(?<![\w/&`])#\d+")
+
+
+def clean(text: object, *, one_line: bool = True, limit: int | None = LINE_LIMIT) -> str:
+    """`text` with escape sequences removed, invisible characters shown as U+FFFD, and (with
+    `one_line`) all whitespace runs as one space; each line cut at `limit` characters."""
+    value = _ESCAPES.sub("", str(text))
+    if one_line:
+        value = " ".join(value.split())
+    value = _INVISIBLE.sub(REPLACEMENT, value)
+    if limit is None:
+        return value
+    return "\n".join(_cap(line, limit) for line in value.split("\n"))
+
+
+def _cap(line: str, limit: int) -> str:
+    return line if len(line) <= limit else line[: max(limit - 1, 0)] + ELLIPSIS
+
+
+def terminal(text: object, limit: int | None = LINE_LIMIT) -> str:
+    """One line for a terminal (an error, a check's reason): no escape sequence reaches it."""
+    return clean(text, limit=limit)
+
+
+def markdown(text: object, limit: int | None = LINE_LIMIT) -> str:
+    """One line for Markdown (a table cell, a list item): markup escaped, no @mention or bare
+    `#N` that GitHub would act on (they become code spans, which it leaves alone)."""
+    value = clean(text, limit=limit)
+    out: list[str] = []
+    last = 0
+    for match in _MD_REFERENCE.finditer(value):
+        out.append(_MD_SPECIAL.sub(r"\\\1", value[last : match.start()]))
+        out.append(f"`{match.group(0)}`")
+        last = match.end()
+    out.append(_MD_SPECIAL.sub(r"\\\1", value[last:]))
+    return "".join(out)
+
+
+def html_text(text: object, limit: int | None = LINE_LIMIT, *, one_line: bool = True) -> str:
+    """Text for HTML *before* escaping (jinja2's autoescape, or `html.escape`, does that)."""
+    return clean(text, one_line=one_line, limit=limit)
