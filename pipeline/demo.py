@@ -1,11 +1,14 @@
 """`python -m relpipe.pipeline.demo`: the whole job on the embedded example benchmark repository.
 
-1. builds fixture nightlies of `rocm/atom-dev` into the loopback registry (reproducible, cached);
-2. copies `examples/benchmark-repo/` into a fresh work folder that is a real git repository,
-   rewriting `rocm/atom-dev` to `<registry>/rocm/atom-dev` (the registry exists only at run time)
-   and re-pinning `images.lock.yaml` there (fixture digests depend on the host's Python);
+1. builds fixture nightlies of `rocm/atom-dev` into the loopback registry (reproducible, cached),
+   which then serves as a MIRROR of docker.io (`RELPIPE_REGISTRY_MIRRORS=docker.io=<registry>`,
+   what `--registry-mirror` sets): every name stays canonical (`rocm/atom-dev:nightly_...`), as in
+   a real benchmark repository, and only the bytes come from the loopback registry;
+2. copies `examples/benchmark-repo/` into a fresh work folder that is a real git repository and
+   re-pins `images.lock.yaml` there (fixture digests depend on the host's Python);
 3. runs `relpipe nightly` (newest tag, qualified against the config key's pinned image) and
    `relpipe release` in it, as a user would, and prints the verdict, the diff and the report paths.
+   No configuration line, lock key, changelog entry or note names the loopback registry.
 
 The run records and the stage cache live under the demo state folder (RELPIPE_DEMO_STATE, default
 ~/.cache/relpipe/demo), so a second demo run is made of cache hits. `nox -s demo` runs this under
@@ -71,8 +74,26 @@ def git(repo: Path, *args: str) -> str:
     ).stdout
 
 
-def prepare_workdir(example: Path, work: Path, registry: str, repository: str = REPOSITORY) -> Path:
-    """A fresh git repository with the example's files, pointed at `registry`, lock re-pinned."""
+def mirror_env(registry: str) -> dict[str, str]:
+    """The environment that makes `registry` a mirror of docker.io (`--registry-mirror`)."""
+    from relpipe.images.options import MIRRORS_ENV
+
+    return {MIRRORS_ENV: f"docker.io={registry}"}
+
+
+def prepare_workdir(
+    example: Path,
+    work: Path,
+    registry: str,
+    repository: str = REPOSITORY,
+    *,
+    mirror: bool = False,
+) -> Path:
+    """A fresh git repository with the example's files, lock re-pinned against `registry`.
+
+    `mirror=True`: names stay canonical (`rocm/atom-dev:...`) and `registry` serves them as a
+    mirror of docker.io; otherwise `repository` is rewritten to `<registry>/<repository>`.
+    """
     from relpipe.images import lock
     from relpipe.images.registry import RegistryClient
 
@@ -81,11 +102,14 @@ def prepare_workdir(example: Path, work: Path, registry: str, repository: str = 
     shutil.copytree(example, work, ignore=shutil.ignore_patterns(".relpipe", "__pycache__"))
     refs: set[str] = set()
     for path in sorted((work / "configs").glob("*.yaml")):
-        text = rewrite_registry(path.read_text(encoding="utf-8"), registry, repository)
-        path.write_text(text, encoding="utf-8")
-        refs.update(re.findall(rf"^\s*image:\s*({re.escape(registry)}/\S+)\s*$", text, re.M))
+        text = path.read_text(encoding="utf-8")
+        if not mirror:
+            text = rewrite_registry(text, registry, repository)
+            path.write_text(text, encoding="utf-8")
+        prefix = re.escape(repository if mirror else f"{registry}/{repository}")
+        refs.update(re.findall(rf"^\s*image:\s*({prefix}[:@]\S+)\s*$", text, re.M))
     (work / "images.lock.yaml").unlink(missing_ok=True)
-    with RegistryClient() as client:
+    with RegistryClient(mirrors={"docker.io": registry} if mirror else None) as client:
         lock.update(work / "images.lock.yaml", [client.pin(ref) for ref in sorted(refs)])
     (work / ".gitignore").write_text(".relpipe/\n")
     git(work, "init", "-q", "-b", "main")
@@ -118,23 +142,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     t0 = time.monotonic()
-    print(f"demo: building {NIGHTLIES} fixture nightlies of {registry}/{REPOSITORY}", flush=True)
+    print(
+        f"demo: building {NIGHTLIES} fixture nightlies of {REPOSITORY} into {registry}, "
+        "a mirror of docker.io",
+        flush=True,
+    )
     build_fixtures(
         registry, REPOSITORY, NIGHTLIES, "good", log=lambda m: print(f"  {m}", flush=True)
     )
-    work = prepare_workdir(EXAMPLE, args.state / "work" / "benchmark-repo", registry)
+    # This process and every `relpipe` it starts fetch docker.io's images from the mirror.
+    os.environ.update(mirror_env(registry))
+    work = prepare_workdir(EXAMPLE, args.state / "work" / "benchmark-repo", registry, mirror=True)
     print(f"demo: benchmark repository at {work} ({time.monotonic() - t0:.0f}s)", flush=True)
     state = ["--state", str(args.state / "relpipe"), *DEMO_OPTIONS]
-    code = relpipe(
-        work, "nightly", f"{registry}/{REPOSITORY}", "--config-key", args.config_key, *state
-    )
+    code = relpipe(work, "nightly", REPOSITORY, "--config-key", args.config_key, *state)
     if code != 0:
         print(
             f"demo: nightly qualification ended with exit {code}; see the report above",
             file=sys.stderr,
         )
         return code
-    newest = newest_nightly(f"{registry}/{REPOSITORY}", "")
+    newest = newest_nightly(REPOSITORY, "")
     # The same choice `nightly` made (one function serves both): the release names what was qualified.
     code = relpipe(
         work,
