@@ -99,7 +99,6 @@ EXTRAS = {
     "triton": "engine",
     "numpy": "engine",
     "jinja2": "notes",
-    "ruamel": "notes",
     "rich": "report",
     "matplotlib": "report",
 }

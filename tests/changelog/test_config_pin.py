@@ -38,6 +38,26 @@ def test_corpus_bump_changes_exactly_one_line(corpus_dir: Path, tmp_path: Path, 
     assert path.stat().st_mtime_ns == mtime
 
 
+def test_every_atom_key_of_the_real_file_bumps_exactly_its_line(corpus_dir: Path) -> None:
+    """The guarantee a YAML round-trip library could not keep here (bench/yaml_roundtrip.py):
+    bumping any ATOM key of the real amd-master.yaml changes its one `image:` line, nothing else."""
+    import yaml
+
+    original = (corpus_dir / "amd-master.yaml").read_text(encoding="utf-8")
+    configs = yaml.safe_load(original)
+    atom = [k for k, v in configs.items() if v.get("framework") == "atom"]
+    assert len(atom) >= 10, atom  # the real file has 13 ATOM recipes (rocm/atom, rocm/atom-dev)
+    old_lines = original.split("\n")
+    for key in atom:
+        new_text, result = edit_image(original, key, NEW, "amd-master.yaml")
+        new_lines = new_text.split("\n")
+        assert len(new_lines) == len(old_lines)
+        diff = [i for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=True)) if a != b]
+        assert diff == [result.line - 1], key
+        assert new_lines[diff[0]] == old_lines[diff[0]].replace(result.old_image, NEW), key
+        assert yaml.safe_load(new_text) == {**configs, key: {**configs[key], "image": NEW}}
+
+
 def test_flow_mapping_quotes_and_comments_are_kept() -> None:
     text = (
         "# header comment\n"
