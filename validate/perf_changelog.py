@@ -562,22 +562,24 @@ def check(base: bytes | None, head: bytes, rules: Rules, path: str = DEFAULT_CHA
         # The separator before the first new entry is judged as InferenceX does: after a base
         # that ends in a blank line the entry follows at once.
         first_entry = appended[0].line if appended else first
-        found = [
-            f
-            for f in changelog.findings
-            if not (f.code in ("separator", "whitespace-line") and f.line <= first_entry)
-        ]
-        suffix = head[len(base) :]
-        expected = b"- config-keys:" if base.endswith(b"\n\n") or not base else b"\n- config-keys:"
-        if appended and not suffix.startswith(expected):
-            found.append(
-                Finding(
-                    first_entry,
-                    "separator",
-                    "new entries must follow the history after exactly one empty line",
-                    "leave one empty line (no spaces) between the last entry and the new one",
+        found = list(changelog.findings)
+        if base.endswith(b"\n\n"):
+            # After a base that ends in a blank line, InferenceX wants the entry at once.
+            found = [
+                f
+                for f in found
+                if not (f.code in ("separator", "whitespace-line") and f.line <= first_entry)
+            ]
+            if appended and not head[len(base) :].startswith(b"- config-keys:"):
+                found.append(
+                    Finding(
+                        first_entry,
+                        "separator",
+                        "the base already ends in a blank line: the new entry must follow it "
+                        "directly",
+                        "remove the blank lines before the new entry",
+                    )
                 )
-            )
         found = _graded(found, rules)
     else:
         mode = "diff"
