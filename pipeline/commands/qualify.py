@@ -92,10 +92,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         ws = workspace_from(args)
         part = sharding.parse_shard(args.shard)
         result = sharding.run_shard(args.from_plan, part, args.out, str(ws.root) if ws else None)
-        print(
-            f"shard {args.shard}: {len(result.ran)} stage(s) ran, {len(result.cached)} cached -> {args.out}",
-            file=sys.stderr,
-        )
+        summary = f"{len(result.ran)} stage(s) ran, {len(result.cached)} cached -> {args.out}"
+        print(f"shard {args.shard}: {summary}", file=sys.stderr)
+        if args.json:  # a shard has no verdict (merge computes it): its record, as one document
+            shard_doc = {
+                "shard": args.shard,
+                "run": result.plan.run_id,
+                "record": str(args.out),
+                "ran": list(result.ran),
+                "cached": list(result.cached),
+            }
+            print(json.dumps(shard_doc, indent=2, sort_keys=True))
         return 0
     if not args.ref:
         raise PipelineError("qualify needs an image REF (or --from-plan DIR --shard i/n)")
