@@ -307,6 +307,7 @@ def test_three_parallel_shards_merge_to_the_unsharded_verdict(
                 str(tmp_path / f"shard-{i}"),
                 "--repo",
                 str(env.repo),
+                "--json",
             ],
             cwd=env.repo,
             env=env.vars,
@@ -316,9 +317,12 @@ def test_three_parallel_shards_merge_to_the_unsharded_verdict(
         )
         for i in (1, 2, 3)
     ]
-    for proc in procs:
+    for i, proc in enumerate(procs, start=1):
         out, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err
+        shard_doc = json.loads(out)  # --json: exactly one document, the shard's record
+        assert shard_doc["shard"] == f"{i}/3"
+        assert shard_doc["record"] == str(tmp_path / f"shard-{i}")
     shard_stages = [
         sorted(p.name.split("-")[0] for p in (tmp_path / f"shard-{i}" / "stages").glob("*.json"))
         for i in (1, 2, 3)
