@@ -34,7 +34,8 @@ RECIPES = "benchmarks/multi_node/srt-slurm-recipes"
 MAX_HOPS = 4
 _TOP_KEY = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"][^:]*?))\s*:\s*(?:#.*)?$""")
 _CONFIG_FILE = re.compile(r"CONFIG_FILE=([^\s\"':]+)(?::([^\s\"']+))?")
-_SOURCED = re.compile(r"^(?:source|\.|bash|sh)\s+(.*)$")
+_SOURCED = re.compile(r"(?:^|[;&|(]\s*|\$\(\s*)(?:source|\.|bash|sh)\s+(.*)$")
+_CD = re.compile(r"^cd\s+[\"']?([^\"'\s|;&)]+)")
 _SH_WORD = re.compile(r"""["']?([^\s"';|&]*\.sh)\b""")
 _DIR_PREFIXES = (
     '$(dirname "$0")/',
@@ -213,17 +214,26 @@ def _edges(source: Source, path: str) -> list[FileUse]:
     if memo is not None:
         return memo  # type: ignore[return-value]
     here = posixpath.dirname(path)
+    cwd: str | None = None  # after `cd <repository folder>`, `./x.sh` is relative to it
     edges: list[FileUse] = []
     for line in lines_of(source, path):
         if line.heredoc:
             continue
-        m = _SOURCED.match(line.text)
+        cd = _CD.match(line.text)
+        if cd:
+            word = cd.group(1)
+            for prefix in _DIR_PREFIXES:
+                word = word.replace(prefix, "@DIR@/")
+            cwd = _resolve_script(word, here)
+        m = _SOURCED.search(line.text)
         if not m:
             continue
         arg = m.group(1)
         for prefix in _DIR_PREFIXES:
             arg = arg.replace(prefix, "@DIR@/")
         for word in _SH_WORD.findall(arg)[:1]:
+            if cwd and word.startswith("./"):
+                word = "@DIR@/" + posixpath.relpath(posixpath.join(cwd, word[2:]), here)
             target = _resolve_script(word, here)
             if target and target != path and source.exists(target):
                 via = Evidence.at(path, line.number, line.text[:160])
