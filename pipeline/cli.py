@@ -10,6 +10,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from relpipe.core import sanitize
 from relpipe.core.errors import EXIT_UNEXPECTED, RelpipeError
 from relpipe.engine.errors import EngineError
 
@@ -109,7 +110,8 @@ def _extra_of(module: str) -> str | None:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split()) or "(no message)"
+    # Messages quote outside input (subjects, image facts, paths): no escape sequence gets out.
+    return sanitize.terminal(text, limit=2000) or "(no message)"
 
 
 def _unexpected(name: str, args: Sequence[str]) -> int:

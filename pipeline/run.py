@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from relpipe.core import sanitize
 from relpipe.images.registry import RegistryClient
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.progress import Progress
@@ -280,7 +281,9 @@ def print_result(result: RunResult, as_json: bool) -> int:
         print(result.reports["report.json"].read_text(), end="")
     else:
         for check in result.verdict.checks:
-            print(f"{check.id:<4} {check.status:<4}  {check.title}: {check.reason}")
+            # Reasons quote commit subjects and image facts: no escape sequence reaches the tty.
+            reason = sanitize.terminal(check.reason, limit=1000)
+            print(f"{check.id:<4} {check.status:<4}  {check.title}: {reason}")
         print(
             f"verdict: {result.verdict.overall}  ({len(result.cached)} cached, {len(result.ran)} ran)"
         )

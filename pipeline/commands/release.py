@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from relpipe.core import sanitize
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.run import add_qualify_args, options_from, workspace_from
@@ -73,7 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.dry_run:
             print(result.diff, end="")
         for check in result.verdict.checks:
-            print(f"{check.id:<4} {check.status:<4}  {check.title}: {check.reason}")
+            reason = sanitize.terminal(check.reason, limit=1000)  # quotes outside text
+            print(f"{check.id:<4} {check.status:<4}  {check.title}: {reason}")
         state = "written" if result.written else "dry run, nothing written"
         print(f"release verdict: {result.verdict.overall} ({state})")
         print(f"notes: {result.record.root / 'notes.md'}")
