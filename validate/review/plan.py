@@ -1,8 +1,7 @@
 """Checks over plans and artifacts: golden-al, append-only, pareto and notes.
 
-golden-al: the golden acceptance-length check (`relpipe.validate.golden_al`) over the resolved
-launch path of the keys in scope only (scripts, helpers, recipes, and the keys' own master-config
-blocks), so other keys never change the verdict. append-only: for a change whose new
+golden-al: the scoped golden acceptance-length check (`relpipe.validate.golden_al.check`) for
+the keys in scope only, so other keys never change the verdict. append-only: for a change whose new
 perf-changelog entries say `append-only: true`, every point InferenceX's generator produced at
 the base (`relpipe.changelog.configs.points`, the one points plan) is still produced at the head
 with the same key-level recipe, and no recipe file an existing point uses changed. pareto: the
@@ -15,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from relpipe.changelog.configs.load import load_yaml, resolve_key
@@ -34,6 +32,7 @@ MAX_RESULT_BYTES = 1024 * 1024
 
 
 def check_golden(review: Review) -> Result:
+    """`golden_al.check` (C2's scoped check: K from recipes and launch scripts) for the keys."""
     cid = "golden-al"
     from relpipe.validate import golden_al
 
@@ -41,39 +40,39 @@ def check_golden(review: Review) -> Result:
         return result(cid, NA, "no config key in scope")
     if review.source.ref is not None:
         return result(cid, NA, "golden-al reads the working tree; review the head checked out")
-    root = review.source.root
-    if not (root / GOLDEN).is_dir():
+    if not (review.source.root / GOLDEN).is_dir():
         return result(cid, NA, f"no {GOLDEN}/ in the repository")
-    blocks = {(s.master, s.line, s.end) for s in review.scopes}
-    paths = sorted({u.path for _, u in review.uses() if u.role in ("script", "helper", "recipe")})
-    masters = sorted({s.master for s in review.scopes})
-    try:
-        results = golden_al.evaluate([root / p for p in [*paths, *masters]], root / GOLDEN)
-    except ValidateError as exc:
-        return result(cid, WARN, f"golden AL not checked: {exc}")
+    settings = golden_al.check(review.source.root, [s.key for s in review.scopes])
     rows: list[Evidence] = []
-    bad = 0
-    for r in results:
-        path = Path(r.setting.path).relative_to(root).as_posix()
-        if path in masters and not any(
-            m == path and a <= r.setting.line <= b for m, a, b in blocks
-        ):
-            continue  # another key's block: out of scope
-        rows.append(Evidence.at(path, r.setting.line, f"{r.code}: {r.message}"))
-        bad += not r.ok
-    if not rows:
-        return result(cid, NA, "no acceptance-length setting in the launch path of the keys")
-    mismatch = [e for e in rows if e.what.startswith("golden-mismatch")]
-    if mismatch:
+    counts = {PASS: 0, WARN: 0, FAIL: 0, NA: 0}
+    order = {FAIL: 0, WARN: 1, PASS: 2, NA: 3}
+    for st in sorted(settings, key=lambda x: order.get(x.verdict, 1)):
+        counts[st.verdict if st.verdict in counts else WARN] += 1
+        k = f"K={st.k} ({st.k_source})" if st.k is not None else "K unknown"
+        rows.append(
+            Evidence.at(
+                st.path,
+                st.line,
+                f"{st.verdict} {st.key}: {st.engine} {k}, configured {st.configured}, golden "
+                f"{st.golden} ({st.golden_file or '-'}, {st.thinking}): {st.reason}",
+            )
+        )
+    if counts[FAIL]:
+        first = next(r for r in rows if r.what.startswith(FAIL))
         return result(
             cid,
             FAIL,
-            f"acceptance length differs from the golden value at {mismatch[0].where}",
-            sorted(rows, key=lambda e: "ok" in e.what[:10]),
+            f"acceptance length differs from the golden value at "
+            f"{first.where} (+{counts[FAIL] - 1} more)"
+            if counts[FAIL] > 1
+            else f"acceptance length differs from the golden value at {first.where}",
+            rows,
         )
-    if bad:
-        return result(cid, WARN, f"{plural(bad, 'setting')} cannot be checked", rows)
-    return result(cid, PASS, f"{plural(len(rows), 'setting')} equal the golden AL", rows)
+    if counts[WARN]:
+        return result(cid, WARN, f"{plural(counts[WARN], 'setting')} cannot be checked", rows)
+    if not counts[PASS]:
+        return result(cid, NA, "no forced acceptance length in the keys' launch paths", rows)
+    return result(cid, PASS, f"{plural(counts[PASS], 'setting')} equal the golden AL", rows)
 
 
 def _appended(review: Review) -> tuple[list[Mapping[str, Any]], str | None]:
