@@ -1,26 +1,25 @@
-"""Precision diff speed (DESIGN "Performance"), on a synthetic repository of ATOM's size.
+"""Precision diff speed (DESIGN "Performance") on ATOM's real history.
 
-The repository (about 1,000 files in ATOM's layout, 1,000 squash commits with PR numbers) is
-generated with one `git fast-import` run. Measured in the same run:
-  - a 15-commit nightly pair: `validate.precision.diff` in-process vs the raw git it cannot avoid
-    (`git diff --raw -M` + `git log --raw -M`, run sequentially); target within 2x;
-  - a 600-file release pair as a whole process (`python -m relpipe.pipeline.cli diff ... --json`);
-    target under 1 s. Interpreter start-up alone is reported as a reference.
-Wall times are the best of several runs (as `timeit` does), CPU times medians. The child interpreters may write bytecode (as an installed package has it)
-even where the environment sets PYTHONDONTWRITEBYTECODE.
+ATOM's bundle (`$RELPIPE_ATOM_BUNDLE`, default `../shared/data/atom/atom.bundle`) is cloned into
+a temporary folder. Measured in the same run, against the raw git a diff cannot avoid
+(`git diff --raw -M` + `git log --raw -M` of the same span, run one after the other):
+  - the release span v0.1.3 -> v0.1.6-rc0 (226 commits, 606 files, ~148k inserted lines) as a
+    whole process (`python -m relpipe.pipeline.cli diff ... --json`): under 1 s, at most 3x raw;
+  - a 20-commit nightly span (`precision.diff` in-process): at most 2x raw.
+Interpreter start-up alone is reported as a reference. Wall times are the best of several runs
+(as `timeit` does), CPU times medians. The child interpreters may write bytecode (as an installed
+package has it) even where the environment sets PYTHONDONTWRITEBYTECODE.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import random
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,103 +30,19 @@ from relpipe.validate import precision  # noqa: E402
 
 from bench.timing import best  # noqa: E402
 
-FILES = 1000
-COMMITS = 1000
-RELEASE_COMMITS = 300  # the last 300 commits touch 2 distinct files each: a 600-file pair
-NIGHTLY_COMMITS = 15
-AREAS = [
-    ("atom/models", 300),
-    ("atom/model_ops", 150),
-    ("atom/model_ops/attentions", 40),
-    ("atom/quantization", 40),
-    ("atom/model_loader", 20),
-    ("atom/spec_decode", 30),
-    ("atom/plugin/vllm", 30),
-    ("atom/entrypoints", 40),
-    ("tests", 200),
-    ("docs", 100),
-    ("recipes", 50),
-]
-TYPES = ["fix", "feat", "perf", "refactor", "[Fix]", "[Perf]", "docs", "test", "[feat](docker)"]
+BUNDLE_ENV = "RELPIPE_ATOM_BUNDLE"
+RELEASE = ("v0.1.3", "v0.1.6-rc0")
+NIGHTLY_COMMITS = 20
+NIGHTLY_NEW = "ffdf3bb5ddf8a15a64d521a2eeb3bc7438f9ac21"  # ATOM's head in the bundle
 
 
-def _paths(rng: random.Random) -> list[str]:
-    paths = [
-        "atom/config.py",
-        "atom/quant_spec.py",
-        "atom/model_ops/linear.py",
-        "atom/model_ops/layernorm.py",
-        "atom/model_engine/model_runner.py",
-    ]
-    for area, count in AREAS:
-        ext = ".md" if area == "docs" else ".py"
-        paths += [f"{area}/mod_{i:03d}{ext}" for i in range(count)]
-    rng.shuffle(paths)
-    return paths[:FILES]
-
-
-def _content(path: str, version: int, rng: random.Random) -> str:
-    body = [f'"""{path} (synthetic, version {version})."""', "import torch", ""]
-    for i in range(20):
-        body += [f"def op_{i}(x):", f"    # step {i}", f"    return x * {rng.randint(1, 9)}", ""]
-    return "\n".join(body) + "\n"
-
-
-def _edit(text: str, rng: random.Random) -> str:
-    lines = text.splitlines()
-    i = rng.randrange(3, len(lines))
-    if rng.random() < 0.3:  # a comment-only edit: cosmetic
-        lines.insert(i, "# note")
-    elif rng.random() < 0.2:
-        lines.insert(i, 'kv_cache_dtype: str = "fp8"')
-    else:
-        lines.insert(i, f"y_{i} = {rng.randint(0, 99)}")
-    return "\n".join(lines) + "\n"
-
-
-def build(repo: Path, seed: int = 5) -> None:
-    """A repository of FILES files and COMMITS commits, written by one `git fast-import`."""
-    rng = random.Random(seed)
-    paths = _paths(rng)
-    state = {p: _content(p, 0, rng) for p in paths}
-    out: list[bytes] = []
-
-    def data(text: str) -> None:
-        raw = text.encode()
-        out.append(b"data %d\n" % len(raw) + raw + b"\n")
-
-    def commit(n: int, subject: str, files: dict[str, str]) -> None:
-        when = 1788220800 + 3600 * n
-        out.append(
-            f"commit refs/heads/main\nmark :{n + 1}\n"
-            f"author Dev <dev@example.invalid> {when} +0000\n"
-            f"committer GitHub <noreply@github.com> {when} +0000\n".encode()
-        )
-        data(subject + "\n")
-        if n:
-            out.append(f"from :{n}\n".encode())
-        for path, text in files.items():
-            out.append(f"M 100644 inline {path}\n".encode())
-            data(text)
-        out.append(b"\n")
-
-    commit(0, "Initial import (#1)", state)
-    release = rng.sample(paths, 2 * RELEASE_COMMITS)
-    for n in range(1, COMMITS):
-        if n >= COMMITS - RELEASE_COMMITS:
-            k = n - (COMMITS - RELEASE_COMMITS)
-            touched = release[2 * k : 2 * k + 2]
-        else:
-            touched = rng.sample(paths, rng.randint(1, 4))
-        for path in touched:
-            state[path] = _edit(state[path], rng)
-        kind = rng.choice(TYPES)
-        sep = " " if kind.startswith("[") else ": "
-        commit(n, f"{kind}{sep}change {n} (#{2000 + n})", {p: state[p] for p in touched})
-    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
-    subprocess.run(
-        ["git", "-C", str(repo), "fast-import", "--quiet"], input=b"".join(out), check=True
+def bundle() -> Path:
+    path = Path(
+        os.environ.get(BUNDLE_ENV, ROOT.parent / "shared" / "data" / "atom" / "atom.bundle")
     )
+    if not path.is_file():
+        raise SystemExit(f"bench_precision: ATOM bundle not found at {path} (set {BUNDLE_ENV})")
+    return path
 
 
 def _cpu(fn: Callable[[], object], runs: int) -> float:
@@ -152,79 +67,79 @@ def _git(repo: Path, *args: str) -> bytes:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True).stdout
 
 
+def _raw(repo: Path, old: str, new: str) -> Callable[[], None]:
+    def raw() -> None:
+        _git(repo, "diff", "--raw", "-z", "-M", old, new)
+        _git(repo, "log", "--raw", "-z", "-M", f"{old}..{new}")
+
+    return raw
+
+
+def _verdict(ok: bool) -> str:
+    return "ok" if ok else "MISS"
+
+
 def main() -> list[str]:
     lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="relpipe-bench-precision-") as tmp:
-        repo = Path(tmp) / "atom"
-        t0 = time.perf_counter()
-        build(repo)
-        built = time.perf_counter() - t0
-        files = len(_git(repo, "ls-tree", "-r", "--name-only", "HEAD").splitlines())
-        lines += [
-            f"Synthetic repository: {files} files, {COMMITS} commits, built in {built:.2f} s "
-            "(git fast-import).",
-            "",
-        ]
+        repo = Path(tmp) / "ATOM"
+        subprocess.run(["git", "clone", "--quiet", str(bundle()), str(repo)], check=True)
         rules = precision.load_rules()
 
-        old, new = f"HEAD~{NIGHTLY_COMMITS}", "HEAD"
-        old_sha, new_sha = _git(repo, "rev-parse", old, new).decode().split()
-
-        def raw() -> None:
-            _git(repo, "diff", "--raw", "-z", "-M", old_sha, new_sha)
-            _git(repo, "log", "--raw", "-z", "-M", f"{old_sha}..{new_sha}")
-
-        def ours() -> None:
-            precision.diff(repo, old_sha, new_sha, rules)
-
-        ours()  # warm the OS cache for both sides alike
-        raw()
-        t_raw, t_ours = best(raw, 15), best(ours, 15)
-        c_raw, c_ours = _cpu(raw, 9), _cpu(ours, 9)
-        nightly = precision.diff(repo, old_sha, new_sha, rules).summary()
-        ratio = t_ours / t_raw
-        lines += [
-            "| measurement | time | target | result |",
-            "|---|---:|---|---|",
-            f"| raw `git diff --raw` + `git log --raw`, {NIGHTLY_COMMITS}-commit pair "
-            f"({nightly['files']} files) | {t_raw * 1000:.1f} ms | reference | |",
-            f"| `precision.diff` in-process, same pair ({nightly['relevant']} relevant, "
-            f"{nightly['cosmetic']} cosmetic) | {t_ours * 1000:.1f} ms | within 2x | "
-            f"{ratio:.2f}x {'ok' if ratio <= 2 else 'MISS'} |",
-            f"| (CPU time: raw git {c_raw * 1000:.1f} ms, `precision.diff` {c_ours * 1000:.1f} ms, "
-            f"{c_ours / c_raw:.2f}x) | | information | |",
-        ]
-
-        rel_old = f"HEAD~{RELEASE_COMMITS}"
+        old, new = (s.decode() for s in _git(repo, "rev-parse", *RELEASE).split())
+        raw = _raw(repo, old, new)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        cmd = [
-            sys.executable,
-            "-m",
-            "relpipe.pipeline.cli",
-            "diff",
-            rel_old,
-            "HEAD",
-            "--repo",
-            str(repo),
-            "--json",
-        ]
+        cmd = [sys.executable, "-m", "relpipe.pipeline.cli", "diff", *RELEASE]
+        cmd += ["--repo", str(repo), "--json"]
 
         def whole() -> bytes:
             return subprocess.run(cmd, cwd=ROOT, env=env, check=True, capture_output=True).stdout
 
         report = json.loads(whole())  # warm-up; also writes bytecode like an installed package
-        t_whole = best(whole, 7)
-        c_whole = _cpu(whole, 5)
+        raw()
+        t_raw, t_whole = best(raw, 9), best(whole, 9)
+        c_raw, c_whole = _cpu(raw, 5), _cpu(whole, 5)
         t_python = best(
             lambda: subprocess.run([sys.executable, "-c", "pass"], env=env, check=True), 7
         )
-        n = report["summary"]["files"]
+        s = report["summary"]
+        ratio = t_whole / t_raw
         lines += [
+            f"ATOM's real history ({bundle().name}), release span {RELEASE[0]} -> {RELEASE[1]}: "
+            f"{s['commits']} commits, {s['files']} files, {s['relevant']} relevant.",
+            "",
+            "| measurement | time | target | result |",
+            "|---|---:|---|---|",
+            f"| raw `git diff --raw -M` + `git log --raw -M`, release span | "
+            f"{t_raw * 1000:.0f} ms | reference | |",
             f"| interpreter start-up (`python -c pass`) | {t_python * 1000:.0f} ms | reference | |",
-            f"| `relpipe diff --json` whole process, {RELEASE_COMMITS}-commit pair ({n} files, "
-            f"{report['summary']['relevant']} relevant) | {t_whole * 1000:.0f} ms | under 1 s | "
-            f"{'ok' if t_whole < 1 and n >= 600 else 'MISS'} |",
-            f"| (CPU time of that process: {c_whole * 1000:.0f} ms) | | information | |",
+            f"| `relpipe diff --json` whole process, release span | {t_whole * 1000:.0f} ms | "
+            f"under 1 s | {_verdict(t_whole < 1)} |",
+            f"| whole process / raw git, release span | {ratio:.2f}x | at most 3x | "
+            f"{_verdict(ratio <= 3)} |",
+            f"| (CPU: raw git {c_raw * 1000:.0f} ms, whole process {c_whole * 1000:.0f} ms, "
+            f"{c_whole / c_raw:.2f}x) | | information | |",
+        ]
+
+        n_old = _git(repo, "rev-parse", f"{NIGHTLY_NEW}~{NIGHTLY_COMMITS}").decode().strip()
+        raw = _raw(repo, n_old, NIGHTLY_NEW)
+
+        def ours() -> None:
+            precision.diff(repo, n_old, NIGHTLY_NEW, rules)
+
+        ours()  # warm the OS cache for both sides alike
+        raw()
+        t_raw, t_ours = best(raw, 15), best(ours, 15)
+        c_raw, c_ours = _cpu(raw, 9), _cpu(ours, 9)
+        nightly = precision.diff(repo, n_old, NIGHTLY_NEW, rules).summary()
+        ratio = t_ours / t_raw
+        lines += [
+            f"| raw git, {NIGHTLY_COMMITS}-commit nightly span ({nightly['files']} files) | "
+            f"{t_raw * 1000:.1f} ms | reference | |",
+            f"| `precision.diff` in-process, same span ({nightly['relevant']} relevant) | "
+            f"{t_ours * 1000:.1f} ms | at most 2x | {ratio:.2f}x {_verdict(ratio <= 2)} |",
+            f"| (CPU: raw git {c_raw * 1000:.1f} ms, `precision.diff` {c_ours * 1000:.1f} ms, "
+            f"{c_ours / c_raw:.2f}x) | | information | |",
         ]
     return lines
 

@@ -16,10 +16,8 @@ a real change. Binary content is never cosmetic.
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import io
-import itertools
 import re
 import tokenize
 from collections.abc import Iterator
@@ -157,18 +155,6 @@ def _fingerprint(text: str) -> list[tuple[int, str]] | None:
         return None
 
 
-def _same_tokens(a: str, b: str) -> bool:
-    """`_fingerprint(a) == _fingerprint(b)` (both tokenizing), stopping at the first difference."""
-    end = object()
-    try:
-        for x, y in itertools.zip_longest(_units(a), _units(b), fillvalue=end):
-            if x != y:
-                return False
-    except _TOKENIZE_ERRORS:
-        return False
-    return True
-
-
 def python_fingerprint(data: bytes) -> list[tuple[int, str]] | None:
     """The token stream that decides Python equivalence here; None if the code does not tokenize."""
     text = _decode_python(data)
@@ -200,89 +186,194 @@ _SCAN = re.compile(
 )
 
 
-# A line that can start a statement at column 0: not blank, not indented, not a comment or closer.
-_COLUMN0 = re.compile(r"^[^\s#)\]}]", re.MULTILINE)
+# A line that can start a statement: indentation, then not blank, not a comment, not a closer.
+# `^` matches only after `\n`, which is a line break for `tokenize` (it reads with readline) too.
+_STATEMENT = re.compile(r"^[ \t\f]*[^\s#)\]}]", re.MULTILINE)
+_TABSIZE = 8  # tokenize's own
 
 
-class _Lines:
-    """A decoded Python file as lines, with line offsets and the lines that may start statements."""
+def _column(indent: str) -> int:
+    """The indentation column of leading whitespace, counted as `tokenize` counts it."""
+    column = 0
+    for ch in indent:
+        if ch == " ":
+            column += 1
+        elif ch == "\t":
+            column = (column // _TABSIZE + 1) * _TABSIZE
+        else:  # form feed
+            column = 0
+    return column
 
-    def __init__(self, text: str) -> None:
+
+def _last_fresh(
+    text: str, limit: int, begin: int = 0, stack: tuple[int, ...] = (0,)
+) -> tuple[int, tuple[int, ...]]:
+    """The last fresh line starting at or before `limit` and the tokenizer's indentation stack
+    once it has read that line's indentation; (`begin`, `stack`) if there is none after `begin`.
+
+    A fresh line starts a statement outside any string, bracket or backslash continuation.
+    `begin` must itself be such a line start, with `stack` the indentation stack there. The
+    stack is the one `tokenize` keeps: fresh lines are exactly the lines whose indentation it
+    reads. One C-speed regex scan finds strings, brackets and continuations; Python only steps
+    over those matches, never over ordinary code.
+    """
+    candidates = [(m.start(), m.end() - 1) for m in _STATEMENT.finditer(text, begin, limit + 1)]
+    best, indents = begin, list(stack)
+    best_stack = stack
+    k, depth, blocked_until = 0, 0, -1
+
+    def take(offset: int, indent_end: int) -> None:
+        nonlocal best, best_stack
+        column = _column(text[offset:indent_end])
+        while len(indents) > 1 and indents[-1] > column:
+            indents.pop()
+        if indents[-1] < column:
+            indents.append(column)
+        best, best_stack = offset, tuple(indents)
+
+    for match in _SCAN.finditer(text, begin):  # no end bound: a string may run past `limit`
+        if match.start() >= limit:
+            break
+        while k < len(candidates) and candidates[k][0] <= match.start():
+            if depth == 0 and candidates[k][0] >= blocked_until:
+                take(*candidates[k])
+            k += 1
+        kind = match.lastgroup
+        if kind == "string":
+            blocked_until = max(blocked_until, match.end())
+        elif kind == "open":
+            depth += 1
+        elif kind == "close":
+            depth = max(0, depth - 1)
+        elif kind == "cont":
+            blocked_until = match.end() + 1  # the continued line is not a new statement
+    for candidate in candidates[k:]:
+        if depth == 0 and candidate[0] >= blocked_until:
+            take(*candidate)
+    return best, best_stack
+
+
+class _Stream:
+    """The significant units of a Python text from a fresh line `start`, lazily, read in the
+    tokenizer state the file has there, with where the reader is and the indentation stack.
+
+    The state is recreated by a synthetic prefix, one line per indentation level of `stack`
+    (identical for two texts compared from identical states, so it never makes a difference);
+    with it the tokens from `start` on are those of the whole file, DEDENTs included."""
+
+    def __init__(self, text: str, start: int, stack: tuple[int, ...]) -> None:
         self.text = text
-        self.lines = text.splitlines(keepends=True)
-        self.offsets = [0, *itertools.accumulate(map(len, self.lines))]
-        # splitlines also breaks at \f, \v, \x1c.. which `^` does not: keep exact line starts only.
-        self.candidates = []
-        for match in _COLUMN0.finditer(text):
-            i = bisect.bisect_left(self.offsets, match.start())
-            if self.offsets[i] == match.start():
-                self.candidates.append(i)
+        self.pos = start  # where the next line starts: the tokenizer reads one line at a time
+        self.prefix = [" " * column + "_\n" for column in stack[1:]]
+        self.indents = [0]
+        self.boundary = False  # the last unit ended a line, and nothing of the next was read
+        self.units = self._generate()
 
-    def fresh(self, begin: int) -> Iterator[int]:
-        """Indices of fresh lines (a statement starting at column 0, outside any string, bracket
-        or backslash continuation) from line `begin` on, which must itself be at a statement
-        boundary. Lazy: callers stop as soon as they have the line they need."""
-        offsets, candidates = self.offsets, self.candidates
-        k = bisect.bisect_left(candidates, begin)
-        depth, blocked_until = 0, -1
-        for match in _SCAN.finditer(self.text, offsets[begin]):
-            while k < len(candidates) and offsets[candidates[k]] <= match.start():
-                if depth == 0 and offsets[candidates[k]] >= blocked_until:
-                    yield candidates[k]
-                k += 1
-            kind = match.lastgroup
-            if kind == "string":
-                blocked_until = max(blocked_until, match.end())
-            elif kind == "open":
-                depth += 1
-            elif kind == "close":
-                depth = max(0, depth - 1)
-            elif kind == "cont":
-                blocked_until = match.end() + 1  # the continued line is not a new statement
-        for line in candidates[k:]:
-            if depth == 0 and offsets[line] >= blocked_until:
-                yield line
+    def _readline(self) -> str:
+        if self.prefix:
+            return self.prefix.pop(0)
+        end = self.text.find("\n", self.pos)  # io.StringIO's readline splits at \n only
+        end = len(self.text) if end < 0 else end + 1
+        line, self.pos = self.text[self.pos : end], end
+        return line
+
+    def _generate(self) -> Iterator[tuple[tuple[int, str], ...]]:
+        current: list[tokenize.TokenInfo] = []
+        for tok in tokenize.generate_tokens(self._readline):
+            kind = tok.type
+            if kind in _SKIP:
+                continue
+            if kind in (tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER):
+                if kind == tokenize.INDENT:
+                    self.indents.append(_column(tok.string))
+                elif kind == tokenize.DEDENT and len(self.indents) > 1:
+                    self.indents.pop()
+                self.boundary = False
+                if current and not _is_ignorable(current):
+                    yield (*((t.type, t.string) for t in current), (tokenize.NEWLINE, ""))
+                current = []
+                yield ((kind, ""),)  # indentation width is not meaning
+            elif kind == tokenize.NEWLINE or (kind == tokenize.OP and tok.string == ";"):
+                self.boundary = kind == tokenize.NEWLINE and not self.prefix
+                if not _is_ignorable(current):
+                    yield (*((t.type, t.string) for t in current), (tokenize.NEWLINE, ""))
+                current = []
+            else:
+                current.append(tok)
+        if current and not _is_ignorable(current):
+            yield (*((t.type, t.string) for t in current), (tokenize.NEWLINE, ""))
+
+
+# Identical text ahead of both readers worth skipping instead of tokenizing (characters).
+_SKIP_AHEAD = 2048
+
+
+def _same_from(a_text: str, b_text: str, start: int, stack: tuple[int, ...]) -> bool:
+    """Whether `a_text` and `b_text`, identical before the fresh line at `start` (indentation
+    stack `stack`), have the same fingerprint from there; False at the first differing unit or
+    a tokenize error.
+
+    Where both readers stand at a line boundary with the same indentation stack and long
+    identical text lies ahead, both restart at the last fresh line before the next difference:
+    the skipped text is identical and read in the same state, so it gives the same tokens."""
+    a, b = _Stream(a_text, start, stack), _Stream(b_text, start, stack)
+    try:
+        while True:
+            x, y = next(a.units, None), next(b.units, None)
+            if x != y:
+                return False
+            if x is None:
+                return True
+            if not (a.boundary and b.boundary and a.indents == b.indents):
+                continue
+            pa, pb = a.pos, b.pos
+            if a_text[pa : pa + _SKIP_AHEAD] != b_text[pb : pb + _SKIP_AHEAD]:
+                continue
+            gap = _common_prefix(a_text[pa:], b_text[pb:])
+            if gap == len(a_text) - pa == len(b_text) - pb:
+                return True  # the rest is identical and read in the same state
+            line = a_text.rfind("\n", pa, pa + gap) + 1
+            if line - pa < _SKIP_AHEAD:
+                continue
+            restart, indents = _last_fresh(a_text, line - 1, pa, tuple(a.indents))
+            if restart > pa:
+                shift = pb - pa
+                a = _Stream(a_text, restart, indents)
+                b = _Stream(b_text, restart + shift, indents)
+    except _TOKENIZE_ERRORS:
+        return False
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the common prefix, by bisection over C-speed slice comparisons."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[low:mid] == b[low:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 def _python_cosmetic(old: bytes, new: bytes) -> bool:
-    """Token-stream equivalence (see module docstring), tokenizing only the changed window.
+    """Token-stream equivalence (see module docstring), tokenizing from the last fresh line
+    before the first difference, skipping long identical stretches, and stopping at the first
+    unit that differs.
 
-    The window runs from the last fresh line at or before the first difference to the first line
-    of the common tail that is fresh in both versions; outside it the texts and the tokenizer
-    states are identical, so the tokens are too. Without such lines the window is the whole file.
+    Before that line the texts (and so the tokens) are identical, and the tokenizer's state there
+    (an indentation stack) is recreated (`_Stream`). A real change is found near the first changed
+    line, so its cost does not grow with the size of the file (ATOM's model_runner.py is one
+    2,500-line class); identical text between two edits is skipped, not tokenized.
     """
     a_text, b_text = _decode_python(old), _decode_python(new)
     if a_text is None or b_text is None:
         return False
-    a, b = _Lines(a_text), _Lines(b_text)
-    la, lb = a.lines, b.lines
-    start = 0
-    while start < len(la) and start < len(lb) and la[start] == lb[start]:
-        start += 1
-    tail = 0
-    while tail < len(la) - start and tail < len(lb) - start and la[-1 - tail] == lb[-1 - tail]:
-        tail += 1
-    end_a, end_b = len(la) - tail, len(lb) - tail
-    first = 0
-    for line in a.fresh(0):  # the common head is identical in both versions
-        if line > start:
-            break
-        first = line
-    # The first common-tail line that is fresh in both: merge the two ascending streams.
-    ks_a = (i - end_a for i in a.fresh(first) if i >= end_a)
-    ks_b = (i - end_b for i in b.fresh(first) if i >= end_b)
-    stop, ka, kb = tail, next(ks_a, None), next(ks_b, None)
-    while ka is not None and kb is not None:
-        if ka == kb:
-            stop = ka
-            break
-        if ka < kb:
-            ka = next(ks_a, None)
-        else:
-            kb = next(ks_b, None)
-    window_a = a_text[a.offsets[first] : a.offsets[end_a + stop]]
-    window_b = b_text[b.offsets[first] : b.offsets[end_b + stop]]
-    return _same_tokens(window_a, window_b)
+    # The first differing character, then the start of its line (identical in both texts).
+    line_start = a_text.rfind("\n", 0, _common_prefix(a_text, b_text)) + 1
+    # Strictly before the differing line: the stack must be the same in both texts.
+    start, stack = _last_fresh(a_text, line_start - 1) if line_start else (0, (0,))
+    return _same_from(a_text, b_text, start, stack)
 
 
 def _comment_style(path: str) -> str:

@@ -17,9 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.configs.load import load_yaml
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.notes import markdown
+from relpipe.core.yamlload import load_yaml
 from relpipe.validate import cosmetic, gitio
 from relpipe.validate.commits import Commit, from_log, parse_subject
 from relpipe.validate.errors import ValidateError
@@ -179,8 +177,8 @@ def parse_rules(text: str, source: str) -> Rules:
     if len(text) > _MAX_RULES_BYTES or "\0" in text:
         raise _fail(source, "file too large or contains NUL bytes")
     try:
-        data = load_yaml(text, source)
-    except ChangelogError as exc:  # its message starts with `source`
+        data = load_yaml(text, source, error=ValidateError)
+    except ValidateError as exc:  # its message starts with `source`
         raise ValidateError(f"{exc}; see docs/precision.md for the rules format") from None
     top = _mapping(source, "the document", data, _TOP_KEYS)
     if top.get("schema", 1) != 1:
@@ -506,9 +504,12 @@ class _Content:
     lines: tuple[str, ...] | None
 
 
-def _content(change: gitio.RawChange, blobs: dict[str, bytes], gated: bool) -> _Content:
+def _content(
+    change: gitio.RawChange, blobs: dict[str, bytes], gated: bool, check_cosmetic: bool = True
+) -> _Content:
     """What the blobs say; changed lines are computed only when a content gate will read them
-    (`gated`), since no other decision uses them."""
+    (`gated`), since no other decision uses them. Without `check_cosmetic` the change is taken
+    as not cosmetic (a cheaper first pass: being cosmetic only ever makes a change irrelevant)."""
     if _GITLINK in (change.old_mode, change.new_mode):
         return _Content(False, change.old_blob == change.new_blob, False, None)
     old = blobs.get(change.old_blob or "", b"")
@@ -516,7 +517,9 @@ def _content(change: gitio.RawChange, blobs: dict[str, bytes], gated: bool) -> _
     binary = cosmetic.is_binary(old) or cosmetic.is_binary(new)
     identical = change.old_blob == change.new_blob and change.status not in "AD"
     both = change.status in "MRCT" and change.old_blob and change.new_blob and not identical
-    is_cosmetic = bool(both) and not binary and cosmetic.is_cosmetic(change.path, old, new)
+    is_cosmetic = (
+        check_cosmetic and bool(both) and not binary and cosmetic.is_cosmetic(change.path, old, new)
+    )
     if binary or not gated:
         return _Content(binary, identical, is_cosmetic, None)
     return _Content(
@@ -663,8 +666,15 @@ def _responsible(
     together fire a gate; the caller then names every commit (fail closed)."""
     shas = []
     for sha, change in changes:
+        if sha in shas:
+            continue
+        # The content gates first: most commits touch other lines of a gated file, and then the
+        # (costlier) cosmetic comparison cannot change the answer.
+        rough = _content(change, blobs, gated=True, check_cosmetic=False)
+        if classify(change, rough, rules, scope, matched)[2] != "relevant":
+            continue
         content = _content(change, blobs, gated=True)
-        if classify(change, content, rules, scope, matched)[2] == "relevant" and sha not in shas:
+        if classify(change, content, rules, scope, matched)[2] == "relevant":
             shas.append(sha)
     return tuple(shas)
 
@@ -900,15 +910,22 @@ def diff(
 _MD_ESCAPE = re.compile(r"([\\`*_\[\]|~$@])")
 
 
+def _plain(text: str) -> str:
+    # Imported here: the notes package is large, and `relpipe diff --json` never renders Markdown.
+    from relpipe.changelog.notes import markdown
+
+    return markdown.plain(text, limit=None)
+
+
 def md_text(text: str) -> str:
     """Untrusted text as one Markdown table cell: one clean line, HTML inert, Markdown escaped."""
-    line = markdown.plain(text, limit=None)
+    line = _plain(text)
     return _MD_ESCAPE.sub(r"\\\1", html.escape(line, quote=False))
 
 
 def md_code(text: str) -> str:
     """A path or sha as inline code in a table cell; falls back to escaped text if it can't be."""
-    if "`" in text or not text.strip() or markdown.plain(text, limit=None) != text:
+    if "`" in text or not text.strip() or _plain(text) != text:
         return md_text(text)
     # Inside a code span only `|` still needs escaping: GFM splits table cells on it first.
     return "`" + text.replace("|", "\\|") + "`"

@@ -157,6 +157,9 @@ SNIPPETS = [
     "z = {'a': (1,\n# inside\n2)}\n",
     "# top comment\n",
     "s = '''\nclass Fake:\n'''\n",
+    # Nested blocks: the comparison starts at an indented line (a shorter indentation stack).
+    "class K:\n    def m(self):\n        if x:\n            y = 1\n        z = 2\n    w = 3\n",
+    "def h():\n  for i in r:\n      t = i\n  return t\n",
 ]
 EDITS = [
     "# note\n",
@@ -168,6 +171,10 @@ EDITS = [
     "1,\n",
     ")\n",
     '"""\n',
+    "        y = 1\n",
+    "    w = 3\n",
+    "      t = i\n",
+    "            # deep note\n",
 ]
 
 
@@ -204,6 +211,18 @@ def test_windowed_comparison_equals_whole_file_comparison(
         ),
         ("X = [\n1,\n2,\n]\n", "X = [\n3,\n2,\n]\n", False),
         ("X = [\n1,\n2,\n]\n", "X = [\n1,\n# two\n2,\n]\n", True),
+        # The last statement of a block moved out of it: the same tokens from that line on, but
+        # one DEDENT earlier; the comparison must start before the line that changed.
+        (
+            "def f():\n    if a:\n        b()\n        c()\n",
+            "def f():\n    if a:\n        b()\n    c()\n",
+            False,
+        ),
+        (
+            "class A:\n    def f(self):\n        a = 1\n        # x\n        b = 2\n    g = 1\n",
+            "class A:\n    def f(self):\n        a = 1\n        b = 2\n    g = 1\n",
+            True,
+        ),
     ],
 )
 def test_window_edges(old: str, new: str, expected: bool) -> None:
