@@ -3,7 +3,8 @@
     pip install ruamel.yaml && python bench/yaml_roundtrip.py [AMD_MASTER_YAML]
 
 On the real InferenceX `configs/amd-master.yaml` (default: in $RELPIPE_CORPUS, else in
-../shared/data/inferencex, as tests/corpus.py) this prints, for ruamel.yaml's round-trip mode with quotes preserved:
+../shared/data/inferencex, as tests/corpus.py) this prints, for ruamel.yaml's round-trip mode
+with quotes preserved:
 the lines a load + dump with no change rewrites, and the lines an image bump of each ATOM key
 rewrites; then the same bump through `changelog.configs.pin.edit_image`. The guarantee relpipe
 keeps is the last line: exactly one line per bump (one `-`, one `+`). Not a `bench_*` module:
@@ -58,7 +59,8 @@ def main(argv: list[str]) -> int:
     noop = dump(rt.load(text))
     seconds = time.perf_counter() - t0
     print(
-        f"ruamel.yaml round trip, no change: {changed(text, noop)} lines rewritten ({seconds:.2f} s)"
+        f"ruamel.yaml round trip, no change: {changed(text, noop)} lines rewritten "
+        f"({seconds:.2f} s)"
     )
     for key in keys:
         data = rt.load(text)

@@ -247,7 +247,8 @@ def check_watch(o: Outcome) -> Check:
             "C6", FAIL, f"must-not-contain present in the image: {', '.join(present)}", tuple(rows)
         )
     if missing:
-        # The real-world case: an upstream fix not yet in the image is a risk to state, not a blocker.
+        # The real-world case: an upstream fix not yet in the image is a risk to state, not a
+        # blocker.
         return Check("C6", WARN, f"risk: not yet in the image: {', '.join(missing)}", tuple(rows))
     return Check("C6", PASS, f"{len(upstream)} watched upstream change(s) as required", tuple(rows))
 

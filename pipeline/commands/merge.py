@@ -1,4 +1,4 @@
-"""`relpipe merge PLAN_DIR SHARD_DIR... --out DIR`: combine shard records into one verdict and reports."""
+"""`relpipe merge PLAN_DIR SHARD_DIR... --out DIR`: shard records into one verdict and reports."""
 
 from __future__ import annotations
 

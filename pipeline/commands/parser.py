@@ -47,7 +47,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
-    """`argparse.ArgumentParser` with `HelpFormatter` and usage errors as one-line `PipelineError`."""
+    """An `argparse.ArgumentParser` with `HelpFormatter`; a usage error is a `PipelineError`."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)

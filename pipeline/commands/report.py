@@ -1,4 +1,4 @@
-"""`relpipe report RUN_DIR`: re-render a run or release record's reports (byte-identical to the first render)."""
+"""`relpipe report RUN_DIR`: re-render a run or release record's reports (byte-identical)."""
 
 from __future__ import annotations
 
