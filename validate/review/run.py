@@ -122,8 +122,13 @@ def run(
             change = diff(source.root, base_ref, head_ref)
             base_source = Source(root=source.root, ref=base_ref)
     else:
-        if not (source.root / ".git").exists() and head_ref is None:
+        try:
             gitio.run(source.root, "rev-parse", "--git-dir", what="rev-parse")
+        except ValidateError:
+            raise ValidateError(
+                f"{source.root} is not a git repository, so there is no change to review; "
+                "give --config-key K or --all-keys"
+            ) from None
         base = base_ref or default_base(source.root)
         change = diff(source.root, base, head_ref)
         base_source = Source(root=source.root, ref=base)
