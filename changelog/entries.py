@@ -229,6 +229,7 @@ def _yaml() -> tuple[object, object]:
 _TAG = "tag:yaml.org,2002:"
 # First characters for which PyYAML's implicit resolvers can give a non-string (see resolver.py).
 _RESOLVABLE_FIRST = frozenset("yYnNtTfFoO-+0123456789.~<=")
+_NUMERIC_CHARS = frozenset("0123456789+-._: xXoObBaAcCdDeEfFtTzZiInN")
 _YAML12_INT = _lazy_re(r"[-+]?(?:0|[1-9][0-9]*)")
 _YAML12_BOOL = {
     "true": True,
@@ -245,6 +246,10 @@ def _plain(text: str) -> object:
     if not text:
         return None
     if text[0] not in _RESOLVABLE_FIRST:
+        return text
+    if len(text) > 5 and not _NUMERIC_CHARS.issuperset(text):
+        # Longer than every YAML 1.1 bool/null word, with a character no int, float or
+        # timestamp can hold: a string, without importing PyYAML for it.
         return text
     yaml, resolver = _yaml()
     tag = resolver.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[attr-defined]

@@ -1,0 +1,298 @@
+"""Property: for any appended bytes, the hook's verdict is that of a full strict parse.
+
+The reference reads the whole head with PyYAML (duplicate keys rejected, as InferenceX's
+`UniqueKeyLoader`), checks every entry against InferenceX's `ChangelogEntry` as pydantic's lax
+mode reads it, and applies InferenceX's history and byte rules (`compare_entries`,
+`validate_raw_change`) plus relpipe's documented exceptions (invisible or unassigned characters,
+anchors/aliases/tags, lines over 8 KiB). relpipe's verdict comes from its fast path: only the
+appended part is parsed, and from 32 KiB on the whole-entry grammar is used, so the generated
+appends include large ones. No input may raise.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from relpipe.validate import perf_changelog as gate
+
+REPO = "https://github.com/SemiAnalysisAI/InferenceX"
+BASE = (
+    b"- config-keys:\n    - dsr1-fp8-h200-sglang\n  description:\n"
+    b'    - "Initial"\n'
+    b"  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/1\n"
+)
+ALLOWED = {
+    "config-keys",
+    "description",
+    "pr-link",
+    "scenario-type",
+    "evals-only",
+    "all-evals",
+    "append-only",
+    "eval-min-prefill-ep",
+}
+LAX_BOOL = {"1", "on", "t", "true", "y", "yes", "0", "off", "f", "false", "n", "no"}
+CANONICAL = re.compile(re.escape(REPO) + r"/pull/\d+")
+
+
+class _Unique(yaml.SafeLoader):
+    def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]
+        keys = [self.construct_object(k, deep=True) for k, _ in node.value]
+        if len(keys) != len({repr(k) for k in keys}):
+            raise yaml.constructor.ConstructorError(None, None, "duplicate key", node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _lax_bool(value: object) -> bool:
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return value in (0, 1)
+    if isinstance(value, float):
+        return value in (0.0, 1.0)
+    return isinstance(value, str) and value.lower() in LAX_BOOL
+
+
+def _lax_int(value: object) -> int | None:
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _str_list(value: object) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
+
+
+def _entry_ok(entry: object) -> bool:
+    """InferenceX's ChangelogEntry (pydantic, lax mode), restated."""
+    if not isinstance(entry, dict) or set(entry) - ALLOWED:
+        return False
+    if not {"config-keys", "description", "pr-link"} <= set(entry):
+        return False
+    if not (_str_list(entry["config-keys"]) and _str_list(entry["description"])):
+        return False
+    if not isinstance(entry["pr-link"], str):
+        return False
+    scenario = entry.get("scenario-type")
+    if scenario is not None and not (
+        isinstance(scenario, list)
+        and scenario
+        and all(v in ("fixed-seq-len", "agentic-coding") for v in scenario)
+    ):
+        return False
+    flags = {}
+    for key in ("evals-only", "all-evals", "append-only"):
+        if key in entry:
+            if not _lax_bool(entry[key]):
+                return False
+            value = entry[key]
+            flags[key] = (
+                value.lower() in {"1", "on", "t", "true", "y", "yes"}
+                if isinstance(value, str)
+                else bool(value)
+            )
+    ep = entry.get("eval-min-prefill-ep")
+    if ep is not None and (_lax_int(ep) is None or _lax_int(ep) < 1):
+        return False
+    return not (
+        flags.get("append-only")
+        and (flags.get("evals-only") or flags.get("all-evals") or ep is not None)
+    )
+
+
+def _exception(suffix: bytes) -> bool:
+    """relpipe's documented exceptions to parity, in the appended text."""
+    text = suffix.decode("utf-8")
+    if any(unicodedata.category(c) in {"Cf", "Co", "Cn", "Cs", "Cc"} for c in text if c != "\n"):
+        return True
+    if any(len(line) > 8192 for line in suffix.split(b"\n")):
+        return True
+    try:
+        events = list(yaml.parse(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError:
+        return False
+    return any(
+        isinstance(e, yaml.AliasEvent) or getattr(e, "anchor", None) or getattr(e, "tag", None)
+        for e in events
+    )
+
+
+def reference(base: bytes, head: bytes) -> bool:
+    """A full strict parse of the head plus InferenceX's rules: accepted?"""
+    if not head.endswith(b"\n") or any(b in head for b in (b"\r", b"\t", b"\0")):
+        return False
+    try:
+        text = head.decode("utf-8")
+        data = yaml.load(text, Loader=_Unique)  # noqa: S506 - a SafeLoader subclass
+    except (UnicodeDecodeError, yaml.YAMLError, ValueError):
+        return False
+    if not isinstance(data, list):
+        return False
+    if sum(line.startswith("- config-keys:") for line in text.splitlines()) != len(data):
+        return False
+    if not all(_entry_ok(e) for e in data) or len(data) < 1:
+        return False
+    base_entries = yaml.load(base.decode(), Loader=_Unique)  # noqa: S506
+    if data[0] != base_entries[0]:
+        return False
+    additions = data[1:]
+    if any(not CANONICAL.fullmatch(e["pr-link"]) for e in additions):
+        return False
+    if additions:
+        if not head.startswith(base) or not head[len(base) :].startswith(b"\n- config-keys:"):
+            return False
+        starts = [m.start() for m in re.finditer(rb"(?m)^- config-keys:[^\r\n]*\n", head)]
+        for start in starts[-len(additions) :][1:]:
+            if not head[:start].endswith(b"\n\n") or head[:start].endswith(b"\n\n\n"):
+                return False
+        if head.endswith(b"\n\n"):
+            return False
+    elif head != base:
+        return False
+    return not _exception(head[len(base) :])
+
+
+SCALARS = st.sampled_from(
+    [
+        "dsr1-fp4-mi355x-atom",
+        '"quoted key"',
+        "'single'",
+        "yes",
+        "true",
+        "false",
+        '"true"',
+        "1",
+        "0",
+        "2",
+        "010",
+        "1.0",
+        "~",
+        "",
+        "[a, b]",
+        "{a: 1}",
+        "&x anchor",
+        "*x",
+        "!!str tagged",
+        '"bidi \\u202e"',
+        "bidi \u202e here",
+        "zero\u200bwidth",
+        "private \ue000",
+        "ok é 中文",
+        "x: y",
+        "- dash",
+        "# comment",
+        '"unterminated',
+        f"{REPO}/pull/12",
+        f"{REPO}/pull/XXX",
+        "https://evil.example/pull/1",
+        "fixed-seq-len",
+        "agentic-coding",
+        "7" * 5000,
+    ]
+)
+KEYS = st.sampled_from(sorted(ALLOWED) + ["notes", "pr-link", "description"])
+INDENTS = st.sampled_from(["    - ", "  - ", "      - ", "   - "])
+
+
+@st.composite
+def entry_text(draw: st.DrawFn) -> str:
+    """One entry: mostly valid, house style or not, with a drawn defect or two."""
+    key = draw(st.sampled_from(["dsr1-fp4-mi355x-atom", "gptoss-fp4-b200-vllm", "'q'"]))
+    item = draw(INDENTS) if draw(st.booleans()) else "    - "
+    lines = ["- config-keys:", f"{item}{key}", "  description:"]
+    plain = st.text("abc xyz-_.:é", max_size=30)
+    text = st.one_of(plain, plain, plain, st.text(max_size=8))
+    lines += [f'{item}"{draw(text)}"'.replace("\\", "/")]
+    if draw(st.integers(0, 3)) == 0:
+        lines += [f"{item}{'x' * draw(st.integers(0, 9000))}"]
+    links = [f"{REPO}/pull/77"] * 4 + ["XXX", f"{REPO}/pull/0"]
+    lines += [f"  pr-link: {draw(st.sampled_from(links))}"]
+    for _ in range(draw(st.sampled_from([0, 0, 0, 1, 1, 2]))):
+        key, value = draw(KEYS), draw(SCALARS)
+        if draw(st.booleans()):
+            lines += [f"  {key}:", f"{item}{value}"]
+        else:
+            lines += [f"  {key}: {value}"]
+    if draw(st.integers(0, 5)) == 0:
+        lines.insert(draw(st.integers(1, len(lines))), draw(st.sampled_from(["", "  ", "# c"])))
+    if draw(st.integers(0, 5)) == 0:
+        lines[-1] += draw(st.sampled_from(["  ", " # c", "\t"]))
+    return "\n".join(lines) + "\n"
+
+
+@st.composite
+def appended(draw: st.DrawFn) -> bytes:
+    parts = [draw(st.sampled_from(["\n"] * 5 + ["\n\n", "", "  \n"]))]
+    count = draw(st.integers(1, 3))
+    for index in range(count):
+        if index:
+            parts.append(draw(st.sampled_from(["\n"] * 5 + ["\n\n", "  \n"])))
+        parts.append(draw(entry_text()))
+    if draw(st.booleans()):  # make it large: the whole-entry grammar path (>= 32 KiB)
+        filler = (
+            "- config-keys:\n    - dsr1-fp4-mi355x-atom\n  description:\n"
+            f'    - "{"y" * 1000}"\n  pr-link: {REPO}/pull/5\n'
+        )
+        parts.insert(1, "\n".join([filler] * 34) + "\n")
+    if draw(st.integers(0, 3)) == 0:
+        parts.append(draw(st.sampled_from(["\n", "  pr-link: https://evil.example/pull/1\n", ""])))
+    tail = "".join(parts).encode()
+    if draw(st.integers(0, 6)) == 0:
+        tail = tail.rstrip(b"\n")
+    return tail
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(appended())
+def test_fast_path_verdict_equals_a_full_strict_parse(suffix: bytes) -> None:
+    head = BASE + suffix
+    report = gate.check(BASE, head, gate.Rules(REPO, None, None))
+    assert report.ok == reference(BASE, head), [f for f in report.findings if f.severity == "error"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_any_bytes_give_a_verdict_never_a_traceback(noise: bytes) -> None:
+    for base, head in ((BASE, BASE + noise), (None, noise), (noise, BASE)):
+        report = gate.check(base, head, gate.Rules(REPO, None, None))
+        assert report.ok in (True, False)
+
+
+GOOD = BASE.decode()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        GOOD + '\n- config-keys:\n    - k\n  description:\n    - "open\n  pr-link: l\n',
+        GOOD + "\n- config-keys:\n    - k\n  description:\n    - x\n  pr-link: l\n  pr-link: m\n",
+        GOOD + f"\n- config-keys:\n    - k\n  description:\n    - x\n  pr-link: l\n"
+        f"  eval-min-prefill-ep: {'7' * 5000}\n",
+        GOOD + "  - config-keys:\n    - k\n",
+        GOOD.replace("  description:", "\tdescription:"),
+        "\udcff".join([GOOD, ""]),
+    ],
+    ids=["unclosed-quote", "duplicate-key", "long-int", "nested-entry", "tab", "invalid-utf8"],
+)
+def test_full_audit_rejects_what_pyyaml_cannot_load(text: str) -> None:
+    data = text.encode("utf-8", "surrogateescape")
+    assert not reference(data, data)
+    report = gate.check(None, data, gate.Rules(REPO, None, None))
+    assert not report.ok
+    assert all(f.line >= 1 for f in report.findings if f.severity == "error")
