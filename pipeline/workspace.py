@@ -171,7 +171,8 @@ def expand_points(key: str, cfg: Mapping[str, Any], max_batch: int) -> tuple[Poi
 def threshold_for(
     thresholds: Mapping[str, Any], model_prefix: str | None, suite: str
 ) -> float | None:
-    """The engine's lookup (longest model prefix, then default); None when nothing applies."""
+    """The engine's lookup (InferenceX's: exact model-prefix, then default); None when nothing
+    applies."""
     from relpipe.engine.errors import EngineError
     from relpipe.engine.evals.thresholds import Thresholds
 

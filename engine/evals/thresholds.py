@@ -2,7 +2,7 @@
 
     default:            # task -> minimum score
       gsm8k: 0.90
-    models:             # model-name prefix -> task -> minimum score (longest prefix wins)
+    models:             # model-prefix -> task -> minimum score (exact model-prefix match)
       glm5.1:
         gsm8k: 0.93
 
@@ -11,6 +11,10 @@ exactly that shape: block mappings indented by two spaces, plain keys, numbers i
 comments and blank lines. Anything else (tabs, flow style, anchors, quotes, duplicate keys, a
 deeper level) is refused with file:line. A file whose first non-blank character is `{` is read
 as JSON of the same shape instead.
+
+The lookup is InferenceX's (`utils/evals/validate_scores.py` `resolve_threshold`): the config
+key's exact `model-prefix` under `models`, else `default`. Not a prefix match: `glm5.2` does not
+inherit `glm5`'s 0.94, it gets the default 0.90, as InferenceX's CI judges it.
 """
 
 from __future__ import annotations
@@ -33,14 +37,16 @@ class Thresholds:
     default: dict[str, float] = field(default_factory=dict)
     models: dict[str, dict[str, float]] = field(default_factory=dict)
 
-    def lookup(self, task: str, model: str) -> tuple[float, str]:
-        """(threshold, where it came from) for `task` and a model name; EngineError if none applies."""
-        for prefix in sorted(self.models, key=len, reverse=True):
-            if model.startswith(prefix) and task in self.models[prefix]:
-                return self.models[prefix][task], f"models.{prefix}.{task}"
+    def lookup(self, task: str, model_prefix: str) -> tuple[float, str]:
+        """(threshold, where it came from) for `task` and a model-prefix; EngineError if none
+        applies. The prefix must equal a `models` key (InferenceX's exact lookup)."""
+        if task in self.models.get(model_prefix, {}):
+            return self.models[model_prefix][task], f"models.{model_prefix}.{task}"
         if task in self.default:
             return self.default[task], f"default.{task}"
-        raise EngineError(f"no threshold for task {task!r} (model {model!r}): add default.{task}")
+        raise EngineError(
+            f"no threshold for task {task!r} (model-prefix {model_prefix!r}): add default.{task}"
+        )
 
 
 def _fail(path: str, line: int, what: str) -> EngineError:

@@ -189,12 +189,12 @@ def test_accuracy_statistics() -> None:
 
 def test_thresholds_read_the_real_inferencex_file(corpus_dir: Path) -> None:
     t = thresholds.load(str(corpus_dir / "thresholds.yaml"))
-    assert t.lookup("gsm8k", "glm5.1-fp8-mi355x-atom") == (
-        0.93,
-        "models.glm5.1.gsm8k",
-    )  # longest prefix
-    assert t.lookup("gsm8k", "glm5-fp8-mi355x-sglang") == (0.94, "models.glm5.gsm8k")
-    assert t.lookup("gsm8k", "llama70b-fp8") == (0.90, "default.gsm8k")
+    assert t.lookup("gsm8k", "glm5.1") == (0.93, "models.glm5.1.gsm8k")
+    assert t.lookup("gsm8k", "glm5") == (0.94, "models.glm5.gsm8k")
+    # InferenceX matches the model-prefix exactly: glm5.2 is not glm5 (0.94), it is the default
+    assert t.lookup("gsm8k", "glm5.2") == (0.90, "default.gsm8k")
+    assert t.lookup("gsm8k", "glm5.1-fp8-mi355x-atom") == (0.90, "default.gsm8k")
+    assert t.lookup("gsm8k", "llama70b") == (0.90, "default.gsm8k")
     assert t.lookup("swebench_lite", "dsr1-fp8") == (0.50, "default.swebench_lite")
     with pytest.raises(EngineError, match="no threshold for task 'mmlu'"):
         t.lookup("mmlu", "dsr1")
@@ -239,10 +239,9 @@ def test_thresholds_yaml_round_trip(
 def test_thresholds_json_form(tmp_path: Path) -> None:
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"default": {"gsm8k": 0.5}, "models": {"relpipe": {"gsm8k": 0.25}}}))
-    assert thresholds.load(str(path)).lookup("gsm8k", "relpipe-tiny") == (
-        0.25,
-        "models.relpipe.gsm8k",
-    )
+    table = thresholds.load(str(path))
+    assert table.lookup("gsm8k", "relpipe") == (0.25, "models.relpipe.gsm8k")
+    assert table.lookup("gsm8k", "relpipe-tiny") == (0.5, "default.gsm8k")
 
 
 def test_dataset_rows_are_validated(tmp_path: Path) -> None:
