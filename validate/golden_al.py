@@ -28,6 +28,7 @@ dsv4-fp4-gb200-dynamo-vllm-agentic-mtp2-agg) run three draft tokens, so `mtpN` w
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -465,10 +466,11 @@ class _Text:
     path: str
     raw: tuple[str, ...]
     code: tuple[str, ...]  # comments blanked, same numbering
+    first: int = 1  # line number of raw[0] (a master block starts mid-file)
 
     def assignments(self, name: str) -> list[tuple[int, str]]:
         out = []
-        for n, line in enumerate(self.code, 1):
+        for n, line in enumerate(self.code, self.first):
             m = _ASSIGN.match(line)
             if m and m.group(1) == name:
                 out.append((n, m.group(2).strip("'\"")))
@@ -531,7 +533,7 @@ def _values(token: str, text: _Text, at: int, depth: int = 0) -> list[tuple[int,
 def _drafts(text: _Text) -> list[tuple[int, int]]:
     """Every stated draft length of a file as (line, K)."""
     out = []
-    for n, line in enumerate(text.code, 1):
+    for n, line in enumerate(text.code, text.first):
         for pattern in _K_SPELLINGS:
             for m in pattern.finditer(line):
                 out += [(at, int(v)) for at, v in _values(m.group(1), text, n) if v.isdigit()]
@@ -564,12 +566,11 @@ def _roles(text: _Text) -> list[str]:
 def _nearest_k(text: _Text, drafts: list[tuple[int, int]], at: int) -> tuple[int, int] | None:
     """The stated K nearest to line `at`, from the same worker role. A setting in a prefill
     worker's block takes the decode worker's K: acceptance happens where tokens are decoded."""
-    roles = _roles(text)
-    role = roles[at - 1] if 0 < at <= len(roles) else ""
-    want = (
-        "decode" if role == "prefill" and any(roles[d[0] - 1] == "decode" for d in drafts) else role
-    )
-    pool = [d for d in drafts if roles[d[0] - 1] == want] or drafts
+    roles = {n: r for n, r in enumerate(_roles(text), text.first)}
+    role = roles.get(at, "")
+    decode = any(roles.get(d[0]) == "decode" for d in drafts)
+    want = "decode" if role == "prefill" and decode else role
+    pool = [d for d in drafts if roles.get(d[0]) == want] or drafts
     return min(pool, key=lambda d: (abs(d[0] - at), d[0]), default=None)
 
 
@@ -760,7 +761,27 @@ def check(repo: str | Path, keys: Iterable[str]) -> list[KeySetting]:
 
     Unknown keys raise ValidateError; unreadable or missing sources become WARN rows.
     """
+    return _run(Path(repo), list(keys))[0]
+
+
+def inputs_digest(repo: str | Path, keys: Iterable[str]) -> str:
+    """SHA-256 over everything `check(repo, keys)` reads (golden files, masters, the keys'
+    recipes and scripts): a cache key that changes whenever the verdict could."""
     root = Path(repo)
+    _, read = _run(root, list(keys))
+    h = hashlib.sha256()
+    golden_dir = root / "golden_al_distribution"
+    paths = sorted((root / "configs").glob("*-master.yaml"))
+    paths += sorted(golden_dir.glob("*.yaml")) if golden_dir.is_dir() else []
+    for path in paths:
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for rel, text in sorted(read.items()):
+        body = "\n".join(text.raw).encode() if text else b"(absent)"
+        h.update(rel.encode() + b"\0" + body + b"\0")
+    return h.hexdigest()
+
+
+def _run(root: Path, keys: list[str]) -> tuple[list[KeySetting], dict[str, _Text | None]]:
     golden_dir = root / "golden_al_distribution"
     golden = load_golden(golden_dir) if golden_dir.is_dir() else ()
     masters_paths = sorted((root / "configs").glob("*-master.yaml"))
@@ -781,7 +802,7 @@ def check(repo: str | Path, keys: Iterable[str]) -> list[KeySetting]:
         if key not in masters.configs:
             raise ValidateError(f"config key {key!r} is not in configs/*-master.yaml under {root}")
         out += _check_key(key, masters, root, scanned, golden)
-    return out
+    return out, texts
 
 
 def _check_key(
@@ -803,6 +824,7 @@ def _check_key(
         master_rel,
         tuple(lines[start - 1 : end]),
         tuple(_uncomment(line, "")[0] for line in lines[start - 1 : end]),
+        start,
     )
     prefix = str(cfg.get("model-prefix", ""))
     framework = str(cfg.get("framework", ""))
@@ -818,13 +840,18 @@ def _check_key(
                 missing.append(f"{rel} (named at {master_rel}:{start + offset})")
             else:
                 recipes.append((start + offset, recipe))
+    # A master block may state the setting itself (relpipe's own example repository does:
+    # `num-speculative-tokens: 3, spec-decode-acceptance-length: 2.80` in the arm).
+    in_block = any(p.search(line) for _, p, _ in KEY_SPELLINGS for line in block.code)
+    if in_block:
+        sources.append(block)
     script = None
     if cfg.get("multinode") is not True:
         specs = sorted({str(i.get("spec-decoding")) for i in items})
         for spec in specs:
             candidates = _script_candidates(cfg, spec)
             script = next((s for s in map(scanned, candidates) if s is not None), None)
-            if script is None:
+            if script is None and not in_block:
                 missing.append(" or ".join(candidates))
     for _, recipe in recipes:
         if recipe not in sources:
@@ -860,7 +887,7 @@ def _check_key(
         seen: set[tuple[int, str]] = set()
         unresolved: list[tuple[int, str, str]] = []
         found = 0
-        for n, line in enumerate(text.code, 1):
+        for n, line in enumerate(text.code, text.first):
             for engine, pattern, kind in KEY_SPELLINGS:
                 for m in pattern.finditer(line):
                     values = _values(m.group(1), text, n)
