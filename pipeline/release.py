@@ -315,7 +315,7 @@ def validate_staged(
 ) -> ReleaseChecks:
     """Run the perf-changelog hook (C7), notes check (C8) and golden AL (C9) on the staged copy."""
     golden = (
-        golden_al_result(Workspace(scratch))
+        golden_al_result(Workspace(scratch), req.config_key)
         if (scratch / "golden_al_distribution").is_dir()
         else NO_GOLDEN
     )

@@ -208,7 +208,9 @@ def make_plan(
         thresholds = ws.thresholds()
         golden = {
             "files": ws.tree_hash("golden_al_distribution"),
-            "configs": ws.tree_hash("configs"),
+            "key": config.key if config else None,
+            # everything C9 reads for the key (masters, its recipes and launch scripts)
+            "sources": golden_inputs(ws, config.key) if config else None,
         }
     if baseline == "pinned":
         if config is None:
@@ -451,23 +453,57 @@ NO_GOLDEN = ValidatorOutput(
 
 
 def golden_check(plan: Plan) -> ValidatorOutput:
-    """C9: golden AL files vs the AL settings in the repository's configs (inputs: their hashes)."""
+    """C9: the config key's acceptance-length settings vs the golden files (inputs: hashes)."""
     if plan.workspace is None or not plan.golden or not plan.golden.get("files"):
         return NO_GOLDEN
-    return golden_al_result(Workspace(Path(plan.workspace)))
+    key = plan.config.key if plan.config else None
+    return golden_al_result(Workspace(Path(plan.workspace)), key)
 
 
-def golden_al_result(ws: Workspace) -> ValidatorOutput:
-    """`validate.golden_al` over the repository's configs (every AL setting vs its golden value)."""
+def golden_inputs(ws: Workspace, key: str) -> str | None:
+    """Hash of what C9 reads for `key` (None without golden files: C9 is then N/A)."""
     from relpipe.validate import golden_al
+    from relpipe.validate.errors import ValidateError
 
-    configs = sorted((ws.root / "configs").glob("*.yaml"))
-    results = golden_al.evaluate(configs, ws.root / "golden_al_distribution")
-    problems = [f"{r.setting.path}:{r.setting.line}: {r.message}" for r in results if not r.ok]
-    evidence = {f"{Path(r.setting.path).name}:{r.setting.line}": r.message for r in results if r.ok}
-    if not results:
-        return ValidatorOutput(status="n/a", reason="no acceptance-length setting in configs/")
-    return ValidatorOutput(status="ok", problems=tuple(problems), evidence=evidence)
+    if not (ws.root / "golden_al_distribution").is_dir():
+        return None
+    try:
+        return golden_al.inputs_digest(ws.root, [key])
+    except ValidateError as exc:
+        raise PipelineError(str(exc)) from exc
+
+
+def golden_al_result(ws: Workspace, key: str | None) -> ValidatorOutput:
+    """`validate.golden_al.check` scoped to the config key: other keys never change C9.
+
+    FAIL rows are problems; rows that cannot be checked (K or golden value unknown) are evidence
+    marked "cannot check"; a key without agentic spec-decode settings is N/A."""
+    from relpipe.validate import golden_al
+    from relpipe.validate.errors import ValidateError
+
+    if key is None:
+        return ValidatorOutput(
+            status="n/a", reason="no --config-key: golden AL is checked for the released key"
+        )
+    try:
+        rows = golden_al.check(ws.root, [key])
+    except ValidateError as exc:
+        raise PipelineError(str(exc)) from exc
+    checked = [r for r in rows if r.verdict != golden_al.NA]
+    if not checked:
+        why = rows[0].reason if rows else "no agentic spec-decode setting"
+        return ValidatorOutput(status="n/a", reason=f"{key}: {why}")
+    problems = tuple(
+        f"{r.path}:{r.line}: {r.reason}" for r in checked if r.verdict == golden_al.FAIL
+    )
+    evidence = {
+        f"{r.path}:{r.line}": (
+            r.reason if r.verdict == golden_al.PASS else f"cannot check: {r.reason}"
+        )
+        for r in checked
+        if r.verdict != golden_al.FAIL
+    }
+    return ValidatorOutput(status="ok", problems=problems, evidence=evidence)
 
 
 # -- the engine: images.runtime + validate.precision, wired here -----------------------------------
