@@ -22,7 +22,7 @@ from relpipe.changelog.errors import ChangelogError
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.review.context import Review
 from relpipe.validate.review.result import FAIL, NA, PASS, WARN, Evidence, Result, plural, result
-from relpipe.validate.review.scope import load_masters
+from relpipe.validate.review.scope import load_masters, scope_key
 
 CHANGELOG = "perf-changelog.yaml"
 GOLDEN = "golden_al_distribution"
@@ -148,7 +148,8 @@ def check_append_only(review: Review) -> Result:
                     )
                 )
                 scope = next((s for s in review.scopes if s.key == key), None)
-                for use in scope.files if scope else ():
+                scope = scope or scope_key(review.source, review.masters, key)
+                for use in scope.files:
                     if use.path in changed and use.path != master:
                         text = json.dumps(before)
                         used_before = (

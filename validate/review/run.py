@@ -39,7 +39,8 @@ FAST = tuple(cid for cid, (_, fast) in CHECKS.items() if fast)
 # Checks that look at neither the keys in scope nor the change: no masters, no git needed.
 STANDALONE = frozenset({"checklist", "pareto", "notes"})
 # ... and those that need the change but not the keys (resolving every key costs seconds).
-KEYLESS = STANDALONE | {"owners"}
+# (append-only resolves the keys its changelog entries name by itself.)
+KEYLESS = STANDALONE | {"owners", "append-only"}
 _HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
