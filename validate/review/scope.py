@@ -123,6 +123,26 @@ def master_paths(source: Source) -> list[str]:
     return [p for p in source.files("configs") if re.fullmatch(r"configs/[^/]+-master\.yaml", p)]
 
 
+_PARSED: dict[tuple[str, str], Any] = {}  # (path, sha256 of text) -> parsed master, per process
+
+
+def _parsed_master(text: str, path: str) -> Any:
+    """A master file parsed strictly, once per content per process (a 376 KB file takes ~0.5 s;
+    the checks never modify the result)."""
+    import hashlib
+
+    key = (path, hashlib.sha256(text.encode()).hexdigest())
+    if key not in _PARSED:
+        try:
+            doc = load_yaml(text, path)
+        except ChangelogError as exc:
+            raise ValidateError(str(exc)) from None
+        if len(_PARSED) >= 8:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[key] = doc
+    return _PARSED[key]
+
+
 def load_masters(source: Source) -> Masters:
     """Every `configs/*-master.yaml` (not deprecated/), strictly; a key in two files is an error."""
     masters = Masters()
@@ -132,10 +152,7 @@ def load_masters(source: Source) -> Masters:
         text = source.text(path)
         if text is None:
             continue
-        try:
-            doc = load_yaml(text, path)
-        except ChangelogError as exc:
-            raise ValidateError(str(exc)) from None
+        doc = _parsed_master(text, path)
         if not isinstance(doc, dict):
             raise ValidateError(f"{path}: not a mapping of config keys; check the file")
         lines = text.splitlines()
