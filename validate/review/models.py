@@ -4,8 +4,8 @@ Read from MODELS.md as written: the model support matrix (`Prefix`, `Active scen
 `Deprecated scenarios`: an active cell starting with "None" is a retired model; a deprecated
 scenario that is not also active is deprecated for that model; "all **bf16** recipes" is a
 precision; "<scenario> non-X arm" deprecates that scenario's non-spec-decode arm), and the
-Scenarios table ("**Deprecated for all models**"). The speculative-decoding A/B table marked
-"not yet enacted" is not enforced, as MODELS.md says. Scenario words map to master configs as:
+Scenarios table ("**Deprecated for all models**"). While MODELS.md says the non-spec-decode
+arms are "not yet enacted" (they still run), such an arm is a WARN citing both lines, not a FAIL. Scenario words map to master configs as:
 Agentic coding = `agentic-coding`, Single-turn AkBk = `fixed-seq-len` with isl A*1024, osl B*1024.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from relpipe.validate.review.context import Review
-from relpipe.validate.review.result import FAIL, NA, PASS, Evidence, Result, plural, result
+from relpipe.validate.review.result import FAIL, NA, PASS, WARN, Evidence, Result, plural, result
 from relpipe.validate.review.scope import KeyScope
 
 MODELS = "MODELS.md"
@@ -32,6 +32,8 @@ class Policy:
     nonspec: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     precisions: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     everywhere: list[tuple[str, int]] = field(default_factory=list)  # deprecated for all models
+    # "**Status: not yet enacted.** Every non-spec-decode agentic arm above still runs."
+    arms_pending: int = 0  # its line, 0 when MODELS.md has no such note
 
 
 def _scenario_names(cell: str) -> list[str]:
@@ -49,6 +51,8 @@ def parse(text: str) -> Policy:
     policy = Policy()
     header: list[str] = []
     for n, line in enumerate(text.splitlines(), start=1):
+        if re.search(r"not yet enacted", line, re.I) and re.search(r"non-spec", line, re.I):
+            policy.arms_pending = policy.arms_pending or n
         if not line.startswith("|"):
             header = []
             continue
@@ -108,6 +112,7 @@ def check_deprecated(review: Review) -> Result:
         return result(cid, NA, f"{MODELS} is not in the repository")
     policy = parse(text)
     rows: list[Evidence] = []
+    pending: list[Evidence] = []
     for scope in review.scopes:
         prefix = str(scope.config.get("model-prefix", ""))
         precision = str(scope.config.get("precision", "")).lower()
@@ -124,7 +129,9 @@ def check_deprecated(review: Review) -> Result:
                     rows += [at, Evidence.at(MODELS, line, f"{prefix} {arm} is deprecated")]
             for name, line in policy.nonspec.get(prefix, []):
                 if name == arm and plain:
-                    rows += [at, Evidence.at(MODELS, line, f"{prefix} {arm} non-spec arm")]
+                    found = [at, Evidence.at(MODELS, line, f"{prefix} {arm} non-spec arm")]
+                    # MODELS.md says these arms still run until the retirement is enacted.
+                    (pending if policy.arms_pending else rows).extend(found)
     if rows:
         first = rows[0].what
         n = len({r.what for r in rows if r.where.startswith("configs")})
@@ -133,7 +140,17 @@ def check_deprecated(review: Review) -> Result:
             FAIL,
             f"deprecated per {MODELS}: {first} ({rows[1].what})"
             + (f" (+{n - 1} more keys)" if n > 1 else ""),
-            rows,
+            [*rows, *pending],
+        )
+    if pending:
+        note = Evidence.at(MODELS, policy.arms_pending, "non-spec arms: not yet enacted")
+        n = len({r.what for r in pending if r.where.startswith("configs")})
+        return result(
+            cid,
+            WARN,
+            f"{plural(n, 'key')} with a non-spec-decode arm that {MODELS} deprecates but says "
+            f"still runs (not yet enacted): {pending[0].what}",
+            [*pending, note],
         )
     return result(
         cid,
