@@ -403,7 +403,7 @@ def check_chat(review: Review) -> Result:
         return result(
             cid,
             WARN,
-            f"cannot tell how {plural(len(unsure), 'key')} drive the server: {unsure[0]}",
+            f"no chat-template client found for {plural(len(unsure), 'key')}: {unsure[0]}",
             rows,
         )
     return result(
