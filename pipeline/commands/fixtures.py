@@ -15,6 +15,7 @@ from pathlib import Path
 from relpipe.images import fixture_repo
 from relpipe.images.build import build_fixtures, default_cache_dir
 from relpipe.images.errors import ImageError
+from relpipe.images.options import add_registry_args, apply_registry_args
 from relpipe.pipeline.commands.parser import parser as new_parser
 
 
@@ -54,11 +55,13 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--json", action="store_true", help="print one JSON document (the nightlies)"
     )
+    add_registry_args(build)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    apply_registry_args(args)
     if "/" in args.registry or not args.registry.strip():
         raise ImageError(f"--registry takes HOST:PORT, got {args.registry!r}")
     log = (

@@ -7,16 +7,14 @@ A thin shell over `images.registry`, `images.nightly`, `images.lock` and (for `p
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import json
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from relpipe.images.errors import ImageError
+from relpipe.images.options import add_registry_args, apply_registry_args
 from relpipe.images.reference import parse
 from relpipe.images.registry import RegistryClient
 from relpipe.pipeline.commands.parser import parser as new_parser
@@ -24,8 +22,9 @@ from relpipe.pipeline.commands.parser import parser as new_parser
 DEFAULT_LOCK = "images.lock.yaml"  # images.lock.DEFAULT_LOCK, without importing PyYAML here
 
 
-def _client(args: argparse.Namespace) -> RegistryClient:
-    return RegistryClient(insecure=args.insecure_registry or (), ca_bundle=args.ca_bundle)
+def _client(args: argparse.Namespace, light: bool = False) -> RegistryClient:
+    apply_registry_args(args)  # mirrors, CA bundle, insecure hosts, platform: via the env
+    return RegistryClient(light=light)
 
 
 def _print_json(value: Any) -> None:
@@ -33,7 +32,7 @@ def _print_json(value: Any) -> None:
 
 
 def _resolve(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with _client(args, light=True) as client:  # HEADs only: the stdlib driver, no httpx import
         results = client.resolve_many(args.refs, args.platform)
     if args.json:
         _print_json([r.to_json() for r in results])
@@ -130,6 +129,9 @@ def _pin(args: argparse.Namespace) -> int:
 def _probe(args: argparse.Namespace) -> int:
     """Pin REF (verified), run `python -m relpipe.engine probe` inside it by digest, report the facts."""
     # Imported here: docker and the runtime are needed by this subcommand only.
+    import importlib.util
+    import tempfile
+
     from relpipe.images.runtime import Runtime
 
     # Located, never imported: it is mounted, not run here.
@@ -175,19 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON document")
-    common.add_argument(
-        "--insecure-registry",
-        action="append",
-        metavar="HOST[:PORT]",
-        help="speak plain HTTP to this (non-loopback) registry",
-    )
-    common.add_argument("--ca-bundle", metavar="PEM", help="extra CA certificates to trust")
-    common.add_argument(
-        "--platform",
-        metavar="OS/ARCH[/VARIANT]",
-        default=None,
-        help="os/arch[/variant] (default linux/amd64)",
-    )
+    add_registry_args(common)
 
     p = sub.add_parser("resolve", parents=[common], help="tag -> digest (one HEAD per tag)")
     p.add_argument("refs", nargs="+", metavar="REF")

@@ -32,10 +32,12 @@ def newest_nightly(repository: str, pattern: str) -> str:
         raise PipelineError(
             f"{ref.name}: none of its {len(tags)} tag(s) matches {pattern or DEFAULT_PATTERN!r}"
         )
-    return f"{ref.name}:{found.tag}"
+    # Spelled as given: `rocm/atom-dev` stays canonical (served by a mirror), never docker.io/...
+    return f"{repository}:{found.tag}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from relpipe.images.options import apply_registry_args
     from relpipe.pipeline.commands.parser import parser
     from relpipe.pipeline.commands.qualify import add_args, dispatch
 
@@ -53,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     add_args(p)
     args = p.parse_args(argv)
+    apply_registry_args(args)
     image = newest_nightly(args.repository, args.pattern)
     print(f"newest nightly: {image}", file=sys.stderr, flush=True)
     return dispatch(args, image)

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from relpipe.images.options import add_registry_args, apply_registry_args
 from relpipe.pipeline.commands.parser import parser as new_parser
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.run import (
@@ -29,6 +30,7 @@ from relpipe.pipeline.run import (
 def add_args(p: argparse.ArgumentParser) -> None:
     """Options shared with `relpipe nightly` (which only adds how the image is found)."""
     add_qualify_args(p)
+    add_registry_args(p)
     rec = p.add_argument_group("run record and sharding")
     rec.add_argument(
         "--out",
@@ -86,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from relpipe.pipeline import shard as sharding
 
     args = parser().parse_args(argv)
+    apply_registry_args(args)
     if args.from_plan is not None:
         if args.shard is None or args.out is None:
             raise PipelineError("--from-plan needs --shard i/n and --out SHARD_DIR")

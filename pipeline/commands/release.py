@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from relpipe.core import sanitize
+from relpipe.images.options import add_registry_args, apply_registry_args
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.run import add_qualify_args, options_from, workspace_from
@@ -44,7 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     rel.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
     add_qualify_args(p, release=True)
+    add_registry_args(p)
     args = p.parse_args(argv)
+    apply_registry_args(args)
     ws = workspace_from(args)
     if ws is None:
         raise PipelineError(

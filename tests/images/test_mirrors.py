@@ -143,3 +143,34 @@ def test_docker_hub_credentials_never_go_to_its_mirror(registry: str) -> None:
     finally:
         proxy.close()
     assert proxy.addr in str(info.value) and "hub-Secret-9" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["images", "resolve"],
+        ["images", "pin"],
+        ["images", "latest"],
+        ["qualify"],
+        ["nightly"],
+        ["release"],
+        ["fixtures", "build"],
+        ["diff"],
+    ],
+    ids=" ".join,
+)
+def test_every_registry_command_offers_the_registry_options(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The TLS error says "pass --ca-bundle": every command that talks to a registry has it."""
+    with pytest.raises(SystemExit) as info:
+        cli([*command, "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    for option in (
+        "--registry-mirror SRC=DST",
+        "--ca-bundle PEM",
+        "--insecure-registry",
+        "--platform",
+    ):
+        assert option in out, f"relpipe {' '.join(command)} lacks {option}"
