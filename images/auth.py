@@ -313,6 +313,10 @@ class Authenticator:
             return token
 
 
+# Declared, not assigned: module __getattr__ (PEP 562) builds it on first access.
+RegistryAuth: type
+
+
 def __getattr__(name: str) -> Any:
     # PEP 562: `RegistryAuth` subclasses httpx.Auth, so it is built when first asked for; the
     # light resolve path imports this module without paying for httpx.

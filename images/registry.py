@@ -441,7 +441,7 @@ class RegistryClient:
         _expect(resp, 200, ref, f"manifest {ref.reference}")
         digest = resp.headers.get("docker-content-digest")
         media_type = _media_type(resp.headers)
-        if digest and media_type in INDEX_TYPES + MANIFEST_TYPES:
+        if digest and media_type is not None and media_type in INDEX_TYPES + MANIFEST_TYPES:
             if not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
                 raise RegistryError(
                     f"{ref.name}: registry sent an invalid digest header {digest!r}", 1

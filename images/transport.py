@@ -514,6 +514,10 @@ def send_with_retry(
 Send = Callable[[str, str, dict[str, str], bytes | None, dict[str, Any]], Response]
 
 
+# Declared, not assigned: module __getattr__ (PEP 562) builds it on first access.
+HttpxTransport: type
+
+
 def __getattr__(name: str) -> Any:
     # PEP 562: `HttpxTransport` subclasses httpx.BaseTransport, so it is built on first use.
     if name == "HttpxTransport":
