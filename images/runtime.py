@@ -5,7 +5,11 @@ can move; what gets run must be the bytes that were qualified); `engine/` is bin
 read-only at /relpipe/payload/engine and an output folder read-write at /relpipe/out; the container
 gets no network, no new privileges, no capabilities, a read-only root with a tmpfs /tmp, memory
 and pids limits, capped logs, and a wall-clock timeout after which it is killed, removed and
-reported FAIL. Its result JSON is untrusted: read without following links, size-capped, parsed
+reported FAIL. It never runs as root unless the image is labelled as needing it and the user allows
+that (a root relpipe runs containers as nobody); every VOLUME the image declares is a bounded
+tmpfs, not a writable anonymous volume, and containers are removed with their volumes. The output
+folder is measured while the container runs, which is killed once it passes its cap. A runtime
+from `from_env` first reaps the containers that dead processes of its owner left behind. Its result JSON is untrusted: read without following links, size-capped, parsed
 strictly and checked against the engine's result envelope on the host.
 
 Also owns copying a folder (e.g. `/app/ATOM` with its `.git`) out of an image through a created,
@@ -57,6 +61,12 @@ KIND_LABEL = "org.relpipe.kind"
 HOST_LABEL = "org.relpipe.host"
 PID_LABEL = "org.relpipe.pid"
 PID_START_LABEL = "org.relpipe.pid-start"
+# An image that cannot run unprivileged says so with this label ("true"); it runs as root only
+# where the user allows it (ALLOW_ROOT_ENV=1): the image's own word is not enough.
+NEEDS_ROOT_LABEL = "org.relpipe.needs-root"
+ALLOW_ROOT_ENV = "RELPIPE_ALLOW_ROOT_IMAGES"
+UNPRIVILEGED = (65534, 65534)  # nobody:nogroup, for containers started by a root relpipe
+DEFAULT_OWNER = "relpipe"  # containers of commands that name no run (diff, images probe)
 
 
 class ContainerError(ImageError):
@@ -77,6 +87,9 @@ class Limits:
     log_bytes: int = 64 * 1024  # kept from each end of the logs
     result_bytes: int = 4 * MIB
     out_dir_bytes: int = 64 * MIB
+    out_dir_poll_s: float = 0.2  # how often the output folder is measured while a container runs
+    volumes: int = 16  # image-declared VOLUMEs mounted (as bounded tmpfs); more are refused
+    volume_size: str = "64m"  # each declared VOLUME's tmpfs
     archive_bytes: int = 2048 * MIB
     archive_members: int = 200_000
 
@@ -112,7 +125,8 @@ class EngineRun:
 
 
 def host_toolchain() -> Path | None:
-    """The host folder whose `torch`, `triton` and `numpy` fixtures mount (env override, else found)."""
+    """The host folder whose `torch`, `triton` and `numpy` fixtures mount (env override, else
+    found)."""
     named = os.environ.get(TOOLCHAIN_ENV)
     if named:
         return Path(named)
@@ -138,7 +152,8 @@ def detect_gpu() -> str:
 
 
 def pinned(ref: str | Reference) -> Reference:
-    """The reference, refused unless it names a digest (tags move; digests are what was qualified)."""
+    """The reference, refused unless it names a digest (tags move; digests are what was
+    qualified)."""
     reference = parse(ref)
     if reference.digest is None:
         raise ContainerError(
@@ -223,11 +238,15 @@ def read_result(out_dir: Path, command: str, cap: int) -> dict[str, Any]:
 
 
 def _tree_bytes(root: Path) -> int:
+    """Bytes a folder costs the disk: the larger of size and allocated blocks per file, plus a
+    block per entry, so neither sparse files nor a flood of empty files slip under a cap."""
     total = 0
-    for dirpath, _dirs, files in os.walk(root):  # os.walk does not follow links by default
+    for dirpath, dirs, files in os.walk(root):  # os.walk does not follow links by default
+        total += 512 * len(dirs)
         for name in files:
             with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(dirpath, name)).st_size
+                st = os.lstat(os.path.join(dirpath, name))
+                total += max(st.st_size, st.st_blocks * 512) + 512
     return total
 
 
@@ -453,12 +472,21 @@ class Runtime:
     gpu: str = "none"
     limits: Limits = field(default_factory=Limits)
     python: str = "python3"
-    user: str | None = None  # "uid:gid" inside the container; default: the caller's (owns outputs)
+    # "uid:gid" inside the container; default: the caller's (it owns the outputs), or nobody when
+    # the caller is root, so that a container never runs as root unless the image needs it.
+    user: str | None = None
     owner: str | None = None  # run or session id put on every container (see reap_stale)
+    allow_root: bool = False  # run images labelled NEEDS_ROOT_LABEL as root (else refuse them)
 
     @classmethod
-    def from_env(cls, docker_host: str | None = None, **kwargs: Any) -> Runtime:
-        """DOCKER_HOST (or `docker_host`), RELPIPE_TOOLCHAIN / found torch, RELPIPE_GPU / detected."""
+    def from_env(
+        cls, docker_host: str | None = None, *, reap: bool = True, **kwargs: Any
+    ) -> Runtime:
+        """DOCKER_HOST (or `docker_host`), RELPIPE_TOOLCHAIN / found torch, RELPIPE_GPU / detected.
+
+        The owner defaults to DEFAULT_OWNER; with `reap`, the containers that dead processes of
+        the same owner left behind (an interrupted diff, probe or qualification) are removed.
+        """
         import docker
         import requests
 
@@ -470,11 +498,17 @@ class Runtime:
             client.ping()
         except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
             raise ContainerError(
-                f"cannot reach docker ({_one_line(str(exc), 160)}); start dockerd or set DOCKER_HOST"
+                f"cannot reach docker ({_one_line(str(exc), 160)}); "
+                "start dockerd or set DOCKER_HOST"
             ) from None
         kwargs.setdefault("toolchain", host_toolchain())
         kwargs.setdefault("gpu", detect_gpu())
-        return cls(client, **kwargs)
+        kwargs.setdefault("owner", DEFAULT_OWNER)
+        kwargs.setdefault("allow_root", os.environ.get(ALLOW_ROOT_ENV) == "1")
+        runtime = cls(client, **kwargs)
+        if reap:
+            runtime.reap_stale(runtime.owner or DEFAULT_OWNER)
+        return runtime
 
     # -- images ---------------------------------------------------------------------------
 
@@ -514,7 +548,8 @@ class Runtime:
         site = self.toolchain
         if site is None or not all((site / p).is_dir() for p in TOOLCHAIN_PACKAGES):
             raise ContainerError(
-                f"the image expects torch/triton/numpy mounted from the host, but {site or 'nothing'} "
+                "the image expects torch/triton/numpy mounted from the host, "
+                f"but {site or 'nothing'} "
                 f"has not all of them; set {TOOLCHAIN_ENV} to a site-packages folder that does"
             )
         return {str(site): {"bind": TOOLCHAIN_MOUNT, "mode": "ro"}}
@@ -538,6 +573,48 @@ class Runtime:
 
             return {"device_requests": [DeviceRequest(count=-1, capabilities=[["gpu"]])]}
         raise ContainerError(f"unknown gpu mode {gpu!r}; choose one of {', '.join(GPU_MODES)}")
+
+    # -- privileges -----------------------------------------------------------------------
+
+    def _user(self, image: str, labels: Mapping[str, str], out_dir: Path) -> str:
+        """The uid:gid a container runs as; never 0 unless the image needs it and that is allowed.
+
+        A root relpipe hands the output folder to the unprivileged user, which must write it.
+        """
+        if labels.get(NEEDS_ROOT_LABEL, "").lower() == "true":
+            if not self.allow_root:
+                raise ContainerError(
+                    f"{image} is labelled {NEEDS_ROOT_LABEL}=true (it runs only as root); "
+                    f"set {ALLOW_ROOT_ENV}=1 to allow that",
+                    2,
+                )
+            return "0:0"
+        if self.user is not None:
+            return self.user
+        if os.getuid() != 0:
+            return f"{os.getuid()}:{os.getgid()}"
+        uid, gid = UNPRIVILEGED
+        os.chown(out_dir, uid, gid)
+        return f"{uid}:{gid}"
+
+    def _volume_tmpfs(self, image: str, mounted: set[str]) -> dict[str, str]:
+        """A bounded tmpfs over each VOLUME the image declares: docker would otherwise create a
+        writable anonymous volume there (despite the read-only root) that outlives the run."""
+        import docker.errors
+
+        try:
+            config = self.client.images.get(image).attrs.get("Config") or {}
+        except docker.errors.DockerException as exc:
+            raise ContainerError(f"cannot inspect {image}: {_one_line(str(exc), 200)}") from None
+        declared = sorted(str(v) for v in (config.get("Volumes") or {}))
+        if len(declared) > self.limits.volumes:
+            raise ContainerError(
+                f"{image} declares {len(declared)} volumes, over the limit of "
+                f"{self.limits.volumes}; refusing",
+                1,
+            )
+        options = f"rw,nosuid,nodev,mode=1777,size={self.limits.volume_size}"
+        return {path: options for path in declared if path not in mounted and path != "/tmp"}
 
     # -- ownership ------------------------------------------------------------------------
 
@@ -594,7 +671,7 @@ class Runtime:
             if process_alive(pid, labels.get(PID_START_LABEL)):
                 continue
             try:
-                self.client.api.remove_container(cid, force=True)
+                self.client.api.remove_container(cid, force=True, v=True)
             except docker.errors.NotFound:
                 continue  # removed meanwhile (its own client, or another reaper)
             except docker.errors.APIError as exc:
@@ -633,6 +710,7 @@ class Runtime:
         gpu = gpu or self.gpu
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
+        user = self._user(image, labels, out_dir)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(out_dir / RESULT_NAME)  # a stale result must never pass for a new one
         volumes = {
@@ -663,11 +741,14 @@ class Runtime:
             security_opt=["no-new-privileges"],
             cap_drop=["ALL"],
             read_only=True,
-            tmpfs={"/tmp": f"rw,nosuid,nodev,size={self.limits.tmpfs_size}"},
+            tmpfs={
+                "/tmp": f"rw,nosuid,nodev,mode=1777,size={self.limits.tmpfs_size}",
+                **self._volume_tmpfs(image, {v["bind"] for v in volumes.values()}),
+            },
             mem_limit=self.limits.mem,
             memswap_limit=self.limits.mem,
             pids_limit=self.limits.pids,
-            user=self.user or f"{os.getuid()}:{os.getgid()}",
+            user=user,
             ipc_mode="private",
             log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
             labels=self.container_labels("engine"),
@@ -676,23 +757,35 @@ class Runtime:
         start = time.monotonic()
         timed_out = False
         exit_code: int | None = None
+        overflow = False
         with self._container(f"container for {image} failed", **options) as container:
             container.start()
-            try:
-                status = container.wait(timeout=timeout_s)
-                exit_code = int(status.get("StatusCode", -1))
-            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
-                # docker-py's wait(timeout) is the HTTP read timeout: the container still runs.
-                timed_out = True
-                with contextlib.suppress(docker.errors.APIError):
-                    container.kill()
+            deadline = start + timeout_s
+            # Waited in short slices so the output folder is measured while the container runs:
+            # a hostile image is killed once it writes past the cap, not at its timeout.
+            while True:
+                slice_s = max(min(self.limits.out_dir_poll_s, deadline - time.monotonic()), 0.01)
+                try:
+                    status = container.wait(timeout=slice_s)
+                    exit_code = int(status.get("StatusCode", -1))
+                    break
+                except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+                    # docker-py's wait(timeout) is the HTTP read timeout: the container still runs.
+                    overflow = _tree_bytes(out_dir) > self.limits.out_dir_bytes
+                    timed_out = not overflow and time.monotonic() >= deadline
+                    if overflow or timed_out:
+                        with contextlib.suppress(docker.errors.APIError):
+                            container.kill()
+                        break
             duration = time.monotonic() - start
             logs, truncated = self._logs(container)
         result, error = None, None
         if timed_out:
             error = f"killed after the {timeout_s:g}s timeout (container removed)"
-        elif _tree_bytes(out_dir) > self.limits.out_dir_bytes:
-            error = f"output folder grew beyond {self.limits.out_dir_bytes} bytes"
+        elif overflow or _tree_bytes(out_dir) > self.limits.out_dir_bytes:
+            error = f"output folder grew beyond {self.limits.out_dir_bytes} bytes" + (
+                " (killed while running)" if overflow else ""
+            )
         elif result_command is not None:
             try:
                 result = read_result(out_dir, result_command, self.limits.result_bytes)
@@ -721,7 +814,8 @@ class Runtime:
         )
 
     def _logs(self, container: Any) -> tuple[str, bool]:
-        """Head and tail of the logs (each at most limits.log_bytes); True when some were dropped."""
+        """Head and tail of the logs (each at most limits.log_bytes); True when some were
+        dropped."""
         import docker.errors
 
         cap = self.limits.log_bytes
@@ -762,7 +856,8 @@ class Runtime:
         gpu: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> EngineRun:
-        """`python -m relpipe.engine COMMAND ARGS --out /relpipe/out/result.json` inside the image."""
+        """`python -m relpipe.engine COMMAND ARGS --out /relpipe/out/result.json` inside the
+        image."""
         if command not in ENGINE_COMMANDS:
             raise ContainerError(
                 f"unknown engine command {command!r}; choose {', '.join(ENGINE_COMMANDS)}"
@@ -847,4 +942,4 @@ class Runtime:
         finally:
             if container is not None:
                 with contextlib.suppress(docker.errors.APIError):
-                    container.remove(force=True)
+                    container.remove(force=True, v=True)  # with any anonymous volume
