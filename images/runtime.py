@@ -9,8 +9,9 @@ reported FAIL. It never runs as root unless the image is labelled as needing it 
 that (a root relpipe runs containers as nobody); every VOLUME the image declares is a bounded
 tmpfs, not a writable anonymous volume, and containers are removed with their volumes. The output
 folder is measured while the container runs, which is killed once it passes its cap. A runtime
-from `from_env` first reaps the containers that dead processes of its owner left behind. Its result JSON is untrusted: read without following links, size-capped, parsed
-strictly and checked against the engine's result envelope on the host.
+from `from_env` first reaps the containers that dead processes of its owner left behind. Its
+result JSON is untrusted: read without following links, size-capped, parsed strictly and checked
+against the engine's result envelope on the host.
 
 Also owns copying a folder (e.g. `/app/ATOM` with its `.git`) out of an image through a created,
 never-started container, extracting the archive so that no member or link can land outside dest.

@@ -118,7 +118,8 @@ def test_declared_volumes_are_bounded_tmpfs_and_no_volume_outlives_the_run(
         "    err = e.errno\n"
         "else:\n"
         "    err = None\n"
-        f"json.dump({{'mounts': mounts, 'written': written, 'errno': err}}, open('{OUT_DIR}/v', 'w'))\n"
+        "doc = {'mounts': mounts, 'written': written, 'errno': err}\n"
+        f"json.dump(doc, open('{OUT_DIR}/v', 'w'))\n"
     )
     run = small.run(ref, ["python3", "-c", code], out_dir=tmp_path, timeout_s=120)
     assert run.passed, (run.error, run.logs)
