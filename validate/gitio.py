@@ -244,8 +244,8 @@ def resolve(repo: Path, refs: Sequence[str]) -> list[str]:
         if len(parts) != 3 or parts[1] != "commit" or not SHA_RE.fullmatch(parts[0]):
             state = parts[-1] if parts else "missing"
             raise ValidateError(
-                f"{ref!r} is {state} in {repo}: not a commit there "
-                "(fetch it, or check that the repository has full history)"
+                f"{ref!r} is {state} in {repo}: not a commit there (fetch it, or check that the "
+                "repository has full history; a commit force-pushed away is in no history)"
             )
         shas.append(parts[0])
     return shas

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.core.yamlload import load_yaml
-from relpipe.validate import cosmetic, gitio
+from relpipe.validate import cosmetic, gitio, globs
 from relpipe.validate.commits import Commit, from_log, parse_subject
 from relpipe.validate.errors import ValidateError
 
@@ -35,9 +35,10 @@ STATUS_NAMES = {
 }
 _GITLINK = "160000"
 _MAX_RULES_BYTES = 1 << 20
-_RULE_KEYS = {"category", "paths", "content", "why", "scope"}
+_RULE_KEYS = {"category", "paths", "content", "why", "scope", "over"}
+_CATEGORY_KEYS = {"precision", "why"}
 _WATCH_KEYS = {"path", "label", "content", "gate"}
-_TOP_KEYS = {"schema", "name", "project", "never", "rules", "watch", "upstream"}
+_TOP_KEYS = {"schema", "name", "project", "categories", "never", "rules", "watch", "upstream"}
 _UPSTREAM_KINDS = ("must-contain", "must-not-contain")
 _PR_REF = re.compile(r"(?:[\w.-]+/[\w.-]+)?#?(\d{1,7})")
 _SHA_REF = re.compile(r"[0-9a-f]{7,64}")
@@ -47,31 +48,18 @@ _SHA_REF = re.compile(r"[0-9a-f]{7,64}")
 
 
 def glob_regex(patterns: Iterable[str]) -> re.Pattern[str]:
-    """One regex for path globs: `*` within a segment, `**` across segments, `?` one character;
-    a pattern without `/` matches the file name at any depth."""
-    parts = []
-    for pattern in patterns:
-        anchored = "/" in pattern.strip("/")
-        body, i = [], 0
-        text = pattern.strip("/")
-        while i < len(text):
-            if text.startswith("**/", i):
-                body.append("(?:.*/)?")
-                i += 3
-            elif text.startswith("**", i):
-                body.append(".*")
-                i += 2
-            elif text[i] == "*":
-                body.append("[^/]*")
-                i += 1
-            elif text[i] == "?":
-                body.append("[^/]")
-                i += 1
-            else:
-                body.append(re.escape(text[i]))
-                i += 1
-        parts.append(("" if anchored else "(?:.*/)?") + "".join(body))
-    return re.compile("(?:" + "|".join(parts) + ")\\Z" if parts else "(?!)")
+    """One regex for path globs (`validate.globs`): `*` within a segment, `**` across segments,
+    `?` one character; a pattern without `/` matches the file name at any depth."""
+    return globs.compile_globs(patterns)
+
+
+@dataclass(frozen=True)
+class Category:
+    """What a category means: whether its files can move numerics, and in one line why (not)."""
+
+    name: str
+    precision: bool
+    why: str
 
 
 @dataclass(frozen=True)
@@ -85,6 +73,14 @@ class Rule:
     scope: tuple[str, ...]
     path_re: re.Pattern[str] = field(compare=False, repr=False)
     content_re: re.Pattern[str] | None = field(compare=False, repr=False)
+    # False for a not-precision category (docs, tests, CI ...): it names the file, never fires.
+    precision: bool = True
+    over: tuple[str, ...] = ()  # categories this rule wins over where both match ("*": all)
+    index: int = 0  # position in the file, for messages
+
+    @property
+    def label(self) -> str:
+        return f"rules[{self.index}] ({self.category})"
 
 
 @dataclass(frozen=True)
@@ -126,6 +122,18 @@ class Rules:
     upstream: tuple[UpstreamSpec, ...]
     source: str
     never_re: re.Pattern[str] = field(compare=False, repr=False)
+    categories: tuple[Category, ...] = ()  # declared categories (empty: every rule's is precision)
+
+    def category_of(self, path: str) -> str | None:
+        """The category the rules give `path` by its path alone (the first path rule that
+        matches; None when a `never` glob or no rule matches). Content gates are not read."""
+        if self.never_re.match(path):
+            return None
+        plain = (r for r in self.rules if r.content_re is None and r.path_re.match(path))
+        return next((r.category for r in plain), None)
+
+    def category(self, name: str) -> Category | None:
+        return next((c for c in self.categories if c.name == name), None)
 
     def pr_label(self, number: int) -> str:
         return f"{self.project}#{number}" if self.project else f"#{number}"
@@ -172,8 +180,67 @@ def _mapping(source: str, where: str, value: Any, keys: set[str]) -> dict[str, A
     return value
 
 
-def parse_rules(text: str, source: str) -> Rules:
-    """Validate a rules document (YAML text) into `Rules`; one-line errors name the source."""
+def _categories(source: str, value: Any) -> tuple[Category, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or not value:
+        raise _fail(source, "categories must be a non-empty mapping of name -> {precision, why}")
+    out = []
+    for name, raw in value.items():
+        where = f"categories.{name}"
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9-]{0,40}", name):
+            raise _fail(source, f"{where}: a category is a lowercase-dashed name")
+        item = _mapping(source, where, raw, _CATEGORY_KEYS)
+        if not isinstance(item.get("precision"), bool):
+            raise _fail(source, f"{where}.precision must be true or false")
+        why = _strings(source, f"{where}.why", item.get("why"), required=True)[0]
+        out.append(Category(name, item["precision"], why))
+    return tuple(out)
+
+
+def _check_globs(source: str, where: str, patterns: Sequence[str]) -> None:
+    for pattern in patterns:
+        issue = globs.problem(pattern)
+        if issue:
+            raise _fail(source, f"{where}: invalid glob {pattern!r}: {issue}")
+
+
+def _check_overlaps(source: str, rules: Sequence[Rule]) -> None:
+    """Path rules (no content gate) of different categories must not claim the same file unless
+    the earlier one says it wins (`over`). Content-gated rules refine a file's category, so they
+    may overlap anything (first one that fires wins)."""
+    plain = [r for r in rules if r.content_re is None]
+    for i, first in enumerate(plain):
+        for second in plain[i + 1 :]:
+            if first.category == second.category or (
+                "*" in first.over or second.category in first.over
+            ):
+                continue
+            hit = next(
+                ((a, b) for a in first.paths for b in second.paths if globs.overlap(a, b)),
+                None,
+            )
+            if hit is None:
+                continue
+            if "*" in second.over or first.category in second.over:
+                raise _fail(
+                    source,
+                    f"{second.label} says it wins over {first.category} but is listed after "
+                    f"{first.label}; move it up",
+                )
+            raise _fail(
+                source,
+                f"{first.label} and {second.label} overlap ({hit[0]!r} and {hit[1]!r} can match "
+                f"the same file); narrow one, or add `over: [{second.category}]` to the first",
+            )
+
+
+def parse_rules(text: str, source: str, *, check_overlap: bool = True) -> Rules:
+    """Validate a rules document (YAML text) into `Rules`; one-line errors name the source.
+
+    `check_overlap` can be turned off for the built-in sets, which a test checks once (the
+    exact overlap search is the one part of loading whose cost grows with the square of the
+    number of globs)."""
     if len(text) > _MAX_RULES_BYTES or "\0" in text:
         raise _fail(source, "file too large or contains NUL bytes")
     try:
@@ -183,32 +250,48 @@ def parse_rules(text: str, source: str) -> Rules:
     top = _mapping(source, "the document", data, _TOP_KEYS)
     if top.get("schema", 1) != 1:
         raise _fail(source, f"unsupported schema {top.get('schema')!r} (this relpipe reads 1)")
+    categories = _categories(source, top.get("categories"))
+    known = {c.name: c for c in categories}
     rules = []
     for index, raw in enumerate(top.get("rules") or []):
         where = f"rules[{index}]"
         item = _mapping(source, where, raw, _RULE_KEYS)
         category = _strings(source, f"{where}.category", item.get("category"), required=True)[0]
+        where = f"rules[{index}] ({category})"
+        if known and category not in known:
+            raise _fail(source, f"{where}: unknown category {category!r}; declare it in categories")
         paths = _strings(source, f"{where}.paths", item.get("paths"), required=True)
+        _check_globs(source, f"{where}.paths", paths)
         content = _strings(source, f"{where}.content", item.get("content"))
+        over = _strings(source, f"{where}.over", item.get("over"))
+        unknown = [c for c in over if c != "*" and known and c not in known]
+        if unknown:
+            raise _fail(source, f"{where}.over: unknown category {unknown[0]!r}")
         rules.append(
             Rule(
                 category=category,
                 paths=paths,
                 content=content,
-                why=str(item.get("why") or ""),
+                why=str(item.get("why") or (known[category].why if known else "")),
                 scope=_strings(source, f"{where}.scope", item.get("scope")),
                 path_re=glob_regex(paths),
                 content_re=_regex(source, f"{where}.content", content),
+                precision=known[category].precision if known else True,
+                over=over,
+                index=index,
             )
         )
     if not rules:
         raise _fail(source, "no rules: a rules file must classify something")
+    if check_overlap:
+        _check_overlaps(source, rules)
     gates = {r.category: r.content for r in rules if r.content}
     watch = []
     for index, raw in enumerate(top.get("watch") or []):
         where = f"watch[{index}]"
         item = _mapping(source, where, raw, _WATCH_KEYS)
         path = _strings(source, f"{where}.path", item.get("path"), required=True)[0]
+        _check_globs(source, f"{where}.path", [path])
         content = _strings(source, f"{where}.content", item.get("content"))
         gate = item.get("gate")
         if gate is not None:
@@ -228,6 +311,7 @@ def parse_rules(text: str, source: str) -> Rules:
         parse_upstream(kind, ref, why, source) for kind, ref, why in _upstream_items(source, top)
     ]
     never = _strings(source, "never", top.get("never"))
+    _check_globs(source, "never", never)
     project = top.get("project")
     if project is not None and not re.fullmatch(r"[\w.-]+/[\w.-]+", str(project)):
         raise _fail(source, f"project must be OWNER/REPO, not {project!r}")
@@ -240,6 +324,7 @@ def parse_rules(text: str, source: str) -> Rules:
         upstream=tuple(upstream),
         source=source,
         never_re=glob_regex(never),
+        categories=categories,
     )
 
 
@@ -285,7 +370,7 @@ def load_rules(path: str | Path | None = None) -> Rules:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise _fail(str(file), "not UTF-8") from None
-    return parse_rules(text, str(file))
+    return parse_rules(text, str(file), check_overlap=file not in BUILTIN_RULES.values())
 
 
 # --- the report ---------------------------------------------------------------------------------
@@ -560,19 +645,22 @@ def classify(
         if all(rules.never_re.match(p) for p in paths):
             return None, (), "not-relevant", "excluded by a `never` rule"
         return None, (), "not-relevant", "no precision rule matches this path"
-    assert content is not None  # blobs are read for every matched change
+    precise = [r for r in matched if r.precision]
+    if not precise:  # a not-precision category (docs, tests, CI ...): named, never counted
+        return matched[0].category, (), "not-relevant", matched[0].why
+    assert content is not None  # blobs are read for every change a precision rule matches
     moved = f"renamed from {change.old_path}; " if change.old_path else ""
     if change.status not in "AD" and content.identical and change.status != "T":
-        return matched[0].category, (), "cosmetic", f"{moved}content identical".strip("; ")
+        return precise[0].category, (), "cosmetic", f"{moved}content identical".strip("; ")
     if content.cosmetic:
         return (
-            matched[0].category,
+            precise[0].category,
             (),
             "cosmetic",
             (f"{moved}only comments, docstrings, blank lines, whitespace or logging calls changed"),
         )
     fired: list[tuple[Rule, str]] = []
-    for rule in matched:
+    for rule in precise:
         if rule.content_re is None:
             fired.append((rule, rule.why))
         elif content.lines is None:
@@ -582,9 +670,9 @@ def classify(
             if hit is not None:
                 fired.append((rule, f"{rule.why}; changed line: {_clip(hit)}"))
     if not fired:
-        gated = ", ".join(dict.fromkeys(r.category for r in matched))
+        gated = ", ".join(dict.fromkeys(r.category for r in precise))
         return (
-            matched[0].category,
+            precise[0].category,
             (),
             "not-relevant",
             (f"{moved}no changed line matches the content gates of {gated}"),
@@ -820,7 +908,7 @@ def diff(
         )
     ]
     matched = {c.path: _matched_rules(rules, _paths(c)) for c in changes}
-    needed = {c.path: c for c in changes if matched[c.path]}
+    needed = {c.path: c for c in changes if any(r.precision for r in matched[c.path])}
     needed.update((c.path, c) for c in watched)
     # Round 2: one cat-file for the two commits, the watched entries, and every needed blob.
     lookups = [w.lookup for w in rules.watch if w.lookup is not None]
@@ -900,6 +988,63 @@ def diff(
         watch=_watch(rules.watch, watched, contents, present, tree, commits_of),
         upstream=check_upstream(checks, hist),
     )
+
+
+# --- rules lint --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LintReport:
+    """How a rules set fits one tree: globs that match nothing there, files no rule names."""
+
+    commit: str
+    files: int
+    stale: tuple[tuple[str, str], ...]  # (where in the rules file, glob) matching no file
+    uncovered: tuple[str, ...]  # files that no rule (and no `never` glob) matches
+
+    @property
+    def ok(self) -> bool:
+        return not self.stale and not self.uncovered
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "commit": self.commit,
+            "files": self.files,
+            "stale_globs": [{"where": w, "glob": g} for w, g in self.stale],
+            "uncovered": list(self.uncovered),
+            "ok": self.ok,
+        }
+
+    def render(self, rules: Rules) -> str:
+        lines = [
+            f"rules {rules.name} ({rules.source}) at {self.commit[:9]}: {self.files} files, "
+            f"{len(self.stale)} globs matching nothing, {len(self.uncovered)} files no rule "
+            "matches"
+        ]
+        lines += [f"stale glob: {where}: {glob}" for where, glob in self.stale]
+        lines += [f"uncovered: {path}" for path in self.uncovered]
+        return "\n".join(lines)
+
+
+def lint(repo: Path, rules: Rules, rev: str = "HEAD") -> LintReport:
+    """Check `rules` against the tree of `rev` in `repo`: every glob should match a file there
+    and every file should be matched by a rule (a precision category or a not-precision one).
+    The static checks (categories, globs, overlaps) run too, whatever the rules' source."""
+    _check_overlaps(rules.source, rules.rules)
+    gitio.check_repository(repo)
+    commit = gitio.resolve(repo, [rev])[0]
+    tree = gitio.parse_paths(gitio.run(repo, *gitio.ls_tree_args(commit), what="ls-tree"))
+    places = [(rule.label, pattern) for rule in rules.rules for pattern in rule.paths]
+    places += [("never", pattern) for pattern in rules.never]
+    places += [(f"watch[{i}]", w.path) for i, w in enumerate(rules.watch)]
+    stale = [
+        (where, pattern)
+        for where, pattern in places
+        if not any(map(glob_regex([pattern]).match, tree))
+    ]
+    every = glob_regex([*(p for r in rules.rules for p in r.paths), *rules.never])
+    uncovered = [path for path in tree if not every.match(path)]
+    return LintReport(commit, len(tree), tuple(stale), tuple(uncovered))
 
 
 # --- Markdown -----------------------------------------------------------------------------------

@@ -29,9 +29,18 @@ SCOPES = ("atom", "vllm", "sglang")
 def _parser() -> argparse.ArgumentParser:
     p = parser("relpipe diff", __doc__)
     p.add_argument(
-        "old", metavar="OLD", help="old commit, tag, or version (0.1.7.dev43+gaa0c5c3a1)"
+        "old",
+        metavar="OLD",
+        nargs="?",
+        help="old commit, tag, or version (0.1.7.dev43+gaa0c5c3a1)",
     )
-    p.add_argument("new", metavar="NEW", help="new commit, tag, or version")
+    p.add_argument("new", metavar="NEW", nargs="?", help="new commit, tag, or version")
+    p.add_argument(
+        "--lint-rules",
+        action="store_true",
+        help="check the rules against one tree instead (`relpipe diff --lint-rules --repo PATH "
+        "[REV]`, REV default HEAD): globs matching no file, files no rule matches; exit 1 if any",
+    )
     src = p.add_argument_group("where the commits come from")
     src.add_argument(
         "--repo", metavar="PATH|URL|image:REF", default=".", help="the engine's git history"
@@ -116,8 +125,23 @@ def run(args: argparse.Namespace, workdir: Path) -> precision.PrecisionReport:
     )
 
 
+def _lint(args: argparse.Namespace) -> int:
+    if args.new is not None:
+        raise PipelineError("--lint-rules takes at most one revision (default HEAD)")
+    if args.repo.startswith(IMAGE_PREFIX) or gitio.is_url(args.repo):
+        raise PipelineError("--lint-rules needs a local repository: --repo PATH")
+    rules = precision.load_rules(args.rules)
+    report = precision.lint(Path(args.repo), rules, args.old or "HEAD")
+    print(json.dumps(report.to_json(), indent=2) if args.json else report.render(rules))
+    return 0 if report.ok else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.lint_rules:
+        return _lint(args)
+    if args.old is None or args.new is None:
+        raise PipelineError("relpipe diff needs OLD and NEW (or --lint-rules); see --help")
     with tempfile.TemporaryDirectory(prefix="relpipe-diff-") as tmp:
         report = run(args, Path(tmp))
     if args.json:

@@ -93,7 +93,9 @@ def test_resolve_tags_branches_and_versions_in_one_call(tmp_path: Path) -> None:
     git(repo, "tag", "-a", "v0.1.6", "-m", "release")
     b = commit_files(repo, {"a": "2\n"}, "two")
     assert gitio.resolve(repo, ["v0.1.6", f"0.1.7.dev1+g{b[:9]}", "main"]) == [a, b, b]
-    with pytest.raises(ValidateError, match=r"^'nope' is missing in .*full history\)$"):
+    with pytest.raises(
+        ValidateError, match=r"^'nope' is missing in .*force-pushed away is in no history\)$"
+    ):
         gitio.resolve(repo, ["main", "nope"])
     with pytest.raises(ValidateError, match="not a git repository"):
         gitio.resolve(tmp_path, ["main"])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from relpipe.validate import precision
+from relpipe.validate import globs, precision
 from relpipe.validate.errors import ValidateError
 from support import commit_files, git, import_commit
 
@@ -232,7 +232,8 @@ def test_binary_files_count_when_in_a_precision_path(story: Story) -> None:
     assert (table.binary, table.verdict, table.category) == (True, "relevant", "kernel")
     assert "binary" in table.reason
     logo = _file(report, "docs/logo.png")
-    assert (logo.verdict, logo.reason) == ("not-relevant", "excluded by a `never` rule")
+    assert (logo.verdict, logo.category) == ("not-relevant", "docs")
+    assert logo.reason == "prose and licences are not executed"
 
 
 def test_same_commit_gives_an_empty_but_valid_report(story: Story) -> None:
@@ -368,6 +369,45 @@ def test_report_round_trips_through_json(story: Story) -> None:
     assert precision.render_markdown(again) == precision.render_markdown(report)
 
 
+def test_overlaps_are_allowed_when_declared_or_content_gated(tmp_path: Path) -> None:
+    text = (
+        "categories:\n  a: {precision: true, why: wa}\n  b: {precision: true, why: wb}\n"
+        "  d: {precision: false, why: prose}\n"
+        "rules:\n  - {category: d, paths: ['*.md'], over: ['*']}\n"
+        "  - {category: b, paths: ['atom/models/*_mtp.py'], over: [a]}\n"
+        "  - {category: b, paths: ['atom/models/x.py'], content: ['fp8']}\n"
+        "  - {category: a, paths: ['atom/models/**']}\n"
+    )
+    rules = precision.parse_rules(text, "inline")
+    assert [(r.category, r.precision, r.why) for r in rules.rules] == [
+        ("d", False, "prose"),
+        ("b", True, "wb"),
+        ("b", True, "wb"),
+        ("a", True, "wa"),
+    ]
+    assert globs.overlap("atom/models/**", "atom/models/*_mtp.py")
+    assert not globs.overlap("atom/models/**", "atom/model_ops/**")
+    assert not globs.overlap("/setup.py", "atom/setup.py")
+    assert globs.overlap("setup.py", "atom/setup.py")
+
+
+def test_a_force_pushed_commit_is_named_never_an_empty_diff(tmp_path: Path) -> None:
+    # The image says it was built from B; B was force-pushed away (and pruned) upstream.
+    repo = tmp_path / "r"
+    a = commit_files(repo, {"atom/models/a.py": "A = 1\n"}, "init (#1)")
+    b = commit_files(repo, {"atom/models/a.py": "A = 2\n"}, "feat: b (#2)")
+    git(repo, "reset", "-q", "--hard", a)
+    c = commit_files(repo, {"atom/models/a.py": "A = 3\n"}, "feat: c (#3)")
+    git(repo, "reflog", "expire", "--expire=now", "--all")
+    git(repo, "gc", "-q", "--prune=now")
+    for ref in (b, b[:9], f"0.1.7.dev2+g{b[:9]}"):
+        with pytest.raises(ValidateError) as err:
+            precision.diff(repo, ref, c)
+        message = str(err.value)
+        assert "\n" not in message and "not a commit there" in message
+        assert b[:9] in message and "force-pushed" in message
+
+
 def test_report_names_missing_refs_in_one_line(story: Story) -> None:
     with pytest.raises(ValidateError, match=r"'nope' is missing in .*: not a commit there"):
         story.diff("nope", story.base)
@@ -386,13 +426,48 @@ def test_report_names_missing_refs_in_one_line(story: Story) -> None:
         ("a: &x [1]\nrules:\n  - {category: a, paths: *x}\n", "aliases are not allowed"),
         ("rules:\n  - {category: a, paths: [x], colour: red}\n", "unknown key 'colour'"),
         ("rules:\n  - {category: a, paths: [x], content: ['(']}\n", "bad regular expression"),
-        ("rules:\n  - {category: a, paths: []}\n", "rules[0].paths must be"),
+        ("rules:\n  - {category: a, paths: []}\n", "rules[0] (a).paths must be"),
         ("rules:\n  - {category: a, paths: [x]}\nwatch:\n  - {path: x, gate: a}\n", "no rule 'a'"),
         (
             "rules:\n  - {category: a, paths: [x]}\nupstream:\n  - {must-contain: xyz}\n",
             "neither a commit sha",
         ),
         ("schema: 2\nrules: []\n", "unsupported schema 2"),
+        (
+            "categories:\n  a: {precision: true, why: w}\nrules:\n  - {category: b, paths: [x]}\n",
+            "rules[0] (b): unknown category 'b'",
+        ),
+        (
+            "categories:\n  a: {precision: yes please, why: w}\nrules:\n  - {category: a, paths: [x]}\n",
+            "categories.a.precision must be true or false",
+        ),
+        (
+            "categories:\n  a: {precision: true, why: w}\n"
+            "rules:\n  - {category: a, paths: [x], over: [zz]}\n",
+            "rules[0] (a).over: unknown category 'zz'",
+        ),
+        (
+            "rules:\n  - {category: a, paths: ['atom/[ab].py']}\n",
+            "rules[0] (a).paths: invalid glob",
+        ),
+        ("rules:\n  - {category: a, paths: ['atom/x**']}\n", "** must be a whole path segment"),
+        ("rules:\n  - {category: a, paths: ['atom//x']}\n", "empty path segment"),
+        ("rules:\n  - {category: a, paths: ['../x']}\n", "'.' and '..' segments"),
+        ("rules:\n  - {category: a, paths: [x]}\nwatch:\n  - {path: '{a,b}'}\n", "watch[0].path"),
+        (
+            "rules:\n  - {category: a, paths: ['atom/models/**']}\n"
+            "  - {category: b, paths: ['atom/models/*_mtp.py']}\n",
+            "rules[0] (a) and rules[1] (b) overlap ('atom/models/**' and 'atom/models/*_mtp.py'",
+        ),
+        (
+            "rules:\n  - {category: a, paths: ['*.md']}\n  - {category: b, paths: ['docs/**']}\n",
+            "rules[0] (a) and rules[1] (b) overlap",
+        ),
+        (
+            "rules:\n  - {category: a, paths: ['atom/**']}\n"
+            "  - {category: b, paths: ['atom/x.py'], over: [a]}\n",
+            "rules[1] (b) says it wins over a but is listed after rules[0] (a)",
+        ),
         ("rules: [\n", "invalid YAML"),
         ("rules:\n\t- x\n", "invalid YAML"),
     ],
