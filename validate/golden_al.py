@@ -1,6 +1,6 @@
-"""Golden acceptance-length (AL) check: every synthetic/forced speculative-decoding acceptance setting
-in configs, recipes and scripts must equal the golden AL for its model, thinking mode and draft
-length (InferenceX `golden_al_distribution/*.yaml`: model -> thinking_on/off -> draft length -> AL).
+"""Golden acceptance-length (AL) check: every synthetic/forced speculative-decoding acceptance
+setting in configs, recipes and scripts must equal the golden AL for its model, thinking mode and
+draft length (InferenceX `golden_al_distribution/*.yaml`: model -> thinking_on/off -> K -> AL).
 
 Two entry points. `check(repo, keys)` (C9, `relpipe review --check golden-al`) is scoped to config
 keys and reads what InferenceX runs for them (master block, CONFIG_FILE recipes, single-node
@@ -12,7 +12,7 @@ Engine spellings (value -> AL):
   ATOM          `--spec-decode-acceptance-length X`, `spec-decode-acceptance-length: X`   AL = X
   vLLM          `synthetic_acceptance_length: X` (speculative-config JSON)                   AL = X
   SGLang        `SGLANG_SIMULATE_ACC_LEN=X`                                                   AL = X
-  TensorRT-LLM  `TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS=X` (accepted drafts, not AL)      AL = X + 1
+  TensorRT-LLM  `TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS=X` (accepted drafts)          AL = X + 1
   InferenceX    `SYNTHETIC_ACCEPTANCE_LENGTH=X` (master-config additional-settings)           AL = X
 
 Context for each setting is the nearest statement in the same scope: the master-config key block
@@ -168,7 +168,7 @@ def _requirements(path: Path) -> tuple[tuple[str, str], ...]:
 
 
 def _blocks(lines: list[str], is_master: bool) -> list[tuple[int, int]]:
-    """Scopes as (first, last) 0-based line ranges: master-config keys with their leading comments."""
+    """Scopes as (first, last) 0-based line ranges: master-config keys with their comments."""
     if not is_master:
         return [(0, len(lines) - 1)]
     starts = [i for i, line in enumerate(lines) if _TOP_KEY.match(line)]
@@ -206,7 +206,7 @@ def _group(m: re.Match[str]) -> str:
 
 
 def find_settings(path: str, text: str) -> list[Setting]:
-    """Every acceptance-length setting of one file, with the context that decides its golden value."""
+    """Every acceptance-length setting of one file, with the context that decides its golden."""
     lines = text.split("\n")
     is_master = path.endswith((".yaml", ".yml")) and any(
         line.startswith("  scenarios:") for line in lines
@@ -338,7 +338,10 @@ def _judge(s: Setting, golden: tuple[GoldenFile, ...]) -> Result:
         else f"; TensorRT-LLM counts accepted drafts, so set {_spelled(s, known[0][1])}"
     )
     if s.golden_hint is None:
-        fix += "; if another golden file applies, name it (golden_al_distribution/<file>.yaml) near the setting"
+        fix += (
+            "; if another golden file applies, name it "
+            "(golden_al_distribution/<file>.yaml) near the setting"
+        )
     return Result(
         s,
         False,
@@ -509,7 +512,8 @@ def _scan(path: str, text: str) -> _Text:
 
 
 def _values(token: str, text: _Text, at: int, depth: int = 0) -> list[tuple[int, str]]:
-    """(line, value) pairs a written token stands for: itself, or each assignment of its variable."""
+    """(line, value) pairs a written token stands for: itself, or each assignment of its
+    variable."""
     token = token.strip("\\\"'")
     m = _VAR.match(token)
     if m is None:

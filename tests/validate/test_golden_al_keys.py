@@ -17,7 +17,10 @@ from relpipe.validate.errors import ValidateError
 from relpipe.validate.golden_al import FAIL, NA, PASS, WARN, KeySetting, check
 
 KIMI_KEY = "kimik3-fp4-gb200-dynamo-vllm-agentic-dspark-mooncake-tp8pp2"
-C16 = "benchmarks/multi_node/srt-slurm-recipes/vllm/kimi-k3/agentic/agg-gb200-tp8pp2-mooncake-c16-agentic.yaml"
+C16 = (
+    "benchmarks/multi_node/srt-slurm-recipes/vllm/kimi-k3/agentic/"
+    "agg-gb200-tp8pp2-mooncake-c16-agentic.yaml"
+)
 ATOM_DSV4 = "benchmarks/single_node/agentic/dsv4_fp4_mi355x_atom_mtp.sh"
 
 
