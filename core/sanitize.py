@@ -80,6 +80,19 @@ def markdown(text: object, limit: int | None = LINE_LIMIT) -> str:
     return "".join(out)
 
 
+def markdown_code(text: object, limit: int | None = LINE_LIMIT, *, table: bool = False) -> str:
+    """A code span showing `text` verbatim (a path, a digest): the fence is longer than any
+    backtick run inside; in a GFM `table` cell a `|` is escaped, which GFM allows in code."""
+    body = clean(text, limit=limit)
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * (longest + 1)
+    if body.startswith("`") or body.endswith("`"):
+        body = f" {body} "
+    if table:
+        body = body.replace("|", "\\|")
+    return f"{fence}{body}{fence}"
+
+
 def html_text(text: object, limit: int | None = LINE_LIMIT, *, one_line: bool = True) -> str:
     """Text for HTML *before* escaping (jinja2's autoescape, or `html.escape`, does that)."""
     return clean(text, one_line=one_line, limit=limit)

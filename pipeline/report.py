@@ -4,29 +4,33 @@ All three are pure functions of the recorded run (inputs, stage outputs, verdict
 a record gives the same bytes: no clocks, no random ids. matplotlib's SVG output is made
 deterministic by fixing its hash salt (element ids) and dropping its Date metadata.
 
-Strings that came from outside (commit subjects, paths, facts, error messages) are escaped for the
-format they land in: Markdown metacharacters in report.md, HTML in report.html.
+Strings that came from outside (commit subjects, paths, facts, error messages) go through
+`core.sanitize` for the format they land in: Markdown (markup escaped, no @mention or bare #N, no
+control or bidi characters, lines capped) in report.md; report.html is rendered by jinja2 from
+`report.html.j2` with autoescape on and `core.sanitize` as the environment's finalize, so every
+value printed is cleaned and escaped whatever the template says. Plot labels are plain text
+(matplotlib's mathtext is off: a `$` in a point name is a dollar sign).
 """
 
 from __future__ import annotations
 
-import html
+import contextlib
 import io
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from relpipe.core import sanitize
+from relpipe.core.errors import require
 from relpipe.pipeline.outputs import EngineFacts, EvalOutput, Facts, PrecisionOutput
 from relpipe.pipeline.record import pretty_json
 from relpipe.pipeline.verdict import FAIL, NA, PASS, WARN, Outcome, Verdict, eval_failures
 from relpipe.validate.precision import PrecisionReport
 
 REPORT_FILES = ("report.json", "report.md", "report.html")
-RENDERER = 3  # bump when the report layout changes, so that kept reports are re-rendered
-# What can start markup inside a table cell: code, emphasis, links, HTML, the cell separator.
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
+RENDERER = 4  # bump when the report layout changes, so that kept reports are re-rendered
+TEMPLATE = "report.html.j2"
 _COLORS = {PASS: "#1a7f37", WARN: "#9a6700", FAIL: "#cf222e", NA: "#6e7781"}
 _ICONS = {PASS: "✅", WARN: "⚠️", FAIL: "❌", NA: "➖"}
 
@@ -41,9 +45,13 @@ class ReportData:
 
 
 def md(text: object) -> str:
-    """Escape untrusted text for one Markdown table cell or line."""
-    flat = " ".join(str(text).split())
-    return _MD_SPECIAL.sub(r"\\\1", flat)
+    """Untrusted text as one Markdown table cell or line (`core.sanitize.markdown`)."""
+    return sanitize.markdown(text)
+
+
+def code(text: object) -> str:
+    """Untrusted text (a reference, a digest, a path) as a code span in a table cell."""
+    return sanitize.markdown_code(text, table=True)
 
 
 def to_json(data: ReportData) -> dict[str, Any]:
@@ -101,25 +109,26 @@ def render_json(data: ReportData) -> bytes:
 # -- Markdown ---------------------------------------------------------------------------------
 
 
-def _image_rows(o: Outcome) -> list[tuple[str, str]]:
+def _image_rows(o: Outcome) -> list[tuple[str, str, bool]]:
+    """(label, value as recorded, shown as code) of the image table, for either format."""
     facts = _facts(o)
     engine: EngineFacts = facts.engine
     rows = [
-        ("image", f"`{o.image.ref if o.image else '?'}`"),
-        ("digest", f"`{o.image.digest if o.image else '?'}`"),
+        ("image", o.image.ref if o.image else "?", True),
+        ("digest", o.image.digest if o.image else "?", True),
     ]
     if o.baseline:
         rows += [
-            ("baseline", f"`{o.baseline.ref}`"),
-            ("baseline digest", f"`{o.baseline.digest}`"),
+            ("baseline", o.baseline.ref, True),
+            ("baseline digest", o.baseline.digest, True),
         ]
     rows += [
-        ("engine", md(f"{engine.name} {engine.version} ({str(engine.commit)[:12]})")),
-        ("ROCm", md(facts.rocm)),
-        ("torch", md(facts.torch)),
-        ("triton", md(facts.triton)),
-        ("AITER", md(facts.aiter)),
-        ("LMCache", md(facts.lmcache)),
+        ("engine", f"{engine.name} {engine.version} ({str(engine.commit)[:12]})", False),
+        ("ROCm", str(facts.rocm), False),
+        ("torch", str(facts.torch), False),
+        ("triton", str(facts.triton), False),
+        ("AITER", str(facts.aiter), False),
+        ("LMCache", str(facts.lmcache), False),
     ]
     return rows
 
@@ -138,7 +147,7 @@ def render_markdown(data: ReportData) -> bytes:
         f"| {c.id} | {c.title} | {_ICONS[c.status]} {c.status} | {md(c.reason)} |" for c in v.checks
     ]
     out += ["", "### Image", "", "| | |", "|---|---|"]
-    out += [f"| {k} | {val} |" for k, val in _image_rows(o)]
+    out += [f"| {k} | {code(val) if as_code else md(val)} |" for k, val, as_code in _image_rows(o)]
     if o.evals:
         out += [
             "",
@@ -159,7 +168,7 @@ def render_markdown(data: ReportData) -> bytes:
         if not c.evidence:
             continue
         out += [
-            f"<details><summary>{c.id} {c.title}: {c.status}</summary>",
+            f"<details><summary>{c.id} {md(c.title)}: {c.status}</summary>",
             "",
             "| | |",
             "|---|---|",
@@ -182,7 +191,7 @@ def _precision_markdown(p: PrecisionReport | None) -> list[str]:
         "",
         "### Precision diff",
         "",
-        f"{len(p.commits)} engine commit(s) between `{md(p.old[:12])}` and `{md(p.new[:12])}`.",
+        f"{len(p.commits)} engine commit(s) between {code(p.old[:12])} and {code(p.new[:12])}.",
         "",
         "| category | relevant | cosmetic |",
         "|---|---|---|",
@@ -193,13 +202,12 @@ def _precision_markdown(p: PrecisionReport | None) -> list[str]:
     if relevant:
         out += ["", "| file | category | commits |", "|---|---|---|"]
         out += [
-            f"| `{md(f.path)}` | {md(f.category)} | "
-            f"{md(', '.join(s[:9] for s in f.commits))} |"
+            f"| {code(f.path)} | {md(f.category)} | {md(', '.join(s[:9] for s in f.commits))} |"
             for f in relevant
         ]
     if p.watch:
         out += ["", "| watched file | state |", "|---|---|"]
-        out += [f"| `{md(w.path)}` | {md(w.state)} |" for w in p.watch]
+        out += [f"| {code(w.path)} | {md(w.state)} |" for w in p.watch]
     return out
 
 
@@ -214,6 +222,20 @@ def _categories(p: PrecisionReport) -> list[tuple[str, dict[str, int]]]:
 
 
 # -- plots ------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _plain_labels() -> Iterator[None]:
+    """Text made while this holds is plain: no mathtext, so labels built from config values
+    (a point name with `$`) are shown as given instead of parsed (and crashing)."""
+    import matplotlib
+
+    with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
+        yield
+
+
+def _label(text: object) -> str:
+    return sanitize.clean(text, limit=80)  # no control character may reach the SVG (XML)
 
 
 def _svg(fig: Any) -> str:
@@ -233,7 +255,12 @@ def plot_evals(evals: Sequence[EvalOutput]) -> str | None:
     suites = sorted({e.suite for e in evals})
     if not suites:
         return None
-    fig = Figure(figsize=(7, 2.6 * len(suites)))
+    with _plain_labels():
+        return _svg(_evals_figure(Figure, suites, evals))
+
+
+def _evals_figure(figure_cls: Any, suites: Sequence[str], evals: Sequence[EvalOutput]) -> Any:
+    fig = figure_cls(figsize=(7, 2.6 * len(suites)))
     for i, suite in enumerate(suites, start=1):
         ax = fig.add_subplot(len(suites), 1, i)
         rows = [e for e in evals if e.suite == suite]
@@ -255,12 +282,12 @@ def plot_evals(evals: Sequence[EvalOutput]) -> str | None:
                 label="threshold",
                 zorder=3,
             )
-        ax.set_xticks(xs, [str(e.point) for e in rows], fontsize=8)
+        ax.set_xticks(xs, [_label(e.point) for e in rows], fontsize=8)
         ax.set_ylim(0, 1.05 * max(scores + [t for _, t in thresholds] + [1e-9]))
-        ax.set_title(f"{suite}: {rows[0].metric} per point", fontsize=10)
+        ax.set_title(_label(f"{suite}: {rows[0].metric} per point"), fontsize=10)
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     fig.tight_layout()
-    return _svg(fig)
+    return fig
 
 
 def plot_precision(p: PrecisionReport | None) -> str | None:
@@ -271,19 +298,24 @@ def plot_precision(p: PrecisionReport | None) -> str | None:
     cats = _categories(p)
     if not cats:
         return None
-    fig = Figure(figsize=(7, 0.45 * len(cats) + 1.2))
+    with _plain_labels():
+        return _svg(_precision_figure(Figure, cats))
+
+
+def _precision_figure(figure_cls: Any, cats: Sequence[tuple[str, dict[str, int]]]) -> Any:
+    fig = figure_cls(figsize=(7, 0.45 * len(cats) + 1.2))
     ax = fig.add_subplot(1, 1, 1)
     ys = list(range(len(cats)))
     rel = [c["relevant"] for _, c in cats]
     cos = [c["cosmetic"] for _, c in cats]
     ax.barh(ys, rel, color=_COLORS[WARN], label="relevant")
     ax.barh(ys, cos, left=rel, color=_COLORS[NA], label="cosmetic")
-    ax.set_yticks(ys, [name for name, _ in cats], fontsize=8)
+    ax.set_yticks(ys, [_label(name) for name, _ in cats], fontsize=8)
     ax.set_xlabel("files changed")
     ax.set_title("precision diff: files by category", fontsize=10)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     fig.tight_layout()
-    return _svg(fig)
+    return fig
 
 
 # -- HTML -------------------------------------------------------------------------------------
@@ -294,108 +326,86 @@ text-align:left;vertical-align:top;font-size:14px}th{background:#f6f8fa}code{fon
 .s{font-weight:bold;color:#fff;padding:2px 8px;border-radius:4px}figure{margin:1em 0}"""
 
 
-def _h(text: object) -> str:
-    return html.escape(str(text), quote=True)
+def _finalize(value: Any) -> Any:
+    """Every value a template prints: cleaned by `core.sanitize` (autoescape then escapes it);
+    Markup (macros' output, the SVG plots) is ours and passes as is."""
+    markup = require("markupsafe", "report")
+    if isinstance(value, markup.Markup):
+        return value
+    return sanitize.html_text("" if value is None else value, limit=1000)
 
 
-def _badge(status: str) -> str:
-    return f'<span class="s" style="background:{_COLORS[status]}">{_h(status)}</span>'
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "") -> str:
-    head = "".join(f"<th>{_h(h)}</th>" for h in header) if any(header) else ""
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    attr = f' id="{cls}"' if cls else ""
-    thead = f"<thead><tr>{head}</tr></thead>" if head else ""
-    return f"<table{attr}>{thead}<tbody>{body}</tbody></table>"
+def _environment() -> Any:
+    jinja2 = require("jinja2", "report")
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("relpipe.pipeline", "."),
+        autoescape=True,
+        finalize=_finalize,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
 
 
 def render_html(data: ReportData) -> bytes:
+    """report.html from `report.html.j2`; the template gets plain values, never pre-escaped HTML."""
+    markup = require("markupsafe", "report")
     o, v = data.outcome, data.verdict
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>relpipe: {_h(data.title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>relpipe: {_h(data.title)}</h1>",
-        f'<p id="verdict">Verdict: {_badge(v.overall)} &nbsp;run <code>{_h(data.run_id[:16])}</code></p>',
-        "<h2>Checks</h2>",
-        _table(
-            ["#", "check", "status", "reason"],
-            [[_h(c.id), _h(c.title), _badge(c.status), _h(c.reason)] for c in v.checks],
-            "checks",
-        ),
-        "<h2>Image</h2>",
-        _table(
-            ["", ""],
-            [[_h(k), _h(val.replace("`", "").replace("\\", ""))] for k, val in _image_rows(o)],
-        ),
-    ]
-    eval_svg = plot_evals(o.evals)
-    if eval_svg:
-        parts += [
-            "<h2>Evals</h2>",
-            f'<figure id="plot-evals">{eval_svg}</figure>',
-            _table(
-                ["suite", "point", "metric", "score", "threshold", "samples"],
-                [
-                    [
-                        _h(e.suite),
-                        _h(e.point),
-                        _h(e.metric),
-                        _h(_num(e.score)),
-                        _h(_num(e.threshold)),
-                        _h(e.samples),
-                    ]
-                    for e in o.evals
-                ],
-            ),
-        ]
     p = _report(o.precision)
+    eval_svg = plot_evals(o.evals)
     prec_svg = plot_precision(p)
+    precision = None
     if p is not None:
-        parts += [
-            "<h2>Precision diff</h2>",
-            f"<p>{len(p.commits)} engine commit(s) between <code>{_h(p.old[:12])}</code>"
-            f" and <code>{_h(p.new[:12])}</code>.</p>",
-        ]
-        if prec_svg:
-            parts.append(f'<figure id="plot-precision">{prec_svg}</figure>')
-        files = [f for f in p.files if f.verdict in ("relevant", "cosmetic")]
-        if files:
-            parts.append(
-                _table(
-                    ["file", "category", "verdict", "commits"],
-                    [
-                        [
-                            f"<code>{_h(f.path)}</code>",
-                            _h(f.category),
-                            _h(f.verdict),
-                            _h(", ".join(s[:9] for s in f.commits)),
-                        ]
-                        for f in files
-                    ],
-                )
-            )
-        if p.commits:
-            parts.append(
-                _table(
-                    ["commit", "PR", "subject"],
-                    [
-                        [f"<code>{_h(c.sha[:9])}</code>", _h(c.pr or ""), _h(c.subject)]
-                        for c in p.commits
-                    ],
-                )
-            )
-    parts.append("<h2>Evidence</h2>")
-    for c in v.checks:
-        if c.evidence:
-            parts.append(
-                f"<details><summary>{_h(c.id)} {_h(c.title)}: {_badge(c.status)}</summary>"
-                + _table(["", ""], [[_h(k), _h(val)] for k, val in c.evidence])
-                + "</details>"
-            )
-    parts.append("</body></html>")
-    return ("\n".join(parts) + "\n").encode()
+        precision = {
+            "old": p.old[:12],
+            "new": p.new[:12],
+            "files": [
+                {
+                    "path": f.path,
+                    "category": f.category,
+                    "verdict": f.verdict,
+                    "commits": ", ".join(s[:9] for s in f.commits),
+                }
+                for f in p.files
+                if f.verdict in ("relevant", "cosmetic")
+            ],
+            "commits": [
+                {"sha": c.sha[:9], "pr": c.pr or "", "subject": c.subject} for c in p.commits
+            ],
+        }
+    page = (
+        _environment()
+        .get_template(TEMPLATE)
+        .render(
+            css=markup.Markup(_CSS),
+            colors=_COLORS,
+            title=data.title,
+            run_id=data.run_id[:16],
+            verdict=v.overall,
+            checks=[
+                {
+                    "id": c.id,
+                    "title": c.title,
+                    "status": c.status,
+                    "reason": c.reason,
+                    "evidence": [list(row) for row in c.evidence],
+                }
+                for c in v.checks
+            ],
+            image=_image_rows(o),
+            eval_svg=markup.Markup(eval_svg) if eval_svg else None,
+            evals=[
+                [e.suite, e.point, e.metric, _fmt(e.score), _fmt(e.threshold), e.samples]
+                for e in o.evals
+            ],
+            precision=precision,
+            precision_svg=markup.Markup(prec_svg) if prec_svg else None,
+        )
+    )
+    return page.encode()
+
+
+def _fmt(value: object) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else "-" if value is None else str(value)
 
 
 def render_all(data: ReportData, folder: Path, force: bool = False) -> dict[str, Path]:

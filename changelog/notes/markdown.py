@@ -9,8 +9,6 @@ Both clean the text with `core.sanitize`, the one place that knows what is unsaf
 
 from __future__ import annotations
 
-import re
-
 from relpipe.core import sanitize
 
 MAX_TEXT = 300
@@ -34,9 +32,4 @@ def escape(text: str, limit: int | None = MAX_TEXT) -> str:
 
 def code(text: str, limit: int | None = MAX_TEXT) -> str:
     """A code span containing `text` verbatim (the fence is longer than any backtick run inside)."""
-    body = _clean(text, limit)
-    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
-    fence = "`" * (longest + 1)
-    if body.startswith("`") or body.endswith("`"):
-        body = f" {body} "
-    return f"{fence}{body}{fence}"
+    return sanitize.markdown_code(text, limit)

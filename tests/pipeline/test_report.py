@@ -1,4 +1,4 @@
-"""Reports: byte-identical re-rendering, escaping of untrusted text, and the HTML in a real browser."""
+"""Reports: byte-identical re-rendering, escaping of untrusted text, the HTML in a browser."""
 
 from __future__ import annotations
 
@@ -105,3 +105,57 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path, make_outcome: 
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
     ARTIFACTS.mkdir(exist_ok=True)
     shutil.copy(shot, ARTIFACTS / "report-chromium.png")
+
+
+HOSTILE = (
+    "fix: \x1b[2J\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\ thanks @alice, see #12 "
+    "<script>alert(1)</script> [x](javascript:alert(1)) \u202eevil\u2066 " + "y" * 5000
+)
+
+
+def _hostile(make_outcome: Any, outcome_json: Any) -> ReportData:
+    precision = outcome_json()["precision"]
+    precision["commits"][0]["subject"] = HOSTILE
+    return _data(make_outcome(precision=precision))
+
+
+def test_hostile_subject_is_inert_in_markdown_and_html(
+    make_outcome: Any, outcome_json: Any
+) -> None:
+    """Issue 17.3: a commit subject with escape sequences, an OSC-8 link, @mention, bare #N, HTML,
+    a javascript: link, bidi controls and a 5,000-character run, in both report formats."""
+    from markdown_it import MarkdownIt
+
+    data = _hostile(make_outcome, outcome_json)
+    md = render_markdown(data).decode()
+    for bad in ("\x1b", "\u202e", "\u2066", "<script>"):
+        assert bad not in md
+    assert max(len(line) for line in md.splitlines()) < 1000
+    assert "`@alice`" in md and "`#12`" in md
+    rendered = MarkdownIt("commonmark").enable("table").render(md)
+    assert (
+        "<script>" not in rendered
+        and "<a " not in rendered
+        and "javascript:" not in (re.findall(r'href="([^"]*)"', rendered) or [""])
+    )
+    html = render_html(data).decode()
+    for bad in ("\x1b", "\u202e", "\u2066", "<script>"):
+        assert bad not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "y" * 1100 not in html  # capped at the sink
+
+
+def test_a_dollar_in_a_point_name_is_plain_text_in_the_plots(
+    tmp_path: Path, make_outcome: Any
+) -> None:
+    """Issue 17.4: point names come from config values; `$...$` made matplotlib parse mathtext
+    (and an unknown command crashed the report)."""
+    from relpipe.pipeline.outputs import EvalOutput
+
+    base = make_outcome()
+    point = r"agentic-coding/tp$\notacommand{$/conc4"
+    evals = tuple(EvalOutput.from_json({**e.to_json(), "point": point}) for e in base.evals)
+    paths = render_all(_data(make_outcome(evals=evals)), tmp_path / "run")
+    html = paths["report.html"].read_text()
+    svg = re.search(r'<figure id="plot-evals">(.*?)</figure>', html, re.S)
+    assert svg is not None and r"tp$\notacommand{$/conc4" in svg.group(1)
