@@ -1019,7 +1019,7 @@ def _bad_char(data: bytes) -> re.Match[bytes] | None:
     return min(found, key=lambda m: m.start()) if found else None
 
 
-_NON_ASCII = _lazy_re(r"[^\x00-\x7f]+")
+_ASCII_BYTES = bytes(range(128))
 _CONFLICT_BYTES = (b"<" * 7, b"=" * 7, b">" * 7, b"|" * 7)
 _CONFLICT = _lazy_re(r"^(?:<{7}|={7}|>{7}|\|{7})(?: |$)", re.M)
 
@@ -1083,19 +1083,19 @@ def _byte_findings(data: bytes, first: int) -> tuple[str | None, list[Finding]]:
             )
         )
     if not data.isascii():
-        for run in _NON_ASCII.finditer(text):
-            char = unsafe_char(run.group(0))
-            if char is not None:
-                found.append(
-                    Finding(
-                        base + _line_of(text, run.start()),
-                        "unsafe-char",
-                        f"invisible, private-use or unassigned character U+{ord(char):04X}",
-                        "remove it (bidi controls and zero-width characters hide what a "
-                        "reviewer reads)",
-                    )
+        # Deleting the ASCII bytes leaves whole UTF-8 sequences: all non-ASCII characters, in
+        # order, at C speed (a str regex over the file would cost more than the rest of the scan).
+        char = unsafe_char(data.translate(None, _ASCII_BYTES).decode("utf-8"))
+        if char is not None:
+            found.append(
+                Finding(
+                    base + _line_of(text, text.index(char)),
+                    "unsafe-char",
+                    f"invisible, private-use or unassigned character U+{ord(char):04X}",
+                    "remove it (bidi controls and zero-width characters hide what a "
+                    "reviewer reads)",
                 )
-                break
+            )
     odd = _bad_char(data)
     if odd is not None:
         char = odd.group(0).decode("utf-8")
