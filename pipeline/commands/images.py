@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from relpipe.core import sanitize
 from relpipe.images.errors import ImageError
 from relpipe.images.options import add_registry_args, apply_registry_args
 from relpipe.images.reference import parse
@@ -164,11 +165,12 @@ def _probe(args: argparse.Namespace) -> int:
         engine = facts.get("engine") or {}
         print(f"{pin.ref}  {pin.digest}")
         for key in ("name", "version", "commit"):
-            print(f"  engine.{key}: {engine.get(key) if isinstance(engine, dict) else None}")
+            value = engine.get(key) if isinstance(engine, dict) else None
+            print(f"  engine.{key}: {sanitize.terminal(value)}")  # the image wrote it
         for key in ("rocm", "python", "gpu"):
             print(f"  {key}: {json.dumps(facts.get(key))}")
         for err in facts.get("errors") or []:
-            print(f"  missing: {err}")
+            print(f"  missing: {sanitize.terminal(err)}")
     return 0
 
 
