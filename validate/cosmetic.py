@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import io
+import itertools
 import re
 import tokenize
 from collections.abc import Iterator
@@ -435,11 +436,16 @@ def _is_comment_line(path: str, line: str) -> bool:
     return bool(style) and stripped.startswith(style)
 
 
-def changed_lines(path: str, old: bytes, new: bytes) -> list[str]:
+def changed_lines(
+    path: str, old: bytes, new: bytes, relevant: re.Pattern[str] | None = None
+) -> list[str]:
     """Lines added, then lines removed, by old -> new, without blank and full-line comment lines.
 
     Content gates are evaluated on these. difflib's junk heuristic may report a few unchanged
     lines as changed in big files; that errs towards firing a gate (fail closed), never away.
+    With `relevant` (every gate that will read the result), a change none of whose lines between
+    the common head and tail matches it gives no lines at all: the changed lines are a subset of
+    those, so no gate could fire on them, and the (costly) line diff is skipped.
     """
     a = old.decode("utf-8", "replace").splitlines()
     b = new.decode("utf-8", "replace").splitlines()
@@ -452,6 +458,8 @@ def changed_lines(path: str, old: bytes, new: bytes) -> list[str]:
         end_a -= 1
         end_b -= 1
     mid_a, mid_b = a[start:end_a], b[start:end_b]
+    if relevant is not None and not any(map(relevant.search, itertools.chain(mid_a, mid_b))):
+        return []
     added: list[str] = []
     removed: list[str] = []
     if mid_a and mid_b:

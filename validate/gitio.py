@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -224,6 +225,58 @@ def run_many(repo: Path, *commands: Sequence[str]) -> list[bytes]:
     for args, proc, (_, err) in zip(commands, procs, outs, strict=True):
         _check(repo, args, proc.returncode, err, args[0])
     return [out for out, _ in outs]
+
+
+class Job:
+    """One git process running in the background with its input and output in unnamed temporary
+    files, not pipes: it never stalls on a full pipe while another is being read, so the diff's
+    processes overlap fully (the log runs while the blobs the diff names are being read)."""
+
+    def __init__(self, repo: Path, args: Sequence[str], stdin: bytes | None = None) -> None:
+        self.repo, self.args = repo, list(args)
+        self._out = tempfile.TemporaryFile()
+        self._err = tempfile.TemporaryFile()
+        source = None
+        if stdin is not None:
+            source = tempfile.TemporaryFile()
+            source.write(stdin)
+            source.seek(0)
+        try:
+            self._proc = subprocess.Popen(
+                _command(repo, args),
+                stdin=source if source is not None else subprocess.DEVNULL,
+                stdout=self._out,
+                stderr=self._err,
+                env=environment(),
+            )
+        except OSError as exc:
+            self.close()
+            raise ValidateError(
+                f"cannot run git ({exc.strerror}); install git 2.30 or newer"
+            ) from None
+        finally:
+            if source is not None:
+                source.close()
+
+    def result(self, what: str = "") -> bytes:
+        """Wait for the process; its stdout, or a one-line ValidateError."""
+        try:
+            code = self._proc.wait()
+            self._err.seek(0)
+            _check(self.repo, self.args, code, self._err.read(), what)
+            self._out.seek(0)
+            return self._out.read()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the process if it still runs, and drop its files."""
+        proc = getattr(self, "_proc", None)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        self._out.close()
+        self._err.close()
 
 
 def resolve(repo: Path, refs: Sequence[str]) -> list[str]:
@@ -441,20 +494,27 @@ def parse_history(out: bytes) -> list[tuple[str, str, str]]:
     ]
 
 
-def read_objects(
-    repo: Path, infos: Sequence[str], blobs: Sequence[str]
-) -> tuple[list[tuple[str, str] | None], dict[str, bytes]]:
-    """One `cat-file --batch-command` process: `info` on each of `infos` (rev or `REV:path`, as
-    (sha, type) or None when missing) and the contents of every blob in `blobs`."""
+def objects_args() -> list[str]:
+    """`cat-file --batch-command` (give it `objects_script`, parse with `parse_objects`)."""
+    # --buffer: one flush at the end instead of one per object (per-object flushes made the
+    # stdin/stdout ping-pong dominate for thousands of blobs).
+    return ["cat-file", "--batch-command", "--buffer"]
+
+
+def objects_script(infos: Sequence[str], blobs: Sequence[str]) -> tuple[bytes, list[str]]:
+    """The commands for `info` on each of `infos` (rev or `REV:path`) and the contents of every
+    blob in `blobs`; and the blobs asked for, in order (duplicates dropped)."""
     wanted = list(dict.fromkeys(blobs))
     if any("\n" in name or "\r" in name for name in infos):
         raise ValidateError("object names may not contain line breaks")
     script = "".join([*(f"info {name}\n" for name in infos), *(f"contents {s}\n" for s in wanted)])
-    # --buffer: one flush at the end instead of one per object (per-object flushes made the
-    # stdin/stdout ping-pong dominate for thousands of blobs).
-    out = run(
-        repo, "cat-file", "--batch-command", "--buffer", stdin=script.encode(), what="cat-file"
-    )
+    return script.encode(), wanted
+
+
+def parse_objects(
+    repo: Path, out: bytes, infos: Sequence[str], wanted: Sequence[str]
+) -> tuple[list[tuple[str, str] | None], dict[str, bytes]]:
+    """(sha, type) or None per `infos`, and the contents of the `wanted` blobs."""
     found: list[tuple[str, str] | None] = []
     pos = 0
     for _ in infos:
@@ -473,6 +533,16 @@ def read_objects(
         contents[sha] = out[end + 1 : end + 1 + size]
         pos = end + 1 + size + 1
     return found, contents
+
+
+def read_objects(
+    repo: Path, infos: Sequence[str], blobs: Sequence[str]
+) -> tuple[list[tuple[str, str] | None], dict[str, bytes]]:
+    """One `cat-file --batch-command` process: `info` on each of `infos` (rev or `REV:path`, as
+    (sha, type) or None when missing) and the contents of every blob in `blobs`."""
+    script, wanted = objects_script(infos, blobs)
+    out = run(repo, *objects_args(), stdin=script, what="cat-file")
+    return parse_objects(repo, out, infos, wanted)
 
 
 def read_blobs(repo: Path, shas: Sequence[str]) -> dict[str, bytes]:

@@ -10,13 +10,17 @@ Git access is `validate.gitio` (a fixed handful of processes per pair); the cosm
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import html
+import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from relpipe.core.files import write_atomic
 from relpipe.core.yamlload import load_yaml
 from relpipe.validate import cosmetic, gitio, globs
 from relpipe.validate.commits import Commit, from_log, parse_subject
@@ -123,6 +127,17 @@ class Rules:
     source: str
     never_re: re.Pattern[str] = field(compare=False, repr=False)
     categories: tuple[Category, ...] = ()  # declared categories (empty: every rule's is precision)
+
+    @functools.cached_property
+    def gates_re(self) -> re.Pattern[str] | None:
+        """Every content regex of the rules and the watch list in one (None when there are none):
+        a change whose changed lines cannot match it cannot fire a gate."""
+        patterns = [
+            p.pattern
+            for p in (*(r.content_re for r in self.rules), *(w.content_re for w in self.watch))
+            if p is not None
+        ]
+        return re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
 
     def category_of(self, path: str) -> str | None:
         """The category the rules give `path` by its path alone (the first path rule that
@@ -241,12 +256,38 @@ def parse_rules(text: str, source: str, *, check_overlap: bool = True) -> Rules:
     `check_overlap` can be turned off for the built-in sets, which a test checks once (the
     exact overlap search is the one part of loading whose cost grows with the square of the
     number of globs)."""
+    return _rules_from(_document(text, source), source, check_overlap=check_overlap)
+
+
+def _document(text: str, source: str) -> Any:
     if len(text) > _MAX_RULES_BYTES or "\0" in text:
         raise _fail(source, "file too large or contains NUL bytes")
     try:
-        data = load_yaml(text, source, error=ValidateError)
+        return load_yaml(text, source, error=ValidateError)
     except ValidateError as exc:  # its message starts with `source`
         raise ValidateError(f"{exc}; see docs/precision.md for the rules format") from None
+
+
+def _builtin_document(file: Path, text: str) -> Any:
+    """A built-in rules file's document, cached as JSON under its content hash: importing and
+    running PyYAML costs a `relpipe diff` process more than a nightly's whole diff. The cache
+    holds what the strict loader returned, and the document is validated as usual."""
+    key = hashlib.sha256(text.encode()).hexdigest()[:20]
+    cached = gitio.cache_root().parent / "rules" / f"{file.stem}-{key}.json"
+    try:
+        return json.loads(cached.read_bytes())
+    except (OSError, ValueError):
+        pass
+    data = _document(text, str(file))
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(cached, json.dumps(data))
+    except OSError:
+        pass  # a read-only home: parse again next time
+    return data
+
+
+def _rules_from(data: Any, source: str, *, check_overlap: bool) -> Rules:
     top = _mapping(source, "the document", data, _TOP_KEYS)
     if top.get("schema", 1) != 1:
         raise _fail(source, f"unsupported schema {top.get('schema')!r} (this relpipe reads 1)")
@@ -370,7 +411,9 @@ def load_rules(path: str | Path | None = None) -> Rules:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise _fail(str(file), "not UTF-8") from None
-    return parse_rules(text, str(file), check_overlap=file not in BUILTIN_RULES.values())
+    if file in BUILTIN_RULES.values():
+        return _rules_from(_builtin_document(file, text), str(file), check_overlap=False)
+    return parse_rules(text, str(file))
 
 
 # --- the report ---------------------------------------------------------------------------------
@@ -590,7 +633,11 @@ class _Content:
 
 
 def _content(
-    change: gitio.RawChange, blobs: dict[str, bytes], gated: bool, check_cosmetic: bool = True
+    change: gitio.RawChange,
+    blobs: dict[str, bytes],
+    gated: bool,
+    check_cosmetic: bool = True,
+    gates: re.Pattern[str] | None = None,
 ) -> _Content:
     """What the blobs say; changed lines are computed only when a content gate will read them
     (`gated`), since no other decision uses them. Without `check_cosmetic` the change is taken
@@ -608,12 +655,17 @@ def _content(
     if binary or not gated:
         return _Content(binary, identical, is_cosmetic, None)
     return _Content(
-        binary, identical, is_cosmetic, tuple(cosmetic.changed_lines(change.path, old, new))
+        binary,
+        identical,
+        is_cosmetic,
+        tuple(cosmetic.changed_lines(change.path, old, new, relevant=gates)),
     )
 
 
 def _matched_rules(rules: Rules, paths: Sequence[str]) -> list[Rule]:
     live = [p for p in paths if not rules.never_re.match(p)]
+    if len(live) == 1:  # the common case, without a generator per rule
+        return [r for r in rules.rules if r.path_re.match(live[0])]
     return [r for r in rules.rules if any(r.path_re.match(p) for p in live)]
 
 
@@ -758,10 +810,10 @@ def _responsible(
             continue
         # The content gates first: most commits touch other lines of a gated file, and then the
         # (costlier) cosmetic comparison cannot change the answer.
-        rough = _content(change, blobs, gated=True, check_cosmetic=False)
+        rough = _content(change, blobs, gated=True, check_cosmetic=False, gates=rules.gates_re)
         if classify(change, rough, rules, scope, matched)[2] != "relevant":
             continue
-        content = _content(change, blobs, gated=True)
+        content = _content(change, blobs, gated=True, gates=rules.gates_re)
         if classify(change, content, rules, scope, matched)[2] == "relevant":
             shas.append(sha)
     return tuple(shas)
@@ -863,6 +915,25 @@ def check_upstream(
     return tuple(results)
 
 
+def _job(
+    jobs: list[gitio.Job], repo: Path, args: Sequence[str], stdin: bytes | None = None
+) -> gitio.Job:
+    job = gitio.Job(repo, args, stdin)
+    jobs.append(job)
+    return job
+
+
+def _blobs_of(changes: Iterable[gitio.RawChange]) -> list[str]:
+    """The blobs to read for `changes` (both sides; none for a submodule pointer)."""
+    return [
+        sha
+        for c in changes
+        if _GITLINK not in (c.old_mode, c.new_mode)
+        for sha in (c.old_blob, c.new_blob)
+        if sha
+    ]
+
+
 def diff(
     repo: Path,
     old: str,
@@ -883,56 +954,56 @@ def diff(
     gitio.check_repository(repo)
     checks = (*rules.upstream, *upstream)
     listed = any(w.lookup is None for w in rules.watch)
-    # Round 1: independent git processes at once (see gitio.run_many).
-    commands = [gitio.diff_args(old_rev, new_rev), gitio.log_args(old_rev, new_rev)]
-    if listed:
-        commands.append(gitio.ls_tree_args(new_rev))
-    if checks:
-        commands.append(gitio.history_args(new_rev))
+    # The git processes overlap (gitio.Job): the log runs while the diff's blobs are read.
+    jobs: list[gitio.Job] = []
     try:
-        outs = gitio.run_many(repo, *commands)
-    except ValidateError:
-        gitio.resolve(repo, [old, new])  # names the ref that is missing, if that was the cause
-        raise
-    changes = gitio.parse_diff_raw(outs[0])
-    entries = gitio.parse_log(outs[1])
-    tree = gitio.parse_paths(outs[2]) if listed else []
-    hist = gitio.parse_history(outs[-1]) if checks else []
-
-    watched = [
-        c
-        for c in changes
-        if any(
-            w.path_re.match(c.path) or (c.old_path and w.path_re.match(c.old_path))
-            for w in rules.watch
-        )
-    ]
-    matched = {c.path: _matched_rules(rules, _paths(c)) for c in changes}
-    needed = {c.path: c for c in changes if any(r.precision for r in matched[c.path])}
-    needed.update((c.path, c) for c in watched)
-    # Round 2: one cat-file for the two commits, the watched entries, and every needed blob.
-    lookups = [w.lookup for w in rules.watch if w.lookup is not None]
+        diff_job = _job(jobs, repo, gitio.diff_args(old_rev, new_rev))
+        log_job = _job(jobs, repo, gitio.log_args(old_rev, new_rev))
+        tree_job = _job(jobs, repo, gitio.ls_tree_args(new_rev)) if listed else None
+        hist_job = _job(jobs, repo, gitio.history_args(new_rev)) if checks else None
+        try:
+            changes = gitio.parse_diff_raw(diff_job.result("diff"))
+        except ValidateError:
+            gitio.resolve(repo, [old, new])  # names the ref that is missing, if that was it
+            raise
+        watched = [
+            c
+            for c in changes
+            if any(
+                w.path_re.match(c.path) or (c.old_path and w.path_re.match(c.old_path))
+                for w in rules.watch
+            )
+        ]
+        matched = {c.path: _matched_rules(rules, _paths(c)) for c in changes}
+        needed = {c.path: c for c in changes if any(r.precision for r in matched[c.path])}
+        needed.update((c.path, c) for c in watched)
+        # The two commits, the watched entries, and every blob the classification reads.
+        lookups = [w.lookup for w in rules.watch if w.lookup is not None]
+        info_names = [old_rev, new_rev, *(f"{new_rev}:{path}" for path in lookups)]
+        script, wanted = gitio.objects_script(info_names, _blobs_of(needed.values()))
+        objects_job = _job(jobs, repo, gitio.objects_args(), script)
+        entries = gitio.parse_log(log_job.result("log"))
+        tree = gitio.parse_paths(tree_job.result("ls-tree")) if tree_job else []
+        hist = gitio.parse_history(hist_job.result("log")) if hist_job else []
+        infos, blobs = gitio.parse_objects(repo, objects_job.result("cat-file"), info_names, wanted)
+    finally:
+        for job in jobs:
+            job.close()
     order = {e.sha: i for i, e in enumerate(entries)}
     aliases, by_root = _attribute(entries)
     commits_of = {
         c.path: _commits_of([c.path, c.old_path or c.path], aliases, by_root, order)
         for c in changes
     }
-    # Per-commit changes of content-gated files: which commit's own edit fires the gate. Their
-    # blobs come from the same cat-file; `git log --raw` already named them.
+    # Per-commit changes of content-gated files: which commit's own edit fires the gate.
+    # `git log --raw` named their blobs; one more cat-file reads those the pair did not.
     gated = {c.path for c in changes if any(r.content_re is not None for r in matched[c.path])}
     own = _own_changes(entries, aliases, {p: [p, needed[p].old_path or p] for p in gated})
-    infos, blobs = gitio.read_objects(
-        repo,
-        [old_rev, new_rev, *(f"{new_rev}:{path}" for path in lookups)],
-        [
-            sha
-            for c in [*needed.values(), *(t for ts in own.values() for _, t in ts)]
-            if _GITLINK not in (c.old_mode, c.new_mode)
-            for sha in (c.old_blob, c.new_blob)
-            if sha
-        ],
-    )
+    missing = [
+        sha for sha in _blobs_of(t for ts in own.values() for _, t in ts) if sha not in blobs
+    ]
+    if missing:
+        blobs.update(gitio.read_blobs(repo, missing))
     if infos[0] is None or infos[1] is None:
         gitio.resolve(repo, [old, new])
         raise ValidateError(f"cannot resolve {old!r} and {new!r} in {repo}")
@@ -944,6 +1015,7 @@ def diff(
             change,
             blobs,
             path in gated_watch or any(r.content_re is not None for r in matched[path]),
+            gates=rules.gates_re,
         )
         for path, change in needed.items()
     }
