@@ -66,7 +66,9 @@ class Challenge:
         return dict(self.params).get(key)
 
 
-_PARAM = re.compile(r'([A-Za-z_][A-Za-z0-9_-]*)=(?:"((?:[^"\\]|\\.)*)"|([^\s,]*))')
+# A pattern, not a compiled regex: `re` compiles (and caches) it on first use, which keeps the
+# start-up of `images resolve` (no challenge on an anonymous registry) from paying for it.
+_PARAM = r'([A-Za-z_][A-Za-z0-9_-]*)=(?:"((?:[^"\\]|\\.)*)"|([^\s,]*))'
 
 
 def parse_challenge(header: str) -> Challenge:
@@ -74,7 +76,7 @@ def parse_challenge(header: str) -> Challenge:
     scheme, _, rest = header.strip().partition(" ")
     params = tuple(
         (m.group(1).lower(), m.group(2) if m.group(2) is not None else m.group(3))
-        for m in _PARAM.finditer(rest)
+        for m in re.finditer(_PARAM, rest)
     )
     return Challenge(scheme.lower(), params)
 

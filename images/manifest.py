@@ -11,21 +11,44 @@ from dataclasses import dataclass
 from typing import Any
 
 from relpipe.images.errors import ImageError
+from relpipe.images.mediatypes import (  # re-exported: the names manifests are typed by
+    ACCEPT,
+    DEFAULT_PLATFORM,
+    DOCKER_CONFIG,
+    DOCKER_LIST,
+    DOCKER_MANIFEST,
+    INDEX_TYPES,
+    MANIFEST_TYPES,
+    OCI_CONFIG,
+    OCI_INDEX,
+    OCI_MANIFEST,
+)
 from relpipe.images.reference import check_digest
 
-OCI_INDEX = "application/vnd.oci.image.index.v1+json"
-OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
-DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
-OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
-DOCKER_CONFIG = "application/vnd.docker.container.image.v1+json"
-
-INDEX_TYPES = (OCI_INDEX, DOCKER_LIST)
-MANIFEST_TYPES = (OCI_MANIFEST, DOCKER_MANIFEST)
-# The Accept header of every manifest request: without all four a registry may convert or 404.
-ACCEPT = ", ".join((OCI_INDEX, OCI_MANIFEST, DOCKER_LIST, DOCKER_MANIFEST))
-
-DEFAULT_PLATFORM = "linux/amd64"
+__all__ = [
+    "ACCEPT",
+    "DEFAULT_PLATFORM",
+    "DOCKER_CONFIG",
+    "DOCKER_LIST",
+    "DOCKER_MANIFEST",
+    "INDEX_TYPES",
+    "MANIFEST_TYPES",
+    "OCI_CONFIG",
+    "OCI_INDEX",
+    "OCI_MANIFEST",
+    "Descriptor",
+    "ImageConfig",
+    "Index",
+    "Manifest",
+    "ManifestError",
+    "Platform",
+    "descriptor_json",
+    "parse_config",
+    "parse_manifest",
+    "render_index",
+    "render_manifest",
+    "sha256_digest",
+]
 
 
 class ManifestError(ImageError):

@@ -29,7 +29,8 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from relpipe.images.auth import (
     AUTH_HOST_ENV,
@@ -44,19 +45,10 @@ from relpipe.images.auth import (
     load_credentials,
     parse_challenge,
 )
-from relpipe.images.manifest import (
-    ACCEPT,
-    DEFAULT_PLATFORM,
-    INDEX_TYPES,
-    MANIFEST_TYPES,
-    Index,
-    Manifest,
-    ManifestError,
-    Platform,
-    parse_config,
-    parse_manifest,
-    sha256_digest,
-)
+from relpipe.images.mediatypes import ACCEPT, DEFAULT_PLATFORM, INDEX_TYPES, MANIFEST_TYPES
+
+if TYPE_CHECKING:
+    from relpipe.images.manifest import Platform
 from relpipe.images.options import INSECURE_ENV, PLATFORM_ENV, mirrors_from_env, parse_mirror
 from relpipe.images.reference import DOCKER_HUB, DOCKER_HUB_API, Reference, is_loopback, parse
 from relpipe.images.transport import (
@@ -154,10 +146,18 @@ def _split_env(env: Mapping[str, str], key: str) -> frozenset[str]:
     return frozenset(x.strip() for x in env.get(key, "").split(",") if x.strip())
 
 
+def _m() -> ModuleType:
+    """`images.manifest`, imported on first use: a HEAD-only resolve never parses a document,
+    and creating its records is a measurable part of `relpipe images resolve`'s start-up."""
+    from relpipe.images import manifest
+
+    return manifest
+
+
 # Defaults (frozen records, shared safely by every client).
 _TIMEOUTS, _RETRY, _LIMITS = Timeouts(), RetryPolicy(), Limits()
 
-_LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
+_LINK_NEXT = r'<([^>]+)>\s*;\s*rel="?next"?'  # compiled by `re` on first use (start-up)
 
 
 # -- the client -------------------------------------------------------------------------------
@@ -416,7 +416,7 @@ class RegistryClient:
             kind="GET manifest",
         )
         _expect(resp, 200, ref, f"manifest {reference}")
-        digest = sha256_digest(resp.body)
+        digest = _m().sha256_digest(resp.body)
         claimed = resp.headers.get("docker-content-digest")
         if claimed and claimed != digest:
             raise DigestMismatch(
@@ -450,7 +450,7 @@ class RegistryClient:
                 raise DigestMismatch(f"{ref.name}: registry answered {digest} for {ref.digest}")
             return digest, media_type
         body, media_type, digest = self._get_manifest(ref, ref.reference)
-        parsed = parse_manifest(body, media_type)
+        parsed = _m().parse_manifest(body, media_type)
         return digest, parsed.media_type
 
     def resolve(self, ref: str | Reference, platform: str | None = None) -> Resolved:
@@ -461,9 +461,10 @@ class RegistryClient:
         plat, plat_digest = None, digest
         if media_type in INDEX_TYPES:
             body, header_type, _ = self._get_manifest(reference, digest)
-            index = parse_manifest(body, header_type)
-            assert isinstance(index, Index)
-            desc = index.select(Platform.parse(platform or self.platform or DEFAULT_PLATFORM))
+            m = _m()
+            index = m.parse_manifest(body, header_type)
+            assert isinstance(index, m.Index)
+            desc = index.select(m.Platform.parse(platform or self.platform or DEFAULT_PLATFORM))
             plat, plat_digest = str(desc.platform), desc.digest
         return Resolved(given, reference, digest, media_type, plat, plat_digest)
 
@@ -514,7 +515,7 @@ class RegistryClient:
             "GET", ref, f"/v2/{ref.repository}/blobs/{digest}", cap=cap, kind="GET blob"
         )
         _expect(resp, 200, ref, f"blob {digest}")
-        actual = sha256_digest(resp.body)
+        actual = _m().sha256_digest(resp.body)
         if actual != digest or len(resp.body) != size:
             raise DigestMismatch(
                 f"{ref.name}: blob {digest} came back as {actual} ({len(resp.body)} bytes); "
@@ -531,14 +532,15 @@ class RegistryClient:
         else:
             head_digest, _ = self._head(reference)
             top_body, top_type, digest = self._get_manifest(reference, head_digest)
-        top = parse_manifest(top_body, top_type)
+        m = _m()
+        top = m.parse_manifest(top_body, top_type)
         platform = platform or self.platform
-        wanted = Platform.parse(platform or DEFAULT_PLATFORM)
+        wanted = m.Platform.parse(platform or DEFAULT_PLATFORM)
         plat: Platform | None
-        if isinstance(top, Index):
+        if isinstance(top, m.Index):
             desc = top.select(wanted)
             if desc.media_type not in MANIFEST_TYPES:
-                raise ManifestError(
+                raise m.ManifestError(
                     f"{reference.name}: index entry {desc.digest} is a {desc.media_type}, "
                     "not an image manifest"
                 )
@@ -548,9 +550,9 @@ class RegistryClient:
                     f"{reference.name}: manifest {desc.digest} is {len(body)} bytes, "
                     f"index says {desc.size}"
                 )
-            child = parse_manifest(body, child_type)
-            if not isinstance(child, Manifest):
-                raise ManifestError(
+            child = m.parse_manifest(body, child_type)
+            if not isinstance(child, m.Manifest):
+                raise m.ManifestError(
                     f"{reference.name}: index entry {desc.digest} is not an image manifest"
                 )
             manifest, plat, plat_digest = child, desc.platform, child_digest
@@ -559,11 +561,11 @@ class RegistryClient:
         config_blob = self._get_blob(
             reference, manifest.config.digest, manifest.config.size, self.limits.config_bytes
         )
-        config = parse_config(config_blob)
+        config = m.parse_config(config_blob)
         if plat is None:
             plat = config.platform
             if platform and plat and not plat.matches(wanted):
-                raise ManifestError(
+                raise m.ManifestError(
                     f"{reference.name}: image is {plat}, not the requested {wanted}"
                 )
         return Pinned(
@@ -612,7 +614,7 @@ class RegistryClient:
         return tags
 
     def _next_link(self, ref: Reference, resp: Response) -> str | None:
-        match = _LINK_NEXT.search(resp.headers.get("link") or "")
+        match = re.search(_LINK_NEXT, resp.headers.get("link") or "")
         if not match:
             return None
         target = urllib.parse.urljoin(resp.url, match.group(1))
@@ -630,7 +632,7 @@ class RegistryClient:
     def upload_blob(self, repository: str | Reference, data: bytes) -> str:
         """Upload a blob (monolithic POST + PUT) unless it exists; returns its digest."""
         ref = _registry_ref(repository)
-        digest = sha256_digest(data)
+        digest = _m().sha256_digest(data)
         head = self._request(
             "HEAD", ref, f"/v2/{ref.repository}/blobs/{digest}", push=True, kind="HEAD blob"
         )
@@ -675,7 +677,7 @@ class RegistryClient:
     ) -> str:
         """PUT a manifest under a tag (or digest); its digest, checked against the registry's."""
         ref = _registry_ref(repository)
-        digest = sha256_digest(data)
+        digest = _m().sha256_digest(data)
         resp = self._request(
             "PUT",
             ref,
