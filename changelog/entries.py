@@ -1127,16 +1127,22 @@ def _byte_findings(data: bytes, first: int) -> tuple[str | None, list[Finding]]:
             )
         )
     elif data[len(data.rstrip(b" \n")) :].count(b"\n") > 1:
+        # An empty last line is InferenceX's "must end with one newline"; whitespace-only ones
+        # before the final newline are only style there.
         found.append(
             Finding(
                 base + len(data.rstrip(b" \n").split(b"\n")) + 1,
-                "trailing-blank-lines",
-                "blank lines at end of file",
+                "trailing-blank-lines" if data.endswith(b"\n\n") else "trailing-whitespace",
+                "blank lines at end of file"
+                if data.endswith(b"\n\n")
+                else "whitespace-only lines at end of file",
                 "end the file with exactly one newline",
             )
         )
     # Blank lines at the end and unsafe characters leave the file readable: go on parsing.
-    if any(f.code not in ("unsafe-char", "trailing-blank-lines") for f in found):
+    if any(
+        f.code not in ("unsafe-char", "trailing-blank-lines", "trailing-whitespace") for f in found
+    ):
         return None, found
     return text, found
 
