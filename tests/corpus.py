@@ -31,6 +31,9 @@ CORPUS_ENV = "RELPIPE_CORPUS"
 ATOM_ENV = "RELPIPE_ATOM_BUNDLE"
 # InferenceX's own dependencies for utils/ (pinned so the cached venv is reproducible).
 ORACLE_REQUIREMENTS = ("pydantic>=2.7,<3", "PyYAML>=6.0")
+# setuptools-scm, the oracle of the engine versions fixture nightlies carry (ATOM versions itself
+# with it); pinned so the cached venv is reproducible.
+SCM_REQUIREMENTS = ("setuptools-scm==10.3.4",)
 ORACLE_CACHE = Path(os.environ.get("RELPIPE_ORACLE_CACHE", Path.home() / ".cache/relpipe/oracle"))
 
 
@@ -78,7 +81,17 @@ def atom_clone(dest: Path) -> Path:
 
 def oracle_python() -> str:
     """A Python that has InferenceX's dependencies; the venv is made once and cached."""
-    key = hashlib.sha256("\n".join((sys.version, *ORACLE_REQUIREMENTS)).encode()).hexdigest()[:12]
+    return cached_python(ORACLE_REQUIREMENTS)
+
+
+def scm_python() -> str:
+    """A Python with setuptools-scm itself, the oracle of engine versions (ATOM's versioning)."""
+    return cached_python(SCM_REQUIREMENTS)
+
+
+def cached_python(requirements: tuple[str, ...]) -> str:
+    """A Python with `requirements` installed, in a venv made once and cached by their hash."""
+    key = hashlib.sha256("\n".join((sys.version, *requirements)).encode()).hexdigest()[:12]
     venv = ORACLE_CACHE / f"venv-{key}"
     python = venv / "bin" / "python"
     ORACLE_CACHE.mkdir(parents=True, exist_ok=True)
@@ -93,14 +106,14 @@ def oracle_python() -> str:
                     "install",
                     "-q",
                     "--disable-pip-version-check",
-                    *ORACLE_REQUIREMENTS,
+                    *requirements,
                 ],
                 capture_output=True,
                 text=True,
                 check=False,
             )
             if done.returncode != 0:
-                unavailable(f"cannot install the oracle's dependencies: {done.stderr[-300:]}")
+                unavailable(f"cannot install {', '.join(requirements)}: {done.stderr[-300:]}")
             (venv / ".ready").write_text("ok\n")
     return str(python)
 
