@@ -1,4 +1,5 @@
-"""The one error type of `changelog/`: raised when the benchmark repository's records (changelog, configs, notes) are invalid or unreadable."""
+"""The one error type of `changelog/`: the benchmark repository's records (changelog, configs,
+notes) are invalid or unreadable."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The one error type of `pipeline/`: raised when a pipeline stage could not run (bad run record, refused release)."""
+"""The one error type of `pipeline/`: a pipeline stage could not run (bad run record, refused
+release)."""
 
 from __future__ import annotations
 

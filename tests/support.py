@@ -42,7 +42,8 @@ def commit_files(
     message: str,
     env: dict[str, str] | None = None,
 ) -> str:
-    """Write (str/bytes) or delete (None) `files` in `repo` (git init'ed if new), commit; return the sha."""
+    """Write (str/bytes) or delete (None) `files` in `repo` (git init'ed if new), commit it;
+    return the sha."""
     if not (repo / ".git").exists():
         repo.mkdir(parents=True, exist_ok=True)
         git(repo, "init", "-q", "-b", "main")
@@ -92,7 +93,7 @@ LAYERS = ("core", "pipeline", "changelog", "images", "engine", "validate")
 
 
 def source_root() -> Path:
-    """A folder whose `relpipe/` holds this checkout's layers (symlinks), as the wheel lays them out.
+    """A folder whose `relpipe/` holds this checkout's layers (symlinks), laid out as the wheel.
 
     Put it on PYTHONPATH to import this source tree in a child started without site (`-S`) or
     without the editable install, as the engine payload is imported inside an image.

@@ -150,7 +150,8 @@ def _loose(value: Any) -> Any:
 
 
 def evaluate(text: Any, context: Mapping[str, Any]) -> Any:
-    """A workflow value with its `${{ }}` parts evaluated (a whole-value expression keeps its type)."""
+    """A workflow value with its `${{ }}` parts evaluated (a whole-value expression keeps its
+    type)."""
     if not isinstance(text, str) or "${{" not in text:
         return text
     whole = re.fullmatch(r"\s*\$\{\{(.*?)\}\}\s*", text, re.S)

@@ -1,4 +1,5 @@
-"""The one error type of `validate/`: raised when a check could not be run (bad rules file, unreadable repository, bad notes)."""
+"""The one error type of `validate/`: a check could not be run (bad rules file, unreadable
+repository, bad notes)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ import pytest
 from corpus import unavailable
 from relpipe.images import services as svc
 from relpipe.images.build import FixtureImage, build_fixtures
-from relpipe.pipeline.demo import EXAMPLE, prepare_workdir
+from relpipe.pipeline.demo import EXAMPLE, mirror_env, prepare_workdir
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,7 +56,8 @@ class Env:
 
     @property
     def newest(self) -> str:
-        return self.nightlies[-1].tagged
+        # Canonical (docker.io) name: the loopback registry serves it as a mirror.
+        return f"{REPOSITORY}:{self.nightlies[-1].tag}"
 
     def relpipe(
         self, *args: str, cwd: Path | None = None, timeout: float = 600
@@ -124,11 +125,12 @@ def env(
         DOCKER_HOST=docker_host,
         TRITON_INTERPRET="1",
         RELPIPE_STATE="",
+        **mirror_env(registry),
     )
     # Each client's container output folders live here: what identifies this module's containers.
     (base / "tmp").mkdir()
     variables["TMPDIR"] = str(base / "tmp")
-    repo = prepare_workdir(EXAMPLE, base / "repo", registry, REPOSITORY)
+    repo = prepare_workdir(EXAMPLE, base / "repo", registry, REPOSITORY, mirror=True)
     return Env(registry, variables, repo, base / "state", nightlies, fixture_cache)
 
 
@@ -250,7 +252,7 @@ def test_requalifying_the_same_digest_is_a_cache_hit(env: Env, qualified: Qualif
 def test_nightly_picks_the_newest_tag_and_reuses_the_run(env: Env, qualified: Qualified) -> None:
     done = env.relpipe(
         "nightly",
-        f"{env.registry}/{REPOSITORY}",
+        REPOSITORY,
         "--config-key",
         KEY,
         "--state",
@@ -263,9 +265,7 @@ def test_nightly_picks_the_newest_tag_and_reuses_the_run(env: Env, qualified: Qu
     assert (
         json.loads(done.stdout)["run"] == qualified.run_dir.name
     )  # same inputs, same run, all cached
-    missing = env.relpipe(
-        "nightly", f"{env.registry}/{REPOSITORY}", "--pattern", "release_%Y%m%d", *QUICK
-    )
+    missing = env.relpipe("nightly", REPOSITORY, "--pattern", "release_%Y%m%d", *QUICK)
     assert missing.returncode == 2 and "matches 'release_%Y%m%d'" in missing.stderr
 
 
@@ -370,19 +370,24 @@ def test_release_dry_run_then_release_pins_appends_and_writes_notes(
     assert dry.returncode == 0, dry.stdout + dry.stderr
     assert {f: (env.repo / f).read_bytes() for f in files} == before
     tag = env.nightlies[-1].tag
-    assert f"+  image: {env.registry}/{REPOSITORY}:{tag}" in dry.stdout
+    assert f"+  image: {REPOSITORY}:{tag}" in dry.stdout
     assert "release verdict: WARN (dry run, nothing written)" in dry.stdout
     # --json prints exactly one document (json.loads refuses trailing data): report + release.
     dry_json = env.relpipe(*common, "--dry-run", "--json")
     assert dry_json.returncode == 0, dry_json.stderr
     document = json.loads(dry_json.stdout)
     assert document["verdict"]["overall"] == "WARN" and document["release"]["written"] is False
-    assert f"+  image: {env.registry}/{REPOSITORY}:{tag}" in document["release"]["diff"]
+    assert f"+  image: {REPOSITORY}:{tag}" in document["release"]["diff"]
     assert {f: (env.repo / f).read_bytes() for f in files} == before
     done = env.relpipe(*common)
     assert done.returncode == 0, done.stdout + done.stderr
     config = (env.repo / "configs/amd-master.yaml").read_text()
-    assert f"image: {env.registry}/{REPOSITORY}:{tag}" in config
+    assert f"image: {REPOSITORY}:{tag}" in config
+    # Bytes came from the loopback mirror; no recorded name says so (issue 11.4).
+    diff = subprocess.run(
+        ["git", "-C", str(env.repo), "diff"], check=True, capture_output=True, text=True
+    ).stdout
+    assert "image: " in diff and "127.0.0.1" not in diff and env.registry not in diff
     changelog = (env.repo / "perf-changelog.yaml").read_bytes()
     assert changelog.startswith(before["perf-changelog.yaml"])
     assert b"https://github.com/example-org/benchmark-repo/pull/101" in changelog
@@ -456,7 +461,8 @@ def test_gsm8k_runs_inside_the_image_and_fails_closed_below_threshold(
     assert result.returncode == 1, result.stderr
     report = json.loads(result.stdout)
     gsm = [e for e in report["evals"] if e["suite"] == "gsm8k"]
-    # The tiny reference model cannot do arithmetic: both problems scored, accuracy below minimaxm3's 0.92.
+    # The tiny reference model cannot do arithmetic: both problems scored, accuracy below
+    # minimaxm3's 0.92.
     assert gsm and all(
         e["samples"] == 2 and e["threshold"] == 0.92 and e["score"] < 0.92 for e in gsm
     )
@@ -690,7 +696,7 @@ def test_slurm_submit_refuses_a_gpu_gres_no_node_has(
     assert not (plan_dir / "slurm" / "slurm.json").exists()
 
 
-# -- the nightly GitHub workflow, its run: steps executed as a runner gives them --------------------
+# -- the nightly GitHub workflow, its run: steps executed as a runner gives them ----------------
 
 
 def test_nightly_workflow_plan_matrix_merge_steps_give_the_unsharded_verdict(
