@@ -61,10 +61,13 @@ def default_state() -> Path:
     return Path(os.environ.get("RELPIPE_DEMO_STATE", Path.home() / ".cache" / "relpipe" / "demo"))
 
 
-def rewrite_registry(text: str, registry: str, repository: str = REPOSITORY) -> str:
-    """`rocm/atom-dev:TAG` (Docker Hub spelling) -> `<registry>/<repository>:TAG`."""
+def rewrite_registry(text: str, registry: str | None, repository: str = REPOSITORY) -> str:
+    """`rocm/atom-dev:TAG` (Docker Hub spelling) -> `<registry>/<repository>:TAG`.
+
+    `registry=None` keeps Docker Hub spelling (a mirror serves it): only the repository changes.
+    """
     pattern = r"(?<![\w./:-])" + re.escape(REPOSITORY) + r"(?=[:@])"
-    return re.sub(pattern, f"{registry}/{repository}", text)
+    return re.sub(pattern, f"{registry}/{repository}" if registry else repository, text)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -103,8 +106,8 @@ def prepare_workdir(
     refs: set[str] = set()
     for path in sorted((work / "configs").glob("*.yaml")):
         text = path.read_text(encoding="utf-8")
-        if not mirror:
-            text = rewrite_registry(text, registry, repository)
+        if not mirror or repository != REPOSITORY:
+            text = rewrite_registry(text, None if mirror else registry, repository)
             path.write_text(text, encoding="utf-8")
         prefix = re.escape(repository if mirror else f"{registry}/{repository}")
         refs.update(re.findall(rf"^\s*image:\s*({prefix}[:@]\S+)\s*$", text, re.M))
@@ -163,7 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return code
     newest = newest_nightly(REPOSITORY, "")
-    # The same choice `nightly` made (one function serves both): the release names what was qualified.
+    # The same choice `nightly` made (one function serves both): the release names what was
+    # qualified.
     code = relpipe(
         work,
         "release",
@@ -186,7 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         (args.state / "relpipe" / "releases").glob("*/report.html"), key=lambda p: p.stat().st_mtime
     )
     print(
-        f"\ndemo: done in {time.monotonic() - t0:.0f}s; release report: {releases[-1] if releases else '?'}"
+        f"\ndemo: done in {time.monotonic() - t0:.0f}s; "
+        f"release report: {releases[-1] if releases else '?'}"
     )
     return 0
 

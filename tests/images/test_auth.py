@@ -114,7 +114,8 @@ def test_missing_and_wrong_credentials_fail_in_one_line_without_the_password(
     with _tls_client(tls_registry, _env(tls_registry.addr, wrong)) as client:
         with pytest.raises(RegistryError) as info:
             client.resolve(repo)
-        text = f"{info.value} {info.value!r} {client!r} {load_credentials(tls_registry.addr, _env(tls_registry.addr, wrong))!r}"
+        creds = load_credentials(tls_registry.addr, _env(tls_registry.addr, wrong))
+        text = f"{info.value} {info.value!r} {client!r} {creds!r}"
     assert "unauthorized" in str(info.value) and "\n" not in str(info.value)
     assert wrong not in text and PASSWORD not in text
     assert base64.b64encode(f"{USER}:{wrong}".encode()).decode() not in text
@@ -212,9 +213,7 @@ def test_docker_credential_helper_on_path_is_used(
     bin_dir, log = tmp_path / "bin", tmp_path / "helper.log"
     bin_dir.mkdir()
     helper = bin_dir / "docker-credential-relpipetest"
-    helper.write_text(
-        HELPER.format(log=log, addr=tls_registry.addr, user=USER, secret=PASSWORD)
-    )
+    helper.write_text(HELPER.format(log=log, addr=tls_registry.addr, user=USER, secret=PASSWORD))
     helper.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     config = (

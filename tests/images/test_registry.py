@@ -1,4 +1,4 @@
-"""RegistryClient against the real distribution registry: push, resolve, pin, list, skopeo parity."""
+"""RegistryClient against the real distribution registry: push, resolve, pin, list, skopeo."""
 
 from __future__ import annotations
 
