@@ -28,6 +28,7 @@ from relpipe.pipeline.outputs import (
     Resolved,
     SmokeOutput,
 )
+from relpipe.pipeline.record import relpipe_version
 from relpipe.pipeline.run import execute
 from relpipe.pipeline.stages import Engine, Options, Plan, open_record
 from support import git
@@ -202,6 +203,8 @@ def run_record(tmp_path: Path, outcome_json) -> Path:  # noqa: ANN001
         options=Options(),
         workspace=None,
     )
+    # Stage keys hash relpipe's source: fingerprint it now, as the `relpipe report` process will.
+    relpipe_version.cache_clear()
     record = open_record(tmp_path / "state", plan)
     result = execute(plan, record, engine=RecordedEngine(recorded), quiet=True)
     assert result.verdict is not None and result.verdict.overall == "PASS"

@@ -82,7 +82,7 @@ def test_cli_usage_errors_exit_2_with_one_line(tmp_path: Path) -> None:
             "no run.json",
         ),
         (["report", str(tmp_path)], "is not a run record"),
-        (["release", "--image", "x/y:z"], "release needs --config-key K"),
+        (["release", "--image", "x/y:z"], "the following arguments are required: --config-key"),
     ]
     for args, message in cases:
         proc = subprocess.run(
