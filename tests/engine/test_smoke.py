@@ -79,6 +79,16 @@ def test_smoke_fails_on_a_broken_image_op(cli, fake_atom) -> None:  # type: igno
     assert "max-logit-diff" in r.doc["reason"]
 
 
+def test_an_atom_image_whose_ops_cannot_be_bound_fails_with_the_reason(cli, fake_atom) -> None:  # type: ignore[no-untyped-def]
+    # --ops auto in an image that has ATOM: no quiet fall-back to relpipe's kernels (C3 FAIL)
+    r = cli("smoke", "--prompts", "1", "--prompt-bytes", "3", "--max-new", "2",
+            extra_path=[fake_atom("norm-only")])  # fmt: skip
+    assert r.code == 1 and r.doc["status"] == "fail"
+    assert r.doc["reason"].startswith(
+        "ATOM op binding failed: atom.model_ops.activation.silu_and_mul: not importable"
+    )
+
+
 def test_spinning_kernel_is_killed_by_the_watchdog_and_named(cli, fake_atom) -> None:  # type: ignore[no-untyped-def]
     t0 = time.monotonic()
     r = cli(
