@@ -1,0 +1,231 @@
+"""A release on the real InferenceX tree: every ATOM key of configs/amd-master.yaml, dry run.
+
+The loopback registry serves as a mirror of docker.io (`RELPIPE_REGISTRY_MIRRORS`): every image
+the ATOM keys pin today (`rocm/atom:...`, `rocm/atom-dev:...`) is a copy of one fixture nightly
+under its canonical name, and the release candidate is the next fixture nightly under a new
+canonical tag. Fixtures are built once; every key's qualification shares the image stages
+through the stage cache (same digests), so each further key costs its golden AL and notes.
+
+For each key, `relpipe release --dry-run` in a git copy of the tree must exit 0 with no FAIL, and
+its diff must touch only the key's image line, the lock file and the appended changelog entry;
+the head changelog (base + appended lines) passes relpipe's hook and InferenceX's own validator.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import corpus
+import pytest
+from relpipe.changelog.configs.load import load_master, master_keys
+from relpipe.images.build import build_fixtures
+from relpipe.pipeline.demo import mirror_env
+from relpipe.validate import perf_changelog as gate
+from support import git
+
+pytestmark = [pytest.mark.services, pytest.mark.slow]
+
+REPOSITORY = "relpipe-test-realtree/atom-dev"
+CANDIDATE = "rocm/atom-dev:nightly_209901010000"  # not a tag the real tree uses
+REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
+PR = 2500  # the release PR: its entry links /pull/2500, as InferenceX's PR gate expects
+MASTER = "configs/amd-master.yaml"
+GATE = Path(__file__).resolve().parent.parent / "oracles" / "changelog_gate.py"
+# The ATOM keys of configs/amd-master.yaml at 843c6254f (the fixture checks the list is current).
+ATOM_KEYS = (
+    "dsr1-fp4-mi355x-atom",
+    "dsr1-fp4-mi355x-atom-mtp",
+    "qwen3.5-fp8-mi355x-atom",
+    "qwen3.5-fp8-mi355x-atom-mtp",
+    "qwen3.5-fp4-mi355x-atom",
+    "dsr1-fp8-mi355x-atom",
+    "dsr1-fp8-mi355x-atom-mtp",
+    "kimik3-fp4-mi355x-atom-agentic-mtp",
+    "dsv4-fp4-mi355x-atom",
+    "dsv4-fp4-mi355x-atom-mtp",
+    "dsv4-fp4-mi355x-atom-agentic-mtp",
+    "dsv4-fp4-mi355x-atom-disagg",
+    "glm5.2-fp4-mi355x-atom-agentic-mtp",
+)
+QUICK = (
+    "--max-batch",
+    "1",
+    "--max-new",
+    "2",
+    "--prompt-bytes",
+    "8",
+    "--kv-dtypes",
+    "fp32",
+    "--timeout",
+    "300",
+)
+
+
+@dataclass(frozen=True)
+class World:
+    repo: Path
+    state: Path
+    env: dict[str, str]
+    keys: list[str]
+    images: dict[str, str]  # key -> image it pins today
+
+
+def _copy(registry: str, source: str, target: str) -> None:
+    """Push `source` (registry-local) to `target` (a canonical name) on the loopback mirror."""
+    subprocess.run(
+        [
+            "skopeo",
+            "copy",
+            "--quiet",
+            "--preserve-digests",
+            "--src-tls-verify=false",
+            "--dest-tls-verify=false",
+            f"docker://{registry}/{source}",
+            f"docker://{registry}/{target.removeprefix('docker.io/')}",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def world(
+    registry: str,
+    docker_host: str,
+    fixture_cache: Path,
+    inferencex_tree: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> World:
+    if shutil.which("skopeo") is None:
+        corpus.unavailable("skopeo is not installed")
+    old, new = build_fixtures(registry, REPOSITORY, 2, "good", cache_dir=fixture_cache)
+    configs = load_master(inferencex_tree / MASTER)
+    keys = [k for k, v in configs.items() if v.get("framework") == "atom"]
+    assert tuple(keys) == ATOM_KEYS, "the real master's ATOM keys changed: update ATOM_KEYS"
+    images = {k: str(configs[k]["image"]) for k in keys}
+    for image in sorted(set(images.values())):
+        _copy(registry, f"{REPOSITORY}@{old.digest}", image)
+    _copy(registry, f"{REPOSITORY}@{new.digest}", CANDIDATE)
+    base = tmp_path_factory.mktemp("realtree")
+    repo = base / "InferenceX"
+    shutil.copytree(inferencex_tree, repo)
+    (repo / ".gitignore").write_text(".relpipe/\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "InferenceX at 843c6254f")
+    (base / "tmp").mkdir()
+    env = dict(
+        os.environ,
+        RELPIPE_REGISTRY=registry,
+        DOCKER_HOST=docker_host,
+        TRITON_INTERPRET="1",
+        RELPIPE_STATE="",
+        TMPDIR=str(base / "tmp"),
+        **mirror_env(registry),
+    )
+    return World(repo, base / "state", env, keys, images)
+
+
+def _release(world: World, key: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "relpipe.pipeline", "release", "--config-key", key]
+        + ["--image", CANDIDATE, "--pr-number", str(PR), "--repo-url", REPO_URL]
+        + ["--dry-run", "--json", "--state", str(world.state), *QUICK],
+        cwd=world.repo,
+        env=world.env,
+        capture_output=True,
+        text=True,
+        timeout=840,
+    )
+
+
+def _files(diff: str) -> dict[str, tuple[list[str], list[str]]]:
+    """path -> (removed lines, added lines) of a unified diff."""
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    current = None
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            current = re.sub(r"^\+\+\+ (?:b/)?", "", line).split("\t")[0]
+            out[current] = ([], [])
+        elif line.startswith("--- ") or current is None:
+            continue
+        elif line.startswith("-"):
+            out[current][0].append(line[1:])
+        elif line.startswith("+"):
+            out[current][1].append(line[1:])
+    return out
+
+
+def _inferencex_accepts(base: bytes, head: bytes, masters: list[Path]) -> tuple[bool, str]:
+    python = corpus.oracle_python()
+    utils = corpus.inferencex_tree() / "utils"
+    payload = [
+        {
+            "base": base64.b64encode(base).decode(),
+            "head": base64.b64encode(head).decode(),
+            "pr": PR,
+            "all_evals": False,
+            "evals_only": False,
+            "resolve": True,
+        }
+    ]
+    done = subprocess.run(
+        [python, str(GATE), *map(str, masters)],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        cwd=utils.parent,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(utils), str(utils / "matrix_logic")]),
+            "PYTHONDONTWRITEBYTECODE": "1",
+        },
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    [(ok, why)] = json.loads(done.stdout)
+    return ok, why
+
+
+@pytest.mark.timeout(900)  # the first key runs the whole qualification on 2 shared cores
+@pytest.mark.parametrize("key", ATOM_KEYS)
+def test_an_atom_key_releases_on_the_real_tree(world: World, key: str) -> None:
+    """The first key pays for the qualification; the others reuse its stages (same digests)."""
+    master_lines = (world.repo / MASTER).read_text().split("\n")
+    base_log = (world.repo / "perf-changelog.yaml").read_bytes()
+    masters = sorted((world.repo / "configs").glob("*-master.yaml"))
+    all_keys = [k for m in masters for k in master_keys(m)]
+    done = _release(world, key)
+    assert done.returncode == 0, done.stderr[-2000:]
+    doc: dict[str, Any] = json.loads(done.stdout)
+    bad = [c for c in doc["verdict"]["checks"] if c["status"] == "FAIL"]
+    assert bad == []
+    files = _files(doc["release"]["diff"])
+    assert set(files) == {MASTER, "images.lock.yaml", "perf-changelog.yaml"}
+    # The key's image line, and nothing else, changes in the real master.
+    old_line = f"  image: {world.images[key]}"
+    assert files[MASTER] == ([old_line], [f"  image: {CANDIDATE}"])
+    assert master_lines.count(old_line) >= 1
+    # The changelog only grows: the entry is appended after the last real byte.
+    removed, added = files["perf-changelog.yaml"]
+    assert removed == []
+    head = base_log + ("\n".join(added) + "\n").encode()
+    assert f"- {key}".encode() in head[len(base_log) :]
+    report = gate.check(base_log, head, gate.Rules(REPO_URL, PR, all_keys))
+    assert report.ok, [str(f) for f in report.findings]
+    accepted, why = _inferencex_accepts(base_log, head, masters)
+    assert accepted, why
+    # A dry run writes nothing.
+    assert not (world.repo / "images.lock.yaml").exists()
+    assert git(world.repo, "status", "--porcelain", "--untracked-files=no") == ""
