@@ -1,4 +1,5 @@
-"""`python -m relpipe.engine probe|smoke|eval|serve|launch-command|server-smoke ...`: dispatch to one module per command.
+"""`python -m relpipe.engine COMMAND ...` (probe, smoke, eval, serve, launch-command,
+server-smoke): dispatch to one module per command.
 
 Nothing here imports torch or triton: `probe` must run in images that have neither, and the
 decode commands import them lazily with a one-line error when they are missing.

@@ -238,7 +238,7 @@ def wait_healthy(
 
 
 def shutdown(proc: subprocess.Popen[bytes], grace: float = 10.0) -> int:
-    """SIGTERM the server's process group, SIGKILL it after `grace` seconds; return the exit code."""
+    """SIGTERM the server's process group, SIGKILL it after `grace` s; return the exit code."""
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGTERM)

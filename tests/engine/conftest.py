@@ -45,7 +45,7 @@ def run_cli(
     timeout: float = 300,
     python: str = sys.executable,
 ) -> CliResult:
-    """`python -m relpipe.engine ARGS --out FILE` as a subprocess; returns exit code and the result doc."""
+    """`python -m relpipe.engine ARGS --out FILE` as a subprocess: exit code and result doc."""
     out = tmp / f"result-{len(list(tmp.glob('result-*.json')))}.json"
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(str(p) for p in [*(extra_path or []), source_root()])

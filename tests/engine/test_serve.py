@@ -1,4 +1,4 @@
-"""`python -m relpipe.engine serve`: OpenAI-compatible endpoints, plain and streaming, and bad requests;
+"""`python -m relpipe.engine serve`: OpenAI-compatible endpoints, plain and streaming, bad requests;
 plus the adapters' health check and shutdown driving it as a real server process."""
 
 from __future__ import annotations

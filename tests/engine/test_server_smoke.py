@@ -1,4 +1,4 @@
-"""`python -m relpipe.engine server-smoke`: relpipe's own `engine serve` launched through its adapter,
+"""`python -m relpipe.engine server-smoke`: relpipe's own `engine serve` started by its adapter,
 decoded through the API, re-checked against a recorded decode, gsm8k through the same server; and
 each bad input (model folder missing or unreadable, a server that never becomes healthy, one that
 answers garbage, one that stalls mid-stream) ending as FAIL with one line, its server stopped."""
@@ -55,10 +55,23 @@ def model_dir(tmp_path: Path) -> Path:
 
 def _smoke(cli, model: Path, *extra: str, python: str = sys.executable):  # type: ignore[no-untyped-def]
     return cli(
-        "server-smoke", "--engine", "relpipe", "--model", str(model), "--python", python,
-        "--port", str(_free_port()), "--prompts", "1", "--prompt-bytes", "4", "--max-new", "3",
+        "server-smoke",
+        "--engine",
+        "relpipe",
+        "--model",
+        str(model),
+        "--python",
+        python,
+        "--port",
+        str(_free_port()),
+        "--prompts",
+        "1",
+        "--prompt-bytes",
+        "4",
+        "--max-new",
+        "3",
         *extra,
-    )  # fmt: skip
+    )
 
 
 def _free_port() -> int:
@@ -111,7 +124,8 @@ def test_unreadable_model_file_fails(cli, model_dir: Path) -> None:  # type: ign
     r = _smoke(cli, model_dir)
     assert r.code == 1
     assert r.doc["reason"] == (
-        f"model folder {model_dir}: model-00001.safetensors is unreadable (No such file or directory)"
+        f"model folder {model_dir}: model-00001.safetensors is unreadable"
+        " (No such file or directory)"
     )
 
 
@@ -141,9 +155,21 @@ def test_broken_servers_fail_with_one_line_and_are_stopped(  # type: ignore[no-u
     port = _free_port()
     started = time.monotonic()
     r = cli(
-        "server-smoke", "--engine", "relpipe", "--model", str(model_dir), "--python", str(fake),
-        "--port", str(port), "--prompts", "1", "--max-new", "3", *extra,
-    )  # fmt: skip
+        "server-smoke",
+        "--engine",
+        "relpipe",
+        "--model",
+        str(model_dir),
+        "--python",
+        str(fake),
+        "--port",
+        str(port),
+        "--prompts",
+        "1",
+        "--max-new",
+        "3",
+        *extra,
+    )
     assert time.monotonic() - started < 60
     assert r.code == 1 and r.doc["status"] == "fail"
     assert r.doc["reason"] == reason.format(port=port)

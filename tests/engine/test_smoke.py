@@ -1,4 +1,4 @@
-"""`python -m relpipe.engine smoke` end to end: pass, golden files, the image's ops, and the failures it
+"""`python -m relpipe.engine smoke` end to end: pass, golden files, the image's ops, the failures it
 must catch (a broken op, a kernel that spins for ever, no torch in the image)."""
 
 from __future__ import annotations
@@ -81,8 +81,16 @@ def test_smoke_fails_on_a_broken_image_op(cli, fake_atom) -> None:  # type: igno
 
 def test_an_atom_image_whose_ops_cannot_be_bound_fails_with_the_reason(cli, fake_atom) -> None:  # type: ignore[no-untyped-def]
     # --ops auto in an image that has ATOM: no quiet fall-back to relpipe's kernels (C3 FAIL)
-    r = cli("smoke", "--prompts", "1", "--prompt-bytes", "3", "--max-new", "2",
-            extra_path=[fake_atom("norm-only")])  # fmt: skip
+    r = cli(
+        "smoke",
+        "--prompts",
+        "1",
+        "--prompt-bytes",
+        "3",
+        "--max-new",
+        "2",
+        extra_path=[fake_atom("norm-only")],
+    )
     assert r.code == 1 and r.doc["status"] == "fail"
     assert r.doc["reason"].startswith(
         "ATOM op binding failed: atom.model_ops.activation.silu_and_mul: not importable"

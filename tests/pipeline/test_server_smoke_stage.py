@@ -30,9 +30,15 @@ def test_server_smoke_and_gsm8k_in_a_fixture_image(
     dataset = tmp_path / "gsm8k.jsonl"
     dataset.write_text(json.dumps({"question": "What is 2 plus 3?", "answer": "#### 5"}) + "\n")
     options = Options(
-        suites=("gsm8k",), timeout_s=300, gpu="none", dataset=str(dataset),
-        max_new=2, prompt_bytes=4, n_shot=0, eval_limit=1,
-    )  # fmt: skip
+        suites=("gsm8k",),
+        timeout_s=300,
+        gpu="none",
+        dataset=str(dataset),
+        max_new=2,
+        prompt_bytes=4,
+        n_shot=0,
+        eval_limit=1,
+    )
     engine = Engine(_runtime=Runtime.from_env(docker_host=docker_host, gpu="none"))
     ref = str(image.reference)
     inputs = {"threshold": 0.0, "batch": 1, "metric": "accuracy", "baseline": ref}
