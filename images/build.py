@@ -41,6 +41,7 @@ from typing import IO, Any
 
 from relpipe.core.files import publish, write_atomic
 from relpipe.images import fixture_repo as fx
+from relpipe.images import real_engine
 from relpipe.images.errors import ImageError
 from relpipe.images.manifest import (
     DOCKER_CONFIG,
@@ -635,6 +636,8 @@ class _Planned:
     config: bytes
     manifest: bytes
     atom: RepoBuild
+    created: str
+    variant: str
 
 
 class FixtureBuilder:
@@ -667,6 +670,31 @@ class FixtureBuilder:
             )
         if not 1 <= count <= fx.MAX_NIGHTLIES:
             raise BuildError(f"--count must be between 1 and {fx.MAX_NIGHTLIES}, got {count}")
+        base, vendor, aiter = self._common()
+        planned = []
+        for index in range(count):
+            kind = variant if index == count - 1 else "good"
+            atom = build_repo(fx.ATOM_HISTORY, fx.atom_commits(index, kind), "app/ATOM")
+            planned.append(
+                self._nightly(index, nightly_tag(index), _created(index), kind, base, vendor, atom)
+            )
+        return planned, aiter
+
+    def plan_engine(self, source: Path, revs: Sequence[str]) -> tuple[list[_Planned], RepoBuild]:
+        """Nightlies whose /app/ATOM is `source` at each of `revs` (images.real_engine), tagged
+        from the commits' dates."""
+        commits = real_engine.engine_commits(source, revs)
+        base, vendor, aiter = self._common()
+        planned = []
+        for index, commit in enumerate(commits):
+            atom = engine_repo_build(source, commit)
+            planned.append(
+                self._nightly(index, commit.tag, commit.created, "good", base, vendor, atom)
+            )
+        return planned, aiter
+
+    def _common(self) -> tuple[Layer, Layer, RepoBuild]:
+        """The base layer (Python, git, libraries), the vendor layer (AITER ...), and AITER."""
         entries, inputs = base_entries(self._py, self.cache_dir)
         base = self._layer(_key("base", inputs), lambda: entries, "base (python + git + libs)")
         aiter = build_repo(fx.AITER_HISTORY, fx.AITER_COMMITS, "app/aiter-test")
@@ -674,31 +702,33 @@ class FixtureBuilder:
         vendor = self._layer(
             _key("vendor", _entries_key(vendor_list)), lambda: vendor_list, "vendor"
         )
-        planned = []
-        for index in range(count):
-            commits = fx.atom_commits(index, variant if index == count - 1 else "good")
-            atom = build_repo(fx.ATOM_HISTORY, commits, "app/ATOM")
-            atom_list = atom_entries(self._py, atom)
-            layer = self._layer(
-                _key("atom", _entries_key(atom_list)),
-                lambda a=atom_list: a,  # type: ignore[misc]
-                f"ATOM {atom.version}",
-            )
-            layers = (base, vendor, layer)
-            labels = {
-                TOOLCHAIN_LABEL: TOOLCHAIN_SITE_PACKAGES,
-                "org.opencontainers.image.title": "atom-dev fixture",
-                "org.opencontainers.image.version": atom.version,
-                "org.opencontainers.image.revision": atom.commit,
-                "org.relpipe.fixture.variant": variant if index == count - 1 else "good",
-            }
-            config = image_config(layers, _created(index), labels)
-            planned.append(
-                _Planned(
-                    index, nightly_tag(index), layers, config, image_manifest(config, layers), atom
-                )
-            )
-        return planned, aiter
+        return base, vendor, aiter
+
+    def _nightly(
+        self,
+        index: int,
+        tag: str,
+        created: str,
+        variant: str,
+        base: Layer,
+        vendor: Layer,
+        atom: RepoBuild,
+    ) -> _Planned:
+        atom_list = atom_entries(self._py, atom)
+        layer = self._layer(
+            _key("atom", _entries_key(atom_list)), lambda: atom_list, f"ATOM {atom.version}"
+        )
+        layers = (base, vendor, layer)
+        labels = {
+            TOOLCHAIN_LABEL: TOOLCHAIN_SITE_PACKAGES,
+            "org.opencontainers.image.title": "atom-dev fixture",
+            "org.opencontainers.image.version": atom.version,
+            "org.opencontainers.image.revision": atom.commit,
+            "org.relpipe.fixture.variant": variant,
+        }
+        config = image_config(layers, created, labels)
+        manifest = image_manifest(config, layers)
+        return _Planned(index, tag, layers, config, manifest, atom, created, variant)
 
     def build(
         self,
@@ -707,9 +737,15 @@ class FixtureBuilder:
         count: int = 4,
         variant: str = "good",
         client: RegistryClient | None = None,
+        engine_repo: Path | None = None,
+        engine_commits: Sequence[str] = (),
     ) -> list[FixtureImage]:
-        """Build and push `count` nightlies (the last one of `variant`); cache hits push nothing."""
-        planned, aiter = self.plan(count, variant)
+        """Build and push `count` nightlies (the last one of `variant`), or with `engine_repo`
+        one per commit of `engine_commits` (real history); cache hits push nothing."""
+        if engine_repo is not None:
+            planned, aiter = self.plan_engine(engine_repo, engine_commits)
+        else:
+            planned, aiter = self.plan(count, variant)
         name = f"{registry}/{repository}"
         own = client is None
         reg = client if client is not None else RegistryClient()
@@ -734,14 +770,14 @@ class FixtureBuilder:
                         repository,
                         item.tag,
                         expected,
-                        variant if item.index == count - 1 else "good",
+                        item.variant,
                         item.atom.version,
                         item.atom.commit,
                         aiter.version,
                         aiter.commit,
                         fx.ROCM_VERSION,
                         fx.LMCACHE_VERSION,
-                        _created(item.index),
+                        item.created,
                         pushed,
                     )
                 )
@@ -782,10 +818,70 @@ def build_fixtures(
     cache_dir: Path | None = None,
     log: Callable[[str], None] | None = None,
     client: Any = None,
+    engine_repo: Path | None = None,
+    engine_commits: Sequence[str] = (),
 ) -> list[FixtureImage]:
     """Build and push fixture nightlies `nightly_YYYYMMDDHHMM` to `registry/repository`.
 
     The first `count - 1` nightlies are always good; the last is of `variant` ("good", "broken":
     rms_norm numerically wrong, "hang": silu_and_mul spins forever). Same inputs, same digests.
+    With `engine_repo`, one nightly per commit of `engine_commits` instead, /app/ATOM being that
+    repository at the commit (`engine_repo_build`), tagged from the commit's date.
     """
-    return FixtureBuilder(cache_dir, log).build(registry, repository, count, variant, client)
+    return FixtureBuilder(cache_dir, log).build(
+        registry,
+        repository,
+        count,
+        variant,
+        client,
+        engine_repo=engine_repo,
+        engine_commits=engine_commits,
+    )
+
+
+def engine_repo_build(source: Path, commit: real_engine.EngineCommit) -> RepoBuild:
+    """/app/ATOM from a real repository: the checkout of `commit` with its history
+    (`real_engine.checkout`), and the version file `pip install -e .` makes setuptools-scm write
+    (`[tool.setuptools_scm] write_to` in the commit's pyproject.toml)."""
+    with tempfile.TemporaryDirectory(prefix="relpipe-engine-repo-") as tmp:
+        repo = Path(tmp) / "ATOM"
+        real_engine.checkout(source, commit, repo)
+        entries: list[Entry] = []
+        for dirpath, dirnames, filenames in os.walk(repo):
+            dirnames.sort()
+            for name in sorted(filenames):
+                src = Path(dirpath) / name
+                rel = f"app/ATOM/{src.relative_to(repo).as_posix()}"
+                if src.is_symlink():
+                    entries.append(Entry(rel, "symlink", target=os.readlink(src)))
+                else:
+                    mode = 0o755 if os.access(src, os.X_OK) else 0o644
+                    entries.append(Entry(rel, "file", mode, data=src.read_bytes()))
+            for name in dirnames:
+                src = Path(dirpath) / name
+                rel = f"app/ATOM/{src.relative_to(repo).as_posix()}"
+                if src.is_symlink():
+                    entries.append(Entry(rel, "symlink", target=os.readlink(src)))
+                else:
+                    entries.append(Entry(rel, "dir", 0o755))
+        written = _scm_write_to(repo / "pyproject.toml", commit.version)
+        if written is not None:
+            entries.append(Entry(f"app/ATOM/{written[0]}", "file", 0o644, data=written[1]))
+    return RepoBuild(tuple(entries), commit.sha, commit.version)
+
+
+def _scm_write_to(pyproject: Path, version: str) -> tuple[str, bytes] | None:
+    """(path, bytes) of the version file setuptools-scm writes for `version`, if configured."""
+    import tomllib
+
+    try:
+        scm = tomllib.loads(pyproject.read_text("utf-8"))["tool"]["setuptools_scm"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    path = scm.get("write_to") if isinstance(scm, dict) else None
+    if not isinstance(path, str) or path.startswith("/") or ".." in path.split("/"):
+        return None
+    template = scm.get("write_to_template", "__version__ = version = {version!r}\n")
+    if not isinstance(template, str):
+        return None
+    return path, template.format(version=version).encode()

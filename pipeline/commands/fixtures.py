@@ -45,6 +45,23 @@ def _parser() -> argparse.ArgumentParser:
         default="good",
         help="kind of the newest nightly: good, broken (rms_norm wrong), hang",
     )
+    real = build.add_argument_group(
+        "real engine history (instead of the built-in fixture engine; --count/--variant unused)"
+    )
+    real.add_argument(
+        "--engine-repo",
+        metavar="PATH",
+        type=Path,
+        default=None,
+        help="a git repository of the engine (e.g. a clone of ATOM): /app/ATOM is it at a commit",
+    )
+    real.add_argument(
+        "--engine-commits",
+        metavar="A,B,...",
+        default="",
+        help="commits or tags of --engine-repo, one nightly each (tag nightly_YYYYMMDDHHMM from "
+        "the commit date, version as setuptools-scm gives it)",
+    )
     build.add_argument(
         "--cache-dir",
         metavar="DIR",
@@ -67,8 +84,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     log = (
         (lambda msg: print(f"relpipe fixtures: {msg}", file=sys.stderr)) if not args.json else None
     )
+    commits = [c.strip() for c in args.engine_commits.split(",") if c.strip()]
+    if (args.engine_repo is None) != (not commits):
+        raise ImageError("--engine-repo and --engine-commits go together")
     images = build_fixtures(
-        args.registry, args.repository, args.count, args.variant, cache_dir=args.cache_dir, log=log
+        args.registry,
+        args.repository,
+        args.count,
+        args.variant,
+        cache_dir=args.cache_dir,
+        log=log,
+        engine_repo=args.engine_repo,
+        engine_commits=commits,
     )
     if args.json:
         print(json.dumps([image.to_json() for image in images], indent=2))

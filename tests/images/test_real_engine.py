@@ -5,6 +5,7 @@ ATOM's release Dockerfile leaves it."""
 from __future__ import annotations
 
 import subprocess
+import uuid
 from pathlib import Path
 
 import corpus
@@ -90,3 +91,37 @@ def test_checkout_has_the_history_up_to_the_commit_only(tmp_path: Path, atom_rep
     )
     assert real_engine.scm_version(dest, "HEAD") == commit.version
     assert (dest / "atom" / "model_engine" / "model_runner.py").is_file()
+
+
+@pytest.mark.services
+@pytest.mark.slow
+def test_nightlies_from_real_commits_probe_as_setuptools_scm_says(
+    atom_repo: Path, registry: str, docker_host: str, fixture_cache: Path, tmp_path: Path
+) -> None:
+    from relpipe.images.build import build_fixtures
+    from relpipe.images.runtime import Runtime
+
+    revs = ["v0.1.5~3", HEAD]
+    images = build_fixtures(
+        registry,
+        f"relpipe-test-real/atom-{uuid.uuid4().hex[:8]}",
+        cache_dir=fixture_cache,
+        engine_repo=atom_repo,
+        engine_commits=revs,
+    )
+    commits = real_engine.engine_commits(atom_repo, revs)
+    assert [i.tag for i in images] == [c.tag for c in commits]
+    assert [i.engine_version for i in images] == [
+        "0.1.4.dev117+g7b89da977",
+        "0.1.6rc1.dev323+gffdf3bb5d",
+    ]
+    runtime = Runtime.from_env(docker_host=docker_host, gpu="none")
+    engine = Path(__file__).resolve().parents[2] / "engine"
+    for image, commit in zip(images, commits, strict=True):
+        out = tmp_path / image.tag
+        facts = runtime.run_engine(
+            image.reference, "probe", (), engine_dir=engine, out_dir=out, timeout_s=300
+        ).require()
+        assert facts["engine"]["version"] == commit.version
+        assert facts["engine"]["commit"] == commit.sha
+        assert image.created == commit.created
