@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -112,7 +113,9 @@ def test_model_config_is_validated() -> None:
         model.ModelConfig(n_layers=0)
 
 
-def test_image_ops_are_bound_with_atoms_real_signatures(weights: model.Weights, fake_atom, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_image_ops_are_bound_with_atoms_real_signatures(
+    weights: model.Weights, fake_atom: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.syspath_prepend(str(fake_atom("good")))
     ops, notes = load_ops("auto")
     assert ops.provider == {"rms_norm": "atom", "silu_and_mul": "atom"}
@@ -124,21 +127,27 @@ def test_image_ops_are_bound_with_atoms_real_signatures(weights: model.Weights, 
     assert load_ops("engine")[0].provider == {"rms_norm": "engine", "silu_and_mul": "engine"}
 
 
-def test_a_failed_binding_in_an_atom_image_is_a_fail_not_a_fallback(fake_atom, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_failed_binding_in_an_atom_image_is_a_fail_not_a_fallback(
+    fake_atom: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.syspath_prepend(str(fake_atom("norm-only")))
     with pytest.raises(OpBindingError, match=r"activation\.silu_and_mul: not importable") as err:
         load_ops("auto")
     assert err.value.exit_code == 1
 
 
-def test_the_old_functional_silu_signature_is_reported(weights: model.Weights, fake_atom, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_old_functional_silu_signature_is_reported(
+    weights: model.Weights, fake_atom: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.syspath_prepend(str(fake_atom("functional-act")))
     ops, _ = load_ops("atom")
     with pytest.raises(TypeError, match="positional argument"):
         greedy(make_decoder("mono", weights, ops=ops), PROMPTS[:1], 1)
 
 
-def test_op_with_wrong_shape_is_an_op_error(weights: model.Weights, fake_atom, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_op_with_wrong_shape_is_an_op_error(
+    weights: model.Weights, fake_atom: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.syspath_prepend(str(fake_atom("wrong-shape")))
     ops, _ = load_ops("atom")
     with pytest.raises(OpError, match=r"op rms_norm returned \(1, 63\), expected .*\(1, 64\)"):
