@@ -167,7 +167,8 @@ class Fault:
     """One programmed misbehaviour for one matching request."""
 
     # status reset timeout truncate lie-digest strip-digest oversize invalid-json
-    # drip (headers at once, then one body byte per `delay`), redirect (307 to `location` + the
+    # drip (headers at once, then one body byte per `delay`), drip-headers (the status line and
+    # headers one byte per `delay`), redirect (307 to `location` + the
     # request path), ambiguous (a manifest that also has `manifests`, served as `media_type`)
     kind: str
     status: int = 503
@@ -294,6 +295,17 @@ class FaultProxy:
         elif fault.kind == "redirect":
             self._drain(h)
             self._reply(h, 307, [("Location", fault.location + h.path)], b"")
+        elif fault.kind == "drip-headers":
+            status, headers, data = self._forward(h)
+            head = [f"HTTP/1.1 {status} OK\r\n"] + [f"{k}: {v}\r\n" for k, v in headers]
+            try:
+                for byte in "".join(head).encode("latin-1"):
+                    h.wfile.write(bytes([byte]))
+                    h.wfile.flush()
+                    time.sleep(fault.delay)
+            except OSError:
+                pass  # the client gave up at its deadline: that is the point
+            h.close_connection = True
         elif fault.kind == "drip":
             status, headers, data = self._forward(h)
             h.send_response(status)

@@ -246,14 +246,16 @@ def test_cli_pin_with_lying_registry_exits_1_and_writes_nothing(
     assert not lock.exists()
 
 
+@pytest.mark.parametrize("kind", ["drip", "drip-headers"])
 def test_dripping_server_cannot_outlast_the_overall_deadline(
-    image: tuple[str, str, str, dict[str, str]], proxy: FaultProxy, light: bool
+    image: tuple[str, str, str, dict[str, str]], proxy: FaultProxy, light: bool, kind: str
 ) -> None:
-    """17.8: one byte every 0.8 s never trips a 2 s read timeout; the overall deadline does."""
+    """17.8: one byte every 0.8 s never trips a 2 s read timeout; the overall deadline does,
+    whether the body or the status line and headers drip."""
     import time
 
     repo, tag, _, _ = image
-    proxy.program(MANIFEST, *[Fault("drip", delay=0.8)] * 4, method="GET")
+    proxy.program(MANIFEST, *[Fault(kind, delay=0.8)] * 4, method="GET")
     with RegistryClient(timeout=2.0, light=light) as client:
         started = time.monotonic()
         with pytest.raises(RegistryError, match="deadline") as info:
