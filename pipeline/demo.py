@@ -91,11 +91,14 @@ def prepare_workdir(
     repository: str = REPOSITORY,
     *,
     mirror: bool = False,
+    pinned_tag: str | None = None,
 ) -> Path:
     """A fresh git repository with the example's files, lock re-pinned against `registry`.
 
     `mirror=True`: names stay canonical (`rocm/atom-dev:...`) and `registry` serves them as a
     mirror of docker.io; otherwise `repository` is rewritten to `<registry>/<repository>`.
+    `pinned_tag`: every config pins this nightly instead (nightlies built from a real engine
+    history are tagged from their commits' dates, not the example's fixture tags).
     """
     from relpipe.images import lock
     from relpipe.images.registry import RegistryClient
@@ -106,6 +109,10 @@ def prepare_workdir(
     refs: set[str] = set()
     for path in sorted((work / "configs").glob("*.yaml")):
         text = path.read_text(encoding="utf-8")
+        if pinned_tag is not None:
+            pattern = rf"(?<![\w./:-]){re.escape(REPOSITORY)}:nightly_\d{{12}}\b"
+            text = re.sub(pattern, f"{REPOSITORY}:{pinned_tag}", text)
+            path.write_text(text, encoding="utf-8")
         if not mirror or repository != REPOSITORY:
             text = rewrite_registry(text, None if mirror else registry, repository)
             path.write_text(text, encoding="utf-8")
@@ -135,6 +142,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--state", type=Path, default=default_state(), help="demo state folder")
     p.add_argument("--config-key", default=CONFIG_KEY)
+    p.add_argument(
+        "--engine-repo",
+        type=Path,
+        default=None,
+        help="a clone of ATOM: the nightlies carry it at --engine-commits instead of the small "
+        "built-in engine (ATOM's own ops need AMD's AITER, so smoke fails closed on a CPU host)",
+    )
+    p.add_argument(
+        "--engine-commits",
+        default="HEAD~3,HEAD",
+        help="commits of --engine-repo, oldest first; the oldest is the pinned baseline "
+        "(default HEAD~3,HEAD)",
+    )
     args = p.parse_args(argv)
     registry = os.environ.get("RELPIPE_REGISTRY")
     if not registry or not os.environ.get("DOCKER_HOST"):
@@ -145,17 +165,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     t0 = time.monotonic()
+    commits = [c.strip() for c in args.engine_commits.split(",") if c.strip()]
+    source = f"ATOM {args.engine_repo} at {', '.join(commits)}" if args.engine_repo else "fixture"
     print(
-        f"demo: building {NIGHTLIES} fixture nightlies of {REPOSITORY} into {registry}, "
-        "a mirror of docker.io",
+        f"demo: building {source} nightlies of {REPOSITORY} into {registry}, a mirror of docker.io",
         flush=True,
     )
-    build_fixtures(
-        registry, REPOSITORY, NIGHTLIES, "good", log=lambda m: print(f"  {m}", flush=True)
+    built = build_fixtures(
+        registry,
+        REPOSITORY,
+        NIGHTLIES,
+        "good",
+        log=lambda m: print(f"  {m}", flush=True),
+        engine_repo=args.engine_repo,
+        engine_commits=commits if args.engine_repo else (),
     )
     # This process and every `relpipe` it starts fetch docker.io's images from the mirror.
     os.environ.update(mirror_env(registry))
-    work = prepare_workdir(EXAMPLE, args.state / "work" / "benchmark-repo", registry, mirror=True)
+    work = prepare_workdir(
+        EXAMPLE,
+        args.state / "work" / "benchmark-repo",
+        registry,
+        mirror=True,
+        pinned_tag=built[0].tag if args.engine_repo else None,
+    )
     print(f"demo: benchmark repository at {work} ({time.monotonic() - t0:.0f}s)", flush=True)
     state = ["--state", str(args.state / "relpipe"), *DEMO_OPTIONS]
     code = relpipe(work, "nightly", REPOSITORY, "--config-key", args.config_key, *state)
