@@ -499,6 +499,14 @@ def test_builtin_rule_sets_load() -> None:
         precision.load_rules(Path(atom.source).parent / "does-not-exist.yaml")
 
 
+@pytest.mark.parametrize("name", sorted(precision.BUILTIN_RULES))
+def test_builtin_rule_sets_pass_the_overlap_check(name: str) -> None:
+    # Loading a built-in set skips the exact overlap search (cost); this is where it runs.
+    path = precision.BUILTIN_RULES[name]
+    rules = precision.parse_rules(path.read_text(), str(path))
+    assert rules == precision.load_rules(name)
+
+
 def test_rules_file_must_be_utf8(tmp_path: Path) -> None:
     path = tmp_path / "latin1.yaml"
     path.write_bytes(b"rules:\n  - {category: caf\xe9, paths: [x]}\n")
