@@ -37,6 +37,9 @@ if False:  # for type checkers only (typing.TYPE_CHECKING without importing typi
 # Caps on untrusted input; the real changelog is 396 KB with lines up to 1,089 bytes.
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_LINE_BYTES = 8192
+# An entry the line parser cannot read goes to PyYAML's event parser, whose events cost ~100x the
+# text in memory: entries over this size that need it are refused (the largest real one: 3 KB).
+MAX_FALLBACK_ENTRY_BYTES = 256 * 1024
 
 
 class _LazyPattern:
@@ -931,10 +934,8 @@ def _parse_block(
 ) -> tuple[dict[str, object], dict[str, int], Entry | None, tuple[Finding, ...]]:
     """Fields, key lines, Entry and findings of one entry's lines (the first is `first`)."""
     found: list[Finding] = []
-    if not lines[0].startswith(ENTRY_START) or lines[0][len(ENTRY_START) :].strip(" ")[:1] not in (
-        "",
-        "#",
-    ):
+    # `- config-keys: [a, b]` is an entry too (flow style: the YAML parser reads it).
+    if not lines[0].startswith(ENTRY_START):
         found.append(
             Finding(
                 first,
@@ -947,6 +948,20 @@ def _parse_block(
     try:
         fields, key_lines, parse_found = _fast_fields(lines, first)
     except _Fallback:
+        size = sum(map(len, lines)) + len(lines)
+        if size > MAX_FALLBACK_ENTRY_BYTES:
+            # PyYAML's event list for one huge entry costs ~100x its size in memory: a cap, not
+            # a parse (a documented exception to parity; no real entry comes near it).
+            found.append(
+                Finding(
+                    first,
+                    "size",
+                    f"entry is {size} bytes and not in the house style, over the "
+                    f"{MAX_FALLBACK_ENTRY_BYTES}-byte cap for the YAML parser",
+                    "write the entry in the house style (keys at 2, `- ` items at 4, one a line)",
+                )
+            )
+            return {}, {}, None, tuple(found)
         fields, key_lines, parse_found = _event_fields("\n".join(lines) + "\n", first)
     found.extend(parse_found)
     found.extend(_layout(lines, first))
@@ -968,8 +983,11 @@ _C_KEY = r"(?:[A-Za-z0-9][A-Za-z0-9_.:/*+=%~@-]*(?<!:)|" + _C_DQ + ")"
 _C_URL = r"(?:[A-Za-z][A-Za-z0-9_.:/%?=&+~@-]*(?<!:)|" + _C_DQ + ")"
 # Plain list items whose first character lets YAML 1.1 read them as non-strings (`070`, `yes`).
 _SUSPECT_PLAIN = _lazy_re(r"\n    - ([-+.0-9~<=yYnNtTfFoO][^\n]*)")
-# A column-0 line that is not a comment: comments belong to the entry above, as in PyYAML.
-_NEXT_START = re.compile(r"\n(?=[^ \n#])")
+# Entries split where InferenceX counts them: at lines that start with `- config-keys:`. In a
+# file it accepts each such line starts an entry and each entry starts with one (its count must
+# equal PyYAML's); anything else at column 0 (a comment, a quoted scalar's continuation, stray
+# text) belongs to the entry above and is judged when that entry is parsed.
+_NEXT_START = re.compile(r"\n(?=- config-keys:)")
 # Below this size the entry-by-entry path is faster than compiling the whole-entry grammar
 # (which matters to the hook: it parses a suffix of a few entries in a fresh process).
 _CANONICAL_MIN_BYTES = 32 * 1024
@@ -1372,7 +1390,7 @@ def parse_appended(base: bytes, head: bytes, path: str = "perf-changelog.yaml") 
                     "restore the history as it is in the base",
                 )
             )
-        last_start = base.rfind(b"\n-") + 1
+        last_start = base.rfind(b"\n- config-keys:") + 1
         tail = scan(
             base[last_start:], path, first_line=_line_of(base, last_start), offset=last_start
         )

@@ -159,6 +159,13 @@ def real_cases(real: bytes) -> list[Case]:
             real + b"\n" + entry().replace(b"  description:\n", b"  description:  \n"),
         ),
         Case("comment line in entry", real, real + b"\n" + entry(extra="  # why\n")),
+        Case(
+            "flow-style lists",
+            real,
+            real
+            + b"\n"
+            + f'- config-keys: [{KEY}]\n  description: ["Bump"]\n  pr-link: {PR}2500\n'.encode(),
+        ),
         Case("two blank lines before", real, real + b"\n\n" + new),
         Case("whitespace-only separator", real, real + b"  \n" + new),
         Case("no separator", real, real + new),

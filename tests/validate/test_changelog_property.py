@@ -296,3 +296,12 @@ def test_full_audit_rejects_what_pyyaml_cannot_load(text: str) -> None:
     report = gate.check(None, data, gate.Rules(REPO, None, None))
     assert not report.ok
     assert all(f.line >= 1 for f in report.findings if f.severity == "error")
+
+
+def test_a_huge_entry_off_the_house_style_is_capped_not_parsed() -> None:
+    """PyYAML's events for a 10 MB entry would take over a GB: a size finding instead."""
+    items = b"".join(b"    - {a: %d}\n" % i for i in range(600_000))
+    data = BASE + b"\n- config-keys: [k]\n  description:\n" + items + b"  pr-link: l\n"
+    report = gate.check(BASE, data, gate.Rules(REPO, None, None))
+    assert not report.ok
+    assert [(f.line, f.code) for f in report.findings if f.severity == "error"][0] == (7, "size")
