@@ -206,7 +206,8 @@ def _peak(cmd: list[str], cwd: Path) -> tuple[float, float]:
 
 def _row(name: str, best: float, median: float, cpu: float, target: str, ok: bool | None) -> str:
     verdict = "" if ok is None else ("ok" if ok else "MISS")
-    return f"| {name} | {best * 1000:.0f} | {median * 1000:.0f} | {cpu * 1000:.0f} | {target} | {verdict} |"
+    times = f"{best * 1000:.0f} | {median * 1000:.0f} | {cpu * 1000:.0f}"
+    return f"| {name} | {times} | {target} | {verdict} |"
 
 
 def main() -> list[str]:

@@ -1,5 +1,5 @@
-"""relpipe.changelog.entries: the real corpus, the house-style renderer, the strict parser (both paths),
-and property tests: render/parse round trip, byte mutations, agreement with PyYAML."""
+"""relpipe.changelog.entries: the real corpus, the house-style renderer, the strict parser (both
+paths), and property tests: render/parse round trip, byte mutations, agreement with PyYAML."""
 
 from __future__ import annotations
 
@@ -111,13 +111,15 @@ def _one(text: str) -> E.Block:
             "YAML 1.1 and 1.2",
         ),
         (
-            "- config-keys:\n    - k\n  description:\n    - x\n  pr-link: l\n  eval-min-prefill-ep: 010\n",
+            "- config-keys:\n    - k\n  description:\n    - x\n  pr-link: l\n"
+            "  eval-min-prefill-ep: 010\n",
             "yaml-ambiguous",
             6,
             "`010`",
         ),
         (
-            "- config-keys:\n    - k\n  description:\n    - x\n  description:\n    - y\n  pr-link: l\n",
+            "- config-keys:\n    - k\n  description:\n    - x\n  description:\n    - y\n"
+            "  pr-link: l\n",
             "duplicate-key",
             5,
             "duplicate key `description`",
@@ -173,7 +175,8 @@ def test_entry_level_findings_name_their_line(
 def test_scenario_type_scalar_is_rejected_as_inferencex_does() -> None:
     # InferenceX's ChangelogEntry declares `scenario_type: Optional[List[Literal[...]]]`.
     block = _one(
-        "- config-keys:\n    - k\n  scenario-type: fixed-seq-len\n  description:\n    - x\n  pr-link: l\n"
+        "- config-keys:\n    - k\n  scenario-type: fixed-seq-len\n  description:\n    - x\n"
+        "  pr-link: l\n"
     )
     assert block.entry is None
     (finding,) = block.findings
@@ -218,7 +221,8 @@ def test_invisible_private_and_unassigned_characters_are_errors(char: str) -> No
 
 def test_single_quoted_escapes_and_comments_read_like_yaml() -> None:
     block = _one(
-        "- config-keys:  # keys\n    - k\n  description:\n    # why\n    - 'it''s ''quoted'''\n  pr-link: l  # c\n"
+        "- config-keys:  # keys\n    - k\n  description:\n    # why\n"
+        "    - 'it''s ''quoted'''\n  pr-link: l  # c\n"
     )
     assert block.entry is not None
     assert block.entry.description == ("it's 'quoted'",) and block.entry.pr_link == "l"

@@ -10,7 +10,8 @@ Each case is {"base": b64, "head": b64, "pr": int|null, "all_evals": bool, "eval
 `validate_raw_change`, as `prepare_perf_changelog_merge.py` applies them) and the checks of
 `process_changelog.py` on the additions that do not need the sweep generator: `ChangelogEntry`,
 append-only not mixed with regular entries nor with the eval modifiers, and config keys resolved
-against the masters by `get_config_keys_from_master` (of process_changelog.py). Output: [[accepted, reason], ...].
+against the masters by `get_config_keys_from_master` (of process_changelog.py).
+Output: [[accepted, reason], ...].
 Nothing of InferenceX is copied here; starting one process per case would cost ~1 s each.
 """
 
