@@ -90,7 +90,7 @@ class Request:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Staged:
     """The staged repository copy and what was computed on it."""
 
@@ -175,8 +175,7 @@ def release_facts(
             "packages": packages,
         },
         "commits": [
-            {"sha": c.sha, "subject": c.subject, **({"pr": c.pr} if c.pr else {})}
-            for c in commits
+            {"sha": c.sha, "subject": c.subject, **({"pr": c.pr} if c.pr else {})} for c in commits
         ],
         "commit_count": len(commits),
         "config_changes": list(config_changes),
@@ -260,7 +259,16 @@ def stage_release(
     notes = f"# {title}\n\n{render(facts, 'both')}"
     checks = validate_staged(ws, req, scratch, facts_json, notes)
     files = tuple(str(p) for p in (plan.config.master, CHANGELOG, LOCK))
-    return Staged(scratch, files, facts_json, notes, title, checks, entry, base)
+    return Staged(
+        root=scratch,
+        files=files,
+        facts=facts_json,
+        notes=notes,
+        title=title,
+        checks=checks,
+        entry=entry,
+        base=base,
+    )
 
 
 def write_text(path: Path, text: str) -> None:
@@ -510,9 +518,7 @@ def render_release(
     force: bool = False,
 ) -> tuple[Verdict, dict[str, Path]]:
     """The release verdict (qualification outcome + C7/C8/C9 of the staged release) and its reports."""
-    full = replace(
-        outcome, changelog=checks.changelog, notes=checks.notes, golden=checks.golden
-    )
+    full = replace(outcome, changelog=checks.changelog, notes=checks.notes, golden=checks.golden)
     verdict = evaluate(full, strict=strict)
     title = f"release {inputs['request']['config_key']} -> {plan.image.ref}"
     return verdict, render_all(

@@ -94,7 +94,16 @@ def _stage(repo: Path, scratch: Path, n: int) -> Staged:
     write_text(master, text)
     apply_changelog(scratch / CHANGELOG, _entry(n))
     write_text(scratch / LOCK, (scratch / LOCK).read_text() + f"# re-pinned by release {n}\n")
-    return Staged(scratch, FILES, {}, "", "", {}, _entry(n), base)
+    return Staged(
+        root=scratch,
+        files=FILES,
+        facts={},
+        notes="",
+        title="",
+        checks=None,  # type: ignore[arg-type]  # the writer never reads the validators' results
+        entry=_entry(n),
+        base=base,
+    )
 
 
 def _repo(tmp_path: Path, name: str = "repo") -> Workspace:
