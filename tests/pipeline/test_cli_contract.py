@@ -134,7 +134,8 @@ def test_exit_0_for_pass_and_warn_1_for_fail_or_strict_warn(run, engine_repo) ->
     ("args", "message"),
     [
         (("no-such-command",), "unknown command 'no-such-command'"),
-        (("diff",), "the following arguments are required: OLD, NEW"),
+        (("merge",), "the following arguments are required: PLAN_DIR, SHARD_DIR, --out"),
+        (("diff", "a", "b", "--scope", "nope"), "argument --scope: invalid choice: 'nope'"),
         (("qualify", "--max-batch", "many"), "invalid int value: 'many'"),
         (("notes", "render", "missing.json"), "cannot read facts file missing.json"),
     ],
