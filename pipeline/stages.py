@@ -35,7 +35,6 @@ from relpipe.pipeline.outputs import (
     Resolved,
     SmokeOutput,
     ValidatorOutput,
-    parse,
     run_stage,
 )
 from relpipe.pipeline.record import RunRecord, StageRunner, digest_of, relpipe_version
@@ -591,12 +590,15 @@ class Engine:
             "ops": result.get("ops"),
             "seconds": out["seconds"],
         }
-        return parse(SmokeOutput.from_json, raw, "smoke result of the engine")
+        try:
+            return SmokeOutput.from_json(raw)
+        except (TypeError, ValueError) as exc:  # the container's JSON is untrusted: a failure
+            return SmokeOutput(status="fail", reason=f"malformed smoke result: {exc}")
 
     def evaluate(self, ref: str, inputs: Mapping[str, Any], options: Options) -> EvalOutput:
         suite = str(inputs["suite"])
         if suite == "gsm8k":
-            return parse(EvalOutput.from_json, self.gsm8k(ref, inputs, options), "gsm8k result")
+            return _eval_output(self.gsm8k(ref, inputs, options), inputs)
         args = [
             "--suite",
             suite,
@@ -629,7 +631,7 @@ class Engine:
             "reason": out["reason"] or str(out["result"].get("reason") or ""),
             "seconds": out["seconds"],
         }
-        return parse(EvalOutput.from_json, raw, f"{suite} result of the engine")
+        return _eval_output(raw, inputs)
 
     def gsm8k(self, ref: str, inputs: Mapping[str, Any], options: Options) -> Mapping[str, Any]:
         """Server-mode smoke, then gsm8k, in the image (`python -m relpipe.engine server-smoke`).
@@ -735,6 +737,20 @@ class Engine:
             repo = enginerepo.extract(self.runtime, new_ref, Path(tmp), old_ref=old_ref)
             report = precision_report(repo, options.rules, f"image:{new_ref}")
             return PrecisionOutput(status="ok", report=report)
+
+
+def _eval_output(raw: Mapping[str, Any], inputs: Mapping[str, Any]) -> EvalOutput:
+    """An eval result from the container's (untrusted) JSON; a malformed one is a recorded error."""
+    try:
+        return EvalOutput.from_json(raw)
+    except (KeyError, TypeError, ValueError) as exc:
+        return EvalOutput(
+            status="error",
+            suite=str(inputs["suite"]),
+            batch=int(inputs["batch"]),
+            metric=str(inputs["metric"]),
+            reason=f"malformed {inputs['suite']} result: {exc}",
+        )
 
 
 def _outcome(run: Any, options: Options) -> dict[str, Any]:
