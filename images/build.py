@@ -293,7 +293,8 @@ def _add(tar: tarfile.TarFile, entry: Entry) -> None:
 
 
 class LayerCache:
-    """Built layers on disk, keyed by their inputs: `<dir>/blobs/<hex>` + `<dir>/layers/<key>.json`."""
+    """Built layers on disk, keyed by their inputs: `<dir>/blobs/<hex>` and
+    `<dir>/layers/<key>.json`."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -449,7 +450,8 @@ def base_entries(py: HostPython, cache: Path) -> tuple[list[Entry], list[Any]]:
         Entry(f"{IMAGE_PYTHON_PREFIX}/lib/python{py.version}/site-packages", "dir", 0o755),
     ]
     if py.libpython:
-        # The binary's RUNPATH names the host prefix; the multiarch dir is on the loader's default path.
+        # The binary's RUNPATH names the host prefix; the multiarch dir is on the loader's
+        # default path.
         entries.append(Entry(f"{LIB_DIR}/{py.libpython.name}", "file", 0o755, source=py.libpython))
     entries += [Entry(_lib_path(lib), "file", 0o755, source=lib.resolve()) for lib in libs]
     entries += list(_stdlib_entries(py))

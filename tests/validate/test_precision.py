@@ -438,7 +438,8 @@ def test_report_names_missing_refs_in_one_line(story: Story) -> None:
             "rules[0] (b): unknown category 'b'",
         ),
         (
-            "categories:\n  a: {precision: yes please, why: w}\nrules:\n  - {category: a, paths: [x]}\n",
+            "categories:\n  a: {precision: yes please, why: w}\n"
+            "rules:\n  - {category: a, paths: [x]}\n",
             "categories.a.precision must be true or false",
         ),
         (

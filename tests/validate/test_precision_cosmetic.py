@@ -152,7 +152,8 @@ SNIPPETS = [
     'PROMPT = """\n# header\nx = 1\n"""\n',
     "X = [\n1,\n2,\n]\n",
     "y = 1 + \\\n2\n",
-    "class C:\n    # comment\n    a = 'q#q'\n\n    def m(self):\n        logger.info('m')\n        return 1\n",
+    "class C:\n    # comment\n    a = 'q#q'\n\n"
+    "    def m(self):\n        logger.info('m')\n        return 1\n",
     '"""Module doc."""\n',
     "z = {'a': (1,\n# inside\n2)}\n",
     "# top comment\n",
