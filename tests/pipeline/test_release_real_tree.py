@@ -1,4 +1,4 @@
-"""A release on the real InferenceX tree: every ATOM key of configs/amd-master.yaml, dry run.
+"""A release on the real InferenceX tree: every ATOM key (atom, atom-disagg) of amd-master, dry run.
 
 The loopback registry serves as a mirror of docker.io (`RELPIPE_REGISTRY_MIRRORS`): every image
 the ATOM keys pin today (`rocm/atom:...`, `rocm/atom-dev:...`) is a copy of one fixture nightly
@@ -110,7 +110,7 @@ def world(
         corpus.unavailable("skopeo is not installed")
     old, new = build_fixtures(registry, REPOSITORY, 2, "good", cache_dir=fixture_cache)
     configs = load_master(inferencex_tree / MASTER)
-    keys = [k for k, v in configs.items() if v.get("framework") == "atom"]
+    keys = [k for k, v in configs.items() if str(v.get("framework", "")).startswith("atom")]
     assert tuple(keys) == ATOM_KEYS, "the real master's ATOM keys changed: update ATOM_KEYS"
     images = {k: str(configs[k]["image"]) for k in keys}
     for image in sorted(set(images.values())):
