@@ -36,6 +36,7 @@ from relpipe.changelog.entries import (
     Changelog,
     Finding,
     parse_appended,
+    proven_valid,
     scan,
 )
 from relpipe.changelog.errors import ChangelogError
@@ -553,11 +554,15 @@ def check(base: bytes | None, head: bytes, rules: Rules, path: str = DEFAULT_CHA
     """Validate `head` against `base` (None: audit `head` alone as history)."""
     if base is None:
         return _audit(head, rules, path)
-    old = scan(base, path)
-    rejected = _base_rejected(old, path)
-    if rejected:
-        return Report(path, "base", len(old.blocks), 0, 0, tuple(rejected), False)
     corrections = 0
+    if head.startswith(base) and (not base or proven_valid(base)):
+        # The usual commit: a base the house-style grammar proves valid, and an append.
+        old = None
+    else:
+        old = scan(base, path)
+        rejected = _base_rejected(old, path)
+        if rejected:
+            return Report(path, "base", len(old.blocks), 0, 0, tuple(rejected), False)
     if head.startswith(base):
         mode = "append"
         changelog = parse_appended(base, head, path)
@@ -588,6 +593,7 @@ def check(base: bytes | None, head: bytes, rules: Rules, path: str = DEFAULT_CHA
     else:
         mode = "diff"
         new = scan(head, path)
+        old = old or scan(base, path)
         fatal = [f for f in new.findings if f.code not in HISTORY_CODES | ENTRY_CODES]
         fatal = [f for f in fatal if f.code not in ("duplicate-key", "unsafe-char")]
         if fatal:

@@ -305,3 +305,17 @@ def test_a_huge_entry_off_the_house_style_is_capped_not_parsed() -> None:
     report = gate.check(BASE, data, gate.Rules(REPO, None, None))
     assert not report.ok
     assert [(f.line, f.code) for f in report.findings if f.severity == "error"][0] == (7, "size")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [(b"dsr1-fp8-h200-sglang", b"012"), (b'"Initial"', b"yes"), (b"Initial", b"Init\x00")],
+)
+def test_a_base_the_grammar_cannot_prove_is_scanned_and_judged(old: bytes, new: bytes) -> None:
+    """The append fast path trusts a base only when the house-style grammar proves it."""
+    base = BASE.replace(old, new)
+    head = base + b"\n" + BASE.replace(b"pull/1", b"pull/2")
+    assert not reference(base, base)
+    report = gate.check(base, head, gate.Rules(REPO, None, None))
+    assert not report.ok
+    assert report.findings[0].code == "base" and "base line" in report.findings[0].message
