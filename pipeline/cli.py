@@ -99,7 +99,7 @@ EXTRAS = {
     "torch": "engine",
     "triton": "engine",
     "numpy": "engine",
-    "jinja2": "notes",
+    "jinja2": "report",  # the HTML report's template (pipeline.report)
     "rich": "report",
     "matplotlib": "report",
 }
