@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from relpipe.core import sanitize
 from relpipe.images.registry import RegistryClient
@@ -74,6 +76,8 @@ def execute(
     strict: bool = False,
     quiet: bool = False,
     force_render: bool = False,
+    lost: Mapping[str, str] | None = None,
+    lost_output: Callable[[str, Mapping[str, Any], str], Mapping[str, Any]] | None = None,
 ) -> RunResult:
     """Run (or, offline, read back) the plan's stages; unless sharded, compute the verdict and reports."""
     total = stage_count(plan)
@@ -83,7 +87,8 @@ def execute(
         rich=False if quiet else None,
     ) as progress:
         runner = StageRunner(record, offline=offline, on_event=None if quiet else progress)
-        outputs = run_units(plan, runner, engine or Engine(owner=plan.run_id), shard)
+        runner.lost_output = lost_output
+        outputs = run_units(plan, runner, engine or Engine(owner=plan.run_id), shard, lost)
     if shard is not None:
         return RunResult(plan, record, None, None, {}, tuple(runner.ran), tuple(runner.hits))
     outcome = assemble(plan, outputs)

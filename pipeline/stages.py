@@ -270,15 +270,31 @@ def units(plan: Plan) -> list[Unit]:
     return out
 
 
+def shard_of(index: int, shards: int) -> int:
+    """The shard (1-based) that runs unit `index` of a plan split in `shards` (round robin)."""
+    return index % shards + 1
+
+
 def run_units(
-    plan: Plan, runner: StageRunner, engine: Engine, shard: tuple[int, int] | None = None
+    plan: Plan,
+    runner: StageRunner,
+    engine: Engine,
+    shard: tuple[int, int] | None = None,
+    lost: Mapping[str, str] | None = None,
 ) -> dict[str, StageOutput]:
-    """Run all units (or those of shard i of n, 1-based round robin); returns stage label -> output."""
+    """Run all units (or those of shard i of n, 1-based round robin); returns stage label -> output.
+
+    `lost` (merging only): unit name -> why its shard ended unfinished; the stages it did not
+    record are recorded as failures with that reason (see `StageRunner`)."""
     outputs: dict[str, StageOutput] = {}
     for i, unit in enumerate(units(plan)):
-        if shard is not None and i % shard[1] != shard[0] - 1:
+        if shard is not None and shard_of(i, shard[1]) != shard[0]:
             continue
-        outputs.update(dict(unit.run(runner, engine)))
+        runner.lost_reason = (lost or {}).get(unit.name)
+        try:
+            outputs.update(dict(unit.run(runner, engine)))
+        finally:
+            runner.lost_reason = None
     return outputs
 
 
