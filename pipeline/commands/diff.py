@@ -81,6 +81,9 @@ def _parser() -> argparse.ArgumentParser:
     out = output.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON document (the report)")
     out.add_argument("--markdown", action="store_true", help="print Markdown tables (the default)")
+    from relpipe.images.options import add_registry_args  # lazy: the git path needs no registry
+
+    add_registry_args(p)  # for --repo image:REF
     return p
 
 
@@ -142,6 +145,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _lint(args)
     if args.old is None or args.new is None:
         raise PipelineError("relpipe diff needs OLD and NEW (or --lint-rules); see --help")
+    if str(args.repo or "").startswith("image:"):
+        from relpipe.images.options import apply_registry_args
+
+        apply_registry_args(args)  # used by --repo image:REF
     with tempfile.TemporaryDirectory(prefix="relpipe-diff-") as tmp:
         report = run(args, Path(tmp))
     if args.json:
