@@ -339,12 +339,13 @@ def status(jobs: Path, run: Runner = _run) -> list[ShardState]:
         slurm[job_id] = parse_scontrol(done.stdout) if done.returncode == 0 else {}
     states = []
     for shard in range(1, job.shards + 1):
-        job_id = newest.get(shard)
-        state, reason, _ = slurm.get(job_id or "", {}).get(shard, (None, None, ""))
+        task_job = newest.get(shard)
+        known = slurm.get(task_job or "", {}).get(shard)
+        state, reason = (known[0], known[1]) if known else (None, None)
         states.append(
             ShardState(
                 shard=shard,
-                job_id=job_id,
+                job_id=task_job,
                 slurm=state,
                 reason=reason,
                 exit_code=_exit_code(jobs, shard),
