@@ -64,7 +64,8 @@ def main() -> list[str]:
     registry = os.environ.get("RELPIPE_REGISTRY")
     if not registry or not os.environ.get("DOCKER_HOST"):
         return [
-            "MISS: bench_pipeline needs RELPIPE_REGISTRY and DOCKER_HOST (run it through `nox -s bench`)"
+            "MISS: bench_pipeline needs RELPIPE_REGISTRY and DOCKER_HOST"
+            " (run it through `nox -s bench`)"
         ]
     nightlies = build_fixtures(registry, REPOSITORY, 4, "good", cache_dir=FIXTURE_CACHE)
     with tempfile.TemporaryDirectory(prefix="relpipe-bench-") as tmp:
@@ -91,7 +92,8 @@ def main() -> list[str]:
         f"| cold qualification (reference: all stages in containers) | {cold:.1f} |",
         f"| re-qualification of the same digest, median of 3 | {hit:.2f} |",
         "",
-        f"cache hit {hit:.2f} s vs target < {TARGET_S:.0f} s: {verdict}; {cold / hit:.0f}x faster than cold "
+        f"cache hit {hit:.2f} s vs target < {TARGET_S:.0f} s: {verdict}; "
+        f"{cold / hit:.0f}x faster than cold "
         f"(runs: {', '.join(f'{w:.2f}' for w in warm)})",
     ]
 

@@ -38,7 +38,8 @@ class Row:
 
 
 def setup(tiny: bool) -> str:
-    """Pick the device; without a GPU, turn on the Triton interpreter before kernels are imported."""
+    """Pick the device; without a GPU, turn on the Triton interpreter before kernels are
+    imported."""
     import torch
 
     if torch.cuda.is_available() and not tiny:

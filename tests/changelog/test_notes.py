@@ -133,13 +133,16 @@ def test_title_names_the_pinned_tag_in_both_languages(facts: ReleaseFacts) -> No
 def test_description_lines_in_house_phrasing(facts: ReleaseFacts) -> None:
     key = "minimaxm3-fp4-mi355x-atom-agentic-mtp"
     assert description_lines(facts) == (
-        "Update ATOM image from rocm/atom-dev:nightly_202609281543 to rocm/atom-dev:nightly_202610070333",
+        "Update ATOM image from rocm/atom-dev:nightly_202609281543"
+        " to rocm/atom-dev:nightly_202610070333",
         "ATOM 0.1.7.dev43+gaa0c5c3a1 -> 0.1.7.dev60+g7fc0926c6, ROCm 7.2.4",
         f"Pin rocm/atom-dev:nightly_202610070333 to {DIGEST}",
-        f"{key} (agentic-coding; tp=4, kv-offloading=none, spec-decoding=mtp): ATOM_MONO_ENABLE=0 removed "
+        f"{key} (agentic-coding; tp=4, kv-offloading=none, spec-decoding=mtp): "
+        "ATOM_MONO_ENABLE=0 removed "
         "at concurrency 15, 20, 24, 28",
         f"{key} (agentic-coding; tp=2, kv-offloading=none, spec-decoding=mtp): concurrency 8 added",
-        f"{key} (agentic-coding; tp=4, kv-offloading=dram, kv-offload-backend=lmcache, spec-decoding=mtp): "
+        f"{key} (agentic-coding; tp=4, kv-offloading=dram, kv-offload-backend=lmcache, "
+        "spec-decoding=mtp): "
         "LMCache version 0.5.3 → 0.5.6.dev139+gf22dec28",
         "Upstream PRs: ROCm/ATOM#2483",
         "Record LMCache 0.5.6.dev139+gf22dec28",

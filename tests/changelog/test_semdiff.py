@@ -105,8 +105,8 @@ def test_the_real_pr_in_both_languages(corpus_dir: Path) -> None:
     en, zh = render(facts, "en"), render(facts, "zh")
     k = f"`{KEY}`"
     assert (
-        f"- {k} (`agentic-coding; {ARM_TP4}`): `ATOM_MONO_ENABLE=0` removed at concurrency 15, 20, 24, 28"
-        in en
+        f"- {k} (`agentic-coding; {ARM_TP4}`): "
+        "`ATOM_MONO_ENABLE=0` removed at concurrency 15, 20, 24, 28" in en
     )
     assert f"- {k} (`agentic-coding; {ARM_TP2}`): concurrency 8 added" in en
     assert f"- {k}: image `{OLD_IMAGE}` → `{NEW_IMAGE}`" in en
@@ -202,7 +202,8 @@ def test_recipe_files_get_a_leaf_path_diff() -> None:
         ("a: 1\x00\n", "contains a NUL byte"),
         ("a: [1\n", "invalid YAML"),
         (
-            "k-fp8-x:\n  scenarios:\n    s:\n    - search-space:\n      - {tp: 1, conc-start: 8, conc-end: 4}\n",
+            "k-fp8-x:\n  scenarios:\n    s:\n    - search-space:\n"
+            "      - {tp: 1, conc-start: 8, conc-end: 4}\n",
             "conc-start 8 is above conc-end 4",
         ),
     ],

@@ -1,5 +1,5 @@
-"""`python -m relpipe.engine eval --suite decode-parity`: passes on the host, and mutants of the real
-kernel source (copied, edited, run from the copy) make it FAIL: the check bites."""
+"""`python -m relpipe.engine eval --suite decode-parity`: passes on the host, and mutants of the
+real kernel source (copied, edited, run from the copy) make it FAIL: the check bites."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ SMALL = ["--prompts", "1", "--prompt-bytes", "3", "--max-new", "3", "--ops", "en
 
 
 def mutant(tmp_path: Path, rel: str, old: str, new: str) -> Path:
-    """A copy of engine/ with one exact edit in `rel`; returns the dir to put first on PYTHONPATH."""
+    """A copy of engine/ with one exact edit in `rel`; returns the dir to put first on
+    PYTHONPATH."""
     root = tmp_path / "mutant"
     engine = root / "relpipe" / "engine"
     shutil.copytree(ROOT / "engine", engine, ignore=shutil.ignore_patterns("__pycache__"))

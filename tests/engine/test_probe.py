@@ -1,4 +1,5 @@
-"""`python -m relpipe.engine probe` on real git repositories and a real installed distribution's metadata."""
+"""`python -m relpipe.engine probe` on real git repositories and a real installed
+distribution's metadata."""
 
 from __future__ import annotations
 

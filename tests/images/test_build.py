@@ -1,5 +1,6 @@
-"""relpipe.images.build and `relpipe fixtures build`: reproducible digests, cache hits, layer hygiene, and the
-fixture histories the precision diff and the pipeline rely on (real git, real registry)."""
+"""relpipe.images.build and `relpipe fixtures build`: reproducible digests, cache hits, layer
+hygiene, and the fixture histories the precision diff and the pipeline rely on (real git, real
+registry)."""
 
 from __future__ import annotations
 

@@ -99,7 +99,8 @@ def test_merge_facts_refuses_other_digest_and_unknown_entry(tmp_path: Path) -> N
             "not normalised",
         ),
         (
-            f"docker.io/library/x:1:\n  digest: {D1}\n  platform-digest: {D1}\n  media-type: m\n  resolved-at: t\n  extra: 1\n",
+            f"docker.io/library/x:1:\n  digest: {D1}\n  platform-digest: {D1}\n"
+            "  media-type: m\n  resolved-at: t\n  extra: 1\n",
             "unknown fields",
         ),
         ("key: [unclosed\n", "invalid YAML"),

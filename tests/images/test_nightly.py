@@ -96,7 +96,8 @@ def test_cli_latest_among_200_tags_with_pagination(
         tags = set()
         while len(tags) < 150:  # older nightlies
             tags.add(
-                f"nightly_2026{rng.randint(1, 9):02d}{rng.randint(1, 28):02d}{rng.randint(0, 23):02d}{rng.randint(0, 59):02d}"
+                f"nightly_2026{rng.randint(1, 9):02d}{rng.randint(1, 28):02d}"
+                f"{rng.randint(0, 23):02d}{rng.randint(0, 59):02d}"
             )
         tags |= {
             "nightly",

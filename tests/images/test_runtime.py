@@ -1,5 +1,5 @@
-"""relpipe.images.runtime against a real dockerd and registry: digest-only pulls, the sandbox, timeouts,
-untrusted results and logs, and copying `/app/ATOM` out of a fixture nightly."""
+"""relpipe.images.runtime against a real dockerd and registry: digest-only pulls, the sandbox,
+timeouts, untrusted results and logs, and copying `/app/ATOM` out of a fixture nightly."""
 
 from __future__ import annotations
 
@@ -109,7 +109,8 @@ def test_a_valid_result_passes_and_the_image_has_python_git_and_its_facts(
     image = nightlies[-1]
     code = (
         "import json, subprocess, importlib.metadata as md\n"
-        "head = subprocess.run(['git', '-C', '/app/ATOM', 'rev-parse', 'HEAD'], capture_output=True,"
+        "head = subprocess.run(['git', '-C', '/app/ATOM', 'rev-parse', 'HEAD'],"
+        " capture_output=True,"
         " text=True, check=True).stdout.strip()\n"
         f"doc = {_envelope()}\n"
         "doc['engine'] = {'commit': head, 'version': md.version('atom')}\n"
@@ -256,7 +257,8 @@ def test_a_non_root_user_still_reads_the_images_git_and_writes_only_out(
     out.chmod(0o777)
     code = (
         "import subprocess\n"
-        "head = subprocess.run(['git', '-C', '/app/ATOM', 'rev-parse', 'HEAD'], capture_output=True,"
+        "head = subprocess.run(['git', '-C', '/app/ATOM', 'rev-parse', 'HEAD'],"
+        " capture_output=True,"
         " text=True, check=True).stdout\n"
         f"open('{OUT_DIR}/head', 'w').write(head)\n"
     )

@@ -1,5 +1,6 @@
-"""relpipe.images.runtime ownership against a real dockerd: every container names its owner, creating
-process and purpose, and `reap_stale` removes only the containers of dead processes of one owner."""
+"""relpipe.images.runtime ownership against a real dockerd: every container names its owner,
+creating process and purpose, and `reap_stale` removes only the containers of dead processes of
+one owner."""
 
 from __future__ import annotations
 

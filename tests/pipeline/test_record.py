@@ -1,4 +1,5 @@
-"""Run records: stage results keyed by their inputs, reused across runs, resumable, tamper-evident."""
+"""Run records: stage results keyed by their inputs, reused across runs, resumable,
+tamper-evident."""
 
 from __future__ import annotations
 

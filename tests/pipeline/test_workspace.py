@@ -1,4 +1,5 @@
-"""The benchmark repository as relpipe reads it: config keys, points, thresholds, shards, CLI errors."""
+"""The benchmark repository as relpipe reads it: config keys, points, thresholds, shards, CLI
+errors."""
 
 from __future__ import annotations
 

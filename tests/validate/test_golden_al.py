@@ -1,4 +1,5 @@
-"""Golden acceptance length: settings in recipes, scripts and real master configs vs the real goldens."""
+"""Golden acceptance length: settings in recipes, scripts and real master configs vs the real
+goldens."""
 
 from __future__ import annotations
 
@@ -79,7 +80,10 @@ def test_tensorrt_llm_counts_accepted_drafts(
 @pytest.mark.parametrize(
     "line",
     [
-        """--speculative-config '{"method": "mtp", "num_speculative_tokens": 3, "synthetic_acceptance_length": 2.49}'""",
+        (
+            """--speculative-config '{"method": "mtp", "num_speculative_tokens": 3,"""
+            """ "synthetic_acceptance_length": 2.49}'"""
+        ),
         "export SGLANG_SIMULATE_ACC_LEN=2.49 # --speculative-num-steps 3",
     ],
 )

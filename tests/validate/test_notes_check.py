@@ -73,8 +73,10 @@ def test_a_number_dropped_from_the_chinese_half_fails_parity(
             "NOTES.md",
             _line_of(bad, "Evaluation `gsm8k`"),
             "parity-number",
-            "number 0.93 appears 1 time(s) in the English half but 0 in the Chinese half; first difference: "
-            f"English line {_line_of(bad, 'Evaluation `gsm8k`')} has 1, Chinese line {_line_of(bad, '评测 `gsm8k`')} has 0",
+            "number 0.93 appears 1 time(s) in the English half but 0 in the Chinese half; "
+            "first difference: "
+            f"English line {_line_of(bad, 'Evaluation `gsm8k`')} has 1, "
+            f"Chinese line {_line_of(bad, '评测 `gsm8k`')} has 0",
         )
     ]
 

@@ -63,7 +63,8 @@ def test_pre_commit_passes_an_append_and_fails_a_mid_file_insertion(
     for name in ("amd-master.yaml", "nvidia-master.yaml"):
         shutil.copy(corpus_dir / name, bench / "configs" / name)
     (bench / ".pre-commit-config.yaml").write_text(
-        f"repos:\n  - repo: {hook_repo}\n    rev: {sha}\n    hooks:\n      - id: validate-perf-changelog\n"
+        f"repos:\n  - repo: {hook_repo}\n    rev: {sha}\n    hooks:\n"
+        "      - id: validate-perf-changelog\n"
         f"        args: [--repo-url, {REPO_URL}]\n"
     )
     git(bench, "init", "-q", "-b", "main")
