@@ -48,7 +48,7 @@ try:
 except Exception as exc:
     facts["gpu_reason"] = f"GPU query failed: {type(exc).__name__}: {exc}"
 print(json.dumps(facts))
-"""
+"""  # noqa: E501 - source run by `python -c`; wrapping it would change the string
 
 
 def _read_small(path: str, cap: int = MAX_SMALL) -> str:

@@ -59,7 +59,9 @@ def write_file(doc: dict[str, Any], out: str) -> None:
 
 
 def guarded(command: str, out: str | None, body: Callable[[], dict[str, Any]]) -> int:
-    """Run a command body and write its result; an EngineError becomes a one-line fail/error result."""
+    """Run a command body and write its result;
+    an EngineError becomes a one-line fail/error result.
+    """
     from relpipe.engine.errors import EngineError
 
     try:

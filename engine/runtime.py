@@ -15,7 +15,9 @@ from relpipe.engine.errors import EngineError
 
 
 def prepare_environment() -> None:
-    """Point Triton's cache under the temp dir unless the caller chose one (the code dir is read-only)."""
+    """Point Triton's cache under the temp dir unless the caller chose one (the code dir is
+    read-only).
+    """
     if not os.environ.get("TRITON_CACHE_DIR"):
         os.environ["TRITON_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), "relpipe-triton-cache")
 
@@ -45,7 +47,9 @@ def require_triton() -> ModuleType:
 
 
 def interpreting() -> bool:
-    """True when Triton kernels run in the CPU interpreter (TRITON_INTERPRET=1 before decoration)."""
+    """True when Triton kernels run in the CPU interpreter
+    (TRITON_INTERPRET=1 before decoration).
+    """
     return os.environ.get("TRITON_INTERPRET", "") not in ("", "0")
 
 

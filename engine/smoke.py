@@ -1,4 +1,5 @@
-"""`python -m relpipe.engine smoke`: a watched greedy decode on the mono path, checked against the reference.
+"""`python -m relpipe.engine smoke`: a watched greedy decode on the mono path, checked against the
+reference.
 
 The parent process only supervises (watchdog.py); the worker decodes the fixed prompts on the
 reference path and on the mono path (with the image's ops when present), then checks: the first

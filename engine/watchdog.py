@@ -1,10 +1,10 @@
 """Run a command's work in a child process and kill it when it overruns its time.
 
-The parent re-executes `python -m relpipe.engine <command> ... --worker`; the worker reports each step
-it enters and finally its result as marked JSON lines on stdout. A child that does not finish in
-time (a kernel that spins for ever, a compiler that never returns) is killed with its whole
-process group, and the verdict is FAIL naming the last step it entered. A child that dies
-without a result is a FAIL too: a crash in the decode is the image's defect.
+The parent re-executes `python -m relpipe.engine <command> ... --worker`; the worker reports each
+step it enters and finally its result as marked JSON lines on stdout. A child that does not finish
+in time (a kernel that spins for ever, a compiler that never returns) is killed with its whole
+process group, and the verdict is FAIL naming the last step it entered. A child that dies without a
+result is a FAIL too: a crash in the decode is the image's defect.
 """
 
 from __future__ import annotations
@@ -51,7 +51,9 @@ def _engine_root() -> str | None:
 
 
 def supervise(argv: Sequence[str], timeout: float) -> tuple[dict[str, Any] | None, str, str]:
-    """Run `python -m relpipe.engine *argv` with a deadline; return (result or None, last step, problem)."""
+    """Run `python -m relpipe.engine *argv` with a deadline; return (result or None, last step,
+    problem).
+    """
     env = dict(os.environ)
     # The child must import this same engine/ even when it is not installed (mounted read-only).
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_engine_root(), env.get("PYTHONPATH")) if p)
@@ -126,7 +128,8 @@ def supervise(argv: Sequence[str], timeout: float) -> tuple[dict[str, Any] | Non
         last = tail[-1][:300] if tail else "no output"
         problem = (
             problem
-            or f"worker exited with code {proc.returncode} without a result in step {step!r}: {last}"
+            or f"worker exited with code {proc.returncode} "
+            f"without a result in step {step!r}: {last}"
         )
     return result, step, problem
 
@@ -146,7 +149,9 @@ def worker_argv(command: str, argv: Sequence[str]) -> list[str]:
 
 
 def watched(command: str, argv: Sequence[str], timeout: float) -> dict[str, Any]:
-    """Run `command` as a watched worker and return its result document (a FAIL when it hung or died)."""
+    """Run `command` as a watched worker and return its result document (a FAIL when it hung or
+    died).
+    """
     from relpipe.engine import result
 
     t0 = time.monotonic()

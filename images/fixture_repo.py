@@ -22,7 +22,9 @@ EPOCH = 1788220800
 
 @dataclass(frozen=True)
 class Commit:
-    """One squash-merged commit: subject (+ body), author, and the files it writes (None = delete)."""
+    """One squash-merged commit: subject (+ body), author,
+    and the files it writes (None = delete).
+    """
 
     subject: str
     changes: tuple[tuple[str, str | None], ...]
@@ -476,7 +478,8 @@ ATOM_COMMITS: tuple[Commit, ...] = (
             "tests/test_openai_server.py",
             "from atom.entrypoints.openai_server import parse_args\n\n\n"
             "def test_served_model_name():\n"
-            "    assert parse_args(['--model', 'm', '--served-model-name', 'x']).served_model_name == 'x'\n",
+            "    assert parse_args(['--model', 'm', '--served-model-name', 'x'])"
+            ".served_model_name == 'x'\n",
         ),
     ),
     # -- nightly 2 (index 8) --
@@ -574,6 +577,8 @@ LMCACHE_VERSION = "0.5.6.dev139+gf22dec28"
 
 
 def atom_commits(index: int, variant: str) -> tuple[Commit, ...]:
-    """The ATOM history of nightly `index` (0-based) of `count`, the variant commit appended last."""
+    """The ATOM history of nightly `index` (0-based) of `count`,
+    the variant commit appended last.
+    """
     base = ATOM_COMMITS[: NIGHTLY_POINTS[index] + 1]
     return base + ((VARIANT_COMMITS[variant],) if variant != "good" else ())

@@ -74,7 +74,10 @@ class Progress:
             return
         self.done += 1
         tail = f"{status} " if status else ""
-        text = f"[{self.done}/{self.total}] {label}: {tail}({'cached' if what == 'cached' else f'{seconds:.1f}s'})"
+        text = (
+            f"[{self.done}/{self.total}] {label}: {tail}"
+            f"({'cached' if what == 'cached' else f'{seconds:.1f}s'})"
+        )
         if self._rich is not None:
             self._rich.console.print(text, highlight=False, markup=False)
             self._rich.update(self._task, completed=min(self.done, self.total))

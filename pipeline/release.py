@@ -201,7 +201,9 @@ def release_facts(
 
 
 def precision_facts(report: PrecisionReport | None) -> dict[str, Any]:
-    """The notes' precision evidence from the diff: watched files, and relevant files with their PR."""
+    """The notes' precision evidence from the diff: watched files,
+    and relevant files with their PR.
+    """
     files = report.files if report else ()
     changed = {f.path for f in files if f.verdict in ("relevant", "cosmetic")}
     relevant = [f for f in files if f.verdict == "relevant"]
@@ -517,7 +519,9 @@ def render_release(
     strict: bool,
     force: bool = False,
 ) -> tuple[Verdict, dict[str, Path]]:
-    """The release verdict (qualification outcome + C7/C8/C9 of the staged release) and its reports."""
+    """The release verdict (qualification outcome + C7/C8/C9 of the staged release)
+    and its reports.
+    """
     full = replace(outcome, changelog=checks.changelog, notes=checks.notes, golden=checks.golden)
     verdict = evaluate(full, strict=strict)
     title = f"release {inputs['request']['config_key']} -> {plan.image.ref}"
@@ -531,7 +535,9 @@ def _never_run() -> ReleaseChecks:
 
 
 def rerender_release(run_dir: Path, strict: bool = False) -> tuple[Verdict, dict[str, Path]]:
-    """`relpipe report` on a release record: the qualification stages come from the state's cache."""
+    """`relpipe report` on a release record:
+    the qualification stages come from the state's cache.
+    """
     record = RunRecord(run_dir, cache=run_dir.parent.parent / "cache" / "stages")
     inputs = {
         k: v for k, v in record.inputs().items() if k != "schema"

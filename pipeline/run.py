@@ -79,7 +79,9 @@ def execute(
     lost: Mapping[str, str] | None = None,
     lost_output: Callable[[str, Mapping[str, Any], str], Mapping[str, Any]] | None = None,
 ) -> RunResult:
-    """Run (or, offline, read back) the plan's stages; unless sharded, compute the verdict and reports."""
+    """Run (or, offline, read back) the plan's stages; unless sharded, compute the verdict and
+    reports.
+    """
     total = stage_count(plan)
     with Progress(
         total,
@@ -290,7 +292,8 @@ def print_result(result: RunResult, as_json: bool) -> int:
             reason = sanitize.terminal(check.reason, limit=1000)
             print(f"{check.id:<4} {check.status:<4}  {check.title}: {reason}")
         print(
-            f"verdict: {result.verdict.overall}  ({len(result.cached)} cached, {len(result.ran)} ran)"
+            f"verdict: {result.verdict.overall}  "
+            f"({len(result.cached)} cached, {len(result.ran)} ran)"
         )
         print(f"report: {result.reports['report.html']}")
     return result.verdict.exit_code

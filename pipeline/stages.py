@@ -1,4 +1,5 @@
-"""Qualification stages: plan (resolve) -> pull -> probe -> smoke -> evals -> precision diff -> verdict.
+"""Qualification stages: plan (resolve) -> pull -> probe -> smoke -> evals -> precision diff ->
+verdict.
 
 `make_plan` pins the image under test and its baseline (digests re-hashed by `images.registry`),
 reads the config key and thresholds of the benchmark repository, and fixes every input of every
@@ -165,7 +166,9 @@ class Plan:
 
 
 def resolved(pin: Pinned) -> Resolved:
-    """The resolve result of one image; `verified` because `RegistryClient.pin` re-hashes every byte."""
+    """The resolve result of one image; `verified` because `RegistryClient.pin` re-hashes every
+    byte.
+    """
     return Resolved(
         ref=pin.ref,
         pinned=str(pin.reference),
@@ -258,7 +261,9 @@ class Unit:
 
 
 def units(plan: Plan) -> list[Unit]:
-    """The plan's work in a fixed order: image stages, golden, precision, one unit per distinct eval."""
+    """The plan's work in a fixed order: image stages, golden, precision, one unit per distinct
+    eval.
+    """
     out = [Unit("image", partial(_image_unit, plan))]
     if plan.golden is not None:
         out.append(Unit("golden", partial(_golden_unit, plan)))
@@ -526,7 +531,9 @@ def golden_al_result(ws: Workspace, key: str | None) -> ValidatorOutput:
 
 @dataclass
 class Engine:
-    """Runs the engine payload in containers and diffs engine repositories (the I/O of the stages)."""
+    """Runs the engine payload in containers and diffs engine repositories
+    (the I/O of the stages).
+    """
 
     _runtime: Any = field(default=None, repr=False)
     owner: str | None = None  # the run id: labels its containers; a killed run's are reaped
@@ -552,7 +559,9 @@ class Engine:
         return PullOutput(status="ok", image=str(image))
 
     def _run(self, ref: str, command: str, args: list[str], options: Options) -> dict[str, Any]:
-        """`python -m relpipe.engine COMMAND` in the image: {'status': pass|fail|error, 'result', 'reason'}."""
+        """`python -m relpipe.engine COMMAND` in the image:
+        {'status': pass|fail|error, 'result', 'reason'}.
+        """
         import relpipe.engine as payload
 
         with tempfile.TemporaryDirectory(prefix=f"relpipe-{command}-") as tmp:
@@ -770,7 +779,9 @@ def _eval_output(raw: Mapping[str, Any], inputs: Mapping[str, Any]) -> EvalOutpu
 
 
 def _outcome(run: Any, options: Options) -> dict[str, Any]:
-    """An `images.runtime.EngineRun` as {'status': pass|fail|error, 'result', 'reason', 'seconds'}."""
+    """An `images.runtime.EngineRun` as
+    {'status': pass|fail|error, 'result', 'reason', 'seconds'}.
+    """
     result = run.result if isinstance(run.result, dict) else {}
     if run.timed_out:
         status, reason = (

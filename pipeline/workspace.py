@@ -92,7 +92,9 @@ class Workspace:
             raise PipelineError(str(exc)) from exc
 
     def config_key(self, key: str, max_batch: int) -> ConfigKey:
-        """Find `key` in the master configs and expand its benchmark points (fail if absent/ambiguous)."""
+        """Find `key` in the master configs and expand its benchmark points (fail if
+        absent/ambiguous).
+        """
         found: list[tuple[Path, Mapping[str, Any]]] = []
         for master in self.masters():
             doc = self.read_yaml(master)

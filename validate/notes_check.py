@@ -28,7 +28,8 @@ from relpipe.validate.findings import Finding
 # Traditional-only characters seen in Chinese tech writing -> their Simplified forms. Compact on
 # purpose: it catches a Traditional half or a Traditional word pasted into a Simplified one.
 # Traditional-only characters seen in Chinese tech writing, each followed by its Simplified form.
-# Compact on purpose: it catches a Traditional half or a Traditional word pasted into a Simplified one.
+# Compact on purpose: it catches a Traditional half or a Traditional word pasted into a
+# Simplified one.
 _PAIRS = (
     "鏡镜 評评 測测 並并 發发 這这 與与 為为 變变 參参 數数 體体 號号 個个 們们 來来 "
     "時时 會会 對对 於于 從从 後后 過过 還还 進进 實实 現现 點点 當当 經经 說说 將将 "
@@ -309,7 +310,8 @@ def _parity(halves: Sequence[_Half], toks: Sequence[list[Token]], add: _Add) -> 
             add(
                 line or lines[1] or 0,
                 f"parity-{category}",
-                f"{word} {value} appears {a} time(s) in the English half but {b} in the Chinese half; "
+                f"{word} {value} appears {a} time(s) in the English half "
+                f"but {b} in the Chinese half; "
                 f"first difference: English line {lines[0]} has {per_row[0][row]}, "
                 f"Chinese line {lines[1]} has {per_row[1][row]}",
             )
@@ -337,7 +339,8 @@ def _structure(halves: Sequence[_Half], add: _Add) -> None:
                 line,
                 "parity-structure",
                 f"structure differs: item {i + 1} is {a[1] if a else 'missing'} in the English half"
-                f"{f' (line {a[0]})' if a else ''} but {b[1] if b else 'missing'} in the Chinese half"
+                f"{f' (line {a[0]})' if a else ''} "
+                f"but {b[1] if b else 'missing'} in the Chinese half"
                 f"{f' (line {b[0]})' if b else ''}",
             )
             return
@@ -413,7 +416,8 @@ def _facts(
                     add(
                         n,
                         "facts-image",
-                        f"'{m.group(0)}' names a nightly of {day[:2]}-{day[2:]}, which is not an image "
+                        f"'{m.group(0)}' names a nightly of {day[:2]}-{day[2:]}, "
+                        "which is not an image "
                         f"in the facts; the pinned image is {pinned} (tag {_tag(pinned)})",
                     )
         if not any(t.category == "image" and _normalize(t.value) == pinned for t in ts):

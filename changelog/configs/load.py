@@ -56,7 +56,9 @@ def _decode(data: bytes, path: Path) -> str:
 
 
 def load_yaml(text: str, what: str = "config") -> Any:
-    """Parse untrusted YAML text strictly (`core.yamlload`); failures are one ChangelogError line."""
+    """Parse untrusted YAML text strictly (`core.yamlload`);
+    failures are one ChangelogError line.
+    """
     return _load_yaml(text, what, max_bytes=MAX_MASTER_BYTES, error=ChangelogError)
 
 
@@ -66,7 +68,8 @@ def load_master(path: Path) -> dict[str, dict[str, object]]:
     loaded = load_yaml(_decode(_read(path), path), str(path))
     if not isinstance(loaded, dict):
         raise ChangelogError(
-            f"{path}: a master config must be a mapping of config keys; found {type(loaded).__name__}"
+            f"{path}: a master config must be a mapping of config keys; "
+            f"found {type(loaded).__name__}"
         )
     for key, value in loaded.items():
         if not isinstance(key, str):

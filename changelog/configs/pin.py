@@ -64,7 +64,9 @@ def _find_image_node(root: yaml.Node, key: str, path: str) -> yaml.ScalarNode:
 def edit_image(
     text: str, key: str, new_image: str, path: str = "<config>"
 ) -> tuple[str, PinResult]:
-    """Pure edit: returns the new text and what changed (raises when the edit cannot be verified)."""
+    """Pure edit: returns the new text and what changed
+    (raises when the edit cannot be verified).
+    """
     if not _IMAGE.fullmatch(new_image):
         raise ConfigPinError(f"invalid image reference {new_image!r}: no spaces, quotes or '#'")
     try:
@@ -105,7 +107,8 @@ def _verify(before: Any, new_text: str, key: str, new_image: str, path: str) -> 
 
 
 def pin_image(path: str | os.PathLike[str], key: str, new_image: str) -> PinResult:
-    """Edit the file in place (atomic rename); returns what changed. Bytes outside the value are kept.
+    """Edit the file in place (atomic rename); returns what changed. Bytes outside the value are
+    kept.
 
     An unreadable or unwritable file is a one-line `ChangelogError` (exit 2), never an OSError.
     """

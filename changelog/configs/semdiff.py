@@ -1,11 +1,13 @@
-"""Semantic diff of master configs (and recipe YAML files) between two revisions, and the points plan.
+"""Semantic diff of master configs (and recipe YAML files) between two revisions, and the points
+plan.
 
 Owns the answer to "what did this config change do to the benchmark?": image changes per key; per
 search-space arm (tp, offload, spec decoding, ...) the concurrency points added or removed; the
 environment settings added, removed or changed per point (`env:` mappings and `additional-settings`
 `NAME=VALUE` lists, also under `prefill`/`decode`); version changes of nested components such as
 the KV offload backend (`kv-offload-backend: { name: lmcache, version: ... }`); other fields; and
-how many throughput points the keys expand to (`points`, InferenceX's generator's plan). Recipe files (any other YAML) get a leaf-path diff.
+how many throughput points the keys expand to (`points`, InferenceX's generator's plan). Recipe
+files (any other YAML) get a leaf-path diff.
 
 The result is structured (frozen records with `to_json`/`from_json`); `changelog.notes` turns it
 into bullets in both languages. Pure functions of the two texts.
@@ -95,7 +97,9 @@ class ConcurrencyChange(_ArmChange):
 
 @dataclass(frozen=True)
 class EnvChange(_ArmChange):
-    """One setting changed at some points of an arm: removed (new None), added (old None) or changed."""
+    """One setting changed at some points of an arm: removed (new None), added (old None) or
+    changed.
+    """
 
     kind: ClassVar[str] = "env"
     name: str

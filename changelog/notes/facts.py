@@ -172,7 +172,9 @@ class Validation:
 
 @dataclass(frozen=True)
 class Risk:
-    """`missing-fix`: upstream PR `repo#pr` is not in the image. `note`: free text in both languages."""
+    """`missing-fix`: upstream PR `repo#pr` is not in the image. `note`: free text in both
+    languages.
+    """
 
     kind: str
     pr: int | None = None

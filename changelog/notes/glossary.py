@@ -1,6 +1,6 @@
-"""The notes catalog (`catalog.yaml`): glossary terms, verbatim names, display names, check names and
-the EN/ZH phrase templates. Loaded once; the renderer and `validate.notes_check` both read it, so
-what is written and what is checked come from one file.
+"""The notes catalog (`catalog.yaml`): glossary terms, verbatim names, display names, check names
+and the EN/ZH phrase templates. Loaded once; the renderer and `validate.notes_check` both read it,
+so what is written and what is checked come from one file.
 """
 
 from __future__ import annotations

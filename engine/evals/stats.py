@@ -19,7 +19,9 @@ class Accuracy:
 
     @property
     def stderr(self) -> float | None:
-        """Standard error with the sample (n - 1) variance, as lm-eval reports it; None for n < 2."""
+        """Standard error with the sample (n - 1) variance, as lm-eval reports it;
+        None for n < 2.
+        """
         if self.n < 2:
             return None
         p = self.value

@@ -124,7 +124,9 @@ def decode_attention(
     launch: Launch = INTERPRETER,
     splits: int | None = None,
 ) -> torch.Tensor:
-    """softmax(q K^T / sqrt(HD)) V over the first `seq_len` cached positions; q [B, H, HD] -> [B, H*HD]."""
+    """softmax(q K^T / sqrt(HD)) V over the first `seq_len` cached positions;
+    q [B, H, HD] -> [B, H*HD].
+    """
     B, H, HD = q.shape
     KVH = cache.kv.shape[3]
     if H % KVH or not 1 <= seq_len <= cache.capacity:

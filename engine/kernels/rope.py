@@ -24,7 +24,8 @@ def _round_rtne(x, MANT: tl.constexpr, MIN_EXP: tl.constexpr, MAX: tl.constexpr)
     bits = x.to(tl.int32, bitcast=True)
     exp = tl.maximum(((bits >> 23) & 0xFF) - 127, MIN_EXP)
     quantum = ((exp - MANT + 127) << 23).to(tl.float32, bitcast=True)
-    magic = 12582912.0  # 1.5 * 2**23: adding and subtracting it rounds |y| < 2**22 to an integer, ties to even
+    # 1.5 * 2**23: adding and subtracting it rounds |y| < 2**22 to an integer, ties to even
+    magic = 12582912.0
     y = x / quantum
     y = (y + magic) - magic
     return tl.minimum(tl.maximum(y * quantum, -MAX), MAX)
@@ -105,7 +106,9 @@ def rope_kv_write(
     n_heads: int,
     launch: Launch = INTERPRETER,
 ) -> torch.Tensor:
-    """Rotate q/k of qkv [B, (H + 2 KVH) * HD] at `pos`, write k/v to `cache`; return q [B, H, HD]."""
+    """Rotate q/k of qkv [B, (H + 2 KVH) * HD] at `pos`, write k/v to `cache`;
+    return q [B, H, HD].
+    """
     B = qkv.shape[0]
     kvh, hd = cache.kv.shape[3], cache.kv.shape[5]
     if qkv.shape[1] != (n_heads + 2 * kvh) * hd or not 0 <= pos < cache.capacity:

@@ -128,7 +128,9 @@ def _pin(args: argparse.Namespace) -> int:
 
 
 def _probe(args: argparse.Namespace) -> int:
-    """Pin REF (verified), run `python -m relpipe.engine probe` inside it by digest, report the facts."""
+    """Pin REF (verified), run `python -m relpipe.engine probe` inside it by digest, report the
+    facts.
+    """
     # Imported here: docker and the runtime are needed by this subcommand only.
     import importlib.util
     import tempfile

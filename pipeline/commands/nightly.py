@@ -15,7 +15,9 @@ from relpipe.pipeline.errors import PipelineError
 
 
 def newest_nightly(repository: str, pattern: str) -> str:
-    """`repository:tag` of the newest nightly (one tags listing; pagination handled by the client)."""
+    """`repository:tag` of the newest nightly (one tags listing;
+    pagination handled by the client).
+    """
     from relpipe.images.nightly import DEFAULT_PATTERN, newest
     from relpipe.images.reference import parse
     from relpipe.images.registry import RegistryClient

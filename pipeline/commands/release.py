@@ -5,7 +5,7 @@
 Refuses when the image's qualification (re-run; normally a cache hit) or the release's own checks
 (C7 changelog entry, C8 notes, C9 golden AL) FAIL; nothing is written then. `--dry-run` prints the
 diff of config, lock and changelog without writing.
-"""
+"""  # noqa: E501 - line 1 is the --help description (parser() reads only the first line)
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ Read from MODELS.md as written: the model support matrix (`Prefix`, `Active scen
 scenario that is not also active is deprecated for that model; "all **bf16** recipes" is a
 precision; "<scenario> non-X arm" deprecates that scenario's non-spec-decode arm), and the
 Scenarios table ("**Deprecated for all models**"). While MODELS.md says the non-spec-decode
-arms are "not yet enacted" (they still run), such an arm is a WARN citing both lines, not a FAIL. Scenario words map to master configs as:
+arms are "not yet enacted" (they still run), such an arm is a WARN citing both lines, not a FAIL.
+Scenario words map to master configs as:
 Agentic coding = `agentic-coding`, Single-turn AkBk = `fixed-seq-len` with isl A*1024, osl B*1024.
 """
 
