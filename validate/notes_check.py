@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from relpipe.changelog.notes import ReleaseFacts, catalog, markdown
 from relpipe.validate.findings import Finding
 
-# Traditional-only characters seen in Chinese tech writing -> their Simplified forms. Compact on
-# purpose: it catches a Traditional half or a Traditional word pasted into a Simplified one.
 # Traditional-only characters seen in Chinese tech writing, each followed by its Simplified form.
 # Compact on purpose: it catches a Traditional half or a Traditional word pasted into a
 # Simplified one.
