@@ -261,9 +261,8 @@ def _plain(text: str) -> object:
     if tag == _TAG + "bool":
         value = _YAML12_BOOL.get(text)
         if value is None:
-            return _Ambiguous(
-                "boolean", text, yaml.constructor.SafeConstructor.bool_values[text.lower()]
-            )  # type: ignore[attr-defined]
+            bools = yaml.constructor.SafeConstructor.bool_values  # type: ignore[attr-defined]
+            return _Ambiguous("boolean", text, bools[text.lower()])
         return value
     if tag == _TAG + "int":
         # PyYAML's own constructor (sexagesimal, octal, `_`); Python refuses to convert more than

@@ -349,7 +349,11 @@ def hook_result(base: Path, scratch: Path, req: Request) -> ValidatorOutput:
         base.read_bytes() if base.exists() else b"", head, rules, str(CHANGELOG)
     )
     problems = [f.format(str(CHANGELOG)) for f in report.findings if f.severity == ERROR]
-    evidence = {"mode": report.mode, "entries": report.entries, "appended": report.appended}
+    evidence: dict[str, str | int] = {
+        "mode": report.mode,
+        "entries": report.entries,
+        "appended": report.appended,
+    }
     return ValidatorOutput(status="ok", problems=tuple(problems), evidence=evidence)
 
 

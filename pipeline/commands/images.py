@@ -18,6 +18,7 @@ from relpipe.images.errors import ImageError
 from relpipe.images.options import add_registry_args, apply_registry_args
 from relpipe.images.reference import parse
 from relpipe.images.registry import RegistryClient
+from relpipe.pipeline.commands.parser import Parser
 from relpipe.pipeline.commands.parser import parser as new_parser
 
 DEFAULT_LOCK = "images.lock.yaml"  # images.lock.DEFAULT_LOCK, without importing PyYAML here
@@ -179,7 +180,7 @@ def _probe(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = new_parser("relpipe images", __doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON document")
     add_registry_args(common)
 

@@ -191,10 +191,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         facts=Path(args.facts) if args.facts else None,
         results=Path(args.results) if args.results else None,
         pr=args.pr,
-        **(
-            {"new_hardware": tuple(h.lower() for h in args.new_hardware)}
+        new_hardware=(
+            tuple(h.lower() for h in args.new_hardware)
             if args.new_hardware
-            else {}
+            else Options.new_hardware
         ),
     )
     results = run(

@@ -203,8 +203,8 @@ def scan(review: Review, path: str) -> list[Hit]:
             if re.search(r"agentic_srt\.sh", code):
                 hits.append(Hit(path, n, "chat-replay: agentic_srt.sh replay", raw.strip(), PASS))
     else:
-        raw = review.source.lines(path)
-        hits = _shell_hits(path, lines_of(review.source, path), raw)
+        source_lines = review.source.lines(path)
+        hits = _shell_hits(path, lines_of(review.source, path), source_lines)
     review.source.memo[key] = hits
     return hits
 
