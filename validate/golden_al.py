@@ -949,39 +949,29 @@ def _check_key(
             if auto
             else f"no forced acceptance length in {named}: drafts are accepted as they are"
         )
-        out.append(
-            KeySetting(
-                key=key,
-                path=master_rel,
-                line=start,
-                engine=_engine_of(framework),
-                k=None,
-                k_source=None,
-                written=None,
-                configured=None,
-                golden=None,
-                golden_file=None,
-                thinking="thinking_on",
-                verdict=NA,
-                reason=reason,
-            )
-        )
+        out.append(_unchecked(key, master_rel, start, framework, NA, reason))
     for rel in missing:
-        out.append(
-            KeySetting(
-                key=key,
-                path=master_rel,
-                line=start,
-                engine=_engine_of(framework),
-                k=None,
-                k_source=None,
-                written=None,
-                configured=None,
-                golden=None,
-                golden_file=None,
-                thinking="thinking_on",
-                verdict=WARN,
-                reason=f"cannot check: source not found or unreadable: {rel}",
-            )
-        )
+        reason = f"cannot check: source not found or unreadable: {rel}"
+        out.append(_unchecked(key, master_rel, start, framework, WARN, reason))
     return out
+
+
+def _unchecked(
+    key: str, path: str, line: int, framework: str, verdict: str, reason: str
+) -> KeySetting:
+    """A key's row when no setting can be compared (N/A, or WARN for a source that is missing)."""
+    return KeySetting(
+        key=key,
+        path=path,
+        line=line,
+        engine=_engine_of(framework),
+        k=None,
+        k_source=None,
+        written=None,
+        configured=None,
+        golden=None,
+        golden_file=None,
+        thinking="thinking_on",
+        verdict=verdict,
+        reason=reason,
+    )

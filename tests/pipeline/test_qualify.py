@@ -513,6 +513,24 @@ def _slurm(env: Env, slurm_conf: str, *args: str) -> subprocess.CompletedProcess
     )
 
 
+def _submit(
+    env: Env, slurm_conf: str, plan_dir: Path, jobs: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    return _slurm(
+        env,
+        slurm_conf,
+        "submit",
+        str(plan_dir),
+        "--partition",
+        "relpipe",
+        "--jobs",
+        str(jobs),
+        "--repo",
+        str(env.repo),
+        *extra,
+    )
+
+
 def _plan(env: Env, plan_dir: Path, ref: str, shards: int, *extra: str) -> None:
     planned = env.relpipe(
         "qualify",
@@ -551,19 +569,7 @@ def test_slurm_array_job_cancelled_resubmitted_and_merged_equals_the_unsharded_r
     plan_dir = tmp_path / "plan"
     _plan(env, plan_dir, env.newest, 4)
     jobs = tmp_path / "jobs"
-    dry = _slurm(
-        env,
-        slurm_conf,
-        "submit",
-        str(plan_dir),
-        "--partition",
-        "relpipe",
-        "--jobs",
-        str(jobs),
-        "--repo",
-        str(env.repo),
-        "--dry-run",
-    )
+    dry = _submit(env, slurm_conf, plan_dir, jobs, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "#SBATCH --array=1-4" in dry.stdout and '--shard "$shard/4"' in dry.stdout
     assert not (jobs / "slurm.json").exists()  # a dry run submits nothing
@@ -580,19 +586,7 @@ def test_slurm_array_job_cancelled_resubmitted_and_merged_equals_the_unsharded_r
     )
     assert checked.returncode == 0, checked.stdout
 
-    submitted = _slurm(
-        env,
-        slurm_conf,
-        "submit",
-        str(plan_dir),
-        "--partition",
-        "relpipe",
-        "--jobs",
-        str(jobs),
-        "--repo",
-        str(env.repo),
-        "--json",
-    )
+    submitted = _submit(env, slurm_conf, plan_dir, jobs, "--json")
     assert submitted.returncode == 0, submitted.stderr
     first = json.loads(submitted.stdout)
     assert first["tasks"] == [1, 2, 3, 4]
@@ -614,19 +608,7 @@ def test_slurm_array_job_cancelled_resubmitted_and_merged_equals_the_unsharded_r
     ), ended
     done_before = {e["label"] for e in _events(jobs / "shard-1") if e["what"] == "done"}
 
-    again = _slurm(
-        env,
-        slurm_conf,
-        "submit",
-        str(plan_dir),
-        "--partition",
-        "relpipe",
-        "--jobs",
-        str(jobs),
-        "--repo",
-        str(env.repo),
-        "--json",
-    )
+    again = _submit(env, slurm_conf, plan_dir, jobs, "--json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["tasks"] == unfinished  # finished shards are not re-run
     final = _wait_ended(env, slurm_conf, jobs, 400)
@@ -651,20 +633,7 @@ def test_slurm_task_killed_at_its_time_limit_fails_its_points(
     plan_dir = tmp_path / "plan"
     _plan(env, plan_dir, hang.tagged, 1, "--timeout", "600")  # outlives Slurm's 1-minute limit
     jobs = tmp_path / "jobs"
-    submitted = _slurm(
-        env,
-        slurm_conf,
-        "submit",
-        str(plan_dir),
-        "--partition",
-        "relpipe",
-        "--time",
-        "1",
-        "--jobs",
-        str(jobs),
-        "--repo",
-        str(env.repo),
-    )
+    submitted = _submit(env, slurm_conf, plan_dir, jobs, "--time", "1")
     assert submitted.returncode == 0, submitted.stderr
     try:
         ended = _wait_ended(env, slurm_conf, jobs, 300)
