@@ -53,7 +53,8 @@ def temp_glob(path: Path) -> str:
     return f".{path.name}.*.tmp"
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or unlink in `directory` survive a power loss."""
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -92,7 +93,7 @@ def write_atomic(path: Path | str, data: bytes | str, *, mode: int | None = None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_dir(directory)
+    fsync_dir(directory)
 
 
 def publish(tmp: Path | str, path: Path | str) -> None:
@@ -105,7 +106,7 @@ def publish(tmp: Path | str, path: Path | str) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    _fsync_dir(Path(path).parent)
+    fsync_dir(Path(path).parent)
 
 
 @contextlib.contextmanager

@@ -20,13 +20,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from relpipe.core.errors import RelpipeError
-from relpipe.core.files import read_capped, temp_glob, write_atomic
+from relpipe.core.files import fsync_dir, read_capped, temp_glob, write_atomic
 
 SCHEMA = 1
 MAX_JOURNAL_BYTES = 256 * 1024 * 1024
@@ -57,14 +56,6 @@ def _safe_rel(rel: str, error: type[RelpipeError]) -> PurePosixPath:
     return path
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _clear(journal: Path, root: Path, rels: Sequence[str]) -> None:
     """Remove the journal and the temp files writers killed mid-write left beside the files."""
     for rel in rels:
@@ -72,7 +63,7 @@ def _clear(journal: Path, root: Path, rels: Sequence[str]) -> None:
         for stale in target.parent.glob(temp_glob(target)):
             stale.unlink(missing_ok=True)
     journal.unlink(missing_ok=True)
-    _fsync_dir(journal.parent)
+    fsync_dir(journal.parent)
 
 
 def commit(
@@ -108,7 +99,7 @@ def commit(
     for change in changes:
         write_atomic(root / change.rel, change.new)
     journal.unlink()
-    _fsync_dir(journal.parent)
+    fsync_dir(journal.parent)
 
 
 def recover(journal: Path, root: Path, *, error: type[RelpipeError] = RelpipeError) -> list[str]:

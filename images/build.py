@@ -461,17 +461,6 @@ def base_entries(py: HostPython, cache: Path) -> tuple[list[Entry], list[Any]]:
 # -- fixture git repositories -----------------------------------------------------------------
 
 
-def _git_env(home: Path) -> dict[str, str]:
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "LC_ALL": "C",
-        "TZ": "UTC",
-    }
-
-
 def _fast_import_stream(
     commits: Sequence[fx.Commit], tag: str, tag_index: int, branch: str
 ) -> bytes:
@@ -504,7 +493,7 @@ def build_repo(history: fx.History, commits: Sequence[fx.Commit], dest: str) -> 
     """A real git repository of `commits` laid out at `dest` in the image (worktree + .git)."""
     with tempfile.TemporaryDirectory(prefix="relpipe-fixture-repo-") as tmp:
         repo = Path(tmp) / "repo"
-        env = _git_env(Path(tmp))
+        env = real_engine.git_env(Path(tmp))
         # An empty template: no sample hooks or description whose bytes vary with git's version.
         _run(["git", "init", "-q", "--template=", "-b", history.branch, str(repo)], env=env)
         _run(["git", "-C", str(repo), "config", "core.logAllRefUpdates", "false"], env=env)
