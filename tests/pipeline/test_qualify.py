@@ -567,7 +567,8 @@ def test_slurm_array_job_cancelled_resubmitted_and_merged_equals_the_unsharded_r
     env: Env, qualified: Qualified, slurm_conf: str, tmp_path: Path
 ) -> None:
     plan_dir = tmp_path / "plan"
-    _plan(env, plan_dir, env.newest, 4)
+    # The release test above re-pinned the key: name the unsharded run's baseline explicitly.
+    _plan(env, plan_dir, env.newest, 4, "--baseline", qualified.report["baseline"]["ref"])
     jobs = tmp_path / "jobs"
     dry = _submit(env, slurm_conf, plan_dir, jobs, "--dry-run")
     assert dry.returncode == 0, dry.stderr
@@ -681,7 +682,10 @@ def test_nightly_workflow_plan_matrix_merge_steps_give_the_unsharded_verdict(
             "RELPIPE_IMAGE_REPOSITORY": f"{env.registry}/{REPOSITORY}",
             "RELPIPE_CONFIG_KEY": KEY,
             "RELPIPE_SHARDS": "2",
-            "RELPIPE_QUALIFY_ARGS": " ".join(QUICK),
+            # The release test above re-pinned the key: the unsharded run's baseline, named.
+            "RELPIPE_QUALIFY_ARGS": " ".join(
+                [*QUICK, "--baseline", qualified.report["baseline"]["ref"]]
+            ),
         },
         env={**env.vars, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.vars['PATH']}"},
         checkouts={"benchmark": env.repo},
