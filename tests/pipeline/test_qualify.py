@@ -514,7 +514,7 @@ def _slurm(env: Env, slurm_conf: str, *args: str) -> subprocess.CompletedProcess
 
 
 def _submit(
-    env: Env, slurm_conf: str, plan_dir: Path, jobs: Path, *extra: str
+    env: Env, slurm_conf: str, plan_dir: Path, jobs: Path, repo: Path, *extra: str
 ) -> subprocess.CompletedProcess[str]:
     return _slurm(
         env,
@@ -526,9 +526,22 @@ def _submit(
         "--jobs",
         str(jobs),
         "--repo",
-        str(env.repo),
+        str(repo),
         *extra,
     )
+
+
+def _pristine(env: Env, dest: Path) -> Path:
+    """The benchmark repository as the qualified run saw it (the release test changes env.repo)."""
+    subprocess.run(["git", "clone", "-q", str(env.repo), str(dest)], check=True)
+    roots = subprocess.run(
+        ["git", "-C", str(dest), "rev-list", "--max-parents=0", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    subprocess.run(["git", "-C", str(dest), "checkout", "-q", roots.stdout.split()[0]], check=True)
+    return dest
 
 
 def _plan(env: Env, plan_dir: Path, ref: str, shards: int, *extra: str) -> None:
@@ -567,10 +580,10 @@ def test_slurm_array_job_cancelled_resubmitted_and_merged_equals_the_unsharded_r
     env: Env, qualified: Qualified, slurm_conf: str, tmp_path: Path
 ) -> None:
     plan_dir = tmp_path / "plan"
-    # The release test above re-pinned the key: name the unsharded run's baseline explicitly.
-    _plan(env, plan_dir, env.newest, 4, "--baseline", qualified.report["baseline"]["ref"])
+    repo = _pristine(env, tmp_path / "repo")  # as the unsharded run saw it
+    _plan(env, plan_dir, env.newest, 4, "--repo", str(repo))
     jobs = tmp_path / "jobs"
-    dry = _submit(env, slurm_conf, plan_dir, jobs, "--dry-run")
+    dry = _submit(env, slurm_conf, plan_dir, jobs, repo, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "#SBATCH --array=1-4" in dry.stdout and '--shard "$shard/4"' in dry.stdout
     assert not (jobs / "slurm.json").exists()  # a dry run submits nothing
@@ -587,7 +600,7 @@ def test_slurm_array_job_cancelled_resubmitted_and_merged_equals_the_unsharded_r
     )
     assert checked.returncode == 0, checked.stdout
 
-    submitted = _submit(env, slurm_conf, plan_dir, jobs, "--json")
+    submitted = _submit(env, slurm_conf, plan_dir, jobs, repo, "--json")
     assert submitted.returncode == 0, submitted.stderr
     first = json.loads(submitted.stdout)
     assert first["tasks"] == [1, 2, 3, 4]
@@ -609,7 +622,7 @@ def test_slurm_array_job_cancelled_resubmitted_and_merged_equals_the_unsharded_r
     ), ended
     done_before = {e["label"] for e in _events(jobs / "shard-1") if e["what"] == "done"}
 
-    again = _submit(env, slurm_conf, plan_dir, jobs, "--json")
+    again = _submit(env, slurm_conf, plan_dir, jobs, repo, "--json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["tasks"] == unfinished  # finished shards are not re-run
     final = _wait_ended(env, slurm_conf, jobs, 400)
@@ -634,7 +647,7 @@ def test_slurm_task_killed_at_its_time_limit_fails_its_points(
     plan_dir = tmp_path / "plan"
     _plan(env, plan_dir, hang.tagged, 1, "--timeout", "600")  # outlives Slurm's 1-minute limit
     jobs = tmp_path / "jobs"
-    submitted = _submit(env, slurm_conf, plan_dir, jobs, "--time", "1")
+    submitted = _submit(env, slurm_conf, plan_dir, jobs, env.repo, "--time", "1")
     assert submitted.returncode == 0, submitted.stderr
     try:
         ended = _wait_ended(env, slurm_conf, jobs, 300)
@@ -679,16 +692,13 @@ def test_nightly_workflow_plan_matrix_merge_steps_give_the_unsharded_verdict(
         workflow,
         tmp_path,
         vars={
-            "RELPIPE_IMAGE_REPOSITORY": f"{env.registry}/{REPOSITORY}",
+            "RELPIPE_IMAGE_REPOSITORY": REPOSITORY,  # canonical; the loopback mirror serves it
             "RELPIPE_CONFIG_KEY": KEY,
             "RELPIPE_SHARDS": "2",
-            # The release test above re-pinned the key: the unsharded run's baseline, named.
-            "RELPIPE_QUALIFY_ARGS": " ".join(
-                [*QUICK, "--baseline", qualified.report["baseline"]["ref"]]
-            ),
+            "RELPIPE_QUALIFY_ARGS": " ".join(QUICK),
         },
         env={**env.vars, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.vars['PATH']}"},
-        checkouts={"benchmark": env.repo},
+        checkouts={"benchmark": _pristine(env, tmp_path / "repo")},  # as the unsharded run saw it
     )
     ran = [(s.job, s.name) for s in run.steps if s.status == "ran"]
     assert ("plan", "Pin the newest nightly and plan the shards") in ran
