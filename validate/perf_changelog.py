@@ -41,6 +41,7 @@ from relpipe.changelog.entries import (
 )
 from relpipe.changelog.errors import ChangelogError
 from relpipe.validate import githook
+from relpipe.validate.basecache import BaseCache
 from relpipe.validate.errors import ValidateError
 
 DEFAULT_CHANGELOG = "perf-changelog.yaml"
@@ -550,19 +551,31 @@ def _sweep_findings(blocks: Sequence[Block], rules: Rules) -> list[Finding]:
     return found
 
 
-def check(base: bytes | None, head: bytes, rules: Rules, path: str = DEFAULT_CHANGELOG) -> Report:
-    """Validate `head` against `base` (None: audit `head` alone as history)."""
+def check(
+    base: bytes | None,
+    head: bytes,
+    rules: Rules,
+    path: str = DEFAULT_CHANGELOG,
+    bases: BaseCache | None = None,
+) -> Report:
+    """Validate `head` against `base` (None: audit `head` alone as history).
+
+    `bases` remembers bases already found valid (`validate.basecache`): an append on top of one
+    skips the base's scan. It never changes a verdict, only how long an append takes."""
     if base is None:
         return _audit(head, rules, path)
     corrections = 0
-    if head.startswith(base) and (not base or proven_valid(base)):
-        # The usual commit: a base the house-style grammar proves valid, and an append.
+    appending = head.startswith(base)
+    if appending and (not base or proven_valid(base) or (bases is not None and bases.known(base))):
+        # The usual commit: a base proven (or already found) valid, and an append.
         old = None
     else:
         old = scan(base, path)
         rejected = _base_rejected(old, path)
         if rejected:
             return Report(path, "base", len(old.blocks), 0, 0, tuple(rejected), False)
+        if appending and bases is not None:
+            bases.remember(base)
     if head.startswith(base):
         mode = "append"
         changelog = parse_appended(base, head, path)
@@ -857,7 +870,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             all_evals=args.all_evals,
             evals_only=args.evals_only,
         )
-        report = check(base, head, rules, args.changelog_file)
+        report = check(base, head, rules, args.changelog_file, BaseCache())
     except (ValidateError, ChangelogError) as exc:
         print(f"validate_perf_changelog: {exc}", file=sys.stderr)
         return 2
