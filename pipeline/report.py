@@ -29,7 +29,7 @@ from relpipe.pipeline.verdict import FAIL, NA, PASS, WARN, Outcome, Verdict, eva
 from relpipe.validate.precision import PrecisionReport
 
 REPORT_FILES = ("report.json", "report.md", "report.html")
-RENDERER = 4  # bump when the report layout changes, so that kept reports are re-rendered
+RENDERER = 5  # bump when the report layout changes, so that kept reports are re-rendered
 TEMPLATE = "report.html.j2"
 _COLORS = {PASS: "#1a7f37", WARN: "#9a6700", FAIL: "#cf222e", NA: "#6e7781"}
 _ICONS = {PASS: "✅", WARN: "⚠️", FAIL: "❌", NA: "➖"}
@@ -282,7 +282,8 @@ def _evals_figure(figure_cls: Any, suites: Sequence[str], evals: Sequence[EvalOu
                 label="threshold",
                 zorder=3,
             )
-        ax.set_xticks(xs, [_label(e.point) for e in rows], fontsize=8)
+        # Point names are long (scenario/parallelism/concurrency): slanted, they never overlap.
+        ax.set_xticks(xs, [_label(e.point) for e in rows], fontsize=8, rotation=20, ha="right")
         ax.set_ylim(0, 1.05 * max(scores + [t for _, t in thresholds] + [1e-9]))
         ax.set_title(_label(f"{suite}: {rows[0].metric} per point"), fontsize=10)
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
