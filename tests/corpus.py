@@ -119,23 +119,31 @@ def cached_python(requirements: tuple[str, ...]) -> str:
 
 
 def run_oracle(
-    script: str, *args: str, cwd: Path | None = None, timeout: float = 300
+    script: str | Path,
+    *args: str,
+    cwd: Path | None = None,
+    timeout: float = 300,
+    input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run InferenceX's `utils/<script>` (e.g. "validate_perf_changelog.py") with its own deps.
+    """Run InferenceX's own code with its own dependencies, as its CI has it.
 
-    `utils/` and `utils/matrix_logic/` are on the path, as InferenceX's CI has them.
+    `script` is a name under InferenceX's `utils/` (e.g. "validate_perf_changelog.py"), or the
+    Path of one of our drivers in tests/oracles/ that imports InferenceX's modules from the tree
+    and judges many cases in one process. `utils/` and `utils/matrix_logic/` are on the path.
     """
     tree = inferencex_tree()
     utils = tree / "utils"
+    program = script if isinstance(script, Path) else utils / script
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(utils), str(utils / "matrix_logic")]),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     return subprocess.run(
-        [oracle_python(), str(utils / script), *args],
+        [oracle_python(), str(program), *args],
         cwd=cwd or tree,
         env=env,
+        input=input,
         capture_output=True,
         text=True,
         timeout=timeout,

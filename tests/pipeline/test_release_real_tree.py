@@ -167,8 +167,6 @@ def _files(diff: str) -> dict[str, tuple[list[str], list[str]]]:
 
 
 def _inferencex_accepts(base: bytes, head: bytes, masters: list[Path]) -> tuple[bool, str]:
-    python = corpus.oracle_python()
-    utils = corpus.inferencex_tree() / "utils"
     payload = [
         {
             "base": base64.b64encode(base).decode(),
@@ -179,20 +177,7 @@ def _inferencex_accepts(base: bytes, head: bytes, masters: list[Path]) -> tuple[
             "resolve": True,
         }
     ]
-    done = subprocess.run(
-        [python, str(GATE), *map(str, masters)],
-        input=json.dumps(payload),
-        capture_output=True,
-        text=True,
-        cwd=utils.parent,
-        env={
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(utils), str(utils / "matrix_logic")]),
-            "PYTHONDONTWRITEBYTECODE": "1",
-        },
-        timeout=300,
-        check=False,
-    )
+    done = corpus.run_oracle(GATE, *map(str, masters), input=json.dumps(payload))
     assert done.returncode == 0, done.stderr[-2000:]
     [(ok, why)] = json.loads(done.stdout)
     return ok, why

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -321,8 +319,6 @@ def masters() -> list[Path]:
 @pytest.fixture(scope="module")
 def oracle(cases: list[Case], masters: list[Path]) -> list[tuple[bool, str]]:
     """InferenceX's verdicts for all cases, from one oracle process."""
-    python = corpus.oracle_python()
-    utils = corpus.inferencex_tree() / "utils"
     payload = [
         {
             "base": base64.b64encode(c.base).decode(),
@@ -334,20 +330,7 @@ def oracle(cases: list[Case], masters: list[Path]) -> list[tuple[bool, str]]:
         }
         for c in cases
     ]
-    done = subprocess.run(
-        [python, str(DRIVER), *map(str, masters)],
-        input=json.dumps(payload),
-        capture_output=True,
-        text=True,
-        cwd=utils.parent,
-        env={
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(utils), str(utils / "matrix_logic")]),
-            "PYTHONDONTWRITEBYTECODE": "1",
-        },
-        timeout=300,
-        check=False,
-    )
+    done = corpus.run_oracle(DRIVER, *map(str, masters), input=json.dumps(payload))
     assert done.returncode == 0, done.stderr[-2000:]
     return [(ok, why) for ok, why in json.loads(done.stdout)]
 
