@@ -32,11 +32,6 @@ def nightlies(registry: str, fixture_cache: Path) -> list[FixtureImage]:
     return build_fixtures(registry, repo, count=2, cache_dir=fixture_cache)
 
 
-@pytest.fixture(scope="module")
-def runtime(docker_host: str) -> Runtime:
-    return Runtime.from_env(docker_host=docker_host, gpu="none")
-
-
 def _py(
     runtime: Runtime, image: FixtureImage, code: str, out: Path, timeout_s: float = 120, **kw: Any
 ) -> EngineRun:

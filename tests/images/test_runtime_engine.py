@@ -32,11 +32,6 @@ def images(registry: str, fixture_cache: Path) -> dict[str, FixtureImage]:
     }
 
 
-@pytest.fixture(scope="module")
-def runtime(docker_host: str) -> Runtime:
-    return Runtime.from_env(docker_host=docker_host, gpu="none")
-
-
 def _run(
     runtime: Runtime,
     image: FixtureImage,

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,13 +46,6 @@ rt.run(ref, ["python3", "-c", "import time; time.sleep(300)"], out_dir=Path(out)
 def nightly(registry: str, fixture_cache: Path) -> FixtureImage:
     repo = f"relpipe-test-reap/atom-{uuid.uuid4().hex[:8]}"
     return build_fixtures(registry, repo, count=1, cache_dir=fixture_cache)[-1]
-
-
-@pytest.fixture
-def runtime(docker_host: str) -> Iterator[Runtime]:
-    rt = Runtime.from_env(docker_host=docker_host, gpu="none")
-    yield rt
-    rt.client.close()
 
 
 def _owned(runtime: Runtime, owner: str) -> list[Any]:

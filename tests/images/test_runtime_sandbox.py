@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -44,13 +43,6 @@ WHOAMI = f"import os; open('{OUT_DIR}/id', 'w').write(f'{{os.getuid()}}:{{os.get
 def nightly(registry: str, fixture_cache: Path) -> FixtureImage:
     repo = f"relpipe-test-sandbox/atom-{uuid.uuid4().hex[:8]}"
     return build_fixtures(registry, repo, count=1, cache_dir=fixture_cache)[-1]
-
-
-@pytest.fixture
-def runtime(docker_host: str) -> Iterator[Runtime]:
-    rt = Runtime.from_env(docker_host=docker_host, gpu="none")
-    yield rt
-    rt.client.close()
 
 
 def _derived(runtime: Runtime, registry: str, base: FixtureImage, changes: list[str]) -> str:
