@@ -23,11 +23,11 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from relpipe.changelog.configs.load import master_keys, resolve_key
+from relpipe.changelog.configs.load import master_keys, resolve_key, resolve_keys
 from relpipe.changelog.entries import (
     ENTRY_CODES,
     ERROR,
@@ -43,6 +43,10 @@ from relpipe.changelog.errors import ChangelogError
 from relpipe.validate import githook
 from relpipe.validate.basecache import BaseCache
 from relpipe.validate.errors import ValidateError
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
+if TYPE_CHECKING:
+    from relpipe.validate.append_only import Revision
 
 DEFAULT_CHANGELOG = "perf-changelog.yaml"
 DEFAULT_CONFIGS = "configs/*-master.yaml"
@@ -76,6 +80,9 @@ class Rules:
     strict: bool = False  # house-style findings are errors, not warnings
     all_evals: bool = False  # the PR's `all-evals` label, as InferenceX's CI passes it
     evals_only: bool = False  # the PR's `evals-only` label
+    # The master configs (and runners.yaml) at the base and the head, read only when an
+    # appended entry is append-only (validate.append_only); None: those checks are skipped.
+    revisions: Callable[[], tuple[Revision, Revision]] | None = None
 
 
 # Findings InferenceX's validator does not make (it accepts what they point at): house style,
@@ -548,7 +555,45 @@ def _sweep_findings(blocks: Sequence[Block], rules: Rules) -> list[Finding]:
                 f"remove the `{label}` label from the PR, or drop `append-only: true`",
             )
         )
+    if append_only and not found and rules.revisions is not None:
+        found.extend(_append_only_findings(append_only, rules.revisions))
     return found
+
+
+def _append_only_findings(
+    blocks: Sequence[Block], revisions: Callable[[], tuple[Revision, Revision]]
+) -> list[Finding]:
+    """process_changelog.py's scope and generated-matrix checks of append-only entries."""
+    from relpipe.validate import append_only
+
+    try:
+        base, head = revisions()
+    except (ChangelogError, ValidateError) as exc:
+        # process_changelog.py cannot load them either: the sweep fails in CI.
+        line = blocks[0].key_lines.get("append-only", blocks[0].line)
+        return [
+            Finding(line, "append-only", f"append-only needs the master configs: {exc}", "fix them")
+        ]
+    selections = []
+    for index, block in enumerate(blocks):
+        entry = block.entry
+        if entry is None:  # never: only parsed entries are append-only
+            continue
+        try:
+            keys = resolve_keys(entry.config_keys, list(head.configs))
+        except ChangelogError:
+            return []  # an unresolvable key is already a config-key finding
+        scenarios = tuple(entry.scenario_type or append_only.SCENARIOS)
+        selections.append(append_only.Selection(entry=index, keys=tuple(keys), scenarios=scenarios))
+    bad = append_only.violation(selections, base, head)
+    if bad is None:
+        return []
+    block = blocks[bad.entry]
+    return [
+        Finding(
+            block.key_lines.get("append-only", block.line), "append-only", bad.message, bad.hint
+        )
+    ]
 
 
 def check(
@@ -757,8 +802,11 @@ def _read_refs(refs: Sequence[str], path: str, explicit: bool) -> list[bytes | N
     return blobs
 
 
-def _inputs(args: argparse.Namespace) -> tuple[bytes | None, bytes, str]:
-    """(base, head, description of where they came from) as the options and environment say."""
+def _inputs(
+    args: argparse.Namespace,
+) -> tuple[bytes | None, bytes, str, tuple[str, str | None] | None]:
+    """(base, head, description of where they came from, (base ref, head ref: a ref, INDEX, or
+    None for the working tree) or None without a base) as the options and environment say."""
     path = args.changelog_file
     base_ref, head_ref = args.base_ref, args.head_ref
     if base_ref is None and head_ref is None and not args.worktree:
@@ -771,11 +819,11 @@ def _inputs(args: argparse.Namespace) -> tuple[bytes | None, bytes, str]:
     explicit = bool(base_ref or head_ref)
     if args.full:
         if not head_ref:
-            return None, _read_worktree(path), "working tree"
+            return None, _read_worktree(path), "working tree", None
         (head,) = _read_refs([head_ref], path, True)
         if head is None:
             raise ValidateError(f"{path} does not exist at {head_ref}; check --head-ref")
-        return None, head, head_ref
+        return None, head, head_ref, None
     if base_ref is None:
         base_ref = githook.default_base()
     refs = [base_ref] if args.worktree else [base_ref, head_ref or githook.INDEX]
@@ -784,7 +832,12 @@ def _inputs(args: argparse.Namespace) -> tuple[bytes | None, bytes, str]:
     except ValidateError:
         if explicit or githook.in_repository():
             raise
-        return None, _read_worktree(path), "working tree (no git repository: full-file audit)"
+        return (
+            None,
+            _read_worktree(path),
+            "working tree (no git repository: full-file audit)",
+            None,
+        )
     if args.worktree:
         head = _read_worktree(path)
     elif blobs[1] is None:
@@ -795,10 +848,12 @@ def _inputs(args: argparse.Namespace) -> tuple[bytes | None, bytes, str]:
     else:
         head = blobs[1]
     base = blobs[0] or b""  # absent at the base (new file, or no commit yet): all of it is new
-    return base, head, f"{base_ref} -> {head_ref or ('working tree' if args.worktree else 'index')}"
+    source = f"{base_ref} -> {head_ref or ('working tree' if args.worktree else 'index')}"
+    return base, head, source, (base_ref, None if args.worktree else head_ref or githook.INDEX)
 
 
-def _config_keys(args: argparse.Namespace) -> Sequence[str] | None:
+def _config_paths(args: argparse.Namespace) -> list[str] | None:
+    """The master config files in the working tree (None: config keys are not checked)."""
     if args.skip_config_keys:
         return None
     import glob
@@ -811,10 +866,59 @@ def _config_keys(args: argparse.Namespace) -> Sequence[str] | None:
                 f"--configs {' '.join(args.configs)} matches no file; check the glob"
             )
         return None
+    return paths
+
+
+def _config_keys(paths: Sequence[str]) -> Sequence[str]:
     keys: list[str] = []
     for path in paths:
         keys.extend(master_keys(path))  # type: ignore[arg-type]
     return keys
+
+
+def _revisions(
+    paths: Sequence[str], base_ref: str, head_ref: str | None
+) -> Callable[[], tuple[Revision, Revision]]:
+    """A loader of the masters (the files `paths` names) and the runners.yaml beside them at
+    the base and the head (a ref, the index, or None: the working tree), in one git process."""
+
+    def load() -> tuple[Revision, Revision]:
+        from pathlib import Path
+
+        from relpipe.changelog.configs.load import load_yaml, parse_masters
+        from relpipe.validate.append_only import Revision
+
+        files = [*paths, os.path.join(os.path.dirname(paths[0]), "runners.yaml")]
+        refs = [base_ref] if head_ref is None else [base_ref, head_ref]
+        blobs = githook.read_blobs([githook.spec(ref, f) for ref in refs for f in files])
+        sides = [blobs[: len(files)]]
+        if head_ref is None:
+            sides.append([_read_optional(f) for f in files])
+        else:
+            sides.append(blobs[len(files) :])
+        out = []
+        for side, ref in zip(sides, (base_ref, head_ref or "working tree"), strict=True):
+            masters = [(Path(f"{ref}:{f}"), b) for f, b in zip(paths, side, strict=False) if b]
+            runners = side[-1]
+            out.append(
+                Revision(
+                    configs=parse_masters(masters).configs,
+                    runners=None
+                    if runners is None
+                    else load_yaml(runners.decode("utf-8", "replace"), f"{ref}:{files[-1]}"),
+                )
+            )
+        return out[0], out[1]
+
+    return load
+
+
+def _read_optional(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
 
 
 def _render_json(report: Report, source: str) -> str:
@@ -857,18 +961,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("validate_perf_changelog: --pr-number must be a positive integer", file=sys.stderr)
         return 2
     try:
-        base, head, source = _inputs(args)
+        base, head, source, refs = _inputs(args)
         changed = base is None or head != base
         repo_url = githook.canonical_repo_url(args.repo_url) if args.repo_url else None
         if repo_url is None and changed:
             repo_url = githook.origin_url()
+        paths = _config_paths(args) if changed and base is not None else None
         rules = Rules(
             repo_url,
             args.pr_number,
-            _config_keys(args) if changed and base is not None else None,
+            None if paths is None else _config_keys(paths),
             strict=args.strict,
             all_evals=args.all_evals,
             evals_only=args.evals_only,
+            revisions=None if paths is None or refs is None else _revisions(paths, *refs),
         )
         report = check(base, head, rules, args.changelog_file, BaseCache())
     except (ValidateError, ChangelogError) as exc:

@@ -65,7 +65,12 @@ def load_yaml(text: str, what: str = "config") -> Any:
 def load_master(path: Path) -> dict[str, dict[str, object]]:
     """The whole master file as {config key: config}; strict about keys and shape."""
     path = Path(path)
-    loaded = load_yaml(_decode(_read(path), path), str(path))
+    return parse_master(_read(path), path)
+
+
+def parse_master(data: bytes, path: Path) -> dict[str, dict[str, object]]:
+    """`load_master` of bytes read elsewhere (a git blob); `path` names it in errors."""
+    loaded = load_yaml(_decode(data, path), str(path))
     if not isinstance(loaded, dict):
         raise ChangelogError(
             f"{path}: a master config must be a mapping of config keys; "
@@ -87,10 +92,15 @@ def load_master(path: Path) -> dict[str, dict[str, object]]:
 
 def load_masters(paths: Iterable[Path]) -> MasterConfigs:
     """Several master files merged; a key defined in two files is an error naming both."""
+    return parse_masters((Path(path), _read(Path(path))) for path in paths)
+
+
+def parse_masters(blobs: Iterable[tuple[Path, bytes]]) -> MasterConfigs:
+    """`load_masters` of (path, bytes) pairs read elsewhere (git blobs at a ref)."""
     configs: dict[str, dict[str, object]] = {}
     origin: dict[str, Path] = {}
-    for path in paths:
-        for key, value in load_master(Path(path)).items():
+    for path, data in blobs:
+        for key, value in parse_master(data, path).items():
             if key in configs:
                 raise ChangelogError(
                     f"config key `{key}` is defined in both {origin[key]} and {path}; keep one"

@@ -24,7 +24,7 @@ untrusted: malformed search spaces are ChangelogErrors naming the key, never tra
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,24 +130,25 @@ def _offload_label(f: Mapping[str, Any]) -> str:
     return f"kv{f['kv-offloading']}" + (f"-{name}" if name else "")
 
 
-def plan_key(key: str, cfg: Mapping[str, Any]) -> tuple[PlannedPoint, ...]:
-    """Every point InferenceX's generator produces for one config key, in its order."""
+def _walk(
+    key: str, cfg: Mapping[str, Any], scenarios: Iterable[str] = SCENARIOS
+) -> Iterator[tuple[str, Mapping[str, Any], Mapping[str, Any], dict[str, Any], str, str]]:
+    """(scenario, scenario entry, search-space item, fields, label, name prefix) of each item
+    of the given scenarios, in the generator's order; untrusted shapes are ChangelogErrors."""
     where = f"config key {key}"
     if not isinstance(cfg, Mapping):
         raise ChangelogError(f"{where}: must be a mapping")
-    scenarios = cfg.get("scenarios")
-    if not isinstance(scenarios, dict):
+    by_scenario = cfg.get("scenarios")
+    if not isinstance(by_scenario, dict):
         raise ChangelogError(f"{where}: scenarios must be a mapping")
     multinode = cfg.get("multinode", False) is True
-    unknown = [str(s) for s in scenarios if s not in SCENARIOS]
+    unknown = [str(s) for s in by_scenario if s not in SCENARIOS]
     if unknown:  # InferenceX's config validator forbids them; its generator would skip them
         raise ChangelogError(
             f"{where}: unknown scenario {unknown[0]!r}; use {' or '.join(SCENARIOS)}"
         )
-    out: list[PlannedPoint] = []
-    used: dict[str, int] = {}
-    for scenario in SCENARIOS:
-        entries = scenarios.get(scenario) or []
+    for scenario in (s for s in SCENARIOS if s in scenarios):
+        entries = by_scenario.get(scenario) or []
         if not isinstance(entries, list):
             raise ChangelogError(f"{where}: scenario {scenario} must be a list")
         for entry in entries:
@@ -164,20 +165,28 @@ def plan_key(key: str, cfg: Mapping[str, Any]) -> tuple[PlannedPoint, ...]:
                 if not isinstance(arm, dict):
                     raise ChangelogError(f"{where}: {scenario} search-space items must be mappings")
                 fields, label = _arm_fields(arm, scenario, multinode, f"{where}: {prefix}")
-                for conc in concurrencies(arm, f"{where}: {prefix} {label}"):
-                    name = f"{prefix}/{label}/conc{conc}"
-                    used[name] = used.get(name, 0) + 1
-                    if used[name] > 1:  # a repeated run keeps its own, stable name
-                        name += f"#{used[name]}"
-                    out.append(
-                        PlannedPoint(
-                            key=key,
-                            scenario=scenario,
-                            name=name,
-                            concurrency=conc,
-                            fields={**base, **fields, "conc": conc},
-                        )
-                    )
+                yield scenario, entry, arm, base | fields, label, prefix
+
+
+def plan_key(key: str, cfg: Mapping[str, Any]) -> tuple[PlannedPoint, ...]:
+    """Every point InferenceX's generator produces for one config key, in its order."""
+    out: list[PlannedPoint] = []
+    used: dict[str, int] = {}
+    for scenario, _entry, arm, fields, label, prefix in _walk(key, cfg):
+        for conc in concurrencies(arm, f"config key {key}: {prefix} {label}"):
+            name = f"{prefix}/{label}/conc{conc}"
+            used[name] = used.get(name, 0) + 1
+            if used[name] > 1:  # a repeated run keeps its own, stable name
+                name += f"#{used[name]}"
+            out.append(
+                PlannedPoint(
+                    key=key,
+                    scenario=scenario,
+                    name=name,
+                    concurrency=conc,
+                    fields={**fields, "conc": conc},
+                )
+            )
     return tuple(out)
 
 
@@ -213,6 +222,95 @@ def _arm_fields(
     if spec != "none":
         label += f"-{spec}"
     return fields, label
+
+
+# Top-level config fields every generated row carries, and the component metadata an item may
+# set or inherit from its config (`component_metadata`).
+_ROW_CONFIG_FIELDS = ("image", "model", "model-prefix", "precision", "framework", "runner")
+_COMPONENT_FIELDS = ("router", "kv-p2p-transfer")
+_AGENTIC_DURATION_S = 3600  # DEFAULT_AGENTIC_DURATION_SECONDS
+_MAX_DRAM_MIB = 2_861_022  # MAX_AGENTIC_AVAILABLE_CPU_DRAM_MIB
+
+
+def matrix_rows(
+    key: str,
+    cfg: Mapping[str, Any],
+    *,
+    scenarios: Iterable[str] = SCENARIOS,
+    runners: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """The rows the generator's `test-config --no-evals [--scenario-type ...]` emits for one
+    key, one per point (`conc` an int), with every field but `exp-name`: what
+    process_changelog.py compares between a base and a head for an append-only entry.
+
+    `runners` (configs/runners.yaml) is needed only for agentic `kv-offloading: dram` items,
+    whose `total-cpu-dram-gb` comes from the runner's hardware."""
+    where = f"config key {key}"
+    try:
+        common = {name: _plain(cfg[name]) for name in _ROW_CONFIG_FIELDS}
+    except KeyError as exc:
+        raise ChangelogError(f"{where}: missing `{exc.args[0]}`") from None
+    multinode = cfg.get("multinode", False) is True
+    disagg = _plain(cfg.get("disagg", False))
+    rows: list[dict[str, Any]] = []
+    for scenario, entry, arm, fields, label, prefix in _walk(key, cfg, scenarios):
+        row = {**common, **fields}
+        if scenario == "fixed-seq-len":
+            del row["scenario-type"]  # the generator's fixed-seq-len rows do not name it
+            row |= {"max-model-len": row["isl"] + row["osl"] + 256, "disagg": disagg}
+            row["run-eval"] = False
+        else:
+            row["total-cpu-dram-gb"] = _dram_gb(entry, arm, cfg, runners, f"{where}: {prefix}")
+            row["duration"] = _AGENTIC_DURATION_S
+            if multinode:
+                row["disagg"] = disagg
+        for name in _COMPONENT_FIELDS:
+            value = arm.get(name, cfg.get(name))
+            if value is not None:
+                row[name] = _plain(value)
+        for conc in concurrencies(arm, f"{where}: {prefix} {label}"):
+            rows.append({**row, "conc": conc})
+    return rows
+
+
+def _dram_gb(
+    section: Mapping[str, Any],
+    arm: Mapping[str, Any],
+    cfg: Mapping[str, Any],
+    runners: Mapping[str, Any] | None,
+    where: str,
+) -> int:
+    """`agentic_dram_offload_gb`: the node's capped DRAM scaled by utilization and GPU share."""
+    if arm.get("kv-offloading", "none") != "dram":
+        return 0
+    from decimal import Decimal, InvalidOperation
+
+    runner = cfg.get("runner")
+    hardware = runners.get("hardware") if isinstance(runners, Mapping) else None
+    node = hardware.get(runner) if isinstance(hardware, Mapping) else None
+    if not isinstance(node, Mapping):
+        raise ChangelogError(f"{where}: runner {runner!r} has no hardware in configs/runners.yaml")
+    available = _int(node.get("available-cpu-dram-mib"), f"{where}: available-cpu-dram-mib")
+    per_node = _int(node.get("gpus-per-node"), f"{where}: gpus-per-node")
+    try:
+        utilization = Decimal(str(section["dram-utilization"]))
+    except (KeyError, InvalidOperation):
+        raise ChangelogError(f"{where}: kv-offloading dram needs a dram-utilization") from None
+    if isinstance(arm.get("prefill"), Mapping):  # multinode: the prefill worker's share
+        worker = arm["prefill"]
+        gpus = worker["tp"] * worker.get("pp", 1) * worker.get("pcp-size", 1)
+        if gpus > per_node:
+            if gpus % per_node:
+                raise ChangelogError(f"{where}: prefill spans nodes unevenly")
+            gpus = per_node
+        elif per_node % gpus:
+            raise ChangelogError(f"{where}: prefill does not divide gpus-per-node")
+    else:
+        gpus = arm["tp"] * arm.get("pp", 1) * arm.get("pcp-size", 1)
+        if gpus > per_node:
+            raise ChangelogError(f"{where}: needs {gpus} GPUs, over gpus-per-node {per_node}")
+    share = Decimal(min(available, _MAX_DRAM_MIB)) * 1024 * 1024 * utilization * gpus / per_node
+    return int(share / 1_000_000_000)
 
 
 def plan_configs(

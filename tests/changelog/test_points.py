@@ -153,3 +153,44 @@ def test_a_hostile_range_is_bounded() -> None:
         }
     }
     assert len(points.plan_key("k", cfg)) < 1100  # doubling: about log2(10**300) points
+
+
+def _row_multiset(rows: list[dict[str, Any]]) -> Counter[str]:
+    """Rows without `exp-name`, one per concurrency (multinode rows carry a list)."""
+    out: Counter[str] = Counter()
+    for row in rows:
+        concs = row["conc"] if isinstance(row["conc"], list) else [row["conc"]]
+        rest = {k: v for k, v in row.items() if k not in ("conc", "exp-name")}
+        for conc in concs:
+            out[json.dumps({**rest, "conc": conc}, sort_keys=True)] += 1
+    return out
+
+
+def test_matrix_rows_equal_the_generator_rows_on_every_real_key(
+    generated: dict[str, Any], inferencex_tree: Path
+) -> None:
+    """The whole rows (every field but exp-name) that append-only entries are judged on."""
+    masters = sorted((inferencex_tree / "configs").glob("*-master.yaml"))
+    configs = load_masters(masters).configs
+    runners = yaml.safe_load((inferencex_tree / "configs" / "runners.yaml").read_text())
+    wrong = [
+        key
+        for key, cfg in configs.items()
+        if _row_multiset(points.matrix_rows(key, cfg, runners=runners))
+        != _row_multiset(generated[key])
+    ]
+    assert wrong == []
+    dram = [
+        key
+        for key, cfg in configs.items()
+        if any(r.get("total-cpu-dram-gb") for r in points.matrix_rows(key, cfg, runners=runners))
+    ]
+    assert dram  # the DRAM offload budget is exercised by real keys
+    fixed = points.matrix_rows(SYNTHETIC, _synthetic(inferencex_tree)[SYNTHETIC])
+    assert len(fixed) == 18 and all("scenario-type" not in r for r in fixed)
+    assert (
+        points.matrix_rows(
+            SYNTHETIC, _synthetic(inferencex_tree)[SYNTHETIC], scenarios=("agentic-coding",)
+        )
+        == []
+    )  # a scenario filter the key has no items for generates no rows

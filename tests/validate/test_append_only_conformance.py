@@ -1,0 +1,234 @@
+"""Conformance: append-only entries, relpipe's hook against InferenceX's `process_changelog.py`.
+
+Each case is a commit on top of a git copy of the real InferenceX tree: real master configs
+edited as an append-only PR would edit them, plus one appended perf-changelog entry. The oracle
+is InferenceX's own `utils/process_changelog.py`, run as its CI runs it (`--base-ref`,
+`--head-ref`, `--changelog-file`, cwd at the repository root, `python3` on PATH being the Python
+with its own dependencies, so its sweep generator runs at both revisions). The hook is the real
+command line on the same refs. Accepted by the oracle: exit 0; rejected: exit 1 with a message
+naming the same cause on the entry's `append-only` line.
+
+The copy's nvidia-master.yaml keeps its first keys only (committed in the base, so every case
+sees the same masters): the oracle loads and validates both masters four times per case with its
+pure-Python YAML loader, 1.5 s each with the whole 324 KB file. All cases edit AMD keys.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import corpus
+import pytest
+from relpipe.validate import perf_changelog as gate
+from support import git
+
+REPO = "https://github.com/SemiAnalysisAI/InferenceX"
+KEY = "dsr1-fp4-mi355x-atom"  # fixed-seq-len 8k1k: tp4 conc 4..256, tp8 conc 4
+DRAM = "kimik3-fp4-mi355x-atom-agentic-mtp"  # agentic, with a kv-offloading: dram item
+NVIDIA_KEYS = 10
+TP4 = "      - { tp: 4, ep: 1, conc-start: 4, conc-end: 256 }\n"
+TP8 = "      - { tp: 8, ep: 1, conc-start: 4, conc-end: 4 }\n"
+DRAM_ARM = 'kv-offloading: dram, kv-offload-backend: { name: lmcache, version: "0.4.5" }, '
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    edits: tuple[tuple[str, str], ...]  # (old, new) in configs/amd-master.yaml, each once
+    keys: tuple[str, ...] = (KEY,)
+    scenario: str | None = None  # the entry's scenario-type
+    append_only: bool = True
+    oracle: str = ""  # the oracle's error contains this ("": it accepts)
+    ours: str = ""  # relpipe's error contains this
+
+
+ADD_TP8_CONC8 = (TP8, TP8.replace("conc-start: 4, conc-end: 4", "conc-list: [4, 8]"))
+CASES = (
+    Case("adds a concurrency point", (ADD_TP8_CONC8,)),
+    Case(
+        "adds a recipe variant (a new tp) to the existing curve",
+        ((TP8, TP8 + "      - { tp: 2, ep: 1, conc-list: [4] }\n"),),
+    ),
+    Case(
+        "adds a point to an agentic DRAM-offload item",
+        ((DRAM_ARM + "conc-list: [8, 10]", DRAM_ARM + "conc-list: [8, 10, 12]"),),
+        keys=(DRAM,),
+    ),
+    Case(
+        "removes a concurrency point",
+        ((TP4 + TP8, TP4.replace("conc-end: 256", "conc-end: 128") + TP8),),
+        oracle="append-only may not remove existing concurrency points",
+        ours="may not remove existing concurrency points: dsr1-fp4-mi355x-atom",
+    ),
+    Case(
+        "changes an unselected config",
+        (
+            ADD_TP8_CONC8,
+            (
+                "dsr1-fp4-mi355x-sglang:\n  image: lmsysorg",
+                "dsr1-fp4-mi355x-sglang:\n  image: example.org/lmsysorg",
+            ),
+        ),
+        oracle="append-only PR changed configs not selected by its changelog entry",
+        ours="changed configs its entries do not select: dsr1-fp4-mi355x-sglang",
+    ),
+    Case(
+        "changes a config-wide field while a scenario is unselected",
+        (("dsr1-fp4-mi355x-atom:\n  image: rocm/atom:", "dsr1-fp4-mi355x-atom:\n  image: x/a:"),),
+        scenario="agentic-coding",
+        oracle="append-only changed config-wide fields",
+        ours="changed config-wide field(s) image of dsr1-fp4-mi355x-atom",
+    ),
+    Case(
+        "changes an unselected scenario",
+        (ADD_TP8_CONC8,),
+        scenario="agentic-coding",
+        oracle="append-only changed a scenario outside its changelog scope",
+        ours="changed scenario fixed-seq-len of dsr1-fp4-mi355x-atom",
+    ),
+    Case(
+        "adds a point and changes the image (existing recipes modified)",
+        (
+            ADD_TP8_CONC8,
+            ("dsr1-fp4-mi355x-atom:\n  image: rocm/atom:", "dsr1-fp4-mi355x-atom:\n  image: x/a:"),
+        ),
+        oracle="append-only may not remove or modify existing generated recipes",
+        ours="may not remove or modify existing generated recipes",
+    ),
+    Case(
+        "adds a point and changes the DRAM utilization (existing DRAM budget modified)",
+        (
+            (DRAM_ARM + "conc-list: [8, 10]", DRAM_ARM + "conc-list: [8, 10, 12]"),
+            ("dram-utilization: 0.086", "dram-utilization: 0.2"),
+        ),
+        keys=(DRAM,),
+        oracle="append-only may not remove or modify existing generated recipes",
+        ours="may not remove or modify existing generated recipes",
+    ),
+    Case(
+        "adds a point on a curve with a different image (a new spec-decoding curve)",
+        ((TP8, TP8 + "      - { tp: 8, ep: 1, conc-list: [4], spec-decoding: mtp }\n"),),
+        oracle="append-only additions must belong to an existing visual curve",
+        ours="must belong to an existing visual curve with one unchanged non-null image: "
+        "dsr1-fp4-mi355x-atom",
+    ),
+    Case(
+        "adds nothing",
+        (),
+        oracle="append-only did not add any generated points",
+        ours="append-only did not add any generated points",
+    ),
+    Case(
+        "append-only keys that generate no points (scenario-type the key lacks)",
+        (),
+        scenario="agentic-coding",
+        oracle="append-only requires an existing curve in the base revision",
+        ours="generate no points there",
+    ),
+    Case(
+        "regular entry whose keys generate no points",
+        (),
+        scenario="agentic-coding",
+        append_only=False,
+    ),
+)
+
+
+def _entry(case: Case, number: int) -> str:
+    keys = "".join(f"    - {key}\n" for key in case.keys)
+    scenario = f"  scenario-type:\n    - {case.scenario}\n" if case.scenario else ""
+    flag = "  append-only: true\n" if case.append_only else ""
+    return (
+        f'\n- config-keys:\n{keys}{scenario}  description:\n    - "{case.name}"\n'
+        f"  pr-link: {REPO}/pull/{number}\n{flag}"
+    )
+
+
+def _trim_nvidia(path: Path) -> None:
+    text = path.read_text()
+    starts = [m.start() for m in re.finditer(r"^[^\s#]", text, re.MULTILINE)]
+    path.write_text(text[: starts[NVIDIA_KEYS]])
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[str, str]]:
+    """The git copy of the real tree: its base commit and one head commit per case."""
+    tree = corpus.inferencex_tree()
+    root = tmp_path_factory.mktemp("append-only") / "InferenceX"
+    shutil.copytree(tree, root, ignore=shutil.ignore_patterns("__pycache__"))
+    _trim_nvidia(root / "configs" / "nvidia-master.yaml")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    base = git(root, "rev-parse", "HEAD").strip()
+    master = root / "configs" / "amd-master.yaml"
+    changelog = root / "perf-changelog.yaml"
+    original, log = master.read_text(), changelog.read_text()
+    heads = {}
+    for number, case in enumerate(CASES, start=9001):
+        text = original
+        for old, new in case.edits:
+            assert text.count(old) == 1, (case.name, old)
+            text = text.replace(old, new)
+        master.write_text(text)
+        changelog.write_text(log + _entry(case, number))
+        git(root, "checkout", "-q", "--detach", base)
+        git(root, "commit", "-q", "-am", case.name)
+        heads[case.name] = git(root, "rev-parse", "HEAD").strip()
+        git(root, "checkout", "-q", base)
+    return root, base, heads
+
+
+@pytest.fixture(scope="module")
+def oracle(repo: tuple[Path, str, dict[str, str]]) -> Iterator[dict[str, tuple[bool, str]]]:
+    """process_changelog.py's verdict per case, run in the copy checked out at the case."""
+    root, base, heads = repo
+    venv_bin = str(Path(corpus.oracle_python()).parent)  # its `python3` runs the generator
+    verdicts = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PATH", venv_bin + os.pathsep + os.environ["PATH"])
+        for case in CASES:
+            git(root, "checkout", "-q", "--detach", heads[case.name])
+            done = corpus.run_oracle(
+                "process_changelog.py",
+                "--base-ref",
+                base,
+                "--head-ref",
+                heads[case.name],
+                "--changelog-file",
+                "perf-changelog.yaml",
+                cwd=root,
+            )
+            lines = done.stderr.strip().splitlines()
+            verdicts[case.name] = (done.returncode == 0, lines[-1] if lines else "")
+    git(root, "checkout", "-q", "--detach", base)
+    yield verdicts
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_hook_verdict_equals_process_changelog(
+    case: Case,
+    repo: tuple[Path, str, dict[str, str]],
+    oracle: dict[str, tuple[bool, str]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    root, base, heads = repo
+    accepted, why = oracle[case.name]
+    # The oracle's verdict is the one this case was built for (else the case tests nothing).
+    assert accepted == (not case.oracle), why
+    assert case.oracle in why
+    monkeypatch.chdir(root)
+    code = gate.main(["--base-ref", base, "--head-ref", heads[case.name], "--repo-url", REPO])
+    out = capsys.readouterr()
+    assert code == (0 if accepted else 1), out
+    if not accepted:
+        errors = [line for line in out.out.splitlines() if ": error: " in line]
+        line = git(root, "show", f"{heads[case.name]}:perf-changelog.yaml").count("\n")
+        assert errors == [f"perf-changelog.yaml:{line}: error: {errors[0].split('error: ', 1)[1]}"]
+        assert case.ours in errors[0], errors
