@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import difflib
 import io
-import itertools
 import re
 import tokenize
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 
@@ -441,11 +441,8 @@ def changed_lines(
 ) -> list[str]:
     """Lines added, then lines removed, by old -> new, without blank and full-line comment lines.
 
-    Content gates are evaluated on these. difflib's junk heuristic may report a few unchanged
-    lines as changed in big files; that errs towards firing a gate (fail closed), never away.
-    With `relevant` (every gate that will read the result), a change none of whose lines between
-    the common head and tail matches it gives no lines at all: the changed lines are a subset of
-    those, so no gate could fire on them, and the (costly) line diff is skipped.
+    Content gates are evaluated on these. With `relevant` (every gate that will read the
+    result) only the lines it matches are kept: no gate could fire on the others.
     """
     a = old.decode("utf-8", "replace").splitlines()
     b = new.decode("utf-8", "replace").splitlines()
@@ -457,18 +454,43 @@ def changed_lines(
     while end_a > start and end_b > start and a[end_a - 1] == b[end_b - 1]:
         end_a -= 1
         end_b -= 1
-    mid_a, mid_b = a[start:end_a], b[start:end_b]
-    if relevant is not None and not any(map(relevant.search, itertools.chain(mid_a, mid_b))):
-        return []
+    added, removed = _line_changes(a[start:end_a], b[start:end_b])
+    style = "#" if is_python(path) else _comment_style(path)
+    # Added lines first: a reason quoting the first matching line then shows the new state.
+    lines = [
+        line
+        for line in added + removed
+        if (stripped := line.strip()) and not (style and stripped.startswith(style))
+    ]
+    return lines if relevant is None else [line for line in lines if relevant.search(line)]
+
+
+def _line_changes(a: list[str], b: list[str]) -> tuple[list[str], list[str]]:
+    """(added, removed) lines of a -> b.
+
+    A line that occurs more often on one side is changed whatever the alignment. When the
+    other lines (as often on both sides) also come in the same order, nothing moved, and those
+    are all the changes: found with two counts instead of a sequence diff, which for a file of
+    thousands of lines costs more than everything else the precision diff does with it. A move
+    takes difflib (its junk heuristic may report a few unchanged lines as changed in big files;
+    that errs towards firing a gate, never away).
+    """
+    if not a or not b:
+        return b, a
+    count_a, count_b = Counter(a), Counter(b)
+    kept_a = [line for line in a if count_a[line] == count_b[line]]
+    kept_b = [line for line in b if count_a[line] == count_b[line]]
+    if kept_a == kept_b:
+        # Each changed text once, where it first occurs: which copy of a repeated line (`)`,
+        # a blank) changed is not knowable without an alignment, and no gate depends on it.
+        return (
+            list(dict.fromkeys(line for line in b if count_b[line] > count_a[line])),
+            list(dict.fromkeys(line for line in a if count_a[line] > count_b[line])),
+        )
     added: list[str] = []
     removed: list[str] = []
-    if mid_a and mid_b:
-        matcher = difflib.SequenceMatcher(None, mid_a, mid_b)
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-            if tag != "equal":
-                removed.extend(mid_a[i1:i2])
-                added.extend(mid_b[j1:j2])
-    else:
-        removed, added = mid_a, mid_b
-    # Added lines first: a reason quoting the first matching line then shows the new state.
-    return [line for line in added + removed if not _is_comment_line(path, line)]
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b).get_opcodes():
+        if tag != "equal":
+            removed.extend(a[i1:i2])
+            added.extend(b[j1:j2])
+    return added, removed

@@ -39,7 +39,7 @@ _VERSION_RE = re.compile(r"[0-9][0-9A-Za-z.!-]*\+g([0-9a-f]{7,64})(?:[.+][0-9A-Z
 _URL_RE = re.compile(r"(?:https?|ssh|git|file)://[^\s]+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s]+")
 # One `--raw` entry's metadata: `:old_mode new_mode old_blob new_blob STATUS`.
 _RAW_RE = re.compile(
-    rb":[0-7]{6} [0-7]{6} [0-9a-f]{40,64} [0-9a-f]{40,64} (?:[AMDTUXB]|[RC][0-9]{0,3})"
+    r":[0-7]{6} [0-7]{6} [0-9a-f]{40,64} [0-9a-f]{40,64} (?:[AMDTUXB]|[RC][0-9]{0,3})"
 )
 _MAX_ERR = 300
 
@@ -373,32 +373,36 @@ def parse_log(out: bytes) -> list[LogEntry]:
     one's metadata carries a leading newline); the next commit starts with a bare sha. Field counts,
     not content, drive the parser, so messages may contain anything but NUL.
     """
-    tokens = out.split(b"\0")
+    # Decoded once, then split: a NUL never belongs to a multi-byte sequence, so this equals
+    # decoding each field (invalid UTF-8 becomes U+FFFD within its own field).
+    tokens = _decode(out).split("\0")
     entries: list[LogEntry] = []
     i, n = 0, len(tokens)
     while i < n and tokens[i]:
-        if not SHA_RE.fullmatch(_decode(tokens[i])) or i + _LOG_FIELDS >= n:
+        if not SHA_RE.fullmatch(tokens[i]) or i + _LOG_FIELDS >= n:
             raise ValidateError(f"unexpected git log output near {tokens[i][:80]!r}")
-        sha, parents, mark, author, date, subject, body = (
-            _decode(t) for t in tokens[i : i + _LOG_FIELDS]
-        )
+        sha, parents, mark, author, date, subject, body = tokens[i : i + _LOG_FIELDS]
         i += _LOG_FIELDS + 1
         touches: list[FileTouch] = []
-        while i < n and _RAW_RE.fullmatch(tokens[i].lstrip(b"\n")):
-            old_mode, new_mode, old_blob, new_blob, status = (
-                _decode(m) for m in tokens[i].lstrip(b"\n")[1:].split()
-            )
-            blobs = (
-                None if set(old_blob) == {"0"} else old_blob,
-                None if set(new_blob) == {"0"} else new_blob,
-            )
+        while i < n and _RAW_RE.fullmatch(meta := tokens[i].lstrip("\n")):
+            old_mode, new_mode, old_blob, new_blob, status = meta[1:].split()
             if status[0] in "RC":
-                path, old_path = _decode(tokens[i + 2]), _decode(tokens[i + 1])
+                path, old_path = tokens[i + 2], tokens[i + 1]
                 i += 3
             else:
-                path, old_path = _decode(tokens[i + 1]), None
+                path, old_path = tokens[i + 1], None
                 i += 2
-            touches.append(FileTouch(status[0], path, old_path, *blobs, old_mode, new_mode))
+            touches.append(
+                FileTouch(
+                    status[0],
+                    path,
+                    old_path,
+                    None if not old_blob.strip("0") else old_blob,
+                    None if not new_blob.strip("0") else new_blob,
+                    old_mode,
+                    new_mode,
+                )
+            )
         entries.append(
             LogEntry(
                 sha=sha,

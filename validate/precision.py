@@ -132,11 +132,11 @@ class Rules:
     def gates_re(self) -> re.Pattern[str] | None:
         """Every content regex of the rules and the watch list in one (None when there are none):
         a change whose changed lines cannot match it cannot fire a gate."""
-        patterns = [
+        patterns = dict.fromkeys(  # once each: rules and watch entries often share a gate
             p.pattern
             for p in (*(r.content_re for r in self.rules), *(w.content_re for w in self.watch))
             if p is not None
-        ]
+        )
         return re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
 
     def category_of(self, path: str) -> str | None:
@@ -566,8 +566,17 @@ class PrecisionReport:
         return tuple(c.sha for c in self.commits if c.sha in hit)
 
     def commit_categories(self, sha: str) -> tuple[str, ...]:
-        cats = {f.category for f in self.files if f.verdict == "relevant" and sha in f.commits}
-        return tuple(sorted(c for c in cats if c))
+        return self._categories_by_commit.get(sha, ())
+
+    @functools.cached_property
+    def _categories_by_commit(self) -> dict[str, tuple[str, ...]]:
+        """The categories of the relevant files each commit is responsible for (one pass)."""
+        found: dict[str, set[str]] = {}
+        for f in self.files:
+            if f.verdict == "relevant" and f.category:
+                for sha in f.commits:
+                    found.setdefault(sha, set()).add(f.category)
+        return {sha: tuple(sorted(cats)) for sha, cats in found.items()}
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (the `relpipe diff --json` document); `from_json` inverts it."""
