@@ -2,23 +2,28 @@
 
 Each case is a commit on top of a git copy of the real InferenceX tree: real master configs
 edited as an append-only PR would edit them, plus one appended perf-changelog entry. The oracle
-is InferenceX's own `utils/process_changelog.py`, run as its CI runs it (`--base-ref`,
-`--head-ref`, `--changelog-file`, cwd at the repository root, `python3` on PATH being the Python
-with its own dependencies, so its sweep generator runs at both revisions). The hook is the real
-command line on the same refs. Accepted by the oracle: exit 0; rejected: exit 1 with a message
-naming the same cause on the entry's `append-only` line.
+is InferenceX's own `utils/process_changelog.py` with its own dependencies, run in a checkout of
+the case's head with `--base-ref`, `--head-ref` and `--changelog-file`, as its CI runs it (git
+for the diff and the base's generation inputs, its sweep generator at both revisions). All cases
+go through one oracle process (tests/oracles/process_changelog_cases.py: the generator runs
+in-process, loads memoized by file bytes); one accepted and one rejected case also run exactly
+as CI does (`python3` subprocesses for the generator, that `python3` the oracle's), with the
+same verdicts. The hook is the real command line on the same refs. Accepted by the oracle: exit
+0; rejected: exit 1 with one error naming the same cause on the entry's `append-only` line.
 
 The copy's nvidia-master.yaml keeps its first keys only (committed in the base, so every case
-sees the same masters): the oracle loads and validates both masters four times per case with its
-pure-Python YAML loader, 1.5 s each with the whole 324 KB file. All cases edit AMD keys.
+sees the same masters): the oracle loads and validates the masters with its pure-Python YAML
+loader, 1.5 s per load with the whole 324 KB file. All cases edit AMD keys.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
-from collections.abc import Iterator
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,9 +33,10 @@ from relpipe.validate import perf_changelog as gate
 from support import git
 
 REPO = "https://github.com/SemiAnalysisAI/InferenceX"
+DRIVER = Path(__file__).resolve().parent.parent / "oracles" / "process_changelog_cases.py"
 KEY = "dsr1-fp4-mi355x-atom"  # fixed-seq-len 8k1k: tp4 conc 4..256, tp8 conc 4
 DRAM = "kimik3-fp4-mi355x-atom-agentic-mtp"  # agentic, with a kv-offloading: dram item
-NVIDIA_KEYS = 10
+NVIDIA_KEYS = 2
 TP4 = "      - { tp: 4, ep: 1, conc-start: 4, conc-end: 256 }\n"
 TP8 = "      - { tp: 8, ep: 1, conc-start: 4, conc-end: 4 }\n"
 DRAM_ARM = 'kv-offloading: dram, kv-offload-backend: { name: lmcache, version: "0.4.5" }, '
@@ -184,30 +190,55 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[str,
     return root, base, heads
 
 
+def _argv(base: str, head: str) -> list[str]:
+    return ["--base-ref", base, "--head-ref", head, "--changelog-file", "perf-changelog.yaml"]
+
+
 @pytest.fixture(scope="module")
-def oracle(repo: tuple[Path, str, dict[str, str]]) -> Iterator[dict[str, tuple[bool, str]]]:
-    """process_changelog.py's verdict per case, run in the copy checked out at the case."""
-    root, base, heads = repo
-    venv_bin = str(Path(corpus.oracle_python()).parent)  # its `python3` runs the generator
-    verdicts = {}
+def worktrees(repo: tuple[Path, str, dict[str, str]]) -> dict[str, Path]:
+    """One checkout of the copy per case, at the case's head (the oracle reads the head's
+    masters from its working directory, as CI does)."""
+    root, _base, heads = repo
+    out = {}
+    for index, case in enumerate(CASES):
+        work = root.parent / f"case-{index}"
+        git(root, "worktree", "add", "-q", "--detach", str(work), heads[case.name])
+        out[case.name] = work
+    return out
+
+
+@pytest.fixture(scope="module")
+def oracle(
+    repo: tuple[Path, str, dict[str, str]], worktrees: dict[str, Path]
+) -> dict[str, tuple[bool, str]]:
+    """process_changelog.py's verdict per case, all in one oracle process (the driver)."""
+    _root, base, heads = repo
+    cases = [{"cwd": str(worktrees[c.name]), "argv": _argv(base, heads[c.name])} for c in CASES]
+    done = corpus.run_oracle(DRIVER, input=json.dumps(cases))
+    assert done.returncode == 0, done.stderr[-2000:]
+    verdicts = json.loads(done.stdout)
+    return {c.name: (ok, why) for c, (ok, why) in zip(CASES, verdicts, strict=True)}
+
+
+def test_the_driver_gives_the_verdicts_ci_gives(
+    repo: tuple[Path, str, dict[str, str]],
+    worktrees: dict[str, Path],
+    oracle: dict[str, tuple[bool, str]],
+) -> None:
+    """process_changelog.py as CI runs it (its generator a `python3` subprocess, that
+    python3 the oracle's), on one accepted and one rejected case: the driver's verdicts."""
+    _root, base, heads = repo
+    venv_bin = str(Path(corpus.oracle_python()).parent)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PATH", venv_bin + os.pathsep + os.environ["PATH"])
-        for case in CASES:
-            git(root, "checkout", "-q", "--detach", heads[case.name])
+        for name in ("adds a concurrency point", "removes a concurrency point"):
             done = corpus.run_oracle(
-                "process_changelog.py",
-                "--base-ref",
-                base,
-                "--head-ref",
-                heads[case.name],
-                "--changelog-file",
-                "perf-changelog.yaml",
-                cwd=root,
+                "process_changelog.py", *_argv(base, heads[name]), cwd=worktrees[name]
             )
             lines = done.stderr.strip().splitlines()
-            verdicts[case.name] = (done.returncode == 0, lines[-1] if lines else "")
-    git(root, "checkout", "-q", "--detach", base)
-    yield verdicts
+            accepted, why = oracle[name]
+            assert (done.returncode == 0) == accepted, done.stderr[-1000:]
+            assert accepted or why.split(": ", 1)[1] in lines[-1]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -232,3 +263,50 @@ def test_hook_verdict_equals_process_changelog(
         line = git(root, "show", f"{heads[case.name]}:perf-changelog.yaml").count("\n")
         assert errors == [f"perf-changelog.yaml:{line}: error: {errors[0].split('error: ', 1)[1]}"]
         assert case.ours in errors[0], errors
+
+
+def test_staged_and_worktree_heads_get_the_same_checks(
+    repo: tuple[Path, str, dict[str, str]], monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """The pre-commit path: the head is the index (or the working tree), read beside the base."""
+    root, base, heads = repo
+    monkeypatch.chdir(root)
+    files = ("configs/amd-master.yaml", "perf-changelog.yaml")
+    try:
+        for name, code in (("removes a concurrency point", 1), ("adds a concurrency point", 0)):
+            git(root, "checkout", "-q", heads[name], "--", *files)  # staged and in the worktree
+            assert gate.main(["--base-ref", base, "--repo-url", REPO]) == code
+            assert gate.main(["--base-ref", base, "--worktree", "--repo-url", REPO]) == code
+            git(root, "checkout", "-q", base, "--", *files)
+            (root / files[0]).write_text(git(root, "show", f"{heads[name]}:{files[0]}"))
+            # Only the changelog staged: the index's masters are the base's, so nothing is added.
+            git(root, "checkout", "-q", heads[name], "--", files[1])
+            assert gate.main(["--base-ref", base, "--repo-url", REPO]) == 1
+            assert "did not add any generated points" in capsys.readouterr().out
+            git(root, "checkout", "-q", base, "--", *files)
+    finally:
+        git(root, "checkout", "-q", "-f", "--detach", base)
+
+
+def test_append_only_path_imports_only_stdlib_and_pyyaml(
+    repo: tuple[Path, str, dict[str, str]],
+) -> None:
+    root, base, heads = repo
+    head = heads["adds a point to an agentic DRAM-offload item"]
+    probe = (
+        "import sys\nfrom relpipe.validate.perf_changelog import main\n"
+        f"code = main(['--base-ref', '{base}', '--head-ref', '{head}', '--repo-url', '{REPO}'])\n"
+        "print('relpipe.validate.append_only' in sys.modules)\n"  # the append-only path ran
+        "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names)))\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().splitlines()[-2] == "True"
+    third_party = set(eval(done.stdout.strip().splitlines()[-1]))  # noqa: S307 - our own list
+    third_party -= {"relpipe", "yaml", "_yaml", "cython_runtime", "__main__"}
+    assert {
+        m for m in third_party if not m.startswith(("_distutils", "__editable__", "_cython_"))
+    } == set()
