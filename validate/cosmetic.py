@@ -16,8 +16,10 @@ a real change. Binary content is never cosmetic.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import io
+import itertools
 import re
 import tokenize
 from collections import Counter
@@ -162,34 +164,22 @@ def python_fingerprint(data: bytes) -> list[tuple[int, str]] | None:
     return None if text is None else _fingerprint(text)
 
 
-# Where strings, comments, brackets and backslash continuations are, found with one C-speed regex
-# scan (the same literal syntax as `tokenize`). It only serves to find "fresh" lines: a line at
-# column 0 that starts a statement outside any string or bracket. The tokenizer's state there is
-# the initial one, so tokenizing from such a line gives the same tokens as tokenizing the file.
-_STRING = "|".join(
-    [
-        r"'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''",
-        r'"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""',
-        r"'[^'\\\n]*(?:\\.[^'\\\n]*)*'",
-        r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"',
-    ]
-)
-_SCAN = re.compile(
-    r"(?P<comment>#[^\r\n]*)"
-    # No string prefix (r, b, f...): the quote starts the match, and tokenize itself scans the
-    # body the same way whatever the prefix. Leaving letters out of the first-character set is
-    # what lets the regex engine skip ordinary code at C speed.
-    rf"|(?P<string>{_STRING})"
-    r"|(?P<open>[(\[{])"
-    r"|(?P<close>[)\]}])"
-    r"|(?P<cont>\\\r?\n)",
-    re.DOTALL,
-)
-
-
+# Where strings and comments are, found with one C-speed regex split (the same literal syntax as
+# `tokenize`). It only serves to find "fresh" lines: lines that start a statement outside any
+# string, bracket or backslash continuation. The tokenizer's state at such a line is its
+# indentation stack alone, so tokenizing from there gives the same tokens as tokenizing the file.
+# No string prefix (r, b, f...): the quote starts the match, and tokenize itself scans the body the
+# same way whatever the prefix. Leaving letters out of the first-character set is what lets the
+# regex engine skip ordinary code at C speed.
+_TRIPLE = (r"'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''", r'"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""')
+_SINGLE = (r"'[^'\\\n]*(?:\\.[^'\\\n]*)*'", r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')
+# A triple quote that does not close in the text read is matched alone (before `''` could match
+# its first two quotes): from there on nothing is known to be outside a string.
+_OPEN = ("'''", '"""')
+_LITERAL = re.compile("(" + "|".join((r"#[^\r\n]*", *_TRIPLE, *_OPEN, *_SINGLE)) + ")", re.DOTALL)
 # A line that can start a statement: indentation, then not blank, not a comment, not a closer.
-# `^` matches only after `\n`, which is a line break for `tokenize` (it reads with readline) too.
-_STATEMENT = re.compile(r"^[ \t\f]*[^\s#)\]}]", re.MULTILINE)
+_STATEMENT = re.compile(r"[ \t\f]*[^\s#)\]}]")
+_OPENERS, _CLOSERS = "([{", ")]}"
 _TABSIZE = 8  # tokenize's own
 
 
@@ -206,6 +196,12 @@ def _column(indent: str) -> int:
     return column
 
 
+def _depth(code: str, start: int, end: int) -> int:
+    """Brackets opened minus brackets closed in code[start:end] (C-speed counts)."""
+    opened = sum(code.count(c, start, end) for c in _OPENERS)
+    return opened - sum(code.count(c, start, end) for c in _CLOSERS)
+
+
 def _last_fresh(
     text: str, limit: int, begin: int = 0, stack: tuple[int, ...] = (0,)
 ) -> tuple[int, tuple[int, ...]]:
@@ -213,49 +209,69 @@ def _last_fresh(
     once it has read that line's indentation; (`begin`, `stack`) if there is none after `begin`.
 
     A fresh line starts a statement outside any string, bracket or backslash continuation.
-    `begin` must itself be such a line start, with `stack` the indentation stack there. The
-    stack is the one `tokenize` keeps: fresh lines are exactly the lines whose indentation it
-    reads. One C-speed regex scan finds strings, brackets and continuations; Python only steps
-    over those matches, never over ordinary code.
+    `begin` must itself be such a line start, with `stack` the indentation stack there.
+
+    Only text[begin:limit + 1] is read. One regex split finds its strings and comments; without
+    them it is a skeleton (a string becomes one character, a comment nothing) whose line starts
+    are exactly the line starts outside strings, and bracket depth is a count of brackets. Python
+    then walks back over lines from `limit`, never over the whole prefix: the first fresh line
+    met is the answer, and its stack is the chain of the nearest earlier fresh lines indented
+    less (the blocks that enclose it), which is the stack `tokenize` keeps there.
     """
-    candidates = [(m.start(), m.end() - 1) for m in _STATEMENT.finditer(text, begin, limit + 1)]
-    best, indents = begin, list(stack)
-    best_stack = stack
-    k, depth, blocked_until = 0, 0, -1
+    parts = _LITERAL.split(text[begin : limit + 1])
+    literals = parts[1::2]
+    opened = next((i for i, lit in enumerate(literals) if lit in _OPEN), None)
+    if opened is not None:
+        parts, literals = parts[: 2 * opened + 2], literals[: opened + 1]
+    shown = parts[:]
+    shown[1::2] = ["" if lit[0] == "#" else "S" for lit in literals]
+    code = "".join(shown)
+    # A string that does not close in the text read (an unmatched triple quote, or a quote left
+    # in the code): a line may start with it, but nothing after it is known to be code.
+    cuts = [i for i in (code.find("'"), code.find('"')) if i >= 0]
+    if opened is not None:
+        cuts.append(len(code) - 1)
+    end = min(cuts) + 1 if cuts else len(code)
+    walk = _fresh_lines_back(code, end, first_is_line=begin == 0 or text[begin - 1] == "\n")
+    found = next(walk, None)
+    if found is None:
+        return begin, stack
+    line, column = found
+    chain = [column]
+    for _, earlier in walk if column else ():  # the enclosing blocks: nearest earlier lines
+        if earlier < chain[-1]:  # indented less
+            chain.append(earlier)
+            if earlier == 0:
+                break
+    enclosing = [level for level in stack if level < chain[-1]]
+    # The skeleton position of the line -> the text's offset (a line starts in code, or with a
+    # string that the skeleton shows as one character at the same place).
+    code_starts = list(itertools.accumulate(map(len, shown), initial=0))
+    text_starts = list(itertools.accumulate(map(len, parts), initial=0))
+    j = bisect.bisect_right(code_starts, line) - 1
+    at = begin + text_starts[j] + (line - code_starts[j] if j % 2 == 0 else 0)
+    return at, (*enclosing, *reversed(chain))
 
-    def take(offset: int, indent_end: int) -> None:
-        nonlocal best, best_stack
-        column = _column(text[offset:indent_end])
-        while len(indents) > 1 and indents[-1] > column:
-            indents.pop()
-        if indents[-1] < column:
-            indents.append(column)
-        best, best_stack = offset, tuple(indents)
 
-    for match in _SCAN.finditer(text, begin):  # no end bound: a string may run past `limit`
-        if match.start() >= limit:
-            break
-        while k < len(candidates) and candidates[k][0] <= match.start():
-            if depth == 0 and candidates[k][0] >= blocked_until:
-                take(*candidates[k])
-            k += 1
-        kind = match.lastgroup
-        if kind == "string":
-            blocked_until = max(blocked_until, match.end())
-        elif kind == "open":
-            depth += 1
-        elif kind == "close":
-            depth = max(0, depth - 1)
-        elif kind == "cont":
-            blocked_until = match.end() + 1  # the continued line is not a new statement
-    for candidate in candidates[k:]:
-        if depth == 0 and candidate[0] >= blocked_until:
-            take(*candidate)
-    return best, best_stack
+def _fresh_lines_back(code: str, end: int, *, first_is_line: bool) -> Iterator[tuple[int, int]]:
+    """(start, indentation column) of each fresh line of the skeleton `code` starting before
+    `end`, nearest first. `first_is_line`: position 0 is a line start of the file."""
+    depth = _depth(code, 0, end)
+    stop = end
+    while stop > 0:
+        start = code.rfind("\n", 0, stop - 1) + 1
+        depth -= _depth(code, start, stop)
+        stop = start
+        if start == 0 and not first_is_line:
+            return
+        statement = _STATEMENT.match(code, start, end)
+        continued = code.endswith("\\\n", 0, start) or code.endswith("\\\r\n", 0, start)
+        if statement and depth == 0 and not continued:
+            yield start, _column(code[start : statement.end() - 1])
 
 
 class _Stream:
-    """The significant units of a Python text from a fresh line `start`, lazily, read in the
+    """The fingerprint tokens of a Python text from a fresh line `start`, lazily, read in the
     tokenizer state the file has there, with where the reader is and the indentation stack.
 
     The state is recreated by a synthetic prefix, one line per indentation level of `stack`
@@ -268,7 +284,7 @@ class _Stream:
         self.prefix = [" " * column + "_\n" for column in stack[1:]]
         self.indents = [0]
         self.boundary = False  # the last unit ended a line, and nothing of the next was read
-        self.units = self._generate()
+        self.tokens = self._generate()
 
     def _readline(self) -> str:
         if self.prefix:
@@ -278,8 +294,13 @@ class _Stream:
         line, self.pos = self.text[self.pos : end], end
         return line
 
-    def _generate(self) -> Iterator[tuple[tuple[int, str], ...]]:
-        current: list[tokenize.TokenInfo] = []
+    def _generate(self) -> Iterator[tuple[int, str]]:
+        """The fingerprint's tokens. A statement that may be ignorable (it starts with a string
+        or a logger's name) is held until it ends; any other is passed on token by token, so
+        that a comparison stops at the first differing token even inside a statement of
+        hundreds of lines (a table of settings)."""
+        held: list[tokenize.TokenInfo] | None = None  # the statement being held back
+        started = False  # a statement is open (held or passed on)
         for tok in tokenize.generate_tokens(self._readline):
             kind = tok.type
             if kind in _SKIP:
@@ -290,19 +311,38 @@ class _Stream:
                 elif kind == tokenize.DEDENT and len(self.indents) > 1:
                     self.indents.pop()
                 self.boundary = False
-                if current and not _is_ignorable(current):
-                    yield (*((t.type, t.string) for t in current), (tokenize.NEWLINE, ""))
-                current = []
-                yield ((kind, ""),)  # indentation width is not meaning
+                yield from _ended(held, started)
+                held, started = None, False
+                yield (kind, "")  # indentation width is not meaning
             elif kind == tokenize.NEWLINE or (kind == tokenize.OP and tok.string == ";"):
+                rest = _ended(held, started)
+                held, started = None, False
+                self.boundary = False
+                yield from rest[:-1]
+                # At a line boundary only once the statement's last token is out.
                 self.boundary = kind == tokenize.NEWLINE and not self.prefix
-                if not _is_ignorable(current):
-                    yield (*((t.type, t.string) for t in current), (tokenize.NEWLINE, ""))
-                current = []
+                yield from rest[-1:]
+            elif held is not None:
+                held.append(tok)
             else:
-                current.append(tok)
-        if current and not _is_ignorable(current):
-            yield (*((t.type, t.string) for t in current), (tokenize.NEWLINE, ""))
+                if not started and (
+                    kind == tokenize.STRING or (kind == tokenize.NAME and tok.string in _LOGGERS)
+                ):
+                    held = [tok]
+                else:
+                    self.boundary = False
+                    yield (kind, tok.string)
+                started = True
+        yield from _ended(held, started)
+
+
+def _ended(held: list[tokenize.TokenInfo] | None, started: bool) -> list[tuple[int, str]]:
+    """The rest of a statement's fingerprint once it ends: a held one unless it is ignorable,
+    then the NEWLINE that closes every statement not dropped."""
+    if held is not None and _is_ignorable(held):
+        return []
+    rest = [(t.type, t.string) for t in held or ()]
+    return [*rest, (tokenize.NEWLINE, "")] if started else rest
 
 
 # Identical text ahead of both readers worth skipping instead of tokenizing (characters).
@@ -311,7 +351,7 @@ _SKIP_AHEAD = 2048
 
 def _same_from(a_text: str, b_text: str, start: int, stack: tuple[int, ...]) -> bool:
     """Whether `a_text` and `b_text`, identical before the fresh line at `start` (indentation
-    stack `stack`), have the same fingerprint from there; False at the first differing unit or
+    stack `stack`), have the same fingerprint from there; False at the first differing token or
     a tokenize error.
 
     Where both readers stand at a line boundary with the same indentation stack and long
@@ -320,7 +360,7 @@ def _same_from(a_text: str, b_text: str, start: int, stack: tuple[int, ...]) -> 
     a, b = _Stream(a_text, start, stack), _Stream(b_text, start, stack)
     try:
         while True:
-            x, y = next(a.units, None), next(b.units, None)
+            x, y = next(a.tokens, None), next(b.tokens, None)
             if x != y:
                 return False
             if x is None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import tokenize
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -228,3 +231,54 @@ def test_windowed_comparison_equals_whole_file_comparison(
 )
 def test_window_edges(old: str, new: str, expected: bool) -> None:
     assert cosmetic.is_cosmetic("m.py", old.encode(), new.encode()) is expected
+
+
+# --- fresh lines: where the windowed comparison may start, against tokenize itself ---------------
+
+
+def _fresh_by_tokenize(text: str) -> list[tuple[int, int, tuple[int, ...]]]:
+    """(line start, first token offset, indentation stack) of every line that starts a logical
+    line, as `tokenize` reads the whole text."""
+    line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+    fresh, stack, at_start, depth = [], [0], True, 0
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.OP and tok.string in "([{)]}":
+            depth += 1 if tok.string in "([{" else -1
+            if depth < 0:  # a closer with nothing open: tokenize's own reading is inconsistent
+                raise SyntaxError("unbalanced brackets")
+        if tok.type == tokenize.INDENT:
+            stack.append(cosmetic._column(tok.string))
+        elif tok.type == tokenize.DEDENT:
+            stack.pop()
+        elif tok.type == tokenize.NEWLINE:
+            at_start = True
+        elif tok.type == tokenize.ENDMARKER:
+            break
+        elif tok.type not in (tokenize.NL, tokenize.COMMENT) and at_start:
+            start = line_starts[tok.start[0] - 1]
+            fresh.append((start, start + tok.start[1], tuple(stack)))
+            at_start = False
+    return fresh
+
+
+# Tabs, a form feed, a string continued by a backslash, an unclosed bracket left to the end.
+FRESH_EXTRAS = ["if t:\n\tu = 1\n", "\fv = 2\n", "w = 'a\\\nb'\n", "q = (\n"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(SNIPPETS + EDITS + FRESH_EXTRAS), min_size=1, max_size=10), st.data())
+def test_fresh_lines_are_those_tokenize_reads(parts: list[str], data: st.DataObject) -> None:
+    text = "".join(parts)
+    try:
+        fresh = _fresh_by_tokenize(text)
+    except (tokenize.TokenError, SyntaxError):
+        return  # code that does not tokenize is never cosmetic: no window is opened
+    limit = data.draw(st.integers(0, len(text)))
+    # From the start, and from any fresh line with its stack: the last fresh line whose first
+    # token is at or before `limit`, or where it began when there is none.
+    begin, _, stack = data.draw(st.sampled_from([(0, 0, (0,)), *fresh]))
+    expected = next(
+        ((s, levels) for s, first, levels in reversed(fresh) if begin <= s and first <= limit),
+        (begin, stack),
+    )
+    assert cosmetic._last_fresh(text, limit, begin, stack) == expected
