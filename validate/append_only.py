@@ -21,26 +21,86 @@ appended entry is append-only, so the usual commit never pays for it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any  # points.py imports typing already: no extra cost on this path
 
+from relpipe.changelog.configs.load import load_yaml, master_blocks, parse_master
 from relpipe.changelog.configs.points import SCENARIOS, matrix_rows
 from relpipe.changelog.errors import ChangelogError
 
-TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
-if TYPE_CHECKING:
-    from typing import Any
-
 # Row fields that identify a point rather than its curve (`_matrix_curve_key`).
 _POINT_FIELDS = frozenset({"conc", "exp-name", "recipe-fingerprint"})
+
+
+class Configs(Mapping[str, Mapping[str, Any]]):
+    """The merged master configs of one revision. A config is parsed on first use from its own
+    block of text (`load.master_blocks`): the checks parse only the selected configs and those
+    whose text differs between the base and the head, a fraction of the real masters."""
+
+    def __init__(self, texts: Mapping[str, tuple[str, str]], parsed: Mapping[str, Any]) -> None:
+        self._texts = texts  # key -> (file, block text)
+        self._parsed = dict(parsed)  # key -> config, for files that had to be loaded whole
+        self._order = [*texts, *parsed]
+
+    def text(self, key: str) -> str | None:
+        """The key's block of text, when its file was split into blocks."""
+        found = self._texts.get(key)
+        return None if found is None else found[1]
+
+    def __getitem__(self, key: str) -> Mapping[str, Any]:
+        if key not in self._parsed:
+            where, text = self._texts[key]  # KeyError for an unknown key, as a Mapping does
+            self._parsed[key] = parse_master(text.encode("utf-8"), Path(where))[key]
+        value: Mapping[str, Any] = self._parsed[key]
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._texts or key in self._parsed
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Revision:
     """The master configs (merged) and configs/runners.yaml at one side of the change."""
 
-    configs: Mapping[str, Mapping[str, Any]]
+    configs: Configs
     runners: Mapping[str, Any] | None
+
+
+def revision(masters: Sequence[tuple[str, bytes]], runners: tuple[str, bytes] | None) -> Revision:
+    """A revision from the bytes of its master files and runners.yaml (`where` names them)."""
+    texts: dict[str, tuple[str, str]] = {}
+    parsed: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    for where, data in masters:
+        blocks = master_blocks(data, Path(where))
+        if blocks is None:
+            items: Mapping[str, Any] = parse_master(data, Path(where))
+        else:
+            items = blocks
+        for key, value in items.items():
+            if key in origin:
+                raise ChangelogError(
+                    f"config key `{key}` is defined in both {origin[key]} and {where}; keep one"
+                )
+            if "*" in key:
+                raise ChangelogError(f"{where}: config key `{key}` contains `*`; rename it")
+            origin[key] = where
+            if blocks is None:
+                parsed[key] = value
+            else:
+                texts[key] = (where, value)
+    loaded = None
+    if runners is not None:
+        loaded = load_yaml(runners[1].decode("utf-8", "replace"), runners[0])
+    return Revision(configs=Configs(texts, parsed), runners=loaded)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,10 +140,10 @@ def violation(selections: Sequence[Selection], base: Revision, head: Revision) -
         )
     scope = _scope(base.configs, head.configs, selected)
     if scope is not None:
-        key, message = scope
+        concerned, why = scope
         return Violation(
-            entry=owner.get(key, selections[0].entry) if key else selections[0].entry,
-            message=message,
+            entry=owner.get(concerned, selections[0].entry) if concerned else selections[0].entry,
+            message=why,
             hint="an append-only PR may change only what its entries select: "
             "split the other changes into a PR with a regular entry",
         )
@@ -114,15 +174,20 @@ def violation(selections: Sequence[Selection], base: Revision, head: Revision) -
 
 
 def _scope(
-    base: Mapping[str, Mapping[str, Any]],
-    head: Mapping[str, Mapping[str, Any]],
+    base: Configs,
+    head: Configs,
     selected: Mapping[str, set[str]],
 ) -> tuple[str | None, str] | None:
     """`validate_append_only_scope`: (the config it concerns, message), or None."""
+
+    def differs(key: str) -> bool:
+        text = base.text(key)
+        if text is not None and text == head.text(key):
+            return False  # the same text is the same config: no need to parse it
+        return base.get(key) != head.get(key)
+
     unrelated = sorted(
-        key
-        for key in base.keys() | head.keys()
-        if key not in selected and base.get(key) != head.get(key)
+        key for key in base.keys() | head.keys() if key not in selected and differs(key)
     )
     if unrelated:
         shown = ", ".join(unrelated[:5]) + (

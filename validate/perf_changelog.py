@@ -890,10 +890,7 @@ def _revisions(
     the base and the head (a ref, the index, or None: the working tree), in one git process."""
 
     def load() -> tuple[Revision, Revision]:
-        from pathlib import Path
-
-        from relpipe.changelog.configs.load import load_yaml, parse_masters
-        from relpipe.validate.append_only import Revision
+        from relpipe.validate.append_only import revision
 
         files = [*paths, os.path.join(os.path.dirname(paths[0]), "runners.yaml")]
         refs = [base_ref] if head_ref is None else [base_ref, head_ref]
@@ -904,17 +901,13 @@ def _revisions(
         else:
             sides.append(blobs[len(files) :])
         out = []
-        for side, ref in zip(sides, (base_ref, head_ref or "working tree"), strict=True):
-            masters = [(Path(f"{ref}:{f}"), b) for f, b in zip(paths, side, strict=False) if b]
-            runners = side[-1]
-            out.append(
-                Revision(
-                    configs=parse_masters(masters).configs,
-                    runners=None
-                    if runners is None
-                    else load_yaml(runners.decode("utf-8", "replace"), f"{ref}:{files[-1]}"),
-                )
-            )
+        head = "index" if head_ref == githook.INDEX else head_ref or "working tree"
+        for side, ref in zip(sides, (base_ref, head), strict=True):
+            named = [(f"{ref}:{f}", blob) for f, blob in zip(files, side, strict=True)]
+            masters = [(where, blob) for where, blob in named[:-1] if blob is not None]
+            where, blob = named[-1]
+            runners = None if blob is None else (where, blob)
+            out.append(revision(masters, runners))
         return out[0], out[1]
 
     return load

@@ -163,40 +163,64 @@ def _keys_from_events(data: bytes, path: Path) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def master_keys(path: Path) -> tuple[str, ...]:
-    """Top-level keys of a master file, in file order, without loading the configs."""
-    path = Path(path)
-    data = _read(path)
-    text = _decode(data, path)
+def _key_lines(text: str) -> list[tuple[int, str]] | None:
+    """(line index, key) of each top-level key, when a line scan proves every column-0 line is
+    a plain `key:` line (no tab, CR or multi-line quoted scalar); None when it cannot."""
     lines = text.split("\n")
-    simple = (
-        "\t" not in text
-        and "\r" not in text
-        and not any(
+    if (
+        "\t" in text
+        or "\r" in text
+        or any(
             _OPEN_QUOTE.match(line)
             for line in lines
             if ('"' in line or "'" in line) and not _closed(line)
         )
-    )
-    keys: list[str] = []
-    if simple:
-        for line in lines:
-            if not line or line[0] in " #":
-                continue
-            m = _KEY_LINE.match(line)
-            if m is None:
-                simple = False
-                break
-            keys.append(
+    ):
+        return None
+    found: list[tuple[int, str]] = []
+    for index, line in enumerate(lines):
+        if not line or line[0] in " #":
+            continue
+        m = _KEY_LINE.match(line)
+        if m is None:
+            return None
+        found.append(
+            (
+                index,
                 m.group(1)
                 if m.group(1) is not None
                 else m.group(2)
                 if m.group(2) is not None
-                else m.group(3)
+                else m.group(3),
             )
-    if not simple:
+        )
+    return found
+
+
+def master_keys(path: Path) -> tuple[str, ...]:
+    """Top-level keys of a master file, in file order, without loading the configs."""
+    path = Path(path)
+    data = _read(path)
+    found = _key_lines(_decode(data, path))
+    if found is None:
         return _keys_from_events(data, path)
-    return tuple(keys)
+    return tuple(key for _, key in found)
+
+
+def master_blocks(data: bytes, path: Path) -> dict[str, str] | None:
+    """Each top-level key's block of text (its `key:` line up to the next key line), from the
+    line scan of `master_keys`; each block parses on its own to {key: config}, and equal blocks
+    are equal configs. None when the scan cannot prove that (or a key repeats): load it whole."""
+    text = _decode(data, path)
+    found = _key_lines(text)
+    if found is None or len({key for _, key in found}) != len(found):
+        return None
+    lines = text.split("\n")
+    ends = [index for index, _ in found[1:]] + [len(lines)]
+    return {
+        key: "\n".join(lines[start:end]) + "\n"
+        for (start, key), end in zip(found, ends, strict=True)
+    }
 
 
 def resolve_key(pattern: str, keys: Sequence[str]) -> list[str]:

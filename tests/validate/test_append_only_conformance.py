@@ -29,6 +29,7 @@ from pathlib import Path
 
 import corpus
 import pytest
+from relpipe.changelog.configs.load import load_master, master_blocks, parse_master
 from relpipe.validate import perf_changelog as gate
 from support import git
 
@@ -64,6 +65,16 @@ CASES = (
         "adds a point to an agentic DRAM-offload item",
         ((DRAM_ARM + "conc-list: [8, 10]", DRAM_ARM + "conc-list: [8, 10, 12]"),),
         keys=(DRAM,),
+    ),
+    Case(
+        "adds a point, and a comment to an unselected config (the same parsed config)",
+        (
+            ADD_TP8_CONC8,
+            (
+                "dsr1-fp4-mi355x-sglang:\n  image: lmsysorg",
+                "dsr1-fp4-mi355x-sglang:\n  # a comment\n  image: lmsysorg",
+            ),
+        ),
     ),
     Case(
         "removes a concurrency point",
@@ -310,3 +321,16 @@ def test_append_only_path_imports_only_stdlib_and_pyyaml(
     assert {
         m for m in third_party if not m.startswith(("_distutils", "__editable__", "_cython_"))
     } == set()
+
+
+def test_config_blocks_parse_as_the_whole_masters() -> None:
+    """The append-only checks parse a config from its own block of text: the same config."""
+    for path in sorted((corpus.inferencex_tree() / "configs").glob("*-master.yaml")):
+        blocks = master_blocks(path.read_bytes(), path)
+        assert blocks is not None
+        whole = load_master(path)
+        assert list(blocks) == list(whole)
+        assert all(parse_master(text.encode(), path) == {k: whole[k]} for k, text in blocks.items())
+    flow = b"a:\n  image: x\nb: {image: y}\n"  # not a plain `key:` line: loaded whole
+    assert master_blocks(flow, Path("m.yaml")) is None
+    assert master_blocks(b"a:\n  x: 1\na:\n  x: 2\n", Path("m.yaml")) is None  # repeated
