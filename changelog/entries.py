@@ -99,7 +99,7 @@ ENTRY_CODES = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a large audit holds hundreds of thousands
 class Finding:
     """One problem, located at a line of the file being checked (1-based; 0 = whole file)."""
 
@@ -135,7 +135,10 @@ class Block:
     `start`/`end` are byte offsets of the entry's lines (end is after its last line's newline);
     `line`/`end_line` are 1-based inclusive. `canonical` entries matched the house-style grammar
     as a whole, which proves them valid, so they are only parsed into fields when asked (this is
-    what keeps a 20,000-entry file fast). `entry` is None when the fields break the schema.
+    what keeps a 20,000-entry file fast). `style` is set for entries that matched the grammar of
+    the house style's common variants instead (other item indentation, comments, YAML 1.1
+    booleans): also valid by construction, with these style findings; their fields are parsed on
+    demand too. `entry` is None when the fields break the schema.
     """
 
     start: int
@@ -144,6 +147,12 @@ class Block:
     end_line: int
     text: str
     canonical: bool
+    style: tuple[Finding, ...] | None = None
+
+    @property
+    def proven(self) -> bool:
+        """Valid by construction (a grammar matched): `entry` is not None, without parsing."""
+        return self.canonical or self.style is not None
 
     @cached_property
     def _parsed(
@@ -165,7 +174,9 @@ class Block:
 
     @property
     def findings(self) -> tuple[Finding, ...]:
-        return () if self.canonical else self._parsed[3]
+        if self.canonical:
+            return ()
+        return self.style if self.style is not None else self._parsed[3]
 
     def scalar(self, key: str) -> object:
         """A one-line field's value; for a canonical entry without parsing the whole entry."""
@@ -526,12 +537,17 @@ def _str_list(name: str, value: object) -> tuple[tuple[str, ...] | None, str | N
     return tuple(value), None  # type: ignore[arg-type]
 
 
-def _ambiguity_hint(value: object) -> str | None:
-    if isinstance(value, _Ambiguous):
-        if value.kind == "boolean":
-            return f'write true or false (YAML 1.2), or quote "{value.text}" if it is text'
-        return f'write the integer in decimal without leading zeros, or quote "{value.text}"'
-    return None
+def _ambiguity_finding(key: str, value: _Ambiguous, line: int) -> Finding:
+    if value.kind == "boolean":
+        hint = f'write true or false (YAML 1.2), or quote "{value.text}" if it is text'
+    else:
+        hint = f'write the integer in decimal without leading zeros, or quote "{value.text}"'
+    return Finding(
+        line,
+        "yaml-ambiguous",
+        f"`{key}` value `{value.text}` is read differently by YAML 1.1 and 1.2",
+        hint,
+    )
 
 
 def _schema(
@@ -557,16 +573,8 @@ def _schema(
     for key, value in fields.items():
         items = value if isinstance(value, list) else [value]
         for item in items:
-            hint = _ambiguity_hint(item)
-            if hint is not None and isinstance(item, _Ambiguous):
-                style.append(
-                    Finding(
-                        key_lines.get(key, line),
-                        "yaml-ambiguous",
-                        f"`{key}` value `{item.text}` is read differently by YAML 1.1 and 1.2",
-                        hint,
-                    )
-                )
+            if isinstance(item, _Ambiguous):
+                style.append(_ambiguity_finding(key, item, key_lines.get(key, line)))
         if isinstance(value, list):
             value = [v.value if isinstance(v, _Ambiguous) else v for v in value]
         elif isinstance(value, _Ambiguous):
@@ -717,6 +725,76 @@ class _Map(dict):  # type: ignore[type-arg]
     lines: dict[object, int]
 
 
+def _event_line(event: object, first: int) -> int:
+    mark = event.start_mark  # type: ignore[attr-defined]
+    return first + (mark.line if mark is not None else 0)
+
+
+def _event_node(
+    yaml: object, events: Sequence[object], pos: int, found: list[Finding], first: int
+) -> tuple[object, int]:
+    """The value of the node that starts at events[pos], and the position after it.
+
+    A module function, not a closure: a recursive closure refers to itself through its cell, a
+    reference cycle that keeps the events alive until a collection (the hook runs without)."""
+
+    def at(event: object) -> int:
+        return _event_line(event, first)
+
+    event = events[pos]
+    pos += 1
+    if isinstance(event, yaml.ScalarEvent):  # type: ignore[attr-defined]
+        if (
+            event.start_mark is not None
+            and event.end_mark is not None
+            and event.start_mark.line != event.end_mark.line
+        ):
+            found.append(
+                Finding(
+                    at(event),
+                    "continuation",
+                    "value spans several lines",
+                    "write each value on one line",
+                )
+            )
+        return (_plain(event.value) if event.implicit[0] else event.value), pos
+    if isinstance(event, yaml.SequenceStartEvent):  # type: ignore[attr-defined]
+        items = []
+        while not isinstance(events[pos], yaml.SequenceEndEvent):  # type: ignore[attr-defined]
+            item, pos = _event_node(yaml, events, pos, found, first)
+            items.append(item)
+        return items, pos + 1
+    if isinstance(event, yaml.MappingStartEvent):  # type: ignore[attr-defined]
+        mapping = _Map()
+        mapping.lines = {}
+        while not isinstance(events[pos], yaml.MappingEndEvent):  # type: ignore[attr-defined]
+            key_event = events[pos]
+            key, pos = _event_node(yaml, events, pos, found, first)
+            if (
+                isinstance(key_event, yaml.ScalarEvent)  # type: ignore[attr-defined]
+                and key_event.value == "<<"
+                and key_event.implicit[0]
+            ):
+                found.append(
+                    Finding(at(key_event), "merge-key", "YAML merge key `<<`", "write the keys out")
+                )
+            if not isinstance(key, (str, int, bool)) or key is None:
+                key = _describe(key)
+            if key in mapping:
+                found.append(
+                    Finding(
+                        at(key_event),
+                        "duplicate-key",
+                        f"duplicate key `{key}` in entry",
+                        "keep one occurrence of the key",
+                    )
+                )
+            mapping.lines[key] = at(key_event)
+            mapping[key], pos = _event_node(yaml, events, pos, found, first)
+        return mapping, pos + 1
+    raise AssertionError(f"unexpected YAML event {event!r}")
+
+
 def _event_fields(text: str, first: int) -> tuple[dict[str, object], dict[str, int], list[Finding]]:
     """Read one entry through PyYAML's event stream; judge anchors, aliases, tags, duplicates."""
     import yaml
@@ -724,7 +802,7 @@ def _event_fields(text: str, first: int) -> tuple[dict[str, object], dict[str, i
     found: list[Finding] = []
 
     def at(event: yaml.Event) -> int:
-        return first + (event.start_mark.line if event.start_mark is not None else 0)
+        return _event_line(event, first)
 
     try:
         events = list(yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
@@ -776,68 +854,9 @@ def _event_fields(text: str, first: int) -> tuple[dict[str, object], dict[str, i
     if found:
         return {}, {}, found
     pos = 0
-
-    def node() -> object:
-        nonlocal pos
-        event = events[pos]
-        pos += 1
-        if isinstance(event, yaml.ScalarEvent):
-            if (
-                event.start_mark is not None
-                and event.end_mark is not None
-                and event.start_mark.line != event.end_mark.line
-            ):
-                found.append(
-                    Finding(
-                        at(event),
-                        "continuation",
-                        "value spans several lines",
-                        "write each value on one line",
-                    )
-                )
-            return _plain(event.value) if event.implicit[0] else event.value
-        if isinstance(event, yaml.SequenceStartEvent):
-            items = []
-            while not isinstance(events[pos], yaml.SequenceEndEvent):
-                items.append(node())
-            pos += 1
-            return items
-        if isinstance(event, yaml.MappingStartEvent):
-            mapping = _Map()
-            mapping.lines = {}
-            while not isinstance(events[pos], yaml.MappingEndEvent):
-                key_event = events[pos]
-                key = node()
-                if (
-                    isinstance(key_event, yaml.ScalarEvent)
-                    and key_event.value == "<<"
-                    and key_event.implicit[0]
-                ):
-                    found.append(
-                        Finding(
-                            at(key_event), "merge-key", "YAML merge key `<<`", "write the keys out"
-                        )
-                    )
-                if not isinstance(key, (str, int, bool)) or key is None:
-                    key = _describe(key)
-                if key in mapping:
-                    found.append(
-                        Finding(
-                            at(key_event),
-                            "duplicate-key",
-                            f"duplicate key `{key}` in entry",
-                            "keep one occurrence of the key",
-                        )
-                    )
-                mapping.lines[key] = at(key_event)
-                mapping[key] = node()
-            pos += 1
-            return mapping
-        raise AssertionError(f"unexpected YAML event {event!r}")
-
     while not isinstance(events[pos], yaml.NodeEvent):  # StreamStart, DocumentStart
         pos += 1
-    root = node()
+    root, _ = _event_node(yaml, events, pos, found, first)
     if not isinstance(root, list) or len(root) != 1 or not isinstance(root[0], _Map):
         return (
             {},
@@ -865,6 +884,15 @@ def _event_fields(text: str, first: int) -> tuple[dict[str, object], dict[str, i
         fields[str(key)] = value
         key_lines[str(key)] = mapping.lines[key]
     return fields, key_lines, found
+
+
+def _indent_finding(line: int, indent: int) -> Finding:
+    return Finding(
+        line,
+        "indent",
+        f"list item indented by {indent} spaces",
+        "indent list items by exactly 4 spaces",
+    )
 
 
 def _layout(lines: Sequence[str], first: int) -> list[Finding]:
@@ -908,14 +936,7 @@ def _layout(lines: Sequence[str], first: int) -> list[Finding]:
             continue
         elif body[:2] == "- ":
             if indent != 4:
-                found.append(
-                    Finding(
-                        number,
-                        "indent",
-                        f"list item indented by {indent} spaces",
-                        "indent list items by exactly 4 spaces",
-                    )
-                )
+                found.append(_indent_finding(number, indent))
         elif indent != 2:
             found.append(
                 Finding(
@@ -978,8 +999,15 @@ def _parse_block(
 _C_DQ = (
     r'" *(?:[^ "\\\n]|\\["\\])[^"\\\n]*(?:\\["\\][^"\\\n]*)*"'  # unrolled: no per-char alternation
 )
+# A plain scalar that starts with a letter is a string for PyYAML unless it is one of these YAML
+# 1.1 boolean or null words (ints, floats and timestamps start with a digit, sign or dot): a
+# plain pr-link `no` is the boolean false, which InferenceX's schema rejects.
+_YAML11_WORDS = (
+    "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|null|Null|NULL"
+)
+_NOT_A_WORD = r"(?!(?=[yYnNtTfFoO])(?:" + _YAML11_WORDS + r")(?![^ \n]))"  # first: a cheap guard
 _C_KEY = r"(?:[A-Za-z0-9][A-Za-z0-9_.:/*+=%~@-]*(?<!:)|" + _C_DQ + ")"
-_C_URL = r"(?:[A-Za-z][A-Za-z0-9_.:/%?=&+~@-]*(?<!:)|" + _C_DQ + ")"
+_C_URL = r"(?:" + _NOT_A_WORD + r"[A-Za-z][A-Za-z0-9_.:/%?=&+~@-]*(?<!:)|" + _C_DQ + ")"
 # Plain list items whose first character lets YAML 1.1 read them as non-strings (`070`, `yes`).
 _SUSPECT_PLAIN = _lazy_re(r"\n    - ([-+.0-9~<=yYnNtTfFoO][^\n]*)")
 # Entries split where InferenceX counts them: at lines that start with `- config-keys:`. In a
@@ -1004,6 +1032,88 @@ def _canonical() -> re.Pattern[str]:
         r"(?:  all-evals: (?:true|false)\n)?"
         r"(?:  append-only: false\n)?(?:  eval-min-prefill-ep: [1-9][0-9]*\n)?)"
     )
+
+
+# The house style's common variants as one grammar, for files written by hand or by other tools:
+# each list indented by any 2 or more spaces (one indentation per list: YAML reads `key:` then
+# `- item` at the key's own indentation as the same list), a comment after any line, YAML 1.1
+# booleans in the flags, plain and single-quoted text. An entry it matches is valid by
+# construction and its style findings follow from the match (`_variant_style`), so a large file
+# in such a style is checked at regex speed rather than line by line. Plain scalars are kept to
+# what PyYAML reads as strings: a letter first, not a boolean or null word, no `: ` and no `#`.
+_V_END = r"(?: +#(?:[^\n]*[^ \n])?)?\n"  # an optional comment (no trailing space), the newline
+_V_SQ = r"' *(?:[^' \n]|'')(?:[^'\n]|'')*'"
+# Words of plain text: runs of safe characters and colons not followed by a space, unrolled
+# (`normal* (special normal*)*`) so that a failed match backtracks in linear time.
+_V_SAFE = r"[A-Za-z0-9_.,/()+=%~@!?&*'\"-]"
+_V_RUN = _V_SAFE + r"*(?::(?=[^ \n])" + _V_SAFE + "*)*"
+_V_PLAIN = (
+    _NOT_A_WORD + "[A-Za-z]" + _V_RUN + "(?: (?:" + _V_SAFE + r"|:(?=[^ \n]))" + _V_RUN + ")*"
+)
+_V_TEXT = r"(?:" + _V_PLAIN + "|" + _C_DQ + "|" + _V_SQ + ")"
+_V_KEY = (
+    r"(?:" + _NOT_A_WORD + r"[A-Za-z][A-Za-z0-9_.:/*+=%~@-]*(?<!:)|" + _C_DQ + "|" + _V_SQ + ")"
+)
+_V_URL = r"(?:" + _C_URL + "|" + _V_SQ + ")"
+# The booleans of YAML 1.1 (what PyYAML makes of a plain flag value); the ones outside
+# _YAML12_BOOL are also style findings (yaml-ambiguous).
+_YAML11_BOOL = {
+    **dict.fromkeys(("yes", "Yes", "YES", "on", "On", "ON"), True),
+    **dict.fromkeys(("no", "No", "NO", "off", "Off", "OFF"), False),
+    **_YAML12_BOOL,
+}
+_V_BOOL = "(" + "|".join(_YAML11_BOOL) + ")"
+# (group, key) of the flags in the variants grammar, and its lists (group `name`, indentation
+# `name_i`), in their order.
+_V_FLAGS = (("eo", "evals-only"), ("ae", "all-evals"), ("ao", "append-only"))
+_V_LISTS = ("keys", "scen", "desc")
+
+
+@cache
+def _variants() -> re.Pattern[str]:
+    def items(name: str, value: str) -> str:
+        """A list's item lines as group `name`, the indentation of the first as `name_i`."""
+        return (
+            f"(?P<{name}>(?P<{name}_i> {{2,}})- {value}{_V_END}(?:(?P={name}_i)- {value}{_V_END})*)"
+        )
+
+    scenario = (
+        r"(?:fixed-seq-len(?:" + _V_END + r"(?P=scen_i)- agentic-coding)?"
+        r"|agentic-coding(?:" + _V_END + r"(?P=scen_i)- fixed-seq-len)?)"
+    )
+    parts = (  # one a YAML key and its items, as _canonical() reads
+        "- config-keys:" + _V_END + items("keys", _V_KEY),
+        "(?:  scenario-type:" + _V_END + f"(?P<scen>(?P<scen_i> {{2,}})- {scenario}{_V_END}))?",
+        "  description:" + _V_END + items("desc", _V_TEXT),
+        "  pr-link: " + _V_URL + _V_END,
+        *(f"(?:  {key}: (?P<{group}>{_V_BOOL}){_V_END})?" for group, key in _V_FLAGS),
+        f"(?:  eval-min-prefill-ep: (?P<ep>[1-9][0-9]{{0,17}}){_V_END})?",
+    )
+    return re.compile("".join(parts))
+
+
+def _variant_style(m: re.Match[str], text: str, line: int) -> tuple[Finding, ...] | None:
+    """Style findings of an entry the variants grammar matched (`line`: its first line), the same
+    the line parser makes of it; None when its flags break the schema (append-only with another
+    flag), which the line parser then reports."""
+    words = m.group("eo", "ae", "ao")
+    flags = [word is not None and _YAML11_BOOL[word] for word in words]
+    if flags[2] and (flags[0] or flags[1] or m.group("ep")):
+        return None
+    pos = m.start()
+    found: list[Finding] = []
+    for name in _V_LISTS:
+        indent = m.end(name + "_i") - m.start(name + "_i")
+        if indent > 0 and indent != 4:  # -1 - -1: an absent (optional) list
+            start, stop = m.span(name)
+            first = line + text.count("\n", pos, start)
+            count = text.count("\n", start, stop)
+            found.extend([_indent_finding(first + k, indent) for k in range(count)])
+    for (group, key), word, flag in zip(_V_FLAGS, words, flags, strict=True):
+        if word is not None and word not in _YAML12_BOOL:
+            at = line + text.count("\n", pos, m.start(group))
+            found.append(_ambiguity_finding(key, _Ambiguous("boolean", word, flag), at))
+    return tuple(found)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1220,6 +1330,13 @@ def scan(
     ascii_only = data.isascii()
     size = len(text)
     canonical = _canonical() if size >= _CANONICAL_MIN_BYTES else None
+    # The variants grammar's findings are the line parser's only where every character is one
+    # the line parser accepts (it would add a schema finding for an unsafe one).
+    variants = (
+        _variants()
+        if canonical is not None and not any(f.code == "unsafe-char" for f in found)
+        else None
+    )
 
     def next_start(index: int) -> int:
         m = _NEXT_START.search(text, index)
@@ -1284,6 +1401,12 @@ def scan(
             pos = stop
             continue
         m = canonical.match(text, pos) if canonical is not None else None
+        style = None
+        if m is None and variants is not None:
+            m = variants.match(text, pos)
+            style = None if m is None else _variant_style(m, text, line)
+            if style is None:
+                m = None
         if m is not None:
             end = m.end()
             # The grammar proves the entry only if it reaches the entry's end: PyYAML reads every
@@ -1292,7 +1415,7 @@ def scan(
             if end < size and text[end] != "-":
                 stop = next_start(end - 1)
                 if text[end:stop].strip(" \n"):
-                    m = None
+                    m = style = None
         if m is None:
             kept = text[pos : next_start(pos)].split("\n")[:-1]
             while len(kept) > 1 and not kept[-1].strip(" "):
@@ -1301,7 +1424,15 @@ def scan(
         body = text[pos:end]
         lines_in = body.count("\n")
         end_byte = byte_pos + (end - pos if ascii_only else len(body.encode("utf-8")))
-        block = Block(byte_pos, end_byte, line, line + lines_in - 1, body, m is not None)
+        block = Block(
+            byte_pos,
+            end_byte,
+            line,
+            line + lines_in - 1,
+            body,
+            m is not None and style is None,
+            style,
+        )
         blocks.append(block)
         if body in seen:
             found.append(
@@ -1314,7 +1445,7 @@ def scan(
             )
         else:
             seen[body] = line
-        if m is None:
+        if not block.canonical:
             found.extend(block.findings)
         line += lines_in
         byte_pos = end_byte

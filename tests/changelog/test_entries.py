@@ -292,6 +292,126 @@ def test_canonical_grammar_agrees_with_the_line_parser(entries: list[Entry]) -> 
         assert block.entry == entry and block._parsed[3] == ()
 
 
+# Entries in the house style's variants and near misses: other indentation, comments, YAML 1.1
+# words, plain and single-quoted text (the second half of each list: what the grammar must not
+# prove, or must prove only with the line parser's findings).
+_V_INDENT = st.sampled_from(["    ", "  ", "   ", "      "])
+_V_COMMENT = st.sampled_from(["", "", "  # c", " # x y", " #", "  #c  "])
+_V_KEY = st.sampled_from(
+    ["dsr1-fp4-mi355x-atom", "k*", "'q k'", '"dq"', "nemotron:x", "yes-no"]
+    + ["on", "012", "no", "a:", "x #y", "Null", "~", "[a]"]
+)
+_V_TEXT = st.sampled_from(
+    ["Bump the image", "'it''s'", '"double"', "a - b", "Off we go", "a#b", "(x) 2, y", "x:y"]
+    + ["Fix: it", "yes", "a #b", "on", "x  y", "' '", "5", "é", "&a x", "'open"]
+)
+_V_BOOL = st.sampled_from(["yes", "no", "true", "True", "On", "OFF", "y", "1", '"yes"', "~"])
+
+
+@st.composite
+def _variant_entry(draw: st.DrawFn) -> str:
+    def items(values: st.SearchStrategy[str], count: int) -> list[str]:
+        indent = draw(_V_INDENT)
+        return [f"{indent}- {draw(values)}{draw(_V_COMMENT)}" for _ in range(count)]
+
+    lines = [f"- config-keys:{draw(_V_COMMENT)}", *items(_V_KEY, draw(st.integers(1, 3)))]
+    if draw(st.booleans()):
+        scenarios = draw(st.sampled_from([["fixed-seq-len"], ["agentic-coding", "fixed-seq-len"]]))
+        lines += ["  scenario-type:", *items(st.sampled_from(scenarios), len(scenarios))]
+    lines += [f"  description:{draw(_V_COMMENT)}", *items(_V_TEXT, draw(st.integers(1, 3)))]
+    link = draw(st.sampled_from([LINK + "7", LINK + "7", f"'{LINK}8'", "XXX", "no", "null"]))
+    lines.append(f"  pr-link: {link}{draw(_V_COMMENT)}")
+    for key in ("evals-only", "all-evals", "append-only"):
+        if draw(st.integers(0, 2)) == 0:
+            lines.append(f"  {key}: {draw(_V_BOOL)}{draw(_V_COMMENT)}")
+    if draw(st.integers(0, 4)) == 0:
+        lines.append(f"  eval-min-prefill-ep: {draw(st.sampled_from(['1', '16', '0', '012']))}")
+    if draw(st.integers(0, 9)) == 0:
+        lines.insert(draw(st.integers(1, len(lines))), draw(st.sampled_from(["", "  # c", "   "])))
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_variant_entry(), min_size=1, max_size=4))
+def test_variants_grammar_proves_only_what_the_line_parser_and_pyyaml_accept(
+    texts: list[str],
+) -> None:
+    changelog = scan(PADDING + b"\n" + "\n".join(texts).encode())
+    for block in changelog.blocks[-len(texts) :]:
+        if block.style is None:
+            continue
+        # The grammar's proof and findings are exactly the line parser's ...
+        _, _, entry, findings = E._parse_block(block.text.split("\n")[:-1], block.line)
+        assert entry is not None and findings == block.style
+        # ... and PyYAML reads the entry as InferenceX's schema accepts it.
+        (loaded,) = yaml.load(block.text, Loader=yaml.CSafeLoader)
+        assert tuple(loaded["config-keys"]) == entry.config_keys
+        assert tuple(loaded["description"]) == entry.description
+        assert loaded["pr-link"] == entry.pr_link
+        assert all(loaded.get(k, False) is v for k, v in (("evals-only", entry.evals_only),))
+
+
+def test_variants_grammar_proves_common_variants_with_their_style_findings() -> None:
+    text = (
+        "- config-keys:  # keys\n  - dsr1-fp4-mi355x-atom  # key\n  description:\n"
+        "  - Bump the image\n  - 'quoted'\n"
+        f"  pr-link: {LINK}9  # link\n  evals-only: yes\n"
+    )
+    changelog = scan(PADDING + b"\n" + text.encode())
+    block = changelog.blocks[-1]
+    assert block.style is not None and not block.canonical and block.proven
+    assert [(f.line - block.line, f.code) for f in changelog.findings] == [
+        (1, "indent"),
+        (3, "indent"),
+        (4, "indent"),
+        (6, "yaml-ambiguous"),
+    ]
+    assert block.entry == Entry(
+        ("dsr1-fp4-mi355x-atom",), ("Bump the image", "quoted"), LINK + "9", evals_only=True
+    )
+
+
+@pytest.mark.parametrize("link", ["no", "Off", "null", "NULL", "yes"])
+def test_a_plain_pr_link_yaml_reads_as_boolean_or_null_is_not_proven(link: str) -> None:
+    """Both grammars once accepted `pr-link: no`, which PyYAML reads as false."""
+    for style in ("    - ", "  - "):
+        text = f'- config-keys:\n{style}k\n  description:\n{style}"x"\n  pr-link: {link}\n'
+        changelog = scan(PADDING + b"\n" + text.encode())
+        block = changelog.blocks[-1]
+        assert not block.proven and block.entry is None
+        (schema,) = [f for f in changelog.errors if f.code == "schema"]
+        assert schema.line == block.line + 4 and "pr-link must be a URL string" in schema.message
+
+
+def test_a_scan_makes_no_reference_cycles() -> None:
+    """The hook runs its check with the cyclic collector off (perf_changelog._without_collector):
+    every path of the parser must free its objects by reference counting alone."""
+    import gc
+
+    entries = [
+        render(Entry(("k",), ("x",), LINK + "1")),
+        "- config-keys:\n  - k  # c\n  description:\n  - x\n  pr-link: l\n  evals-only: yes\n",
+        "- config-keys: [a, {b: 1}]\n  description:\n    - x\n  pr-link: l\n",  # event parser
+        '- config-keys:\n    - k\n  description:\n    - "open\n  pr-link: l\n',  # YAML error
+        "- config-keys:\n    - &a k\n  description:\n    - *a\n  pr-link: l\n",
+        "- config-keys:\n    - k\n  description:\n    - x\n  pr-link: l\n  pr-link: m\n",
+    ]
+    data = PADDING + b"\n" + "\n".join(entries).encode()
+    small = "\n".join(entries).encode()
+    for sample in (data, small):
+        scan(sample)  # warm-up: imports and compiled patterns stay, they are not garbage
+    gc.collect()
+    gc.disable()
+    try:
+        for sample in (data, small):
+            changelog = scan(sample)
+            _ = [(b.fields, b.entry) for b in changelog.blocks]
+        del changelog
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
 _SAMPLE = (
     "\n".join(render(Entry((f"k{i}",), (f"line {i}",), LINK + str(i))) for i in range(3))
 ).encode()
