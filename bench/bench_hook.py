@@ -8,6 +8,8 @@ a process's cost on a shared machine):
   its own Python (pydantic, PyYAML): `parse_changelog` of both, `compare_entries`,
   `validate_raw_change` and process_changelog's config-key resolution, imported from the real
   tree by tests/oracles/changelog_gate.py (issue 12 target: hook <= (o)/15);
+- the same with an append-only entry that adds a point (information: it reads and compares the
+  masters at both refs);
 - reference (a): plain PyYAML `SafeLoader` full parse of base and head in one process;
 - reference (b): `python -c pass`;
 - a 20,000-entry synthetic changelog: `--full` audit and base -> head with one appended entry.
@@ -113,6 +115,23 @@ def _repo(tmp: Path, name: str, base: bytes, appended: Entry, masters: bool) -> 
     _git(repo, "commit", "-q", "-m", "base")
     (repo / "perf-changelog.yaml").write_bytes(base + b"\n" + render(appended).encode())
     _git(repo, "commit", "-q", "-am", "append")
+    return repo
+
+
+def _append_only(tmp: Path, base: bytes) -> Path:
+    """A repository whose head appends an append-only entry and the point it adds (a
+    concurrency on the TP8 curve of a real AMD key): the hook reads the masters at both refs."""
+    entry = Entry(
+        ("dsr1-fp4-mi355x-atom",),
+        ("Add concurrency 8 to the TP8 curve",),
+        f"{REPO_URL}/pull/2501",
+        append_only=True,
+    )
+    repo = _repo(tmp, "append-only", base, entry, masters=True)
+    master = repo / "configs" / "amd-master.yaml"
+    old = "{ tp: 8, ep: 1, conc-start: 4, conc-end: 4 }"
+    master.write_text(master.read_text().replace(old, "{ tp: 8, ep: 1, conc-list: [4, 8] }", 1))
+    _git(repo, "commit", "-q", "--amend", "-am", "append-only")
     return repo
 
 
@@ -231,6 +250,7 @@ def main() -> list[str]:
         cached = {**ENV, "RELPIPE_HOOK_CACHE": str(tmp / "bases")}
         hook = _time(hook_cmd, repo, env=cached)
         cold = _time(hook_cmd, repo, env={**ENV, "RELPIPE_HOOK_CACHE": "off"})
+        append_only = _time(hook_cmd, _append_only(tmp, base), env=cached)
         (tmp / "base.yaml").write_bytes(base)
         (tmp / "head.yaml").write_bytes((repo / "perf-changelog.yaml").read_bytes())
         ref_a = _time(
@@ -266,6 +286,15 @@ def main() -> list[str]:
             _row(
                 "same, first commit on a base never checked before (no base cache)",
                 *cold,
+                "information",
+                None,
+            )
+        )
+        lines.append(
+            _row(
+                "same with an append-only entry adding a point (masters read at both refs; "
+                "scope and generated-points checks)",
+                *append_only,
                 "information",
                 None,
             )

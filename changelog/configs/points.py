@@ -19,6 +19,11 @@ A point is a `PlannedPoint`: the generator's identifying fields (`fields`, named
 generator's matrix entries name them, so a test compares them with the generator's own output)
 and a readable unique `name`, e.g. `fixed-seq-len/8k1k/tp8-ep8-dpa/conc64`. Config text is
 untrusted: malformed search spaces are ChangelogErrors naming the key, never tracebacks.
+
+`matrix_rows` gives the same points as the generator's whole rows (image, model, runner,
+`max-model-len`, the agentic DRAM offload budget from runners.yaml, component metadata, ...;
+everything but `exp-name`), optionally for some scenarios only (`--scenario-type`): what
+process_changelog.py compares between a base and a head for an append-only entry.
 """
 
 from __future__ import annotations
