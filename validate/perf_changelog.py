@@ -5,10 +5,12 @@ tree) and gives InferenceX's own verdict (validate_perf_changelog.py's strict ch
 process_changelog.py's checks of the appended entries, with the PR's `--all-evals` /
 `--evals-only` labels), with `file:line` messages that say what to do: history immutable byte for
 byte (a canonical pr-link-only correction alone excepted), new entries only at the end, each
-after exactly one empty line, schema-valid, with resolvable config keys and a canonical pr-link.
-House style beyond InferenceX's rules is a warning (an error under `--strict`); style already in
-the base never fails; invisible or unassigned characters, anchors/aliases/tags and size caps are
-errors always (docs/perf-changelog.md). With `--full` (or outside a git repository) it audits one
+after exactly one empty line, schema-valid, with resolvable config keys and a canonical pr-link;
+an append-only entry also within its scope and adding points to existing curves, judged on the
+master configs at the base and the head (validate/append_only.py). House style beyond
+InferenceX's rules is a warning (an error under `--strict`); style already in the base never
+fails; invisible or unassigned characters, anchors/aliases/tags and size caps are errors always
+(docs/perf-changelog.md). With `--full` (or outside a git repository) it audits one
 whole file: what InferenceX's parse rejects is an error, quirks of history are warnings.
 
 Speed is the design point (it runs on every commit): when the base is a byte prefix of the head,
