@@ -23,7 +23,7 @@ import itertools
 import re
 import tokenize
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import PurePosixPath
 
 _LOGGERS = frozenset({"logger", "logging", "log", "LOGGER", "_logger", "_LOGGER", "LOG"})
@@ -477,12 +477,12 @@ def _is_comment_line(path: str, line: str) -> bool:
 
 
 def changed_lines(
-    path: str, old: bytes, new: bytes, relevant: re.Pattern[str] | None = None
+    path: str, old: bytes, new: bytes, relevant: Callable[[list[str]], list[str]] | None = None
 ) -> list[str]:
     """Lines added, then lines removed, by old -> new, without blank and full-line comment lines.
 
-    Content gates are evaluated on these. With `relevant` (every gate that will read the
-    result) only the lines it matches are kept: no gate could fire on the others.
+    Content gates are evaluated on these. With `relevant` (a filter that keeps every line a
+    gate could fire on) only the lines it keeps are returned.
     """
     a = old.decode("utf-8", "replace").splitlines()
     b = new.decode("utf-8", "replace").splitlines()
@@ -494,7 +494,7 @@ def changed_lines(
     while end_a > start and end_b > start and a[end_a - 1] == b[end_b - 1]:
         end_a -= 1
         end_b -= 1
-    added, removed = _line_changes(a[start:end_a], b[start:end_b])
+    added, removed = _line_changes(a[start:end_a], b[start:end_b], relevant)
     style = "#" if is_python(path) else _comment_style(path)
     # Added lines first: a reason quoting the first matching line then shows the new state.
     lines = [
@@ -502,25 +502,28 @@ def changed_lines(
         for line in added + removed
         if (stripped := line.strip()) and not (style and stripped.startswith(style))
     ]
-    return lines if relevant is None else [line for line in lines if relevant.search(line)]
+    return lines if relevant is None else relevant(lines)
 
 
-def _line_changes(a: list[str], b: list[str]) -> tuple[list[str], list[str]]:
-    """(added, removed) lines of a -> b.
+def _line_changes(
+    a: list[str], b: list[str], relevant: Callable[[list[str]], list[str]] | None = None
+) -> tuple[list[str], list[str]]:
+    """(added, removed) lines of a -> b; with `relevant`, those it keeps are all there are.
 
     A line that occurs more often on one side is changed whatever the alignment. When the
     other lines (as often on both sides) also come in the same order, nothing moved, and those
     are all the changes: found with two counts instead of a sequence diff, which for a file of
-    thousands of lines costs more than everything else the precision diff does with it. A move
-    takes difflib (its junk heuristic may report a few unchanged lines as changed in big files;
-    that errs towards firing a gate, never away).
+    thousands of lines costs more than everything else the precision diff does with it. So are
+    they when none of the other lines that may have moved passes `relevant`. Only
+    a move that matters takes difflib (its junk heuristic may report a few unchanged lines as
+    changed in big files; that errs towards firing a gate, never away).
     """
     if not a or not b:
         return b, a
     count_a, count_b = Counter(a), Counter(b)
     kept_a = [line for line in a if count_a[line] == count_b[line]]
     kept_b = [line for line in b if count_a[line] == count_b[line]]
-    if kept_a == kept_b:
+    if kept_a == kept_b or (relevant is not None and not relevant(_moved(kept_a, kept_b))):
         # Each changed text once, where it first occurs: which copy of a repeated line (`)`,
         # a blank) changed is not knowable without an alignment, and no gate depends on it.
         return (
@@ -534,3 +537,15 @@ def _line_changes(a: list[str], b: list[str]) -> tuple[list[str], list[str]]:
             removed.extend(a[i1:i2])
             added.extend(b[j1:j2])
     return added, removed
+
+
+def _moved(a: list[str], b: list[str]) -> list[str]:
+    """The lines of `a` between its common head and tail with `b` (each once): whatever moved
+    from `a` to `b` is among them."""
+    head = 0
+    while head < len(a) and head < len(b) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < len(a) - head and tail < len(b) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    return list(dict.fromkeys(a[head : len(a) - tail]))

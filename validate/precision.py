@@ -15,14 +15,14 @@ import hashlib
 import html
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from relpipe.core.files import write_atomic
 from relpipe.core.yamlload import load_yaml
-from relpipe.validate import cosmetic, gitio, globs
+from relpipe.validate import cosmetic, gitio, globs, regexlit
 from relpipe.validate.commits import Commit, from_log, parse_subject
 from relpipe.validate.errors import ValidateError
 
@@ -129,15 +129,23 @@ class Rules:
     categories: tuple[Category, ...] = ()  # declared categories (empty: every rule's is precision)
 
     @functools.cached_property
-    def gates_re(self) -> re.Pattern[str] | None:
-        """Every content regex of the rules and the watch list in one (None when there are none):
-        a change whose changed lines cannot match it cannot fire a gate."""
-        patterns = dict.fromkeys(  # once each: rules and watch entries often share a gate
-            p.pattern
+    def gates(self) -> Callable[[Sequence[str]], list[str]] | None:
+        """A filter of changed lines that drops only lines no content regex of the rules or the
+        watch list can match (None when there are none): a change none of whose lines passes
+        cannot fire a gate. It looks for the regexes' required literals (`regexlit`) when every
+        regex has some, else runs the regexes themselves."""
+        patterns = {
+            p.pattern: p
             for p in (*(r.content_re for r in self.rules), *(w.content_re for w in self.watch))
             if p is not None
-        )
-        return re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+        }
+        if not patterns:
+            return None
+        fast = regexlit.prefilter(patterns.values())
+        if fast is not None:
+            return fast
+        search = re.compile("|".join(f"(?:{p})" for p in patterns)).search
+        return lambda lines: [line for line in lines if search(line)]
 
     def category_of(self, path: str) -> str | None:
         """The category the rules give `path` by its path alone (the first path rule that
@@ -646,7 +654,7 @@ def _content(
     blobs: dict[str, bytes],
     gated: bool,
     check_cosmetic: bool = True,
-    gates: re.Pattern[str] | None = None,
+    gates: Callable[[Sequence[str]], list[str]] | None = None,
 ) -> _Content:
     """What the blobs say; changed lines are computed only when a content gate will read them
     (`gated`), since no other decision uses them. Without `check_cosmetic` the change is taken
@@ -819,10 +827,10 @@ def _responsible(
             continue
         # The content gates first: most commits touch other lines of a gated file, and then the
         # (costlier) cosmetic comparison cannot change the answer.
-        rough = _content(change, blobs, gated=True, check_cosmetic=False, gates=rules.gates_re)
+        rough = _content(change, blobs, gated=True, check_cosmetic=False, gates=rules.gates)
         if classify(change, rough, rules, scope, matched)[2] != "relevant":
             continue
-        content = _content(change, blobs, gated=True, gates=rules.gates_re)
+        content = _content(change, blobs, gated=True, gates=rules.gates)
         if classify(change, content, rules, scope, matched)[2] == "relevant":
             shas.append(sha)
     return tuple(shas)
@@ -1024,7 +1032,7 @@ def diff(
             change,
             blobs,
             path in gated_watch or any(r.content_re is not None for r in matched[path]),
-            gates=rules.gates_re,
+            gates=rules.gates,
         )
         for path, change in needed.items()
     }
