@@ -266,7 +266,7 @@ FRESH_EXTRAS = ["if t:\n\tu = 1\n", "\fv = 2\n", "w = 'a\\\nb'\n", "q = (\n"]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(SNIPPETS + EDITS + FRESH_EXTRAS), min_size=1, max_size=10), st.data())
+@given(st.lists(st.sampled_from([*SNIPPETS, *EDITS, *FRESH_EXTRAS]), max_size=10), st.data())
 def test_fresh_lines_are_those_tokenize_reads(parts: list[str], data: st.DataObject) -> None:
     text = "".join(parts)
     try:
@@ -282,3 +282,10 @@ def test_fresh_lines_are_those_tokenize_reads(parts: list[str], data: st.DataObj
         (begin, stack),
     )
     assert cosmetic._last_fresh(text, limit, begin, stack) == expected
+    # The same when earlier lines are searched for in windows of a few characters at a time.
+    first_window = cosmetic._FIRST_WINDOW
+    try:
+        cosmetic._FIRST_WINDOW = data.draw(st.integers(1, 16))
+        assert cosmetic._last_fresh(text, limit, begin, stack) == expected
+    finally:
+        cosmetic._FIRST_WINDOW = first_window
