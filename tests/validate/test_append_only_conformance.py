@@ -52,6 +52,7 @@ class Case:
     append_only: bool = True
     oracle: str = ""  # the oracle's error contains this ("": it accepts)
     ours: str = ""  # relpipe's error contains this
+    then: tuple[str, ...] = ()  # the keys of a second append-only entry after this one
 
 
 ADD_TP8_CONC8 = (TP8, TP8.replace("conc-start: 4, conc-end: 4", "conc-list: [4, 8]"))
@@ -148,6 +149,18 @@ CASES = (
         ours="generate no points there",
     ),
     Case(
+        "two append-only entries: the first adds a point, the second adds none",
+        (ADD_TP8_CONC8,),
+        then=(DRAM,),
+        oracle="append-only did not add any generated points",
+        ours="append-only did not add any generated points",
+    ),
+    Case(
+        "two append-only entries for the same key (its points run once, for the first)",
+        (ADD_TP8_CONC8,),
+        then=(KEY,),
+    ),
+    Case(
         "regular entry whose keys generate no points",
         (),
         scenario="agentic-coding",
@@ -157,13 +170,17 @@ CASES = (
 
 
 def _entry(case: Case, number: int) -> str:
+    """The case's appended entry (and its second one), as the house style writes them."""
     keys = "".join(f"    - {key}\n" for key in case.keys)
     scenario = f"  scenario-type:\n    - {case.scenario}\n" if case.scenario else ""
     flag = "  append-only: true\n" if case.append_only else ""
-    return (
+    text = (
         f'\n- config-keys:\n{keys}{scenario}  description:\n    - "{case.name}"\n'
         f"  pr-link: {REPO}/pull/{number}\n{flag}"
     )
+    if case.then:
+        text += _entry(Case("the second entry", (), keys=case.then), number + 100)
+    return text
 
 
 def _trim_nvidia(path: Path) -> None:
