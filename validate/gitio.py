@@ -418,13 +418,14 @@ def parse_log(out: bytes) -> list[LogEntry]:
     return entries
 
 
-def diff_args(old: str, new: str) -> list[str]:
-    """`git diff --raw` of two commits, renames detected (parse with `parse_diff_raw`)."""
+def diff_args(old: str, new: str, *, renames: bool = True) -> list[str]:
+    """`git diff --raw` of two commits, renames detected unless `renames` is False (parse with
+    `parse_diff_raw`)."""
     return [
         "diff",
         "--raw",
         "-z",
-        "-M",
+        "-M" if renames else "--no-renames",
         "--no-abbrev",
         "--no-ext-diff",
         "--no-textconv",

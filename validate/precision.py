@@ -951,6 +951,118 @@ def _blobs_of(changes: Iterable[gitio.RawChange]) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class _Judged:
+    """One file of the pair, judged: its row in the report, and what its blobs said."""
+
+    file: FileChange
+    change: gitio.RawChange
+    content: _Content | None
+    watched: bool
+
+
+@dataclass(frozen=True)
+class _History:
+    """What the commits between the pair say about files (from `git log --raw`)."""
+
+    entries: list[gitio.LogEntry]
+    aliases: _Aliases
+    by_root: dict[str, list[str]]
+    order: dict[str, int]
+
+    @classmethod
+    def of(cls, entries: list[gitio.LogEntry]) -> _History:
+        aliases, by_root = _attribute(entries)
+        return cls(entries, aliases, by_root, {e.sha: i for i, e in enumerate(entries)})
+
+    def commits_of(self, change: gitio.RawChange) -> tuple[str, ...]:
+        names = [change.path, change.old_path or change.path]
+        return _commits_of(names, self.aliases, self.by_root, self.order)
+
+
+def _judge(
+    changes: Sequence[gitio.RawChange],
+    rules: Rules,
+    scope: str | None,
+    history: _History,
+    blobs: dict[str, bytes],
+    repo: Path,
+) -> dict[str, _Judged]:
+    """Judge `changes` (whose blobs are in `blobs`), by path. The blobs of the commits' own
+    changes to content-gated files (which commit fired the gate) are read here, in one cat-file,
+    into `blobs`."""
+    matched = {c.path: _matched_rules(rules, _paths(c)) for c in changes}
+    watch_gated = any(w.content_re is not None for w in rules.watch)
+    watched = {
+        c.path
+        for c in changes
+        if any(
+            w.path_re.match(c.path) or (c.old_path and w.path_re.match(c.old_path))
+            for w in rules.watch
+        )
+    }
+    # Per-commit changes of content-gated files: which commit's own edit fires the gate.
+    # `git log --raw` named their blobs; one more cat-file reads those the pair did not.
+    gated = {c.path for c in changes if any(r.content_re is not None for r in matched[c.path])}
+    own = _own_changes(
+        history.entries,
+        history.aliases,
+        {c.path: [c.path, c.old_path or c.path] for c in changes if c.path in gated},
+    )
+    missing = [  # the half of a rename the plain diff did not ask for
+        sha for sha in _blobs_of(t for ts in own.values() for _, t in ts) if sha not in blobs
+    ]
+    if missing:
+        blobs.update(gitio.read_blobs(repo, missing))
+    judged = {}
+    for change in changes:
+        path = change.path
+        content = (
+            _content(
+                change,
+                blobs,
+                path in gated or (watch_gated and path in watched),
+                gates=rules.gates,
+            )
+            if path in watched or any(r.precision for r in matched[path])
+            else None
+        )
+        category, categories, verdict, reason = classify(
+            change, content, rules, scope, matched[path]
+        )
+        touched_by = history.commits_of(change)
+        judged[path] = _Judged(
+            FileChange(
+                path=path,
+                old_path=change.old_path,
+                status=STATUS_NAMES.get(change.status, change.status),
+                category=category,
+                categories=categories,
+                verdict=verdict,
+                commits=(
+                    _responsible(own[path], blobs, rules, scope, matched[path]) or touched_by
+                    if verdict == "relevant" and path in own
+                    else touched_by
+                ),
+                reason=reason,
+                binary=bool(content and content.binary),
+                touched_by=touched_by,
+            ),
+            change,
+            content,
+            path in watched,
+        )
+    return judged
+
+
+def _needs_blobs(change: gitio.RawChange, rules: Rules) -> bool:
+    """Whether judging the change reads its blobs: a precision rule or a watch entry names it."""
+    paths = _paths(change)
+    return any(r.precision for r in _matched_rules(rules, paths)) or any(
+        w.path_re.match(p) for w in rules.watch for p in paths
+    )
+
+
 def diff(
     repo: Path,
     old: str,
@@ -965,102 +1077,61 @@ def diff(
 
     `scope` is the image family (atom, vllm, sglang) for scoped rules; None counts them all.
     `upstream` adds checks to the rules' own list. `display` names the repo in the report.
+
+    Rename detection is the slowest git step on a real span (`git diff -M` of a release: ten
+    times the plain diff). So a plain diff (no renames) comes first: every file it lists as
+    modified is the same in the diff with renames, and is read and judged while git still pairs
+    added and deleted files. Only the pairs' own entries (A, D, R) wait for that diff.
     """
     rules = rules or load_rules()
     old_rev, new_rev = (f"{gitio.commit_of(ref)}^{{commit}}" for ref in (old, new))
     gitio.check_repository(repo)
     checks = (*rules.upstream, *upstream)
     listed = any(w.lookup is None for w in rules.watch)
-    # The git processes overlap (gitio.Job): the log runs while the diff's blobs are read.
+    lookups = [w.lookup for w in rules.watch if w.lookup is not None]
+    info_names = [old_rev, new_rev, *(f"{new_rev}:{path}" for path in lookups)]
+    # The git processes overlap (gitio.Job): the log and the rename pass run while the blobs
+    # are read and judged.
     jobs: list[gitio.Job] = []
     try:
+        plain_job = _job(jobs, repo, gitio.diff_args(old_rev, new_rev, renames=False))
         diff_job = _job(jobs, repo, gitio.diff_args(old_rev, new_rev))
         log_job = _job(jobs, repo, gitio.log_args(old_rev, new_rev))
         tree_job = _job(jobs, repo, gitio.ls_tree_args(new_rev)) if listed else None
         hist_job = _job(jobs, repo, gitio.history_args(new_rev)) if checks else None
         try:
-            changes = gitio.parse_diff_raw(diff_job.result("diff"))
+            plain = gitio.parse_diff_raw(plain_job.result("diff"))
         except ValidateError:
             gitio.resolve(repo, [old, new])  # names the ref that is missing, if that was it
             raise
-        watched = [
-            c
-            for c in changes
-            if any(
-                w.path_re.match(c.path) or (c.old_path and w.path_re.match(c.old_path))
-                for w in rules.watch
-            )
-        ]
-        matched = {c.path: _matched_rules(rules, _paths(c)) for c in changes}
-        needed = {c.path: c for c in changes if any(r.precision for r in matched[c.path])}
-        needed.update((c.path, c) for c in watched)
-        # The two commits, the watched entries, and every blob the classification reads.
-        lookups = [w.lookup for w in rules.watch if w.lookup is not None]
-        info_names = [old_rev, new_rev, *(f"{new_rev}:{path}" for path in lookups)]
-        script, wanted = gitio.objects_script(info_names, _blobs_of(needed.values()))
+        # The two commits, the watched entries, and every blob the classification reads (an
+        # added or deleted file's too: it may be half of a rename).
+        script, wanted = gitio.objects_script(
+            info_names, _blobs_of(c for c in plain if _needs_blobs(c, rules))
+        )
         objects_job = _job(jobs, repo, gitio.objects_args(), script)
-        entries = gitio.parse_log(log_job.result("log"))
+        history = _History.of(gitio.parse_log(log_job.result("log")))
         tree = gitio.parse_paths(tree_job.result("ls-tree")) if tree_job else []
         hist = gitio.parse_history(hist_job.result("log")) if hist_job else []
         infos, blobs = gitio.parse_objects(repo, objects_job.result("cat-file"), info_names, wanted)
+        if infos[0] is None or infos[1] is None:
+            gitio.resolve(repo, [old, new])
+            raise ValidateError(f"cannot resolve {old!r} and {new!r} in {repo}")
+        modified = [c for c in plain if c.status in "MT"]
+        judged = _judge(modified, rules, scope, history, blobs, repo)
+        changes = gitio.parse_diff_raw(diff_job.result("diff"))
     finally:
         for job in jobs:
             job.close()
-    order = {e.sha: i for i, e in enumerate(entries)}
-    aliases, by_root = _attribute(entries)
-    commits_of = {
-        c.path: _commits_of([c.path, c.old_path or c.path], aliases, by_root, order)
-        for c in changes
-    }
-    # Per-commit changes of content-gated files: which commit's own edit fires the gate.
-    # `git log --raw` named their blobs; one more cat-file reads those the pair did not.
-    gated = {c.path for c in changes if any(r.content_re is not None for r in matched[c.path])}
-    own = _own_changes(entries, aliases, {p: [p, needed[p].old_path or p] for p in gated})
-    missing = [
-        sha for sha in _blobs_of(t for ts in own.values() for _, t in ts) if sha not in blobs
+    late = [c for c in changes if c.path not in judged or judged[c.path].change != c]
+    missing = [  # the half of a rename the plain diff did not ask for
+        sha for sha in _blobs_of(c for c in late if _needs_blobs(c, rules)) if sha not in blobs
     ]
     if missing:
         blobs.update(gitio.read_blobs(repo, missing))
-    if infos[0] is None or infos[1] is None:
-        gitio.resolve(repo, [old, new])
-        raise ValidateError(f"cannot resolve {old!r} and {new!r} in {repo}")
-    old_sha, new_sha = infos[0][0], infos[1][0]
+    judged.update(_judge(late, rules, scope, history, blobs, repo))
+    rows = [judged[c.path] for c in changes]
     present = {path for path, info in zip(lookups, infos[2:], strict=True) if info is not None}
-    gated_watch = {c.path for c in watched for w in rules.watch if w.content_re is not None}
-    contents = {
-        path: _content(
-            change,
-            blobs,
-            path in gated_watch or any(r.content_re is not None for r in matched[path]),
-            gates=rules.gates,
-        )
-        for path, change in needed.items()
-    }
-
-    files = []
-    for change in changes:
-        category, categories, verdict, reason = classify(
-            change, contents.get(change.path), rules, scope, matched[change.path]
-        )
-        files.append(
-            FileChange(
-                path=change.path,
-                old_path=change.old_path,
-                status=STATUS_NAMES.get(change.status, change.status),
-                category=category,
-                categories=categories,
-                verdict=verdict,
-                commits=(
-                    _responsible(own[change.path], blobs, rules, scope, matched[change.path])
-                    or commits_of[change.path]
-                    if verdict == "relevant" and change.path in own
-                    else commits_of[change.path]
-                ),
-                reason=reason,
-                binary=bool(contents.get(change.path) and contents[change.path].binary),
-                touched_by=commits_of[change.path],
-            )
-        )
     return PrecisionReport(
         repo=display or str(repo),
         rules=rules.name,
@@ -1068,13 +1139,20 @@ def diff(
         scope=scope,
         old_ref=old,
         new_ref=new,
-        old=old_sha,
-        new=new_sha,
-        ancestor=not any(e.side == "old" for e in entries),
+        old=infos[0][0],
+        new=infos[1][0],
+        ancestor=not any(e.side == "old" for e in history.entries),
         shallow=gitio.is_shallow(repo),
-        commits=tuple(from_log(e) for e in entries),
-        files=tuple(files),
-        watch=_watch(rules.watch, watched, contents, present, tree, commits_of),
+        commits=tuple(from_log(e) for e in history.entries),
+        files=tuple(row.file for row in rows),
+        watch=_watch(
+            rules.watch,
+            [row.change for row in rows if row.watched],
+            {row.change.path: row.content for row in rows if row.content is not None},
+            present,
+            tree,
+            {row.change.path: row.file.touched_by for row in rows},
+        ),
         upstream=check_upstream(checks, hist),
     )
 
