@@ -332,28 +332,28 @@ def _decode(raw: bytes) -> str:
 
 def parse_diff_raw(out: bytes) -> list[RawChange]:
     """Parse `git diff --raw -z --no-abbrev` output."""
-    tokens = out.split(b"\0")
+    tokens = _decode(out).split("\0")  # decoded once: see parse_log
     changes: list[RawChange] = []
     i = 0
     while i < len(tokens) and tokens[i]:
         meta = tokens[i].split()
-        if len(meta) != 5 or not meta[0].startswith(b":"):
+        if len(meta) != 5 or not meta[0].startswith(":"):
             raise ValidateError(f"unexpected git diff output near {tokens[i][:80]!r}")
-        old_mode, new_mode, old_blob, new_blob, status = (_decode(m) for m in meta)
+        old_mode, new_mode, old_blob, new_blob, status = meta
         letter, score = status[0], (int(status[1:]) if status[1:].isdigit() else None)
         if letter in "RC":
-            old_path, path = _decode(tokens[i + 1]), _decode(tokens[i + 2])
+            old_path, path = tokens[i + 1], tokens[i + 2]
             i += 3
         else:
-            old_path, path = None, _decode(tokens[i + 1])
+            old_path, path = None, tokens[i + 1]
             i += 2
         changes.append(
             RawChange(
                 status=letter,
                 path=path,
                 old_path=old_path,
-                old_blob=None if set(old_blob) == {"0"} else old_blob,
-                new_blob=None if set(new_blob) == {"0"} else new_blob,
+                old_blob=old_blob if old_blob.strip("0") else None,
+                new_blob=new_blob if new_blob.strip("0") else None,
                 old_mode=old_mode[1:],
                 new_mode=new_mode,
                 score=score,

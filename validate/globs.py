@@ -66,6 +66,14 @@ def regex_source(pattern: str) -> str:
     return ("" if anchored else "(?:.*/)?") + "".join(body)
 
 
+def literal_prefix(pattern: str) -> str:
+    """A prefix of every path `pattern` matches ("" when it may match at any depth)."""
+    if not _anchored(pattern):
+        return ""
+    text = pattern.strip("/")
+    return text[: min((i for i in (text.find("*"), text.find("?")) if i >= 0), default=len(text))]
+
+
 def compile_globs(patterns: Iterable[str]) -> re.Pattern[str]:
     """One regex for all `patterns` (matches nothing when there are none)."""
     parts = [regex_source(p) for p in patterns]

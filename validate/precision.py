@@ -147,6 +147,41 @@ class Rules:
         search = re.compile("|".join(f"(?:{p})" for p in patterns)).search
         return lambda lines: [line for line in lines if search(line)]
 
+    def matching(self, path: str) -> tuple[Rule, ...]:
+        """The rules whose paths match `path`, in order (none for a `never` path). Remembered
+        per path: a release span asks about hundreds of paths, several times each, and a rule
+        is tried only when a literal prefix of one of its globs starts the path."""
+        found = self._matching.get(path)
+        if found is None:
+            found = ()
+            if not self.never_re.match(path):
+                found = tuple(
+                    rule
+                    for rule, prefixes in zip(self.rules, self._prefixes, strict=True)
+                    if path.startswith(prefixes) and rule.path_re.match(path)
+                )
+            self._matching[path] = found
+        return found
+
+    def watched(self, path: str) -> bool:
+        """Whether a watch entry names `path` (remembered per path)."""
+        found = self._watched.get(path)
+        if found is None:
+            found = self._watched[path] = any(w.path_re.match(path) for w in self.watch)
+        return found
+
+    @functools.cached_property
+    def _prefixes(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(tuple(globs.literal_prefix(p) for p in rule.paths) for rule in self.rules)
+
+    @functools.cached_property
+    def _matching(self) -> dict[str, tuple[Rule, ...]]:
+        return {}
+
+    @functools.cached_property
+    def _watched(self) -> dict[str, bool]:
+        return {}
+
     def category_of(self, path: str) -> str | None:
         """The category the rules give `path` by its path alone (the first path rule that
         matches; None when a `never` glob or no rule matches). Content gates are not read."""
@@ -680,10 +715,10 @@ def _content(
 
 
 def _matched_rules(rules: Rules, paths: Sequence[str]) -> list[Rule]:
-    live = [p for p in paths if not rules.never_re.match(p)]
-    if len(live) == 1:  # the common case, without a generator per rule
-        return [r for r in rules.rules if r.path_re.match(live[0])]
-    return [r for r in rules.rules if any(r.path_re.match(p) for p in live)]
+    if len(paths) == 1:
+        return list(rules.matching(paths[0]))
+    hit = {id(rule) for path in paths for rule in rules.matching(path)}  # a rename: both names
+    return [rule for rule in rules.rules if id(rule) in hit]
 
 
 def _gate_hit(pattern: re.Pattern[str], lines: Sequence[str]) -> str | None:
@@ -993,14 +1028,7 @@ def _judge(
     into `blobs`."""
     matched = {c.path: _matched_rules(rules, _paths(c)) for c in changes}
     watch_gated = any(w.content_re is not None for w in rules.watch)
-    watched = {
-        c.path
-        for c in changes
-        if any(
-            w.path_re.match(c.path) or (c.old_path and w.path_re.match(c.old_path))
-            for w in rules.watch
-        )
-    }
+    watched = {c.path for c in changes if any(map(rules.watched, _paths(c)))}
     # Per-commit changes of content-gated files: which commit's own edit fires the gate.
     # `git log --raw` named their blobs; one more cat-file reads those the pair did not.
     gated = {c.path for c in changes if any(r.content_re is not None for r in matched[c.path])}
@@ -1058,9 +1086,7 @@ def _judge(
 def _needs_blobs(change: gitio.RawChange, rules: Rules) -> bool:
     """Whether judging the change reads its blobs: a precision rule or a watch entry names it."""
     paths = _paths(change)
-    return any(r.precision for r in _matched_rules(rules, paths)) or any(
-        w.path_re.match(p) for w in rules.watch for p in paths
-    )
+    return any(r.precision for r in _matched_rules(rules, paths)) or any(map(rules.watched, paths))
 
 
 def diff(
