@@ -24,6 +24,7 @@ YAML 1.2 value, so every tool reads the same entry.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -537,16 +538,18 @@ def _str_list(name: str, value: object) -> tuple[tuple[str, ...] | None, str | N
     return tuple(value), None  # type: ignore[arg-type]
 
 
-def _ambiguity_finding(key: str, value: _Ambiguous, line: int) -> Finding:
-    if value.kind == "boolean":
-        hint = f'write true or false (YAML 1.2), or quote "{value.text}" if it is text'
+def _ambiguity_finding(key: str, kind: str, text: str, line: int, severity: str = ERROR) -> Finding:
+    """`key`'s plain value `text`, a `kind` ("boolean", "integer") only in YAML 1.1."""
+    if kind == "boolean":
+        hint = f'write true or false (YAML 1.2), or quote "{text}" if it is text'
     else:
-        hint = f'write the integer in decimal without leading zeros, or quote "{value.text}"'
+        hint = f'write the integer in decimal without leading zeros, or quote "{text}"'
     return Finding(
         line,
         "yaml-ambiguous",
-        f"`{key}` value `{value.text}` is read differently by YAML 1.1 and 1.2",
+        f"`{key}` value `{text}` is read differently by YAML 1.1 and 1.2",
         hint,
+        severity,
     )
 
 
@@ -574,7 +577,8 @@ def _schema(
         items = value if isinstance(value, list) else [value]
         for item in items:
             if isinstance(item, _Ambiguous):
-                style.append(_ambiguity_finding(key, item, key_lines.get(key, line)))
+                at = key_lines.get(key, line)
+                style.append(_ambiguity_finding(key, item.kind, item.text, at))
         if isinstance(value, list):
             value = [v.value if isinstance(v, _Ambiguous) else v for v in value]
         elif isinstance(value, _Ambiguous):
@@ -886,13 +890,11 @@ def _event_fields(text: str, first: int) -> tuple[dict[str, object], dict[str, i
     return fields, key_lines, found
 
 
-def _indent_finding(line: int, indent: int) -> Finding:
-    return Finding(
-        line,
-        "indent",
-        f"list item indented by {indent} spaces",
-        "indent list items by exactly 4 spaces",
-    )
+def _indent_findings(first: int, count: int, indent: int, severity: str = ERROR) -> list[Finding]:
+    """One finding for each of `count` list items from line `first`, indented by `indent`."""
+    message = f"list item indented by {indent} spaces"
+    hint = "indent list items by exactly 4 spaces"
+    return [Finding(first + k, "indent", message, hint, severity) for k in range(count)]
 
 
 def _layout(lines: Sequence[str], first: int) -> list[Finding]:
@@ -936,7 +938,7 @@ def _layout(lines: Sequence[str], first: int) -> list[Finding]:
             continue
         elif body[:2] == "- ":
             if indent != 4:
-                found.append(_indent_finding(number, indent))
+                found.extend(_indent_findings(number, 1, indent))
         elif indent != 2:
             found.append(
                 Finding(
@@ -1092,13 +1094,15 @@ def _variants() -> re.Pattern[str]:
     return re.compile("".join(parts))
 
 
-def _variant_style(m: re.Match[str], text: str, line: int) -> tuple[Finding, ...] | None:
+def _variant_style(
+    m: re.Match[str], text: str, line: int, severity: str
+) -> tuple[Finding, ...] | None:
     """Style findings of an entry the variants grammar matched (`line`: its first line), the same
-    the line parser makes of it; None when its flags break the schema (append-only with another
-    flag), which the line parser then reports."""
+    the line parser makes of it (with `severity`); None when its flags break the schema
+    (append-only with another flag), which the line parser then reports."""
     words = m.group("eo", "ae", "ao")
-    flags = [word is not None and _YAML11_BOOL[word] for word in words]
-    if flags[2] and (flags[0] or flags[1] or m.group("ep")):
+    evals_only, all_evals, append_only = (_YAML11_BOOL.get(word, False) for word in words)
+    if append_only and (evals_only or all_evals or m.group("ep")):
         return None
     pos = m.start()
     found: list[Finding] = []
@@ -1108,11 +1112,11 @@ def _variant_style(m: re.Match[str], text: str, line: int) -> tuple[Finding, ...
             start, stop = m.span(name)
             first = line + text.count("\n", pos, start)
             count = text.count("\n", start, stop)
-            found.extend([_indent_finding(first + k, indent) for k in range(count)])
-    for (group, key), word, flag in zip(_V_FLAGS, words, flags, strict=True):
+            found.extend(_indent_findings(first, count, indent, severity))
+    for (group, key), word in zip(_V_FLAGS, words, strict=True):
         if word is not None and word not in _YAML12_BOOL:
             at = line + text.count("\n", pos, m.start(group))
-            found.append(_ambiguity_finding(key, _Ambiguous("boolean", word, flag), at))
+            found.append(_ambiguity_finding(key, "boolean", word, at, severity))
     return tuple(found)
 
 
@@ -1303,12 +1307,16 @@ def scan(
     first_line: int = 1,
     offset: int = 0,
     leading_blank: bool = False,
+    style: str = ERROR,
 ) -> Changelog:
     """Parse a changelog, or a suffix of one, collecting every finding (errors as errors).
 
     `first_line`/`offset` place `data` inside a larger file (a suffix after the history), so
     lines and byte spans are those of the whole file. `leading_blank` says `data` starts with the
-    separator line before its first entry (a suffix appended to a non-empty history).
+    separator line before its first entry (a suffix appended to a non-empty history). `style` is
+    the severity of the house-style findings of entries the variants grammar proves valid: a
+    caller that grades them as warnings gets them so, rather than copying each (a large file in
+    such a style has several an entry).
     """
     text, found = _byte_findings(data, first_line)
     if text is None:
@@ -1401,11 +1409,11 @@ def scan(
             pos = stop
             continue
         m = canonical.match(text, pos) if canonical is not None else None
-        style = None
+        proven = None  # the style findings of an entry the variants grammar matched
         if m is None and variants is not None:
             m = variants.match(text, pos)
-            style = None if m is None else _variant_style(m, text, line)
-            if style is None:
+            proven = None if m is None else _variant_style(m, text, line, style)
+            if proven is None:
                 m = None
         if m is not None:
             end = m.end()
@@ -1415,7 +1423,7 @@ def scan(
             if end < size and text[end] != "-":
                 stop = next_start(end - 1)
                 if text[end:stop].strip(" \n"):
-                    m = style = None
+                    m = proven = None
         if m is None:
             kept = text[pos : next_start(pos)].split("\n")[:-1]
             while len(kept) > 1 and not kept[-1].strip(" "):
@@ -1430,8 +1438,8 @@ def scan(
             line,
             line + lines_in - 1,
             body,
-            m is not None and style is None,
-            style,
+            m is not None and proven is None,
+            proven,
         )
         blocks.append(block)
         if body in seen:
@@ -1474,8 +1482,11 @@ def scan(
                         old.start, old.end, old.line, old.end_line, old.text, False
                     )
                     found.extend(blocks[index].findings)
-    found.sort(key=lambda f: f.line)
+    found.sort(key=_LINE)
     return Changelog(path, tuple(blocks), tuple(found), line_count)
+
+
+_LINE = operator.attrgetter("line")  # a sort key in C: a large file has a finding a line
 
 
 def _block_at(blocks: Sequence[Block], byte: int) -> int:

@@ -27,7 +27,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 
 from relpipe.changelog.configs.load import master_keys, resolve_key, resolve_keys
 from relpipe.changelog.entries import (
@@ -67,7 +67,7 @@ class Report:
     findings: tuple[Finding, ...]
     configs_checked: bool
 
-    @property
+    @cached_property  # a history audit may hold hundreds of thousands of findings
     def ok(self) -> bool:
         return not any(f.severity == ERROR for f in self.findings)
 
@@ -109,12 +109,19 @@ HISTORY_CODES = STYLE_CODES | {"whitespace-line", "separator", "trailing-blank-l
 def _graded(findings: Sequence[Finding], rules: Rules, history: bool = False) -> list[Finding]:
     """Each finding with its severity: style is a warning unless --strict."""
     soft = HISTORY_CODES if history else STYLE_CODES
-    return [
-        Finding(f.line, f.code, f.message, f.hint, ERROR if rules.strict else WARNING)
-        if f.code in soft
-        else Finding(f.line, f.code, f.message, f.hint, ERROR)
-        for f in findings
-    ]
+    style = _style_severity(rules)
+    graded = []
+    for f in findings:
+        severity = style if f.code in soft else ERROR
+        # A finding made with its severity already (scan's `style`) is kept, not copied.
+        graded.append(
+            f if f.severity == severity else Finding(f.line, f.code, f.message, f.hint, severity)
+        )
+    return graded
+
+
+def _style_severity(rules: Rules) -> str:
+    return ERROR if rules.strict else WARNING
 
 
 # ---------------------------------------------------------------------------------------------
@@ -693,7 +700,7 @@ def check(
 
 def _audit(head: bytes, rules: Rules, path: str) -> Report:
     """--full: one file as history. Errors are what InferenceX's parse rejects (and security)."""
-    changelog = scan(head, path)
+    changelog = scan(head, path, style=_style_severity(rules))
     found = _graded(changelog.findings, rules, history=True)
     text = head.decode("utf-8", "replace")
     guessed = _GITHUB_REPO.search(text)
@@ -705,13 +712,16 @@ def _audit(head: bytes, rules: Rules, path: str) -> Report:
         good = re.findall(re.escape(prefix) + r"[0-9]+\n", "\n" + text)
         if len(good) == len(blocks):
             blocks = ()
+    links = []
     for block in blocks:
         # The link first: asking for `entry` parses an entry the grammar did not need to.
         if not _has_canonical_link(block, prefix) and (block.proven or block.entry is not None):
             link = _pr_link_finding(block, audit, path)
             if link is not None:
-                found.extend(_graded([link], rules, history=True))
-    found.sort(key=lambda f: f.line)
+                links.append(link)
+    if links:  # scan's findings are in line order already
+        found.extend(_graded(links, rules, history=True))
+        found.sort(key=lambda f: f.line)
     return Report(path, "full", len(changelog.blocks), 0, 0, tuple(found), False)
 
 
@@ -1002,14 +1012,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(_render_json(report, source))
     else:
-        # One write: a history audit may print hundreds of thousands of warnings.
-        sys.stdout.write("".join(f"{finding.format(report.path)}\n" for finding in report.findings))
-        errors = sum(f.severity == ERROR for f in report.findings)
+        errors = 0 if report.ok else sum(f.severity == ERROR for f in report.findings)
         verdict = "ok" if report.ok else f"{errors} error(s)"
-        print(
+        lines = [finding.format(report.path) for finding in report.findings]
+        lines.append(
             f"{report.path}: {verdict} ({report.mode}: {report.appended} appended, "
             f"{report.corrections} pr-link correction(s), {report.entries} entries; {source})"
         )
+        lines.append("")  # the final newline, without copying the text to add it
+        # One write: a history audit may print hundreds of thousands of warnings.
+        sys.stdout.write("\n".join(lines))
     return 0 if report.ok else 1
 
 
