@@ -26,7 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any  # points.py imports typing already: no extra cost on this path
 
-from relpipe.changelog.configs.load import load_yaml, master_blocks, parse_master
+from relpipe.changelog.configs.load import (
+    MAX_MASTER_BYTES,
+    load_yaml,
+    master_blocks,
+    parse_master,
+)
 from relpipe.changelog.configs.points import SCENARIOS, matrix_rows
 from relpipe.changelog.errors import ChangelogError
 
@@ -39,8 +44,14 @@ class Configs(Mapping[str, Mapping[str, Any]]):
     block of text (`load.master_blocks`): the checks parse only the selected configs and those
     whose text differs between the base and the head, a fraction of the real masters."""
 
-    def __init__(self, texts: Mapping[str, tuple[str, str]], parsed: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        texts: Mapping[str, tuple[str, str]],
+        parsed: Mapping[str, Any],
+        files: Mapping[str, bytes],
+    ) -> None:
         self._texts = texts  # key -> (file, block text)
+        self._files = files  # file -> its bytes, to report a block's error as the file's
         self._parsed = dict(parsed)  # key -> config, for files that had to be loaded whole
         self._order = [*texts, *parsed]
 
@@ -52,7 +63,11 @@ class Configs(Mapping[str, Mapping[str, Any]]):
     def __getitem__(self, key: str) -> Mapping[str, Any]:
         if key not in self._parsed:
             where, text = self._texts[key]  # KeyError for an unknown key, as a Mapping does
-            self._parsed[key] = parse_master(text.encode("utf-8"), Path(where))[key]
+            try:
+                self._parsed[key] = parse_master(text.encode("utf-8"), Path(where))[key]
+            except ChangelogError:
+                parse_master(self._files[where], Path(where))  # the error at its file's line
+                raise
         value: Mapping[str, Any] = self._parsed[key]
         return value
 
@@ -78,8 +93,11 @@ def revision(masters: Sequence[tuple[str, bytes]], runners: tuple[str, bytes] | 
     """A revision from the bytes of its master files and runners.yaml (`where` names them)."""
     texts: dict[str, tuple[str, str]] = {}
     parsed: dict[str, Any] = {}
+    files = dict(masters)
     origin: dict[str, str] = {}
     for where, data in masters:
+        if len(data) > MAX_MASTER_BYTES:  # a blob is read whole: refuse before decoding it
+            raise ChangelogError(f"{where} is larger than {MAX_MASTER_BYTES} bytes")
         blocks = master_blocks(data, Path(where))
         if blocks is None:
             items: Mapping[str, Any] = parse_master(data, Path(where))
@@ -100,7 +118,7 @@ def revision(masters: Sequence[tuple[str, bytes]], runners: tuple[str, bytes] | 
     loaded = None
     if runners is not None:
         loaded = load_yaml(runners[1].decode("utf-8", "replace"), runners[0])
-    return Revision(configs=Configs(texts, parsed), runners=loaded)
+    return Revision(configs=Configs(texts, parsed, files), runners=loaded)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -577,24 +577,25 @@ def _append_only_findings(
 
     try:
         base, head = revisions()
+        selections = []
+        for index, block in enumerate(blocks):
+            entry = block.entry
+            if entry is None:  # never: only parsed entries are append-only
+                continue
+            try:
+                keys = resolve_keys(entry.config_keys, list(head.configs))
+            except ChangelogError:
+                return []  # an unresolvable key is already a config-key finding
+            scenarios = tuple(entry.scenario_type or append_only.SCENARIOS)
+            selections.append(
+                append_only.Selection(entry=index, keys=tuple(keys), scenarios=scenarios)
+            )
+        bad = append_only.violation(selections, base, head)
     except (ChangelogError, ValidateError) as exc:
-        # process_changelog.py cannot load them either: the sweep fails in CI.
+        # process_changelog.py cannot load the masters either: the sweep fails in CI.
         line = blocks[0].key_lines.get("append-only", blocks[0].line)
-        return [
-            Finding(line, "append-only", f"append-only needs the master configs: {exc}", "fix them")
-        ]
-    selections = []
-    for index, block in enumerate(blocks):
-        entry = block.entry
-        if entry is None:  # never: only parsed entries are append-only
-            continue
-        try:
-            keys = resolve_keys(entry.config_keys, list(head.configs))
-        except ChangelogError:
-            return []  # an unresolvable key is already a config-key finding
-        scenarios = tuple(entry.scenario_type or append_only.SCENARIOS)
-        selections.append(append_only.Selection(entry=index, keys=tuple(keys), scenarios=scenarios))
-    bad = append_only.violation(selections, base, head)
+        message = f"append-only needs the master configs: {exc}"
+        return [Finding(line, "append-only", message, "fix the master configs")]
     if bad is None:
         return []
     block = blocks[bad.entry]

@@ -161,6 +161,18 @@ CASES = (
         then=(KEY,),
     ),
     Case(
+        "adds a point, and breaks the YAML of the masters",
+        (ADD_TP8_CONC8, ("dsr1-fp4-mi355x-atom:\n  image:", "dsr1-fp4-mi355x-atom:\n  image: [")),
+        oracle="yaml.parser.ParserError",
+        ours=":configs/amd-master.yaml line 34: invalid YAML",  # the line in the file
+    ),
+    Case(
+        "adds a point, and a selected item the generator cannot expand",
+        ((TP4 + TP8, TP4.replace("conc-end: 256", "conc-end: 2") + ADD_TP8_CONC8[1]),),
+        oracle="Master config entry 'dsr1-fp4-mi355x-atom' failed validation",
+        ours="the sweep generator cannot expand the selection: config key dsr1-fp4-mi355x-atom",
+    ),
+    Case(
         "regular entry whose keys generate no points",
         (),
         scenario="agentic-coding",
