@@ -27,12 +27,12 @@ from pathlib import Path
 
 from relpipe.images.errors import ImageError
 from relpipe.images.reference import DOCKER_HUB, ReferenceError, parse
-from relpipe.images.transport import CA_ENV
 
 MIRRORS_ENV = "RELPIPE_REGISTRY_MIRRORS"  # comma-separated SRC=DST
 PLATFORM_ENV = "RELPIPE_PLATFORM"  # os/arch[/variant] for every pin and resolve
 DAEMON_CONFIG_ENV = "RELPIPE_DOCKER_DAEMON_CONFIG"  # default /etc/docker/daemon.json
 DEFAULT_DAEMON_CONFIG = "/etc/docker/daemon.json"
+CA_ENV = "RELPIPE_REGISTRY_CA_BUNDLE"  # extra PEM CA file trusted for registries and token realms
 INSECURE_ENV = "RELPIPE_INSECURE_REGISTRIES"  # comma-separated host[:port]: plain HTTP
 
 

@@ -49,10 +49,15 @@ from relpipe.images.mediatypes import ACCEPT, DEFAULT_PLATFORM, INDEX_TYPES, MAN
 
 if TYPE_CHECKING:
     from relpipe.images.manifest import Platform
-from relpipe.images.options import INSECURE_ENV, PLATFORM_ENV, mirrors_from_env, parse_mirror
+from relpipe.images.options import (
+    CA_ENV,
+    INSECURE_ENV,
+    PLATFORM_ENV,
+    mirrors_from_env,
+    parse_mirror,
+)
 from relpipe.images.reference import DOCKER_HUB, DOCKER_HUB_API, Reference, is_loopback, parse
 from relpipe.images.transport import (
-    CA_ENV,
     MIB,
     Engine,
     Limits,

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from relpipe.images.errors import ImageError
+from relpipe.images.options import CA_ENV
 
 MIB = 1024 * 1024
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
-CA_ENV = "RELPIPE_REGISTRY_CA_BUNDLE"  # extra PEM CA file trusted for registries and token realms
 
 
 class RegistryError(ImageError):
