@@ -13,7 +13,10 @@ Parsing is built for the commit hook's budget (stdlib + PyYAML only, near interp
 - an entry in the house style (and its common real-world variants) is read by a line parser;
   anything else falls back to PyYAML's event stream (the C parser when available) for that
   entry only, which is where anchors, aliases, tags, merge keys, flow collections and multi-line
-  scalars are seen and judged.
+  scalars are seen and judged;
+- in a large file, entries are first matched against whole-entry grammars: the house style
+  (valid, no findings) and its common variants (valid, style findings read off the match); only
+  the rest are parsed line by line.
 Both paths produce the same field values (one scalar resolver serves both) and the same
 findings. Duplicate keys are findings on both paths (PyYAML's loader would keep the last one).
 
@@ -266,6 +269,13 @@ def _plain(text: str) -> object:
         # Longer than every YAML 1.1 bool/null word, with a character no int, float or
         # timestamp can hold: a string, without importing PyYAML for it.
         return text
+    # The flags' booleans and null, as PyYAML's resolver reads them, without importing it (a
+    # third of a hook run that meets `evals-only: true` in an entry off the house style).
+    if text in _YAML11_BOOL:
+        value = _YAML11_BOOL[text]
+        return value if text in _YAML12_BOOL else _Ambiguous("boolean", text, value)
+    if text in ("~", "null", "Null", "NULL"):
+        return None
     yaml, resolver = _yaml()
     tag = resolver.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[attr-defined]
     if tag == _TAG + "str":
@@ -680,6 +690,7 @@ def _fast_fields(
     fields: dict[str, object] = {}
     key_lines: dict[str, int] = {}
     current: list[object] | None = None  # the list being filled, if the last key opened one
+    key = ""  # the last key
     item_indent = -1
     for offset, line in enumerate(lines):
         if offset == 0:
@@ -699,6 +710,15 @@ def _fast_fields(
             if value is _NOT_SIMPLE:
                 raise _Fallback
             current.append(value)
+            continue
+        if indent > 2 and current is not None and not current:
+            # `key:` with its value alone on the next, deeper line (the real changelog has a
+            # `pr-link:` so): one such line; a value folded over more is left to PyYAML.
+            value = _value(body)
+            if value is _NOT_SIMPLE:
+                raise _Fallback
+            fields[key] = value
+            current = None
             continue
         m = _KEY_LINE.match(body) if indent == 2 else None
         if m is None:
@@ -1065,6 +1085,8 @@ _YAML11_BOOL = {
     **_YAML12_BOOL,
 }
 _V_BOOL = "(" + "|".join(_YAML11_BOOL) + ")"
+# Entries off the house style a file has before the variants grammar is compiled for the rest.
+_VARIANTS_AFTER = 64
 # (group, key) of the flags in the variants grammar, and its lists (group `name`, indentation
 # `name_i`), in their order.
 _V_FLAGS = (("eo", "evals-only"), ("ae", "all-evals"), ("ao", "append-only"))
@@ -1339,12 +1361,11 @@ def scan(
     size = len(text)
     canonical = _canonical() if size >= _CANONICAL_MIN_BYTES else None
     # The variants grammar's findings are the line parser's only where every character is one
-    # the line parser accepts (it would add a schema finding for an unsafe one).
-    variants = (
-        _variants()
-        if canonical is not None and not any(f.code == "unsafe-char" for f in found)
-        else None
-    )
+    # the line parser accepts (it would add a schema finding for an unsafe one). Compiling it
+    # costs as much as parsing some 60 entries line by line, so a file pays for it only once
+    # that many have missed the house style (the real changelog has 20).
+    variants_ok = canonical is not None and not any(f.code == "unsafe-char" for f in found)
+    misses = 0
 
     def next_start(index: int) -> int:
         m = _NEXT_START.search(text, index)
@@ -1410,8 +1431,9 @@ def scan(
             continue
         m = canonical.match(text, pos) if canonical is not None else None
         proven = None  # the style findings of an entry the variants grammar matched
-        if m is None and variants is not None:
-            m = variants.match(text, pos)
+        if m is None and variants_ok:
+            misses += 1
+            m = _variants().match(text, pos) if misses > _VARIANTS_AFTER else None
             proven = None if m is None else _variant_style(m, text, line, style)
             if proven is None:
                 m = None

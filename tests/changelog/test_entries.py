@@ -196,6 +196,28 @@ def test_ambiguous_scalars_are_style_and_judged_on_pyyaml_value() -> None:
     assert {f.code for f in block.findings} == {"yaml-ambiguous"}
 
 
+@pytest.mark.parametrize(
+    "word", [*E._YAML11_BOOL, "~", "null", "Null", "NULL", "y", "n", "tRue", "nul"]
+)
+def test_booleans_and_null_read_as_pyyaml_does_without_importing_it(word: str) -> None:
+    import subprocess
+    import sys
+
+    value = E._plain(word)
+    got = value.value if isinstance(value, E._Ambiguous) else value
+    expected = yaml.safe_load(word)
+    assert got == expected and type(got) is type(expected)
+    if word in ("true", "null"):  # the common flag values: the hook does not import PyYAML
+        entry = (
+            f"- config-keys:\n  - k\n  description:\n  - x\n  pr-link: l\n  evals-only: {word}\n"
+        )
+        probe = (
+            f"import sys\nfrom relpipe.changelog.entries import scan\nscan({entry.encode()!r})\n"
+        )
+        probe += "assert 'yaml' not in sys.modules, 'PyYAML imported'\n"
+        subprocess.run([sys.executable, "-c", probe], check=True)
+
+
 def test_integer_longer_than_python_converts_is_a_finding_not_a_traceback() -> None:
     block = _one(
         "- config-keys:\n    - k\n  description:\n    - x\n  pr-link: l\n"
@@ -331,12 +353,23 @@ def _variant_entry(draw: st.DrawFn) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Enough entries off the house style before the ones under test for scan to use the grammar.
+VARIANT_PADDING = (
+    PADDING
+    + b"\n"
+    + "\n".join(
+        f"- config-keys:\n  - pad\n  description:\n  - padding {i}\n  pr-link: {LINK}{i + 1}\n"
+        for i in range(E._VARIANTS_AFTER)
+    ).encode()
+)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_variant_entry(), min_size=1, max_size=4))
 def test_variants_grammar_proves_only_what_the_line_parser_and_pyyaml_accept(
     texts: list[str],
 ) -> None:
-    changelog = scan(PADDING + b"\n" + "\n".join(texts).encode())
+    changelog = scan(VARIANT_PADDING + b"\n" + "\n".join(texts).encode())
     for block in changelog.blocks[-len(texts) :]:
         if block.style is None:
             continue
@@ -357,10 +390,10 @@ def test_variants_grammar_proves_common_variants_with_their_style_findings() -> 
         "  - Bump the image\n  - 'quoted'\n"
         f"  pr-link: {LINK}9  # link\n  evals-only: yes\n"
     )
-    changelog = scan(PADDING + b"\n" + text.encode())
+    changelog = scan(VARIANT_PADDING + b"\n" + text.encode())
     block = changelog.blocks[-1]
     assert block.style is not None and not block.canonical and block.proven
-    assert [(f.line - block.line, f.code) for f in changelog.findings] == [
+    assert [(f.line - block.line, f.code) for f in block.findings] == [
         (1, "indent"),
         (3, "indent"),
         (4, "indent"),
@@ -376,7 +409,7 @@ def test_a_plain_pr_link_yaml_reads_as_boolean_or_null_is_not_proven(link: str) 
     """Both grammars once accepted `pr-link: no`, which PyYAML reads as false."""
     for style in ("    - ", "  - "):
         text = f'- config-keys:\n{style}k\n  description:\n{style}"x"\n  pr-link: {link}\n'
-        changelog = scan(PADDING + b"\n" + text.encode())
+        changelog = scan(VARIANT_PADDING + b"\n" + text.encode())
         block = changelog.blocks[-1]
         assert not block.proven and block.entry is None
         (schema,) = [f for f in changelog.errors if f.code == "schema"]
@@ -396,7 +429,7 @@ def test_a_scan_makes_no_reference_cycles() -> None:
         "- config-keys:\n    - &a k\n  description:\n    - *a\n  pr-link: l\n",
         "- config-keys:\n    - k\n  description:\n    - x\n  pr-link: l\n  pr-link: m\n",
     ]
-    data = PADDING + b"\n" + "\n".join(entries).encode()
+    data = VARIANT_PADDING + b"\n" + "\n".join(entries).encode()
     small = "\n".join(entries).encode()
     for sample in (data, small):
         scan(sample)  # warm-up: imports and compiled patterns stay, they are not garbage

@@ -290,10 +290,17 @@ def test_usage_and_environment_errors_exit_2(
 
 
 def test_hook_process_imports_only_stdlib_and_pyyaml(repo: Path) -> None:
-    # `evals-only: true` is a plain scalar YAML 1.1 could read otherwise: PyYAML's resolver runs.
+    # `eval-min-prefill-ep: 2` is a plain scalar YAML 1.1 could read otherwise: PyYAML's resolver
+    # runs (booleans such as `evals-only: true` are read without it).
     append(
         repo / "perf-changelog.yaml",
-        Entry(("dsr1-fp4-*-atom",), ("x",), f"{REPO_URL}/pull/2500", evals_only=True),
+        Entry(
+            ("dsr1-fp4-*-atom",),
+            ("x",),
+            f"{REPO_URL}/pull/2500",
+            evals_only=True,
+            eval_min_prefill_ep=2,
+        ),
     )
     git(repo, "add", "perf-changelog.yaml")
     probe = (
