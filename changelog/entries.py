@@ -1037,6 +1037,7 @@ _SUSPECT_PLAIN = _lazy_re(r"\n    - ([-+.0-9~<=yYnNtTfFoO][^\n]*)")
 # equal PyYAML's); anything else at column 0 (a comment, a quoted scalar's continuation, stray
 # text) belongs to the entry above and is judged when that entry is parsed.
 _NEXT_START = re.compile(r"\n(?=- config-keys:)")
+_SEPARATED = "\n" + ENTRY_START  # one empty line, then the next entry
 # Below this size the entry-by-entry path is faster than compiling the whole-entry grammar
 # (which matters to the hook: it parses a suffix of a few entries in a fresh process).
 _CANONICAL_MIN_BYTES = 32 * 1024
@@ -1090,7 +1091,7 @@ _VARIANTS_AFTER = 64
 # (group, key) of the flags in the variants grammar, and its lists (group `name`, indentation
 # `name_i`), in their order.
 _V_FLAGS = (("eo", "evals-only"), ("ae", "all-evals"), ("ao", "append-only"))
-_V_LISTS = ("keys", "scen", "desc")
+_V_LISTS = (("keys", "keys_i"), ("scen", "scen_i"), ("desc", "desc_i"))
 
 
 @cache
@@ -1116,30 +1117,58 @@ def _variants() -> re.Pattern[str]:
     return re.compile("".join(parts))
 
 
+# The style findings of an entry of one shape, relative to its first line: (line, code, message,
+# hint) each. An entry's findings follow from its shape alone (see _variant_shape).
+_Template = tuple[tuple[int, str, str, str], ...]
+
+
 def _variant_style(
-    m: re.Match[str], text: str, line: int, severity: str
+    m: re.Match[str], text: str, line: int, severity: str, shapes: dict[object, _Template]
 ) -> tuple[Finding, ...] | None:
     """Style findings of an entry the variants grammar matched (`line`: its first line), the same
     the line parser makes of it (with `severity`); None when its flags break the schema
-    (append-only with another flag), which the line parser then reports."""
-    words = m.group("eo", "ae", "ao")
-    evals_only, all_evals, append_only = (_YAML11_BOOL.get(word, False) for word in words)
-    if append_only and (evals_only or all_evals or m.group("ep")):
+    (append-only with another flag), which the line parser then reports.
+
+    Entries of one shape have the same findings at the same offsets, so `shapes` (one scan's
+    memo) keeps them: a large file in a variant style is mostly one or a few shapes."""
+    groups = m.group("keys_i", "scen_i", "desc_i", "eo", "ae", "ao")
+    flag = _YAML11_BOOL.get  # None (absent) is false too
+    if flag(groups[5]) and (flag(groups[3]) or flag(groups[4]) or m.group("ep")):
         return None
+    # Every part of the grammar but the lists is one line: the indentations, the flags' words
+    # and the lists' lengths place every finding.
+    shape = (
+        groups,
+        text.count("\n", *m.span("keys")),
+        text.count("\n", *m.span("scen")),  # (-1, -1) when absent: 0
+        text.count("\n", *m.span("desc")),
+    )
+    template = shapes.get(shape)
+    if template is None:
+        template = shapes[shape] = tuple(
+            (f.line, f.code, f.message, f.hint) for f in _variant_findings(m, text)
+        )
+    return tuple(
+        [Finding(line + at, code, message, hint, severity) for at, code, message, hint in template]
+    )
+
+
+def _variant_findings(m: re.Match[str], text: str) -> list[Finding]:
+    """The style findings of a variants grammar match, lines counted from 0 (the entry's first)."""
     pos = m.start()
     found: list[Finding] = []
-    for name in _V_LISTS:
-        indent = m.end(name + "_i") - m.start(name + "_i")
+    for name, indentation in _V_LISTS:
+        indent = m.end(indentation) - m.start(indentation)
         if indent > 0 and indent != 4:  # -1 - -1: an absent (optional) list
             start, stop = m.span(name)
-            first = line + text.count("\n", pos, start)
-            count = text.count("\n", start, stop)
-            found.extend(_indent_findings(first, count, indent, severity))
-    for (group, key), word in zip(_V_FLAGS, words, strict=True):
+            first = text.count("\n", pos, start)
+            found.extend(_indent_findings(first, text.count("\n", start, stop), indent))
+    for group, key in _V_FLAGS:
+        word = m.group(group)
         if word is not None and word not in _YAML12_BOOL:
-            at = line + text.count("\n", pos, m.start(group))
-            found.append(_ambiguity_finding(key, "boolean", word, at, severity))
-    return tuple(found)
+            at = text.count("\n", pos, m.start(group))
+            found.append(_ambiguity_finding(key, "boolean", word, at))
+    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1365,7 +1394,9 @@ def scan(
     # costs as much as parsing some 60 entries line by line, so a file pays for it only once
     # that many have missed the house style (the real changelog has 20).
     variants_ok = canonical is not None and not any(f.code == "unsafe-char" for f in found)
+    variants: re.Pattern[str] | None = None
     misses = 0
+    shapes: dict[object, _Template] = {}
 
     def next_start(index: int) -> int:
         m = _NEXT_START.search(text, index)
@@ -1433,8 +1464,10 @@ def scan(
         proven = None  # the style findings of an entry the variants grammar matched
         if m is None and variants_ok:
             misses += 1
-            m = _variants().match(text, pos) if misses > _VARIANTS_AFTER else None
-            proven = None if m is None else _variant_style(m, text, line, style)
+            if variants is None and misses > _VARIANTS_AFTER:
+                variants = _variants()
+            m = variants.match(text, pos) if variants is not None else None
+            proven = None if m is None else _variant_style(m, text, line, style, shapes)
             if proven is None:
                 m = None
         if m is not None:
@@ -1442,7 +1475,8 @@ def scan(
             # The grammar proves the entry only if it reaches the entry's end: PyYAML reads every
             # indented or blank line up to the next column-0 line as part of this entry (a
             # second `pr-link:` below a match would win there), so anything else is parsed.
-            if end < size and text[end] != "-":
+            # (The usual case, one empty line and the next entry, needs no search.)
+            if end < size and text[end] != "-" and not text.startswith(_SEPARATED, end):
                 stop = next_start(end - 1)
                 if text[end:stop].strip(" \n"):
                     m = proven = None
@@ -1475,8 +1509,10 @@ def scan(
             )
         else:
             seen[body] = line
-        if not block.canonical:
+        if m is None:
             found.extend(block.findings)
+        elif proven:
+            found.extend(proven)
         line += lines_in
         byte_pos = end_byte
         if end >= size:

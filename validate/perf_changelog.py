@@ -108,16 +108,14 @@ HISTORY_CODES = STYLE_CODES | {"whitespace-line", "separator", "trailing-blank-l
 
 def _graded(findings: Sequence[Finding], rules: Rules, history: bool = False) -> list[Finding]:
     """Each finding with its severity: style is a warning unless --strict."""
-    soft = HISTORY_CODES if history else STYLE_CODES
-    style = _style_severity(rules)
-    graded = []
-    for f in findings:
-        severity = style if f.code in soft else ERROR
-        # A finding made with its severity already (scan's `style`) is kept, not copied.
-        graded.append(
-            f if f.severity == severity else Finding(f.line, f.code, f.message, f.hint, severity)
-        )
-    return graded
+    severity = dict.fromkeys(HISTORY_CODES if history else STYLE_CODES, _style_severity(rules))
+    # A finding made with its severity already (scan's `style`) is kept, not copied.
+    return [
+        f
+        if f.severity == severity.get(f.code, ERROR)
+        else Finding(f.line, f.code, f.message, f.hint, severity.get(f.code, ERROR))
+        for f in findings
+    ]
 
 
 def _style_severity(rules: Rules) -> str:
@@ -708,8 +706,11 @@ def _audit(head: bytes, rules: Rules, path: str) -> Report:
     repo = rules.repo_url or (guessed.group(0) if guessed else "https://github.com/OWNER/REPO")
     prefix, audit = f"\n  pr-link: {repo}/pull/", Rules(repo, None, None)
     blocks = changelog.blocks
-    if blocks and all(block.proven for block in blocks):
-        # One pr-link line per entry a grammar proved: count the canonical ones in C.
+    # An entry a grammar proved has one pr-link line, and so has any other that passes
+    # _has_canonical_link: when the canonical link lines, counted in C, are as many as the
+    # entries, every entry has one and none needs a look of its own.
+    others = [block for block in blocks if not block.proven]
+    if blocks and all(_has_canonical_link(block, prefix) for block in others):
         good = re.findall(re.escape(prefix) + r"[0-9]+\n", "\n" + text)
         if len(good) == len(blocks):
             blocks = ()
