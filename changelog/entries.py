@@ -1027,7 +1027,8 @@ _C_DQ = (
 _YAML11_WORDS = (
     "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|null|Null|NULL"
 )
-_NOT_A_WORD = r"(?!(?=[yYnNtTfFoO])(?:" + _YAML11_WORDS + r")(?![^ \n]))"  # first: a cheap guard
+# Not one of the words as the whole value (then a comment or the line's end); a cheap guard first.
+_NOT_A_WORD = r"(?!(?=[yYnNtTfFoO])(?:" + _YAML11_WORDS + r")(?: +#[^\n]*)?\n)"
 _C_KEY = r"(?:[A-Za-z0-9][A-Za-z0-9_.:/*+=%~@-]*(?<!:)|" + _C_DQ + ")"
 _C_URL = r"(?:" + _NOT_A_WORD + r"[A-Za-z][A-Za-z0-9_.:/%?=&+~@-]*(?<!:)|" + _C_DQ + ")"
 # Plain list items whose first character lets YAML 1.1 read them as non-strings (`070`, `yes`).
