@@ -1015,49 +1015,59 @@ class _History:
         return _commits_of(names, self.aliases, self.by_root, self.order)
 
 
+@dataclass(frozen=True)
+class _Assessed:
+    """One file of the pair and what its paths and blobs say (no history needed)."""
+
+    change: gitio.RawChange
+    matched: list[Rule]
+    watched: bool
+    gated: bool  # a matched rule has a content gate: which commit fired it is asked
+    content: _Content | None
+
+
+def _assess(
+    changes: Sequence[gitio.RawChange], rules: Rules, blobs: dict[str, bytes]
+) -> list[_Assessed]:
+    """What the rules and the blobs (in `blobs`) say of each change: the costly part of a
+    diff (cosmetic comparison, changed lines), which needs no history."""
+    watch_gated = any(w.content_re is not None for w in rules.watch)
+    assessed = []
+    for change in changes:
+        matched = _matched_rules(rules, _paths(change))
+        watched = any(map(rules.watched, _paths(change)))
+        gated = any(r.content_re is not None for r in matched)
+        content = (
+            _content(change, blobs, gated or (watch_gated and watched), gates=rules.gates)
+            if watched or any(r.precision for r in matched)
+            else None
+        )
+        assessed.append(_Assessed(change, matched, watched, gated, content))
+    return assessed
+
+
 def _judge(
-    changes: Sequence[gitio.RawChange],
+    assessed: Sequence[_Assessed],
     rules: Rules,
     scope: str | None,
     history: _History,
     blobs: dict[str, bytes],
     repo: Path,
 ) -> dict[str, _Judged]:
-    """Judge `changes` (whose blobs are in `blobs`), by path. The blobs of the commits' own
-    changes to content-gated files (which commit fired the gate) are read here, in one cat-file,
-    into `blobs`."""
-    matched = {c.path: _matched_rules(rules, _paths(c)) for c in changes}
-    watch_gated = any(w.content_re is not None for w in rules.watch)
-    watched = {c.path for c in changes if any(map(rules.watched, _paths(c)))}
-    # Per-commit changes of content-gated files: which commit's own edit fires the gate.
-    # `git log --raw` named their blobs; one more cat-file reads those the pair did not.
-    gated = {c.path for c in changes if any(r.content_re is not None for r in matched[c.path])}
-    own = _own_changes(
-        history.entries,
-        history.aliases,
-        {c.path: [c.path, c.old_path or c.path] for c in changes if c.path in gated},
-    )
-    missing = [  # the half of a rename the plain diff did not ask for
+    """Judge assessed files, by path. The blobs of the commits' own changes to content-gated
+    files (which commit fired the gate) are read here, in one cat-file, into `blobs`."""
+    # `git log --raw` named the per-commit blobs; one more cat-file reads those the pair did not.
+    names = {a.change.path: _paths(a.change) for a in assessed if a.gated}
+    own = _own_changes(history.entries, history.aliases, names)
+    missing = [
         sha for sha in _blobs_of(t for ts in own.values() for _, t in ts) if sha not in blobs
     ]
     if missing:
         blobs.update(gitio.read_blobs(repo, missing))
     judged = {}
-    for change in changes:
-        path = change.path
-        content = (
-            _content(
-                change,
-                blobs,
-                path in gated or (watch_gated and path in watched),
-                gates=rules.gates,
-            )
-            if path in watched or any(r.precision for r in matched[path])
-            else None
-        )
-        category, categories, verdict, reason = classify(
-            change, content, rules, scope, matched[path]
-        )
+    for a in assessed:
+        change, path = a.change, a.change.path
+        category, categories, verdict, reason = classify(change, a.content, rules, scope, a.matched)
         touched_by = history.commits_of(change)
         judged[path] = _Judged(
             FileChange(
@@ -1068,17 +1078,17 @@ def _judge(
                 categories=categories,
                 verdict=verdict,
                 commits=(
-                    _responsible(own[path], blobs, rules, scope, matched[path]) or touched_by
+                    _responsible(own[path], blobs, rules, scope, a.matched) or touched_by
                     if verdict == "relevant" and path in own
                     else touched_by
                 ),
                 reason=reason,
-                binary=bool(content and content.binary),
+                binary=bool(a.content and a.content.binary),
                 touched_by=touched_by,
             ),
             change,
-            content,
-            path in watched,
+            a.content,
+            a.watched,
         )
     return judged
 
@@ -1136,14 +1146,14 @@ def diff(
             info_names, _blobs_of(c for c in plain if _needs_blobs(c, rules))
         )
         objects_job = _job(jobs, repo, gitio.objects_args(), script)
-        history = _History.of(gitio.parse_log(log_job.result("log")))
-        tree = gitio.parse_paths(tree_job.result("ls-tree")) if tree_job else []
-        hist = gitio.parse_history(hist_job.result("log")) if hist_job else []
         infos, blobs = gitio.parse_objects(repo, objects_job.result("cat-file"), info_names, wanted)
         if infos[0] is None or infos[1] is None:
             gitio.resolve(repo, [old, new])
             raise ValidateError(f"cannot resolve {old!r} and {new!r} in {repo}")
-        modified = [c for c in plain if c.status in "MT"]
+        modified = _assess([c for c in plain if c.status in "MT"], rules, blobs)  # log runs
+        history = _History.of(gitio.parse_log(log_job.result("log")))
+        tree = gitio.parse_paths(tree_job.result("ls-tree")) if tree_job else []
+        hist = gitio.parse_history(hist_job.result("log")) if hist_job else []
         judged = _judge(modified, rules, scope, history, blobs, repo)
         changes = gitio.parse_diff_raw(diff_job.result("diff"))
     finally:
@@ -1155,7 +1165,7 @@ def diff(
     ]
     if missing:
         blobs.update(gitio.read_blobs(repo, missing))
-    judged.update(_judge(late, rules, scope, history, blobs, repo))
+    judged.update(_judge(_assess(late, rules, blobs), rules, scope, history, blobs, repo))
     rows = [judged[c.path] for c in changes]
     present = {path for path, info in zip(lookups, infos[2:], strict=True) if info is not None}
     return PrecisionReport(
