@@ -15,7 +15,8 @@ a process's cost on a shared machine):
 - a 20,000-entry synthetic changelog: `--full` audit and base -> head with one appended entry.
 Every command gets one untimed warm-up run (bytecode caches written, files in the page cache).
 - a 9 MB changelog of entries in a non-house style (2-space items, comments, `yes`): `--full`
-  whole process, wall time and peak memory (issue 12 target: < 2 s and < 300 MB).
+  whole process, wall time (best of 3) and peak memory (largest of the 3) (issue 12 target:
+  < 2 s and < 300 MB).
 Targets: hook <= (o)/15, hook <= (a)/10, hook <= 3 x (b), 20k entries < 0.5 s.
 """
 
@@ -193,7 +194,8 @@ def _oracle(tmp: Path, base: bytes, head: bytes) -> list[str] | None:
 
 
 def _nonstandard(size: int) -> bytes:
-    """`size` bytes of valid entries that miss the house style (each takes the slow path)."""
+    """`size` bytes of valid entries that miss the house style (the grammar of its variants
+    proves them; each has four style warnings, printed)."""
     one = (
         "- config-keys:\n  - dsr1-fp4-mi355x-atom  # key\n  description:\n"
         "  - Bump the image\n  - 'quoted'\n  pr-link: {REPO_URL}/pull/{n}\n"
@@ -208,19 +210,19 @@ def _nonstandard(size: int) -> bytes:
     return "\n".join(parts).encode()
 
 
-def _peak(cmd: list[str], cwd: Path) -> tuple[float, float]:
-    """(wall seconds, peak RSS MB) of one run of `cmd`, measured by a fresh child."""
+def _peak(cmd: list[str], cwd: Path) -> tuple[float, float, float]:
+    """(wall seconds, peak RSS MB, CPU seconds) of one run of `cmd`, measured by a fresh child."""
     probe = (
         "import resource, subprocess, sys, time\n"
         "t = time.perf_counter()\n"
         "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=False)\n"
-        "print(time.perf_counter() - t, "
-        "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)"
+        "use = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(time.perf_counter() - t, use.ru_maxrss / 1024, use.ru_utime + use.ru_stime)"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe, *cmd], cwd=cwd, env=ENV, capture_output=True, text=True
     ).stdout.split()
-    return float(out[0]), float(out[1])
+    return float(out[0]), float(out[1]), float(out[2])
 
 
 def _row(name: str, best: float, median: float, cpu: float, target: str, ok: bool | None) -> str:
@@ -337,14 +339,16 @@ def main() -> list[str]:
         odd = tmp / "nonstandard"
         odd.mkdir()
         (odd / "perf-changelog.yaml").write_bytes(_nonstandard(9 * 1024 * 1024))
-        wall, peak = _peak([*_hook(), "--full", "--repo-url", REPO_URL], odd)
+        runs = [_peak([*_hook(), "--full", "--repo-url", REPO_URL], odd) for _ in range(3)]
+        walls = [run[0] for run in runs]
+        wall, peak = min(walls), max(run[1] for run in runs)
         lines.append(
             _row(
-                "9 MB of non-house-style entries, --full (one run; peak RSS "
+                "9 MB of non-house-style entries, --full (best of 3; peak RSS "
                 f"{peak:.0f} MB, target < 300 MB)",
                 wall,
-                wall,
-                wall,
+                statistics.median(walls),
+                min(run[2] for run in runs),
                 "< 2000 ms, < 300 MB",
                 wall < 2 and peak < 300,
             )
