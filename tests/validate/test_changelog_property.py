@@ -245,7 +245,9 @@ def appended(draw: st.DrawFn) -> bytes:
             "- config-keys:\n    - dsr1-fp4-mi355x-atom\n  description:\n"
             f'    - "{"y" * 1000}"\n  pr-link: {REPO}/pull/5\n'
         )
-        parts.insert(1, "\n".join([filler] * 34) + "\n")
+        if draw(st.booleans()):  # entries off the house style: the variants grammar after 64
+            filler = filler.replace("    - ", "  - ").replace('"', "") + "  evals-only: yes\n"
+        parts.insert(1, "\n".join([filler] * 70) + "\n")
     if draw(st.integers(0, 3)) == 0:
         parts.append(draw(st.sampled_from(["\n", "  pr-link: https://evil.example/pull/1\n", ""])))
     tail = "".join(parts).encode()
