@@ -317,17 +317,22 @@ def test_canonical_grammar_agrees_with_the_line_parser(entries: list[Entry]) -> 
 # Entries in the house style's variants and near misses: other indentation, comments, YAML 1.1
 # words, plain and single-quoted text (the second half of each list: what the grammar must not
 # prove, or must prove only with the line parser's findings).
+def _mostly(good: list[str], bad: list[str]) -> st.SearchStrategy[str]:
+    """Mostly a value the grammar should prove, sometimes a near miss."""
+    return st.sampled_from(good * 9 + bad)
+
+
 _V_INDENT = st.sampled_from(["    ", "  ", "   ", "      "])
-_V_COMMENT = st.sampled_from(["", "", "  # c", " # x y", " #", "  #c  "])
-_V_KEY = st.sampled_from(
-    ["dsr1-fp4-mi355x-atom", "k*", "'q k'", '"dq"', "nemotron:x", "yes-no"]
-    + ["on", "012", "no", "a:", "x #y", "Null", "~", "[a]"]
+_V_COMMENT = _mostly(["", "", "  # c", " # x y", " #"], ["  #c  ", "#c", " # ", "  "])
+_V_KEY = _mostly(
+    ["dsr1-fp4-mi355x-atom", "k*", "'q k'", '"dq"', "nemotron:x", "yes-no", "off-by-one"],
+    ["on", "012", "no", "a:", "x #y", "Null", "~", "[a]", "'", '"a\\tb"'],
 )
-_V_TEXT = st.sampled_from(
-    ["Bump the image", "'it''s'", '"double"', "a - b", "Off we go", "a#b", "(x) 2, y", "x:y"]
-    + ["Fix: it", "yes", "a #b", "on", "x  y", "' '", "5", "é", "&a x", "'open"]
+_V_TEXT = _mostly(
+    ["Bump the image", "'it''s'", '"double"', "a - b", "Off we go", "a#b", "(x) 2, y", "x:y"],
+    ["Fix: it", "yes", "a #b", "on", "x  y", "' '", "5", "é", "&a x", "'open", "Off  # c"],
 )
-_V_BOOL = st.sampled_from(["yes", "no", "true", "True", "On", "OFF", "y", "1", '"yes"', "~"])
+_V_BOOL = _mostly(["yes", "no", "true", "True", "On", "OFF"], ["y", "1", '"yes"', "~", "tRue"])
 
 
 @st.composite
@@ -341,13 +346,13 @@ def _variant_entry(draw: st.DrawFn) -> str:
         scenarios = draw(st.sampled_from([["fixed-seq-len"], ["agentic-coding", "fixed-seq-len"]]))
         lines += ["  scenario-type:", *items(st.sampled_from(scenarios), len(scenarios))]
     lines += [f"  description:{draw(_V_COMMENT)}", *items(_V_TEXT, draw(st.integers(1, 3)))]
-    link = draw(st.sampled_from([LINK + "7", LINK + "7", f"'{LINK}8'", "XXX", "no", "null"]))
+    link = draw(_mostly([LINK + "7", f"'{LINK}8'", f'"{LINK}9"', "XXX"], ["no", "null", "l #"]))
     lines.append(f"  pr-link: {link}{draw(_V_COMMENT)}")
     for key in ("evals-only", "all-evals", "append-only"):
         if draw(st.integers(0, 2)) == 0:
             lines.append(f"  {key}: {draw(_V_BOOL)}{draw(_V_COMMENT)}")
     if draw(st.integers(0, 4)) == 0:
-        lines.append(f"  eval-min-prefill-ep: {draw(st.sampled_from(['1', '16', '0', '012']))}")
+        lines.append(f"  eval-min-prefill-ep: {draw(_mostly(['1', '16'], ['0', '012']))}")
     if draw(st.integers(0, 9)) == 0:
         lines.insert(draw(st.integers(1, len(lines))), draw(st.sampled_from(["", "  # c", "   "])))
     return "\n".join(lines) + "\n"
@@ -381,7 +386,9 @@ def test_variants_grammar_proves_only_what_the_line_parser_and_pyyaml_accept(
         assert tuple(loaded["config-keys"]) == entry.config_keys
         assert tuple(loaded["description"]) == entry.description
         assert loaded["pr-link"] == entry.pr_link
-        assert all(loaded.get(k, False) is v for k, v in (("evals-only", entry.evals_only),))
+        flags = (entry.evals_only, entry.all_evals, entry.append_only)
+        assert tuple(bool(loaded.get(key, False)) for key in E.FLAG_KEYS) == flags
+        assert loaded.get("eval-min-prefill-ep") == entry.eval_min_prefill_ep
 
 
 def test_variants_grammar_proves_common_variants_with_their_style_findings() -> None:
