@@ -270,7 +270,8 @@ def _plain(text: str) -> object:
         # timestamp can hold: a string, without importing PyYAML for it.
         return text
     # The flags' booleans and null, as PyYAML's resolver reads them, without importing it (a
-    # third of a hook run that meets `evals-only: true` in an entry off the house style).
+    # third of a hook run that meets `evals-only: true` in an entry off the house style). Its
+    # boolean words are exactly _YAML11_BOOL's (tests/changelog/test_entries.py checks them).
     if text in _YAML11_BOOL:
         value = _YAML11_BOOL[text]
         return value if text in _YAML12_BOOL else _Ambiguous("boolean", text, value)
@@ -280,12 +281,6 @@ def _plain(text: str) -> object:
     tag = resolver.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[attr-defined]
     if tag == _TAG + "str":
         return text
-    if tag == _TAG + "bool":
-        value = _YAML12_BOOL.get(text)
-        if value is None:
-            bools = yaml.constructor.SafeConstructor.bool_values  # type: ignore[attr-defined]
-            return _Ambiguous("boolean", text, bools[text.lower()])
-        return value
     if tag == _TAG + "int":
         # PyYAML's own constructor (sexagesimal, octal, `_`); Python refuses to convert more than
         # 4,300 digits (ValueError, a crash in PyYAML): that is a bad integer, not a traceback.
