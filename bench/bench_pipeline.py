@@ -59,7 +59,7 @@ def _timed(args: list[str], cwd: Path, env: dict[str, str]) -> float:
 
 def main() -> list[str]:
     from relpipe.images.build import build_fixtures
-    from relpipe.pipeline.demo import EXAMPLE, prepare_workdir
+    from relpipe.pipeline.demo import prepare_workdir
 
     registry = os.environ.get("RELPIPE_REGISTRY")
     if not registry or not os.environ.get("DOCKER_HOST"):
@@ -69,7 +69,9 @@ def main() -> list[str]:
         ]
     nightlies = build_fixtures(registry, REPOSITORY, 4, "good", cache_dir=FIXTURE_CACHE)
     with tempfile.TemporaryDirectory(prefix="relpipe-bench-") as tmp:
-        repo = prepare_workdir(EXAMPLE, Path(tmp) / "repo", registry, REPOSITORY)
+        # The checkout's example (an installed relpipe, as `nox -s bench` measures, has none).
+        example = ROOT / "examples" / "benchmark-repo"
+        repo = prepare_workdir(example, Path(tmp) / "repo", registry, REPOSITORY)
         env = dict(os.environ, TRITON_INTERPRET=os.environ.get("TRITON_INTERPRET", "1"))
         args = [
             "qualify",
