@@ -317,7 +317,7 @@ class _Stream:
         self.pos = start  # where the next line starts: the tokenizer reads one line at a time
         self.prefix = [" " * column + "_\n" for column in stack[1:]]
         self.indents = [0]
-        self.boundary = False  # the last unit ended a line, and nothing of the next was read
+        self.boundary = False  # the last token ended a line, and nothing of the next was read
         self.tokens = self._generate()
 
     def _readline(self) -> str:
@@ -500,14 +500,6 @@ def is_cosmetic(path: str, old: bytes, new: bytes) -> bool:
     if is_python(path):
         return _python_cosmetic(old, new)
     return text_fingerprint(path, old) == text_fingerprint(path, new)
-
-
-def _is_comment_line(path: str, line: str) -> bool:
-    stripped = line.strip()
-    if not stripped:
-        return True
-    style = "#" if is_python(path) else _comment_style(path)
-    return bool(style) and stripped.startswith(style)
 
 
 def changed_lines(
