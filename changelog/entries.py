@@ -917,17 +917,17 @@ def _layout(lines: Sequence[str], first: int) -> list[Finding]:
     found: list[Finding] = []
     for offset, line in enumerate(lines):
         number = first + offset
-        if line != line.rstrip(" "):
-            if not line.strip():
-                found.append(
-                    Finding(
-                        number,
-                        "blank-in-entry",
-                        "blank line inside an entry",
-                        "entries have no blank lines inside; remove it",
-                    )
+        if not line.strip(" "):  # never the first line: an entry starts with `- `
+            found.append(
+                Finding(
+                    number,
+                    "blank-in-entry",
+                    "blank line inside an entry",
+                    "entries have no blank lines inside; remove it",
                 )
-                continue
+            )
+            continue
+        if line != line.rstrip(" "):
             found.append(
                 Finding(
                     number,
@@ -940,16 +940,7 @@ def _layout(lines: Sequence[str], first: int) -> list[Finding]:
             continue
         body = line.lstrip(" ")
         indent = len(line) - len(body)
-        if not body:
-            found.append(
-                Finding(
-                    number,
-                    "blank-in-entry",
-                    "blank line inside an entry",
-                    "entries have no blank lines inside; remove it",
-                )
-            )
-        elif body[0] == "#":
+        if body[0] == "#":
             continue
         elif body[:2] == "- ":
             if indent != 4:

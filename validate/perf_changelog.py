@@ -375,14 +375,7 @@ def _compare(
                     )
                 )
     if corrected and appended:
-        found.append(
-            Finding(
-                appended[0].line,
-                "mixed",
-                "pr-link corrections mixed with new entries",
-                "commit the pr-link correction and the new entries separately",
-            )
-        )
+        found.append(_mixed(appended[0].line))
     if not found:
         # Entries line up; the bytes between them (separators) must still be the base's.
         rebuilt = bytearray(head_bytes)
@@ -437,6 +430,15 @@ def _without_link(fields: Mapping[str, object]) -> dict[str, object]:
     return {key: value for key, value in fields.items() if key != "pr-link"}
 
 
+def _mixed(line: int) -> Finding:
+    return Finding(
+        line,
+        "mixed",
+        "pr-link corrections mixed with new entries",
+        "commit the pr-link correction and the new entries separately",
+    )
+
+
 def _first_diff_byte_line(base: bytes, head: bytes) -> int:
     return head.count(b"\n", 0, _common_prefix(base, head)) + 1
 
@@ -477,14 +479,7 @@ def _positional(
             corrected += 1
     appended = list(new[len(old) :])
     if corrected and appended:
-        found.append(
-            Finding(
-                appended[0].line,
-                "mixed",
-                "pr-link corrections mixed with new entries",
-                "commit the pr-link correction and the new entries separately",
-            )
-        )
+        found.append(_mixed(appended[0].line))
     at = _first_diff_byte_line(base, head)
     if appended:
         found.append(
