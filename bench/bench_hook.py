@@ -98,7 +98,7 @@ def _hook() -> list[str]:
     return (
         [str(script)]
         if script.exists()
-        else [sys.executable, "-m", "relpipe.validate.perf_changelog"]
+        else [sys.executable, "-m", "relpipe.validate.gate.hook"]
     )
 
 

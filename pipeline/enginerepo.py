@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.pipeline.errors import PipelineError
-from relpipe.validate import gitio
+from relpipe.validate.precision import gitio
 
 ENGINE_PATH = "/app/ATOM"  # the engine's source tree in an ATOM image; its history is `.git` below
 OLD_REF = "refs/relpipe/old"

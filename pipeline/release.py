@@ -55,7 +55,7 @@ from relpipe.pipeline.workspace import CHANGELOG, LOCK, Workspace
 
 if TYPE_CHECKING:
     from relpipe.changelog.entries import Entry
-    from relpipe.validate.precision import PrecisionReport
+    from relpipe.validate.precision.diff import PrecisionReport
 
 DEFAULT_REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
 SCENARIO_TYPES = ("fixed-seq-len", "agentic-coding")
@@ -340,7 +340,7 @@ def hook_result(base: Path, scratch: Path, req: Request) -> ValidatorOutput:
     """The `validate_perf_changelog` checks, base = the repository's file, head = the staged one."""
     from relpipe.changelog.configs.load import master_keys
     from relpipe.changelog.entries import ERROR
-    from relpipe.validate import perf_changelog
+    from relpipe.validate.gate import hook as perf_changelog
 
     keys = [k for m in sorted((scratch / "configs").glob("*-master.yaml")) for k in master_keys(m)]
     rules = perf_changelog.Rules(req.repo_url, req.pr_number, keys)

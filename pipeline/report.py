@@ -26,7 +26,7 @@ from relpipe.core.errors import require
 from relpipe.pipeline.outputs import EngineFacts, EvalOutput, Facts, PrecisionOutput
 from relpipe.pipeline.record import pretty_json
 from relpipe.pipeline.verdict import FAIL, NA, PASS, WARN, Outcome, Verdict, eval_failures
-from relpipe.validate.precision import PrecisionReport
+from relpipe.validate.precision.diff import PrecisionReport
 
 REPORT_FILES = ("report.json", "report.md", "report.html")
 RENDERER = 5  # bump when the report layout changes, so that kept reports are re-rendered

@@ -23,7 +23,7 @@ from relpipe.pipeline.outputs import (
     SmokeOutput,
     ValidatorOutput,
 )
-from relpipe.validate.commits import Commit
+from relpipe.validate.precision.commits import Commit
 
 PASS, WARN, FAIL, NA = "PASS", "WARN", "FAIL", "N/A"
 STATUSES = (PASS, WARN, FAIL, NA)

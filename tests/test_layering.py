@@ -120,3 +120,46 @@ def test_infrastructure_has_one_home() -> None:
                 ):
                     bad.append(f"{rel}:{node.lineno}: a YAML loader; use relpipe.core.yamlload")
     assert bad == []
+
+
+# Subsystems of `validate/`: each reads on its own. subsystem -> the validate modules it may use.
+VALIDATE_SUBSYSTEMS = {
+    "gate": {"errors", "findings"},
+    "precision": {"errors", "findings"},
+    "review": {"errors", "findings", "precision", "golden_al", "notes_check"},
+}
+
+
+def _validate_uses(path: Path) -> set[str]:
+    """`relpipe.validate.X...` imports of a module, as the set of X."""
+    used: set[str] = set()
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            parts = node.module.split(".")
+            if parts[:2] == ["relpipe", "validate"]:
+                used |= {parts[2]} if len(parts) > 2 else {a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[:2] == ["relpipe", "validate"] and len(parts) > 2:
+                    used.add(parts[2])
+    return used
+
+
+def test_validate_subsystems_use_only_their_allowed_neighbours() -> None:
+    bad = []
+    for subsystem, allowed in VALIDATE_SUBSYSTEMS.items():
+        for path in sorted((ROOT / "validate" / subsystem).rglob("*.py")):
+            for name in _validate_uses(path) - allowed - {subsystem}:
+                bad.append(f"{path.relative_to(ROOT)} uses relpipe.validate.{name}")
+    assert bad == []
+
+
+def test_no_validate_module_outside_a_subsystem_uses_the_gate() -> None:
+    """The hook runs on every commit; nothing else in validate/ leans on its internals."""
+    bad = []
+    for path in sorted((ROOT / "validate").rglob("*.py")):
+        rel = path.relative_to(ROOT / "validate").parts
+        if rel[0] != "gate" and "gate" in _validate_uses(path):
+            bad.append(str(path.relative_to(ROOT)))
+    assert bad == []

@@ -58,7 +58,7 @@ def test_the_wheel_carries_the_data_the_code_reads_and_both_scripts(
 ) -> None:
     files = set(wheel.namelist())
     for data in (
-        "relpipe/validate/precision_rules.yaml",
+        "relpipe/validate/precision/atom_rules.yaml",
         "relpipe/changelog/notes/catalog.yaml",
         "relpipe/pipeline/report.html.j2",
         "relpipe/engine/__main__.py",
@@ -67,4 +67,4 @@ def test_the_wheel_carries_the_data_the_code_reads_and_both_scripts(
     (entry_points,) = [n for n in files if n.endswith(".dist-info/entry_points.txt")]
     text = wheel.read(entry_points).decode()
     assert "relpipe = relpipe.pipeline.cli:main" in text
-    assert "validate_perf_changelog = relpipe.validate.perf_changelog:main" in text
+    assert "validate_perf_changelog = relpipe.validate.gate.hook:main" in text

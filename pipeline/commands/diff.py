@@ -19,7 +19,8 @@ from pathlib import Path
 from relpipe.pipeline import enginerepo
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
-from relpipe.validate import gitio, precision
+from relpipe.validate.precision import diff as precision
+from relpipe.validate.precision import gitio
 
 IMAGE_PREFIX = "image:"
 DEFAULT_IMAGE_PATH = enginerepo.ENGINE_PATH

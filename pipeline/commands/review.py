@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from relpipe.pipeline.errors import PipelineError
-from relpipe.validate.precision import md_code, md_text
+from relpipe.validate.precision.diff import md_code, md_text
 from relpipe.validate.review.context import Options
 from relpipe.validate.review.result import FAIL, NA, PASS, WARN, Result
 from relpipe.validate.review.run import CHECKS, FAST, run

@@ -177,7 +177,7 @@ def test_description_lines_pass_validate_perf_changelog(
         [
             sys.executable,
             "-m",
-            "relpipe.validate.perf_changelog",
+            "relpipe.validate.gate.hook",
             "--base-ref",
             "HEAD",
             "--worktree",

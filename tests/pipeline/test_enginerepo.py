@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from relpipe.pipeline import enginerepo, stages
 from relpipe.pipeline.commands import diff as diff_cmd
-from relpipe.validate import gitio
+from relpipe.validate.precision import gitio
 from relpipe.validate.errors import ValidateError
 from support import commit_files, git
 

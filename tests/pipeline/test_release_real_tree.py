@@ -29,7 +29,7 @@ import pytest
 from relpipe.changelog.configs.load import load_master, master_keys
 from relpipe.images.build import build_fixtures
 from relpipe.pipeline.demo import mirror_env
-from relpipe.validate import perf_changelog as gate
+from relpipe.validate.gate import hook as gate
 from support import git
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]

@@ -30,7 +30,7 @@ from pathlib import Path
 import corpus
 import pytest
 from relpipe.changelog.configs.load import load_master, master_blocks, parse_master
-from relpipe.validate import perf_changelog as gate
+from relpipe.validate.gate import hook as gate
 from support import git
 
 REPO = "https://github.com/SemiAnalysisAI/InferenceX"
@@ -334,9 +334,9 @@ def test_append_only_path_imports_only_stdlib_and_pyyaml(
     root, base, heads = repo
     head = heads["adds a point to an agentic DRAM-offload item"]
     probe = (
-        "import sys\nfrom relpipe.validate.perf_changelog import main\n"
+        "import sys\nfrom relpipe.validate.gate.hook import main\n"
         f"code = main(['--base-ref', '{base}', '--head-ref', '{head}', '--repo-url', '{REPO}'])\n"
-        "print('relpipe.validate.append_only' in sys.modules)\n"  # the append-only path ran
+        "print('relpipe.validate.gate.append_only' in sys.modules)\n"  # the append-only path ran
         "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names)))\n"
         "sys.exit(code)\n"
     )

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from relpipe.changelog.entries import Entry, proven_valid, render
-from relpipe.validate.basecache import BaseCache
-from relpipe.validate.perf_changelog import Rules, check
+from relpipe.validate.gate.basecache import BaseCache
+from relpipe.validate.gate.hook import Rules, check
 
 LINK = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
 RULES = Rules("https://github.com/SemiAnalysisAI/InferenceX", None, None)

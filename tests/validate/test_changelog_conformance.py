@@ -21,7 +21,7 @@ import corpus
 import pytest
 import yaml
 from relpipe.changelog.configs.load import master_keys
-from relpipe.validate import perf_changelog as gate
+from relpipe.validate.gate import hook as gate
 from support import git
 
 REPO = "https://github.com/SemiAnalysisAI/InferenceX"

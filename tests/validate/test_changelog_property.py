@@ -18,7 +18,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from relpipe.validate import perf_changelog as gate
+from relpipe.validate.gate import hook as gate
 
 REPO = "https://github.com/SemiAnalysisAI/InferenceX"
 BASE = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from relpipe.validate.commits import Subject, parse_subject
+from relpipe.validate.precision.commits import Subject, parse_subject
 
 
 @pytest.mark.parametrize(

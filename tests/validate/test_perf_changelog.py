@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from relpipe.changelog.append import append
 from relpipe.changelog.entries import Entry, render
-from relpipe.validate.perf_changelog import main
+from relpipe.validate.gate.hook import main
 from support import git
 
 REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
@@ -304,7 +304,7 @@ def test_hook_process_imports_only_stdlib_and_pyyaml(repo: Path) -> None:
     )
     git(repo, "add", "perf-changelog.yaml")
     probe = (
-        "import sys\nfrom relpipe.validate.perf_changelog import main\ncode = main([])\n"
+        "import sys\nfrom relpipe.validate.gate.hook import main\ncode = main([])\n"
         "mods = {m.split('.')[0] for m in sys.modules}\n"
         "mods |= {'relpipe.' + m.split('.')[1] for m in sys.modules if m.startswith('relpipe.')}\n"
         "print(sorted(mods - set(sys.stdlib_module_names)))\nsys.exit(code)\n"
@@ -331,7 +331,7 @@ def test_console_script_runs_as_a_module(repo: Path) -> None:
         [
             sys.executable,
             "-m",
-            "relpipe.validate.perf_changelog",
+            "relpipe.validate.gate.hook",
             "--base-ref",
             "HEAD",
             "--worktree",

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from relpipe.validate import precision
+from relpipe.validate.precision import diff as precision
 from relpipe.validate.errors import ValidateError
 
 HEAD = "ffdf3bb5ddf8a15a64d521a2eeb3bc7438f9ac21"

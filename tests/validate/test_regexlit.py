@@ -7,7 +7,8 @@ import re
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from relpipe.validate import precision, regexlit
+from relpipe.validate.precision import diff as precision
+from relpipe.validate.precision import regexlit
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ from pathlib import Path
 
 ENV = "RELPIPE_HOOK_CACHE"  # a folder, or "off"
 # The modules whose code decides a base's verdict: a change to any of them starts a new cache.
-_DECIDERS = ("changelog/entries.py", "validate/perf_changelog.py", "validate/basecache.py")
+_DECIDERS = ("changelog/entries.py", "validate/gate/hook.py", "validate/gate/basecache.py")
 
 
 def _folder() -> Path | None:
@@ -34,7 +34,7 @@ def _folder() -> Path | None:
 
 
 def _validator_digest() -> bytes:
-    package = Path(__file__).resolve().parent.parent
+    package = Path(__file__).resolve().parents[2]
     digest = hashlib.sha256()
     for rel in _DECIDERS:
         try:

@@ -7,7 +7,7 @@ process_changelog.py's checks of the appended entries, with the PR's `--all-eval
 byte (a canonical pr-link-only correction alone excepted), new entries only at the end, each
 after exactly one empty line, schema-valid, with resolvable config keys and a canonical pr-link;
 an append-only entry also within its scope and adding points to existing curves, judged on the
-master configs at the base and the head (validate/append_only.py). House style beyond
+master configs at the base and the head (validate/gate/append_only.py). House style beyond
 InferenceX's rules is a warning (an error under `--strict`); style already in the base never
 fails; invisible or unassigned characters, anchors/aliases/tags and size caps are errors always
 (docs/perf-changelog.md). With `--full` (or outside a git repository) it audits one
@@ -42,13 +42,13 @@ from relpipe.changelog.entries import (
     scan,
 )
 from relpipe.changelog.errors import ChangelogError
-from relpipe.validate import githook
-from relpipe.validate.basecache import BaseCache
+from relpipe.validate.gate import git as githook
+from relpipe.validate.gate.basecache import BaseCache
 from relpipe.validate.errors import ValidateError
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:
-    from relpipe.validate.append_only import Revision
+    from relpipe.validate.gate.append_only import Revision
 
 DEFAULT_CHANGELOG = "perf-changelog.yaml"
 DEFAULT_CONFIGS = "configs/*-master.yaml"
@@ -566,7 +566,7 @@ def _append_only_findings(
     blocks: Sequence[Block], revisions: Callable[[], tuple[Revision, Revision]]
 ) -> list[Finding]:
     """process_changelog.py's scope and generated-matrix checks of append-only entries."""
-    from relpipe.validate import append_only
+    from relpipe.validate.gate import append_only
 
     try:
         base, head = revisions()
@@ -899,7 +899,7 @@ def _revisions(
     the base and the head (a ref, the index, or None: the working tree), in one git process."""
 
     def load() -> tuple[Revision, Revision]:
-        from relpipe.validate.append_only import revision
+        from relpipe.validate.gate.append_only import revision
 
         files = [*paths, os.path.join(os.path.dirname(paths[0]), "runners.yaml")]
         refs = [base_ref] if head_ref is None else [base_ref, head_ref]

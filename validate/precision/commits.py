@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from relpipe.validate.gitio import LogEntry
+from relpipe.validate.precision.gitio import LogEntry
 
 # Spellings seen upstream -> the normalised type. Anything else is "other".
 TYPES: dict[str, str] = {

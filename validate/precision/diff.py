@@ -1,6 +1,6 @@
 """The engine precision diff: which changes between two engine commits can move numerical precision.
 
-Owns the rules format (`precision_rules.yaml`, `aiter_rules.yaml`, user files), the classification
+Owns the rules format (`atom_rules.yaml`, `aiter_rules.yaml`, user files), the classification
 of each changed file (relevant / cosmetic / not-relevant, with category, commits and reason), the
 watch evidence (which precision files did NOT change), the upstream watch list (commits or PRs
 that must or must not be in NEW), and the report (`PrecisionReport`: JSON and Markdown).
@@ -22,12 +22,12 @@ from typing import Any
 
 from relpipe.core.files import write_atomic
 from relpipe.core.yamlload import load_yaml
-from relpipe.validate import cosmetic, gitio, globs, regexlit
-from relpipe.validate.commits import Commit, from_log, parse_subject
+from relpipe.validate.precision import cosmetic, gitio, globs, regexlit
+from relpipe.validate.precision.commits import Commit, from_log, parse_subject
 from relpipe.validate.errors import ValidateError
 
 HERE = Path(__file__).parent
-BUILTIN_RULES = {"atom": HERE / "precision_rules.yaml", "aiter": HERE / "aiter_rules.yaml"}
+BUILTIN_RULES = {"atom": HERE / "atom_rules.yaml", "aiter": HERE / "aiter_rules.yaml"}
 VERDICTS = ("relevant", "cosmetic", "not-relevant")
 STATUS_NAMES = {
     "A": "added",
