@@ -96,9 +96,7 @@ def _time(
 def _hook() -> list[str]:
     script = Path(sys.executable).parent / "validate_perf_changelog"
     return (
-        [str(script)]
-        if script.exists()
-        else [sys.executable, "-m", "relpipe.validate.gate.hook"]
+        [str(script)] if script.exists() else [sys.executable, "-m", "relpipe.validate.gate.hook"]
     )
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from relpipe.core import journal
 from relpipe.core.files import file_lock
+from relpipe.core.status import FAIL
 from relpipe.images.reference import parse
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.outputs import EngineFacts, ReleaseChecks, ValidatorOutput, run_stage
@@ -50,7 +51,7 @@ from relpipe.pipeline.stages import (
     golden_al_result,
     run_units,
 )
-from relpipe.pipeline.verdict import FAIL, Outcome, Verdict, evaluate
+from relpipe.pipeline.verdict import Outcome, Verdict, evaluate
 from relpipe.pipeline.workspace import CHANGELOG, LOCK, Workspace
 
 if TYPE_CHECKING:

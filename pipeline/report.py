@@ -23,9 +23,10 @@ from typing import Any
 
 from relpipe.core import sanitize
 from relpipe.core.errors import require
+from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.pipeline.outputs import EngineFacts, EvalOutput, Facts, PrecisionOutput
 from relpipe.pipeline.record import pretty_json
-from relpipe.pipeline.verdict import FAIL, NA, PASS, WARN, Outcome, Verdict, eval_failures
+from relpipe.pipeline.verdict import Outcome, Verdict, eval_failures
 from relpipe.validate.precision.diff import PrecisionReport
 
 REPORT_FILES = ("report.json", "report.md", "report.html")

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from relpipe.core.status import FAIL, NA, PASS, WARN
+from relpipe.core.status import overall as overall_status
 from relpipe.pipeline.outputs import (
     ConfigScope,
     EvalOutput,
@@ -24,9 +26,6 @@ from relpipe.pipeline.outputs import (
     ValidatorOutput,
 )
 from relpipe.validate.precision.commits import Commit
-
-PASS, WARN, FAIL, NA = "PASS", "WARN", "FAIL", "N/A"
-STATUSES = (PASS, WARN, FAIL, NA)
 
 TITLES = {
     "C1": "digest verified",
@@ -102,12 +101,7 @@ class Verdict:
 
 
 def overall(checks: Sequence[Check]) -> str:
-    statuses = {c.status for c in checks}
-    if FAIL in statuses:
-        return FAIL
-    if WARN in statuses:
-        return WARN
-    return PASS
+    return overall_status(c.status for c in checks)
 
 
 def _digest_ok(resolved: Resolved) -> bool:

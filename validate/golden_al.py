@@ -38,6 +38,7 @@ from pathlib import Path
 from relpipe.changelog.configs.load import MasterConfigs, load_masters, load_yaml
 from relpipe.changelog.errors import ChangelogError
 from relpipe.core.files import read_capped
+from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.findings import Finding
 
@@ -377,7 +378,6 @@ def check_paths(paths: Iterable[str | Path], golden_dir: str | Path) -> list[Fin
 
 RECIPES = "benchmarks/multi_node/srt-slurm-recipes"
 AGENTIC_SCRIPTS = "benchmarks/single_node/agentic"
-PASS, WARN, FAIL, NA = "PASS", "WARN", "FAIL", "N/A"
 _TOLERANCE = Decimal("0.005")  # golden values have two decimals
 # A value as written: a number, or a shell variable (`$X`, `${X}`, `${X:-default}`).
 _V = r"""[\\"']*(\$\{[A-Za-z_]\w*(?::?-[^}]*)?\}|\$[A-Za-z_]\w*|[0-9]+(?:\.[0-9]+)?)"""

@@ -25,6 +25,7 @@ from relpipe.changelog.configs.semdiff import (
 )
 from relpipe.changelog.errors import ChangelogError
 from relpipe.core.files import read_capped
+from relpipe.core.status import STATUSES
 
 SCHEMA = 1
 MAX_FACTS = 4 * 1024 * 1024
@@ -37,7 +38,6 @@ DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_!-]{0,127}")
 COMMIT = re.compile(r"[0-9a-f]{7,40}")
 IDENT = re.compile(r"[A-Za-z0-9*][A-Za-z0-9*._/-]{0,199}")
-STATUSES = ("PASS", "WARN", "FAIL", "N/A")
 RISK_KINDS = ("missing-fix", "note")
 
 
@@ -390,7 +390,9 @@ def _validation(data: object) -> Validation:
         c = _Obj(item, f"release.validation.checks[{i}]", ("id", "status"))
         check = Check(c.text("id", re.compile(r"C[0-9]{1,2}")), c.text("status"))
         if check.status not in STATUSES:
-            raise ChangelogError(f"release.validation.checks[{i}].status must be one of {STATUSES}")
+            raise ChangelogError(
+                f"release.validation.checks[{i}].status must be one of {', '.join(STATUSES)}"
+            )
         checks.append(check)
     evals = []
     for i, item in enumerate(o.items("evals")):

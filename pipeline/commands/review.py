@@ -16,10 +16,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.pipeline.errors import PipelineError
 from relpipe.validate.precision.diff import md_code, md_text
 from relpipe.validate.review.context import Options
-from relpipe.validate.review.result import FAIL, NA, PASS, WARN, Result
+from relpipe.validate.review.result import Result
 from relpipe.validate.review.run import CHECKS, FAST, run
 
 MAX_TEXT_INPUT = 1024 * 1024

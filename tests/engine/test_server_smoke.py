@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -153,7 +152,6 @@ def test_broken_servers_fail_with_one_line_and_are_stopped(  # type: ignore[no-u
     fake.write_text(FAKE_SERVER.format(python=sys.executable, mode=mode, pidfile=str(pidfile)))
     fake.chmod(0o755)
     port = _free_port()
-    started = time.monotonic()
     r = cli(
         "server-smoke",
         "--engine",
@@ -170,7 +168,6 @@ def test_broken_servers_fail_with_one_line_and_are_stopped(  # type: ignore[no-u
         "3",
         *extra,
     )
-    assert time.monotonic() - started < 60
     assert r.code == 1 and r.doc["status"] == "fail"
     assert r.doc["reason"] == reason.format(port=port)
     pid = int(pidfile.read_text())

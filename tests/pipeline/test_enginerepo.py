@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from relpipe.pipeline import enginerepo, stages
 from relpipe.pipeline.commands import diff as diff_cmd
-from relpipe.validate.precision import gitio
 from relpipe.validate.errors import ValidateError
+from relpipe.validate.precision import gitio
 from support import commit_files, git
 
 HOOKS = (

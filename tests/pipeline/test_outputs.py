@@ -134,8 +134,9 @@ def test_relpipe_report_refuses_a_run_record_of_another_schema(tmp_path: Path) -
 
 def test_a_malformed_engine_result_is_a_recorded_failure_not_a_crash() -> None:
     # The container's JSON is untrusted: a score that is not a number fails C4, it does not raise.
+    from relpipe.core.status import FAIL
     from relpipe.pipeline import stages
-    from relpipe.pipeline.verdict import FAIL, Outcome, check_evals
+    from relpipe.pipeline.verdict import Outcome, check_evals
 
     inputs = {"suite": "decode-parity", "batch": 2, "metric": "token_agreement"}
     raw = {**inputs, "status": "pass", "score": "0.99", "threshold": 0.95, "samples": 8}

@@ -72,15 +72,16 @@ class Env:
         )
 
 
-def _containers_of(docker_host: str, run_id: str) -> list[str]:
-    """Ids of the containers labelled with the run id as their owner."""
+def _containers_of(docker_host: str, run_id: str, *, running: bool = False) -> list[str]:
+    """Ids of the containers labelled with the run id as their owner (only running ones)."""
     import docker
 
     client = docker.DockerClient(base_url=docker_host)
     try:
-        owned = client.containers.list(
-            all=True, filters={"label": f"org.relpipe.owner={run_id}"}, sparse=True
-        )
+        filters = {"label": f"org.relpipe.owner={run_id}"}
+        if running:
+            filters["status"] = "running"
+        owned = client.containers.list(all=not running, filters=filters, sparse=True)
         return sorted(str(c.id) for c in owned)
     finally:
         client.close()
@@ -173,7 +174,13 @@ def qualified(env: Env, docker_host: str) -> Iterator[Qualified]:
                 break
             time.sleep(0.5)
         assert run_dir is not None, f"eval stage never started (exit {proc.poll()})"
-        time.sleep(2)  # well inside the eval: its container is running
+        # Kill the client only once the eval's container exists and runs (polled, not assumed).
+        while time.monotonic() < deadline and not _containers_of(
+            docker_host, run_dir.name, running=True
+        ):
+            assert proc.poll() is None, f"qualify exited ({proc.poll()}) before its eval ran"
+            time.sleep(0.1)
+        assert _containers_of(docker_host, run_dir.name, running=True), "no eval container ran"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         # The killed client could not remove its container: the resumed run must reap it.
@@ -234,13 +241,11 @@ def test_requalifying_the_same_digest_is_a_cache_hit(env: Env, qualified: Qualif
         name: (qualified.run_dir / name).read_bytes()
         for name in ("report.json", "report.md", "report.html")
     }
-    t0 = time.monotonic()
+    # How fast a cache hit is, is the bench's question (bench_pipeline); here: nothing re-ran.
     again = env.relpipe(
         "qualify", env.newest, "--config-key", KEY, "--state", str(env.state), *QUICK, "--json"
     )
-    elapsed = time.monotonic() - t0
     assert again.returncode == 0, again.stderr
-    assert elapsed < 5.0, f"cache hit took {elapsed:.1f}s"
     assert "(cached)" in again.stderr and "s)" not in again.stderr.replace("(cached)", "")
     assert json.loads(again.stdout)["run"] == qualified.run_dir.name
     # `relpipe report RUN` re-renders from the record alone, byte for byte.

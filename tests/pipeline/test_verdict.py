@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from relpipe.pipeline.verdict import FAIL, NA, PASS, WARN, evaluate
+from relpipe.core.status import FAIL, NA, PASS, WARN
+from relpipe.pipeline.verdict import evaluate
 
 
 def _check(outcome: Any, cid: str) -> Any:

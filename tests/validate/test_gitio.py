@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import diff as precision
 from relpipe.validate.precision import gitio
-from relpipe.validate.errors import ValidateError
 from support import commit_files, git
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 from relpipe.changelog.configs.load import load_masters
+from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
-from relpipe.validate.golden_al import FAIL, NA, PASS, WARN, KeySetting, check
+from relpipe.validate.golden_al import KeySetting, check
 
 KIMI_KEY = "kimik3-fp4-gb200-dynamo-vllm-agentic-dspark-mooncake-tp8pp2"
 C16 = (

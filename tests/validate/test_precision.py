@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import diff as precision
 from relpipe.validate.precision import globs
-from relpipe.validate.errors import ValidateError
 from support import commit_files, git, import_commit
 
 LINEAR = '''"""Linear layers."""

@@ -42,9 +42,9 @@ from relpipe.changelog.entries import (
     scan,
 )
 from relpipe.changelog.errors import ChangelogError
+from relpipe.validate.errors import ValidateError
 from relpipe.validate.gate import git as githook
 from relpipe.validate.gate.basecache import BaseCache
-from relpipe.validate.errors import ValidateError
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:

@@ -22,9 +22,9 @@ from typing import Any
 
 from relpipe.core.files import write_atomic
 from relpipe.core.yamlload import load_yaml
+from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import cosmetic, gitio, globs, regexlit
 from relpipe.validate.precision.commits import Commit, from_log, parse_subject
-from relpipe.validate.errors import ValidateError
 
 HERE = Path(__file__).parent
 BUILTIN_RULES = {"atom": HERE / "atom_rules.yaml", "aiter": HERE / "aiter_rules.yaml"}

@@ -12,8 +12,9 @@ hardware is a WARN. The new-architecture exception needs a person: it is a FAIL 
 
 from __future__ import annotations
 
+from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.context import Review
-from relpipe.validate.review.result import FAIL, NA, PASS, WARN, Evidence, Result, plural, result
+from relpipe.validate.review.result import Evidence, Result, plural, result
 from relpipe.validate.review.scope import _line_of
 
 UPSTREAM = {"vllm": ("vllm/",), "sglang": ("lmsysorg/",)}

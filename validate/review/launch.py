@@ -20,9 +20,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review import shell
 from relpipe.validate.review.context import Review
-from relpipe.validate.review.result import FAIL, NA, PASS, WARN, Evidence, Result, plural, result
+from relpipe.validate.review.result import Evidence, Result, plural, result
 from relpipe.validate.review.scope import KeyScope, lines_of
 from relpipe.validate.review.waiver import Waiver, load_waivers
 

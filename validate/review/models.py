@@ -16,8 +16,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.context import Review
-from relpipe.validate.review.result import FAIL, NA, PASS, WARN, Evidence, Result, plural, result
+from relpipe.validate.review.result import Evidence, Result, plural, result
 from relpipe.validate.review.scope import KeyScope
 
 MODELS = "MODELS.md"

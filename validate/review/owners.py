@@ -17,8 +17,9 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.context import Review
-from relpipe.validate.review.result import FAIL, NA, PASS, WARN, Evidence, Result, plural, result
+from relpipe.validate.review.result import Evidence, Result, plural, result
 
 CODEOWNERS = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
 CHECKLIST = "docs/PR_REVIEW_CHECKLIST.md"

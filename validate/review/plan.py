@@ -19,9 +19,10 @@ from typing import Any
 from relpipe.changelog.configs.load import load_yaml, resolve_key
 from relpipe.changelog.configs.points import plan_key
 from relpipe.changelog.errors import ChangelogError
+from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.review.context import Review
-from relpipe.validate.review.result import FAIL, NA, PASS, WARN, Evidence, Result, plural, result
+from relpipe.validate.review.result import Evidence, Result, plural, result
 from relpipe.validate.review.scope import load_masters, scope_key
 
 CHANGELOG = "perf-changelog.yaml"

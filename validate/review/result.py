@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-PASS, WARN, FAIL, NA = "PASS", "WARN", "FAIL", "N/A"
 MAX_EVIDENCE = 40  # rows per check; the count of the rest is reported
 
 

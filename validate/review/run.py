@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from relpipe.validate.precision import gitio
 from relpipe.validate.errors import ValidateError
+from relpipe.validate.precision import gitio
 from relpipe.validate.review import images, launch, models, owners, plan
 from relpipe.validate.review.context import Change, Options, Review
 from relpipe.validate.review.result import Result

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from relpipe.validate.precision import gitio
 from relpipe.validate.errors import ValidateError
+from relpipe.validate.precision import gitio
 
 MAX_FILE_BYTES = 4 * 1024 * 1024  # the largest real launch script is ~60 KB, a recipe ~20 KB
 
