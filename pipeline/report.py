@@ -32,8 +32,8 @@ from relpipe.validate.precision.diff import PrecisionReport
 REPORT_FILES = ("report.json", "report.md", "report.html")
 RENDERER = 5  # bump when the report layout changes, so that kept reports are re-rendered
 TEMPLATE = "report.html.j2"
-_COLORS = {PASS: "#1a7f37", WARN: "#9a6700", FAIL: "#cf222e", NA: "#6e7781"}
-_ICONS = {PASS: "✅", WARN: "⚠️", FAIL: "❌", NA: "➖"}
+_COLORS: dict[str, str] = {PASS: "#1a7f37", WARN: "#9a6700", FAIL: "#cf222e", NA: "#6e7781"}
+_ICONS: dict[str, str] = {PASS: "✅", WARN: "⚠️", FAIL: "❌", NA: "➖"}
 
 
 @dataclass(frozen=True)

@@ -456,9 +456,7 @@ class KeySetting:
 
     def finding(self) -> Finding:
         """As a `Finding` (code golden-pass / golden-fail / golden-warn / golden-na)."""
-        code = {PASS: "golden-pass", FAIL: "golden-fail", WARN: "golden-warn"}.get(
-            self.verdict, "golden-na"
-        )
+        code = "golden-na" if self.verdict == NA else f"golden-{self.verdict.lower()}"
         return Finding(self.path, self.line, code, f"{self.key}: {self.reason}")
 
 

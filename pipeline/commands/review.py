@@ -38,7 +38,7 @@ TITLES = {
     "pareto": "Pareto coverage of each curve",
     "notes": "PR body matches the facts",
 }
-_ICON = {PASS: "✅", WARN: "⚠️", FAIL: "❌", NA: "➖"}
+_ICON: dict[str, str] = {PASS: "✅", WARN: "⚠️", FAIL: "❌", NA: "➖"}
 
 
 class _Parser(argparse.ArgumentParser):

@@ -45,8 +45,8 @@ def check_golden(review: Review) -> Result:
         return result(cid, NA, f"no {GOLDEN}/ in the repository")
     settings = golden_al.check(review.source.root, [s.key for s in review.scopes])
     rows: list[Evidence] = []
-    counts = {PASS: 0, WARN: 0, FAIL: 0, NA: 0}
-    order = {FAIL: 0, WARN: 1, PASS: 2, NA: 3}
+    counts: dict[str, int] = {PASS: 0, WARN: 0, FAIL: 0, NA: 0}
+    order: dict[str, int] = {FAIL: 0, WARN: 1, PASS: 2, NA: 3}
     for st in sorted(settings, key=lambda x: order.get(x.verdict, 1)):
         counts[st.verdict if st.verdict in counts else WARN] += 1
         k = f"K={st.k} ({st.k_source})" if st.k is not None else "K unknown"
