@@ -587,7 +587,7 @@ def nightly_tag(index: int) -> str:
 
 
 def _created(index: int) -> str:
-    when = dt.datetime.strptime(NIGHTLY_TIMES[index], "%Y%m%d%H%M").replace(tzinfo=dt.timezone.utc)
+    when = dt.datetime.strptime(NIGHTLY_TIMES[index], "%Y%m%d%H%M").replace(tzinfo=dt.UTC)
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

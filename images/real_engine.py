@@ -51,12 +51,12 @@ class EngineCommit:
 
     @property
     def tag(self) -> str:
-        when = dt.datetime.fromisoformat(self.date).astimezone(dt.timezone.utc)
+        when = dt.datetime.fromisoformat(self.date).astimezone(dt.UTC)
         return f"nightly_{when:%Y%m%d%H%M}"
 
     @property
     def created(self) -> str:
-        when = dt.datetime.fromisoformat(self.date).astimezone(dt.timezone.utc)
+        when = dt.datetime.fromisoformat(self.date).astimezone(dt.UTC)
         return f"{when:%Y-%m-%dT%H:%M:%SZ}"
 
 
