@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from relpipe.core.status import FAIL, NA, PASS, WARN
+from relpipe.pipeline.commands.parser import Parser
 from relpipe.pipeline.errors import PipelineError
 from relpipe.validate.precision.diff import md_code, md_text
 from relpipe.validate.review.context import Options
@@ -41,17 +42,8 @@ TITLES = {
 _ICON: dict[str, str] = {PASS: "✅", WARN: "⚠️", FAIL: "❌", NA: "➖"}
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise PipelineError(f"{message}; run `relpipe review --help`")
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(
-        prog="relpipe review",
-        description=(__doc__ or "").split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
+    p = Parser(prog="relpipe review", description=(__doc__ or "").split("\n\n")[0])
     where = p.add_argument_group("what to review")
     where.add_argument("--repo", metavar="PATH", default=".", help="InferenceX-layout checkout")
     where.add_argument(

@@ -18,9 +18,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from relpipe.pipeline.commands.parser import HelpFormatter
 from relpipe.pipeline.errors import PipelineError
 
-HELP = argparse.ArgumentDefaultsHelpFormatter
+HELP = HelpFormatter
 
 
 def parser() -> argparse.ArgumentParser:

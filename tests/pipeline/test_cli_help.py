@@ -85,6 +85,10 @@ def test_every_option_shows_its_default_and_a_real_metavar(words: tuple[str, ...
     entries = [e for e in _entries(text) if not e[1].startswith("-h, --help")]
     missing = [line for _, line, body in entries if not re.search(r"default|required", body)]
     assert not missing, f"relpipe {' '.join(words)}: options without a default shown: {missing}"
+    # Python's own words for an absent default, or a default said twice, read as a bug.
+    raw = [line for _, line, body in entries if "(default: None)" in body]
+    twice = [line for _, line, body in entries if body.count("(default:") > 1]
+    assert raw == [] and twice == [], (words, raw, twice)
     # argparse's fallback metavar is the option's name in capitals: say what the value is instead.
     generic = [
         opt
