@@ -38,8 +38,9 @@ _INVISIBLE = re.compile(
 REPLACEMENT = "\ufffd"
 ELLIPSIS = "\u2026"
 LINE_LIMIT = 300  # characters of one line of untrusted text in a report, a note or a terminal
-# Markdown: what can start markup (code, emphasis, links, HTML, tables, headings, lists, quotes).
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#!&{}])")
+# Markdown: what can start markup (code, emphasis, links, HTML, tables, headings, lists, quotes,
+# and GitHub's `$` math).
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#!&{}$])")
 # GitHub's autolinks that must not fire: @mentions (notify people) and bare #N (an issue of the
 # repository the text is pasted into). `owner/repo#N` and words ending in `#N` are left alone.
 _MD_REFERENCE = re.compile(r"(?<![\w/`@])@[A-Za-z0-9][A-Za-z0-9-]*(?:/[\w.-]+)?|(?<![\w/&`])#\d+")

@@ -22,7 +22,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from relpipe.changelog.notes import ReleaseFacts, catalog, markdown
+from relpipe.changelog.notes import ReleaseFacts, catalog
+from relpipe.core import sanitize
 from relpipe.validate.findings import Finding
 
 # Traditional-only characters seen in Chinese tech writing, each followed by its Simplified form.
@@ -206,7 +207,7 @@ def _pr_ints(value: object) -> Iterator[int]:
 def _universe(facts: ReleaseFacts) -> _Universe:
     data = facts.to_json()
     # Escaped forms too: escaping inserts backslashes that can change what a pattern sees.
-    toks = [t for s in _strings(data) for form in (s, markdown.escape(s)) for t in tokens(form)]
+    toks = [t for s in _strings(data) for form in (s, sanitize.markdown(s)) for t in tokens(form)]
     images = {_normalize(t.value) for t in toks if t.category == "image"}
     images |= {_normalize(i.ref.split("@")[0]) for i in (facts.old_image, facts.new_image) if i}
     keys = (

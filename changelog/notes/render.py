@@ -22,9 +22,9 @@ from relpipe.changelog.configs.semdiff import (
     VersionChange,
 )
 from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.notes import markdown
 from relpipe.changelog.notes.facts import Commit, Image, ReleaseFacts
 from relpipe.changelog.notes.glossary import catalog
+from relpipe.core import sanitize
 
 LANG_CHOICES = ("en", "zh", "both")
 ZH_HEADING = "## 中文"
@@ -86,9 +86,9 @@ class Line:
 def _fmt(arg: Arg, lang: str, md: bool) -> str:
     sep = catalog().phrase("list_sep", lang)
     if isinstance(arg, Code):
-        return markdown.code(arg.value) if md else markdown.plain(arg.value)
+        return sanitize.markdown_code(arg.value) if md else sanitize.clean(arg.value)
     if isinstance(arg, Text):
-        return markdown.escape(arg.value) if md else markdown.plain(arg.value)
+        return sanitize.markdown(arg.value) if md else sanitize.clean(arg.value)
     if isinstance(arg, Codes):
         return sep.join(_fmt(Code(v), lang, md) for v in arg.values)
     if isinstance(arg, Numbers):
@@ -380,7 +380,7 @@ def render_title(facts: ReleaseFacts) -> str:
             .phrase("title", lang)
             .format(
                 engine=_engine_name(facts.new_image),
-                tag=markdown.plain(_tag(facts.new_image.ref)),
+                tag=sanitize.clean(_tag(facts.new_image.ref)),
                 scope=scope,
             )
         )
@@ -439,7 +439,7 @@ def description_lines(facts: ReleaseFacts) -> tuple[str, ...]:
                     (
                         "packages",
                         ", ".join(
-                            f"{catalog().display(n)} {markdown.plain(v)}" for n, v in new.packages
+                            f"{catalog().display(n)} {sanitize.clean(v)}" for n, v in new.packages
                         ),
                     ),
                 ),

@@ -16,10 +16,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from relpipe.core import sanitize
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.pipeline.commands.parser import Parser
 from relpipe.pipeline.errors import PipelineError
-from relpipe.validate.precision.diff import md_code, md_text
 from relpipe.validate.review.context import Options
 from relpipe.validate.review.result import Result
 from relpipe.validate.review.run import CHECKS, FAST, run
@@ -40,6 +40,14 @@ TITLES = {
     "notes": "PR body matches the facts",
 }
 _ICON: dict[str, str] = {PASS: "✅", WARN: "⚠️", FAIL: "❌", NA: "➖"}
+
+
+def _cell(text: str) -> str:
+    return sanitize.markdown(text, limit=None)
+
+
+def _code(text: str) -> str:
+    return sanitize.markdown_code(text, limit=None, table=True)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -138,7 +146,7 @@ def to_json(results: Sequence[Result], scope: str) -> dict[str, object]:
 
 def _where(text: str) -> str:
     # file:line stays a code span; anything else (a key, a count) is escaped text.
-    return md_code(text) if re.fullmatch(r"[\w./@+-]+(?::\d+)?", text) else md_text(text)
+    return _code(text) if re.fullmatch(r"[\w./@+-]+(?::\d+)?", text) else _cell(text)
 
 
 def render_markdown(results: Sequence[Result], scope: str) -> str:
@@ -146,27 +154,27 @@ def render_markdown(results: Sequence[Result], scope: str) -> str:
     lines = [
         f"### relpipe review: {overall(results)}",
         "",
-        md_text(scope),
+        _cell(scope),
         "",
         "| # | check | status | reason |",
         "|---|---|---|---|",
     ]
     for n, r in enumerate(results):
         lines.append(
-            f"| {n} | {md_code(r.id)} {md_text(TITLES[r.id])} | {_ICON[r.status]} "
-            f"{r.status} | {md_text(r.reason)} |"
+            f"| {n} | {_code(r.id)} {_cell(TITLES[r.id])} | {_ICON[r.status]} "
+            f"{r.status} | {_cell(r.reason)} |"
         )
     for r in results:
         if not r.evidence:
             continue
         lines += [
             "",
-            f"<details><summary>{md_text(r.id)}: {len(r.evidence)} evidence row(s)</summary>",
+            f"<details><summary>{_cell(r.id)}: {len(r.evidence)} evidence row(s)</summary>",
             "",
             "| where | what |",
             "|---|---|",
         ]
-        lines += [f"| {_where(e.where)} | {md_text(e.what)} |" for e in r.evidence]
+        lines += [f"| {_where(e.where)} | {_cell(e.what)} |" for e in r.evidence]
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 

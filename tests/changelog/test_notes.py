@@ -23,7 +23,8 @@ from relpipe.changelog.notes import (
     render,
     render_title,
 )
-from relpipe.changelog.notes.markdown import code, escape
+from relpipe.core.sanitize import markdown as escape
+from relpipe.core.sanitize import markdown_code as code
 from relpipe.pipeline import cli
 from relpipe.validate import notes_check
 from support import git

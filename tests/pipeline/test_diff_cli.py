@@ -99,7 +99,7 @@ def test_markdown_is_the_default_and_links_prs(fixture: Fixture) -> None:
     proc = relpipe(fixture.versions[2], fixture.versions[3], "--repo", str(fixture.atom))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "[ROCm/ATOM#2501](https://github.com/ROCm/ATOM/pull/2501)" in out
+    assert "[ROCm/ATOM\\#2501](https://github.com/ROCm/ATOM/pull/2501)" in out
     assert "| `atom/config.py` | modified | kv-cache | not-relevant |" in out  # the DP option
     assert "| `atom/spec_decode/eagle_proposer.py` | **changed** |" in out
 

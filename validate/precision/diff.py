@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import html
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from relpipe.core import sanitize
 from relpipe.core.files import write_atomic
 from relpipe.core.yamlload import load_yaml
 from relpipe.validate.errors import ValidateError
@@ -1252,31 +1252,15 @@ def lint(repo: Path, rules: Rules, rev: str = "HEAD") -> LintReport:
 
 # --- Markdown -----------------------------------------------------------------------------------
 
-# Like the release notes' `markdown.escape`, `@` is backslash-escaped (a subject's `@alice` pasted
-# into a PR must not ping anyone). Unlike it, `#` stays as written (PR labels such as
-# `ROCm/ATOM#12` are link texts here) and HTML becomes entities rather than backslash escapes.
-_MD_ESCAPE = re.compile(r"([\\`*_\[\]|~$@])")
+
+def _cell(text: str) -> str:
+    """Untrusted text as one Markdown table cell (`core.sanitize.markdown`, uncapped)."""
+    return sanitize.markdown(text, limit=None)
 
 
-def _plain(text: str) -> str:
-    # Imported here: the notes package is large, and `relpipe diff --json` never renders Markdown.
-    from relpipe.changelog.notes import markdown
-
-    return markdown.plain(text, limit=None)
-
-
-def md_text(text: str) -> str:
-    """Untrusted text as one Markdown table cell: one clean line, HTML inert, Markdown escaped."""
-    line = _plain(text)
-    return _MD_ESCAPE.sub(r"\\\1", html.escape(line, quote=False))
-
-
-def md_code(text: str) -> str:
-    """A path or sha as inline code in a table cell; falls back to escaped text if it can't be."""
-    if "`" in text or not text.strip() or _plain(text) != text:
-        return md_text(text)
-    # Inside a code span only `|` still needs escaping: GFM splits table cells on it first.
-    return "`" + text.replace("|", "\\|") + "`"
+def _code(text: str) -> str:
+    """A path or sha as inline code in a table cell (`|` escaped, as GFM tables need)."""
+    return sanitize.markdown_code(text, limit=None, table=True)
 
 
 def _count(n: int, noun: str) -> str:
@@ -1290,7 +1274,7 @@ def _short(sha: str) -> str:
 def _pr_cell(report: PrecisionReport, pr: int | None) -> str:
     if pr is None:
         return ""
-    label = md_text(f"{report.project}#{pr}" if report.project else f"#{pr}")
+    label = _cell(f"{report.project}#{pr}" if report.project else f"#{pr}")
     return f"[{label}](https://github.com/{report.project}/pull/{pr})" if report.project else label
 
 
@@ -1300,7 +1284,7 @@ def _commit_cells(report: PrecisionReport, shas: Sequence[str]) -> str:
     for sha in shas:
         commit = by_sha.get(sha)
         pr = _pr_cell(report, commit.pr if commit else None)
-        cells.append(f"{md_code(_short(sha))}" + (f" ({pr})" if pr else ""))
+        cells.append(f"{_code(_short(sha))}" + (f" ({pr})" if pr else ""))
     return ", ".join(cells)
 
 
@@ -1334,9 +1318,9 @@ def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]])
 def render_markdown(report: PrecisionReport) -> str:
     """Tables a reviewer pastes into a PR: summary by category, relevant files, commits, watch."""
     s = report.summary()
-    where = md_text(report.project or report.repo)
+    where = _cell(report.project or report.repo)
     lines = [
-        f"### Engine diff {md_code(_short(report.old))} → {md_code(_short(report.new))} ({where})",
+        f"### Engine diff {_code(_short(report.old))} → {_code(_short(report.new))} ({where})",
         "",
         f"{_count(s['commits'], 'commit')}, {_count(s['files'], 'file')} changed"
         + (
@@ -1350,14 +1334,14 @@ def render_markdown(report: PrecisionReport) -> str:
             else ""
         )
         + f". Precision: **{s['relevant']} relevant**, {s['cosmetic']} cosmetic, "
-        f"{s['not-relevant']} not relevant (rules: {md_text(report.rules)}).",
+        f"{s['not-relevant']} not relevant (rules: {_cell(report.rules)}).",
         "",
     ]
     lines += _table(
         "",
         ["category", "relevant:", "cosmetic:", "not relevant:"],
         [
-            [md_text(category), row["relevant"], row["cosmetic"], row["not-relevant"]]
+            [_cell(category), row["relevant"], row["cosmetic"], row["not-relevant"]]
             for category, row in s["by_category"].items()
         ],
     )
@@ -1368,12 +1352,12 @@ def render_markdown(report: PrecisionReport) -> str:
         ["file", "change", "category", "verdict", "commits", "why"],
         [
             [
-                md_code(f.path) + (f" (from {md_code(f.old_path)})" if f.old_path else ""),
+                _code(f.path) + (f" (from {_code(f.old_path)})" if f.old_path else ""),
                 f.status,
-                md_text(f.category or ""),
+                _cell(f.category or ""),
                 f.verdict,
                 _file_commit_cells(report, f),
-                md_text(f.reason),
+                _cell(f.reason),
             ]
             for f in report.files
             if f.verdict != "not-relevant" or f.category
@@ -1384,11 +1368,11 @@ def render_markdown(report: PrecisionReport) -> str:
         ["commit", "PR", "type", "subject", "precision"],
         [
             [
-                md_code(_short(c.sha)) + (" *old*" if c.side == "old" else ""),
+                _code(_short(c.sha)) + (" *old*" if c.side == "old" else ""),
                 _pr_cell(report, c.pr),
-                md_text(c.type) + (" (merge)" if c.merge else ""),
-                md_text(c.subject),
-                md_text(", ".join(report.commit_categories(c.sha))),
+                _cell(c.type) + (" (merge)" if c.merge else ""),
+                _cell(c.subject),
+                _cell(", ".join(report.commit_categories(c.sha))),
             ]
             for c in report.commits
         ],
@@ -1398,10 +1382,10 @@ def render_markdown(report: PrecisionReport) -> str:
         ["watched", "state", "changed in", "note"],
         [
             [
-                md_code(w.label) if w.label == w.path else md_text(w.label),
+                _code(w.label) if w.label == w.path else _cell(w.label),
                 f"**{w.state}**",
                 _commit_cells(report, w.commits),
-                md_text(w.note),
+                _cell(w.note),
             ]
             for w in report.watch
         ],
@@ -1412,10 +1396,10 @@ def render_markdown(report: PrecisionReport) -> str:
         [
             [
                 u.kind,
-                md_text(u.ref),
-                md_code(_short(u.commit)) if u.commit else "no",
+                _cell(u.ref),
+                _code(_short(u.commit)) if u.commit else "no",
                 "ok" if u.ok else "**FAIL**",
-                md_text(u.why),
+                _cell(u.why),
             ]
             for u in report.upstream
         ],
