@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from relpipe.validate.precision import diff as precision  # noqa: E402
+from relpipe.validate import precision  # noqa: E402
 
 from bench.timing import best  # noqa: E402
 

@@ -19,7 +19,7 @@ from relpipe.core.errors import RelpipeError
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.record import StageRunner
 from relpipe.pipeline.workspace import Point
-from relpipe.validate.precision.diff import PrecisionReport
+from relpipe.validate.precision import PrecisionReport
 
 JSON = Any  # a value of a JSON document (the edge this module guards)
 

@@ -56,7 +56,7 @@ from relpipe.pipeline.workspace import CHANGELOG, LOCK, Workspace
 
 if TYPE_CHECKING:
     from relpipe.changelog.entries import Entry
-    from relpipe.validate.precision.diff import PrecisionReport
+    from relpipe.validate.precision import PrecisionReport
 
 DEFAULT_REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
 SCENARIO_TYPES = ("fixed-seq-len", "agentic-coding")

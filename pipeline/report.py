@@ -27,7 +27,7 @@ from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.pipeline.outputs import EngineFacts, EvalOutput, Facts, PrecisionOutput
 from relpipe.pipeline.record import pretty_json
 from relpipe.pipeline.verdict import Outcome, Verdict, eval_failures
-from relpipe.validate.precision.diff import PrecisionReport
+from relpipe.validate.precision import PrecisionReport
 
 REPORT_FILES = ("report.json", "report.md", "report.html")
 RENDERER = 5  # bump when the report layout changes, so that kept reports are re-rendered

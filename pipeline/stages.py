@@ -43,7 +43,7 @@ from relpipe.pipeline.verdict import Outcome
 from relpipe.pipeline.workspace import Point, Workspace, threshold_for
 
 if TYPE_CHECKING:
-    from relpipe.validate.precision.diff import PrecisionReport
+    from relpipe.validate.precision import PrecisionReport
 
 DEFAULT_SUITES = ("decode-parity",)
 DEFAULT_MAX_BATCH = 4
@@ -823,7 +823,7 @@ SERVER_PORT = "18080"
 
 
 def precision_report(repo: Path, rules: str | None, display: str) -> PrecisionReport:
-    from relpipe.validate.precision import diff as precision
+    from relpipe.validate import precision
 
     loaded = precision.load_rules(rules) if rules else None
     return precision.diff(repo, enginerepo.OLD_REF, enginerepo.NEW_REF, loaded, display=display)

@@ -19,7 +19,7 @@ from pathlib import Path
 from relpipe.pipeline import enginerepo
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
-from relpipe.validate.precision import diff as precision
+from relpipe.validate import precision
 from relpipe.validate.precision import gitio
 
 IMAGE_PREFIX = "image:"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from relpipe.images.build import build_fixtures
-from relpipe.validate.precision import diff as precision
+from relpipe.validate import precision
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 HEAD = "ffdf3bb5ddf8a15a64d521a2eeb3bc7438f9ac21"

@@ -16,7 +16,7 @@ import pytest
 from relpipe.pipeline.outputs import PrecisionOutput
 from relpipe.pipeline.run import RunResult, print_result
 from relpipe.pipeline.verdict import Outcome, Verdict, check_precision
-from relpipe.validate.precision import diff as precision
+from relpipe.validate import precision
 from support import commit_files, source_root
 
 SUBJECT = (

@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from relpipe.validate import precision
 from relpipe.validate.errors import ValidateError
-from relpipe.validate.precision import diff as precision
 from relpipe.validate.precision import gitio
 from support import commit_files, git
 

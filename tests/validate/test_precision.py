@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from relpipe.core import sanitize
+from relpipe.validate import precision
 from relpipe.validate.errors import ValidateError
-from relpipe.validate.precision import diff as precision
 from relpipe.validate.precision import globs
 from support import commit_files, git, import_commit
 

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from relpipe.validate import precision
 from relpipe.validate.errors import ValidateError
-from relpipe.validate.precision import diff as precision
 
 HEAD = "ffdf3bb5ddf8a15a64d521a2eeb3bc7438f9ac21"
 

@@ -1,0 +1,50 @@
+"""The engine precision diff: which changes between two engine commits can move numerical precision.
+
+The package's public face, for `relpipe diff`, the qualification's C5 and `relpipe review`:
+`rules` (the rules format and its lint), `classify` (one file's verdict; `diff`, the batched git
+reads of a commit pair), `report` (`PrecisionReport` as JSON and Markdown). Below them: `gitio`
+(git, a fixed handful of processes per pair), `cosmetic` (comment-only and logging-only edits),
+`commits` (subjects -> type, scope, PR), `globs` and `regexlit` (rule matching). docs/precision.md.
+"""
+
+from relpipe.validate.precision.classify import check_upstream, classify, diff
+from relpipe.validate.precision.report import (
+    VERDICTS,
+    FileChange,
+    PrecisionReport,
+    UpstreamResult,
+    WatchResult,
+    render_markdown,
+)
+from relpipe.validate.precision.rules import (
+    BUILTIN_RULES,
+    LintReport,
+    Rule,
+    Rules,
+    glob_regex,
+    lint,
+    load_rules,
+    parse_rules,
+    parse_upstream,
+)
+
+__all__ = [
+    "BUILTIN_RULES",
+    "VERDICTS",
+    "FileChange",
+    "LintReport",
+    "PrecisionReport",
+    "Rule",
+    "Rules",
+    "UpstreamResult",
+    "WatchResult",
+    "check_upstream",
+    "classify",
+    "diff",
+    "glob_regex",
+    "lint",
+    "load_rules",
+    "parse_rules",
+    "parse_upstream",
+    "render_markdown",
+]
