@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from relpipe.images.errors import ImageError
-from relpipe.images.reference import DOCKER_HUB, ReferenceError, parse
+from relpipe.images.reference import DOCKER_HUB, InvalidReference, parse
 
 MIRRORS_ENV = "RELPIPE_REGISTRY_MIRRORS"  # comma-separated SRC=DST
 PLATFORM_ENV = "RELPIPE_PLATFORM"  # os/arch[/variant] for every pin and resolve
@@ -64,7 +64,7 @@ def parse_mirror(text: str) -> Mirror:
     try:
         src = parse(f"{source.strip()}/x").registry
         host = parse(f"{target}/x").registry
-    except ReferenceError:
+    except InvalidReference:
         raise OptionError(
             f"invalid registry mirror {text!r}: SRC and DST must be registry hosts"
         ) from None

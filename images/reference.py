@@ -26,7 +26,7 @@ _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _MAX_NAME = 255
 
 
-class ReferenceError(ImageError):
+class InvalidReference(ImageError):
     """A string is not a valid image reference (usage error)."""
 
     exit_code = 2
@@ -103,7 +103,7 @@ def is_loopback(registry: str) -> bool:
 
 def check_digest(digest: str) -> str:
     if not _DIGEST.fullmatch(digest):
-        raise ReferenceError(
+        raise InvalidReference(
             f"invalid digest {digest!r}: expected sha256: followed by 64 lowercase hex digits"
         )
     return digest
@@ -111,7 +111,7 @@ def check_digest(digest: str) -> str:
 
 def _check_tag(tag: str) -> str:
     if not _TAG.fullmatch(tag):
-        raise ReferenceError(
+        raise InvalidReference(
             f"invalid tag {tag!r}: use letters, digits, '_', '.', '-' "
             "(max 128, not starting with '.' or '-')"
         )
@@ -123,7 +123,7 @@ def parse(ref: str | Reference) -> Reference:
     if isinstance(ref, Reference):
         return ref
     if not isinstance(ref, str) or not ref or ref != ref.strip() or any(c.isspace() for c in ref):
-        raise ReferenceError(f"invalid image reference {ref!r}: empty or contains whitespace")
+        raise InvalidReference(f"invalid image reference {ref!r}: empty or contains whitespace")
     rest, digest = ref, None
     if "@" in rest:
         rest, digest = rest.split("@", 1)
@@ -137,7 +137,7 @@ def parse(ref: str | Reference) -> Reference:
     if sep and ("." in first or ":" in first or first == "localhost"):
         registry, path = first, remainder
         if not _DOMAIN.fullmatch(registry):
-            raise ReferenceError(f"invalid registry {registry!r} in image reference {ref!r}")
+            raise InvalidReference(f"invalid registry {registry!r} in image reference {ref!r}")
     else:
         registry, path = DOCKER_HUB, rest
     if registry.lower() in _HUB_ALIASES:
@@ -146,11 +146,11 @@ def parse(ref: str | Reference) -> Reference:
     for comp in components:
         if not _COMPONENT.fullmatch(comp):
             hint = " (repository names must be lowercase)" if comp.lower() != comp else ""
-            raise ReferenceError(
+            raise InvalidReference(
                 f"invalid repository component {comp!r} in image reference {ref!r}{hint}"
             )
     if registry == DOCKER_HUB and len(components) == 1:
         path = f"library/{path}"
     if len(f"{registry}/{path}") > _MAX_NAME:
-        raise ReferenceError(f"image name in {ref!r} is longer than {_MAX_NAME} characters")
+        raise InvalidReference(f"image name in {ref!r} is longer than {_MAX_NAME} characters")
     return Reference(registry, path, tag, digest)

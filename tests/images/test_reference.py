@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from relpipe.images.reference import Reference, ReferenceError, is_loopback, parse
+from relpipe.images.reference import Reference, InvalidReference, is_loopback, parse
 
 D = "sha256:" + "ab" * 32
 
@@ -51,7 +51,7 @@ def test_parse_normalises(text: str, expected: Reference) -> None:
     ],
 )
 def test_parse_rejects_with_one_line(text: str, message: str) -> None:
-    with pytest.raises(ReferenceError, match=message) as info:
+    with pytest.raises(InvalidReference, match=message) as info:
         parse(text)
     assert "\n" not in str(info.value) and info.value.exit_code == 2
 
@@ -108,7 +108,7 @@ def test_round_trip(reg: str, comps: list[str], t: str | None, hexd: str | None)
 def test_arbitrary_text_parses_or_fails_cleanly(text: str) -> None:
     try:
         ref = parse(text)
-    except ReferenceError as exc:
+    except InvalidReference as exc:
         assert "\n" not in str(exc)
     else:
         assert parse(str(ref)) == ref
