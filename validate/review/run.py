@@ -14,7 +14,7 @@ from pathlib import Path
 
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import gitio
-from relpipe.validate.review import images, launch, models, owners, plan
+from relpipe.validate.review import artifacts, images, launch, models, owners
 from relpipe.validate.review.context import Change, Options, Review
 from relpipe.validate.review.result import Result
 from relpipe.validate.review.scope import Masters, load_masters, scope_keys, select_keys
@@ -29,11 +29,11 @@ CHECKS: dict[str, tuple[Callable[[Review], Result], bool]] = {
     "arch-hacks": (launch.check_arch, True),
     "chat-template": (launch.check_chat, True),
     "engine-patches": (launch.check_patches, True),
-    "golden-al": (plan.check_golden, True),
-    "append-only": (plan.check_append_only, True),
+    "golden-al": (artifacts.check_golden, True),
+    "append-only": (artifacts.check_append_only, True),
     "draft-as-shipped": (launch.check_draft, True),
-    "pareto": (plan.check_pareto, False),
-    "notes": (plan.check_notes, False),
+    "pareto": (artifacts.check_pareto, False),
+    "notes": (artifacts.check_notes, False),
 }
 FAST = tuple(cid for cid, (_, fast) in CHECKS.items() if fast)
 # Checks that look at neither the keys in scope nor the change: no masters, no git needed.

@@ -1,4 +1,4 @@
-"""Checks over plans and artifacts: golden-al, append-only, pareto and notes.
+"""Checks over the benchmark's points and artifacts: golden-al, append-only, pareto and notes.
 
 golden-al: the scoped golden acceptance-length check (`relpipe.validate.golden_al.check`) for
 the keys in scope only, so other keys never change the verdict. append-only: for a change whose new
