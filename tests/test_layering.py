@@ -124,9 +124,9 @@ def test_infrastructure_has_one_home() -> None:
 
 # Subsystems of `validate/`: each reads on its own. subsystem -> the validate modules it may use.
 VALIDATE_SUBSYSTEMS = {
-    "gate": {"errors", "findings"},
-    "precision": {"errors", "findings"},
-    "review": {"errors", "findings", "precision", "golden_al", "notes_check"},
+    "gate": {"errors"},
+    "precision": {"errors"},
+    "review": {"errors", "precision", "golden_al", "notes_check"},
 }
 
 

@@ -38,9 +38,9 @@ from pathlib import Path
 from relpipe.changelog.configs.load import MasterConfigs, load_masters, load_yaml
 from relpipe.changelog.errors import ChangelogError
 from relpipe.core.files import read_capped
+from relpipe.core.findings import Finding
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
-from relpipe.validate.findings import Finding
 
 MAX_FILE = 16 * 1024 * 1024
 _NUM = r"\"?'?([0-9]+(?:\.[0-9]+)?)"
@@ -354,7 +354,7 @@ def _judge(s: Setting, golden: tuple[GoldenFile, ...]) -> Result:
 def check_paths(paths: Iterable[str | Path], golden_dir: str | Path) -> list[Finding]:
     """Findings for every setting that does not match its golden AL (or cannot be checked)."""
     return [
-        Finding(r.setting.path, r.setting.line, r.code, r.message)
+        Finding(path=r.setting.path, line=r.setting.line, code=r.code, message=r.message)
         for r in evaluate(paths, golden_dir)
         if not r.ok
     ]
@@ -457,7 +457,9 @@ class KeySetting:
     def finding(self) -> Finding:
         """As a `Finding` (code golden-pass / golden-fail / golden-warn / golden-na)."""
         code = "golden-na" if self.verdict == NA else f"golden-{self.verdict.lower()}"
-        return Finding(self.path, self.line, code, f"{self.key}: {self.reason}")
+        return Finding(
+            path=self.path, line=self.line, code=code, message=f"{self.key}: {self.reason}"
+        )
 
 
 @dataclass(frozen=True)

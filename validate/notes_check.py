@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from relpipe.changelog.notes import ReleaseFacts, catalog
 from relpipe.core import sanitize
-from relpipe.validate.findings import Finding
+from relpipe.core.findings import Finding
 
 # Traditional-only characters seen in Chinese tech writing, each followed by its Simplified form.
 # Compact on purpose: it catches a Traditional half or a Traditional word pasted into a
@@ -235,7 +235,7 @@ def check(text: str, facts: ReleaseFacts, path: str = "NOTES.md") -> list[Findin
     findings: list[Finding] = []
 
     def add(line: int, code: str, message: str) -> None:
-        findings.append(Finding(path, line, code, message))
+        findings.append(Finding(path=path, line=line, code=code, message=message))
 
     lines = text.split("\n")
     numbered = list(enumerate(lines, start=1))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from relpipe.changelog.notes import ReleaseFacts, load_facts, render, render_title
-from relpipe.validate.findings import Finding
+from relpipe.core.findings import Finding
 from relpipe.validate.notes_check import TRADITIONAL, check
 
 EXAMPLE = Path(str(resources.files("relpipe.changelog.notes").joinpath("example.json")))
@@ -70,10 +70,10 @@ def test_a_number_dropped_from_the_chinese_half_fails_parity(
     bad = _zh(notes, "0.93（", "（")
     assert check(bad, facts) == [
         Finding(
-            "NOTES.md",
-            _line_of(bad, "Evaluation `gsm8k`"),
-            "parity-number",
-            "number 0.93 appears 1 time(s) in the English half but 0 in the Chinese half; "
+            path="NOTES.md",
+            line=_line_of(bad, "Evaluation `gsm8k`"),
+            code="parity-number",
+            message="number 0.93 appears 1 time(s) in the English half but 0 in the Chinese half; "
             "first difference: "
             f"English line {_line_of(bad, 'Evaluation `gsm8k`')} has 1, "
             f"Chinese line {_line_of(bad, '评测 `gsm8k`')} has 0",

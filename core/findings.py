@@ -1,0 +1,45 @@
+"""`Finding`: one problem a check found, located at a file and line; the one such record.
+
+Every content check (the changelog gate, the notes check, golden AL) reports `Finding`s. `code` is
+a stable slug that tests, reports and severity tables key on; `line` is 1-based (0: the whole
+file). Standard library only: the commit hook path uses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+ERROR, WARNING = "error", "warning"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)  # slots: a large audit holds many thousands
+class Finding:
+    code: str
+    message: str
+    line: int = 0
+    path: str = ""
+    hint: str = ""
+    severity: str = ERROR
+
+    def where(self, path: str | None = None) -> str:
+        """`path:line`, or the path alone for a whole-file finding."""
+        name = self.path if path is None else path
+        return f"{name}:{self.line}" if self.line else name
+
+    def __str__(self) -> str:
+        return f"{self.where()}: {self.message}"
+
+    def format(self, path: str | None = None) -> str:
+        """The compiler-style line the hook prints: `path:line: severity: message (hint: ...)`."""
+        hint = f" (hint: {self.hint})" if self.hint else ""
+        return f"{self.where(path)}: {self.severity}: {self.message}{hint}"
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"path": self.path, "line": self.line, "code": self.code}
+        doc["message"] = self.message
+        if self.hint:
+            doc["hint"] = self.hint
+        if self.severity != ERROR:
+            doc["severity"] = self.severity
+        return doc
