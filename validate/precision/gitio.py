@@ -21,12 +21,11 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from relpipe.core import process
 from relpipe.core.files import file_lock
 from relpipe.validate.errors import ValidateError
 
@@ -42,7 +41,6 @@ _URL_RE = re.compile(r"(?:https?|ssh|git|file)://[^\s]+|[A-Za-z0-9._-]+@[A-Za-z0
 _RAW_RE = re.compile(
     r":[0-7]{6} [0-7]{6} [0-9a-f]{40,64} [0-9a-f]{40,64} (?:[AMDTUXB]|[RC][0-9]{0,3})"
 )
-_MAX_ERR = 300
 
 # Every git command line starts with these: no pager, literal UTF-8 paths, and no configuration
 # that could make a read-only command start another program.
@@ -148,11 +146,6 @@ class LogEntry:
     touches: tuple[FileTouch, ...]
 
 
-def _one_line(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= _MAX_ERR else line[:_MAX_ERR] + "..."
-
-
 def redact(url: str) -> str:
     """A URL without its user:password part, for messages and reports."""
     return re.sub(r"(://)[^/@\s]*@", r"\1***@", url)
@@ -166,7 +159,7 @@ def commit_of(text: str) -> str:
         return match.group(1)
     if not _REF_RE.fullmatch(text) or ".." in text or text.endswith((".", "/", ".lock")):
         raise ValidateError(
-            f"not a commit, tag or version: {_one_line(text)!r}; "
+            f"not a commit, tag or version: {process.one_line(text)!r}; "
             "give a sha, a tag, a branch or a version like 0.1.7.dev60+g7fc0926c6"
         )
     return text
@@ -176,108 +169,57 @@ def _command(repo: Path, args: Sequence[str]) -> list[str]:
     return [*_BASE, "-C", str(repo), *args]
 
 
+GIT_TIMEOUT = 1800.0  # seconds for one git command (a first clone of a large engine included)
+
+
 def _check(repo: Path, args: Sequence[str], code: int, stderr: bytes, what: str) -> None:
     if code != 0:
-        err = stderr.decode("utf-8", "replace").strip().splitlines()
-        first = next((line for line in err if line.startswith(("fatal", "error"))), None)
-        detail = _one_line(first or (err[0] if err else f"exit {code}"))
+        detail = process.first_error(stderr, code)
         raise ValidateError(f"git {what or args[0]} failed in {repo}: {detail}")
 
 
-def run(repo: Path, *args: str, stdin: bytes | None = None, what: str = "") -> bytes:
-    """Run one git command in `repo`; return stdout. A failure is a one-line ValidateError."""
-    try:
-        proc = subprocess.run(
-            _command(repo, args), input=stdin, capture_output=True, env=environment(), check=False
-        )
-    except OSError as exc:
-        raise ValidateError(f"cannot run git ({exc.strerror}); install git 2.30 or newer") from None
-    _check(repo, args, proc.returncode, proc.stderr, what)
-    return proc.stdout
-
-
-def run_many(repo: Path, *commands: Sequence[str]) -> list[bytes]:
-    """Start independent read-only git commands together and collect their stdout in order.
-
-    They overlap in time without threads: each process writes into its own pipe and blocks only
-    when that pipe is full, until its turn to be drained comes.
-    """
-    env = environment()
-    procs = []
-    try:
-        for args in commands:
-            procs.append(
-                subprocess.Popen(
-                    _command(repo, args),
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    env=env,
-                )
-            )
-        outs = [proc.communicate() for proc in procs]
-    except OSError as exc:
-        raise ValidateError(f"cannot run git ({exc.strerror}); install git 2.30 or newer") from None
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    for args, proc, (_, err) in zip(commands, procs, outs, strict=True):
-        _check(repo, args, proc.returncode, err, args[0])
-    return [out for out, _ in outs]
-
-
 class Job:
-    """One git process running in the background with its input and output in unnamed temporary
-    files, not pipes: it never stalls on a full pipe while another is being read, so the diff's
-    processes overlap fully (the log runs while the blobs the diff names are being read)."""
+    """One git process running in the background (`core.process`: output in unnamed temporary
+    files, not pipes, so the diff's processes overlap fully: the log runs while the blobs the
+    diff names are being read)."""
 
     def __init__(self, repo: Path, args: Sequence[str], stdin: bytes | None = None) -> None:
         self.repo, self.args = repo, list(args)
-        self._out = tempfile.TemporaryFile()
-        self._err = tempfile.TemporaryFile()
-        source = None
-        if stdin is not None:
-            source = tempfile.TemporaryFile()
-            source.write(stdin)
-            source.seek(0)
         try:
-            self._proc = subprocess.Popen(
-                _command(repo, args),
-                stdin=source if source is not None else subprocess.DEVNULL,
-                stdout=self._out,
-                stderr=self._err,
-                env=environment(),
+            self._proc = process.Process(
+                _command(repo, args), env=environment(), input=stdin, what="git"
             )
-        except OSError as exc:
-            self.close()
-            raise ValidateError(
-                f"cannot run git ({exc.strerror}); install git 2.30 or newer"
-            ) from None
-        finally:
-            if source is not None:
-                source.close()
+        except process.ProcessError as exc:
+            raise ValidateError(f"{exc}; install git 2.30 or newer") from None
 
     def result(self, what: str = "") -> bytes:
         """Wait for the process; its stdout, or a one-line ValidateError."""
         try:
-            code = self._proc.wait()
-            self._err.seek(0)
-            _check(self.repo, self.args, code, self._err.read(), what)
-            self._out.seek(0)
-            return self._out.read()
-        finally:
-            self.close()
+            done = self._proc.wait(timeout=GIT_TIMEOUT, limit=None)
+        except process.ProcessError as exc:
+            raise ValidateError(f"git {what or self.args[0]} in {self.repo}: {exc}") from None
+        _check(self.repo, self.args, done.returncode, done.stderr, what)
+        return done.stdout
 
     def close(self) -> None:
         """Stop the process if it still runs, and drop its files."""
-        proc = getattr(self, "_proc", None)
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        self._out.close()
-        self._err.close()
+        self._proc.close()
+
+
+def run(repo: Path, *args: str, stdin: bytes | None = None, what: str = "") -> bytes:
+    """Run one git command in `repo`; return stdout. A failure is a one-line ValidateError."""
+    return Job(repo, args, stdin).result(what)
+
+
+def run_many(repo: Path, *commands: Sequence[str]) -> list[bytes]:
+    """Start independent read-only git commands together and collect their stdout in order."""
+    jobs: list[Job] = []
+    try:
+        jobs = [Job(repo, args) for args in commands]
+        return [job.result() for job in jobs]
+    finally:
+        for job in jobs:
+            job.close()
 
 
 def resolve(repo: Path, refs: Sequence[str]) -> list[str]:

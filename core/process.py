@@ -1,0 +1,162 @@
+"""Running another program: the one way relpipe starts a process.
+
+No shell, ever (`argv` is a list). Output goes to unnamed temporary files, not pipes, so several
+processes can run together without one stalling on a full pipe while another is read; it is
+read back capped (`limit` bytes), so a hostile program cannot exhaust memory. A `timeout` kills
+the process (and its process group, when it was started in its own session) and is one line.
+Failures are `ProcessError`: one line naming what ran and what it said. Standard library only:
+the commit hook's git helper uses it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from relpipe.core.errors import RelpipeError
+
+DEFAULT_TIMEOUT = 600.0  # seconds; every caller that can know better passes its own
+DEFAULT_LIMIT = 1 << 30  # bytes of stdout kept; stderr is kept to STDERR_LIMIT
+STDERR_LIMIT = 1 << 20
+MESSAGE_LIMIT = 300  # characters of a program's own words in an error line
+
+
+class ProcessError(RelpipeError):
+    """A program could not start, timed out, wrote too much or exited non-zero."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Completed:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
+def one_line(text: bytes | str, limit: int = MESSAGE_LIMIT) -> str:
+    """A program's output as one short line for an error message."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[:limit] + "..."
+
+
+def first_error(stderr: bytes, returncode: int) -> str:
+    """The line of `stderr` that says what went wrong (git's `fatal:`/`error:` first)."""
+    lines = stderr.decode("utf-8", "replace").strip().splitlines()
+    chosen = next((line for line in lines if line.startswith(("fatal", "error"))), None)
+    return one_line(chosen or (lines[0] if lines else f"exit {returncode}"))
+
+
+def _read(handle: IO[bytes], limit: int | None, what: str) -> bytes:
+    handle.seek(0)
+    data = handle.read() if limit is None else handle.read(limit + 1)
+    if limit is not None and len(data) > limit:
+        raise ProcessError(f"{what} wrote more than {limit} bytes; refusing its output")
+    return data
+
+
+class Process:
+    """One program running in the background; `wait()` gives its `Completed` result."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | str | None = None,
+        env: Mapping[str, str] | None = None,
+        input: bytes | None = None,
+        new_session: bool = False,
+        what: str = "",
+    ) -> None:
+        self.argv = tuple(argv)
+        self.what = what or Path(self.argv[0]).name
+        self._new_session = new_session
+        self._out = tempfile.TemporaryFile()
+        self._err = tempfile.TemporaryFile()
+        source = None
+        if input is not None:
+            source = tempfile.TemporaryFile()
+            source.write(input)
+            source.seek(0)
+        try:
+            self._proc = subprocess.Popen(
+                self.argv,
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdin=source if source is not None else subprocess.DEVNULL,
+                stdout=self._out,
+                stderr=self._err,
+                start_new_session=new_session,
+            )
+        except OSError as exc:
+            self.close()
+            raise ProcessError(f"cannot run {self.what} ({exc.strerror})") from None
+        finally:
+            if source is not None:
+                source.close()
+
+    def wait(
+        self, *, timeout: float | None = DEFAULT_TIMEOUT, limit: int | None = DEFAULT_LIMIT
+    ) -> Completed:
+        """Wait (killing it after `timeout` seconds) and read its output back, capped."""
+        try:
+            try:
+                code = self._proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise ProcessError(f"{self.what} did not finish in {timeout:g} s; killed") from None
+            return Completed(
+                argv=self.argv,
+                returncode=code,
+                stdout=_read(self._out, limit, self.what),
+                stderr=_read(self._err, STDERR_LIMIT, self.what),
+            )
+        finally:
+            self.close()
+
+    def kill(self) -> None:
+        proc = getattr(self, "_proc", None)
+        if proc is None or proc.poll() is not None:
+            return
+        if self._new_session:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.kill()
+        proc.wait()
+
+    def close(self) -> None:
+        """Stop the process if it still runs, and drop its files."""
+        self.kill()
+        self._out.close()
+        self._err.close()
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    limit: int | None = DEFAULT_LIMIT,
+    check: bool = True,
+    what: str = "",
+) -> Completed:
+    """Run `argv` to completion. With `check`, a non-zero exit is a one-line `ProcessError`
+    quoting the program's own error line."""
+    done = Process(argv, cwd=cwd, env=env, input=input, what=what).wait(
+        timeout=timeout, limit=limit
+    )
+    if check and done.returncode != 0:
+        name = what or Path(done.argv[0]).name
+        raise ProcessError(f"{name} failed: {first_error(done.stderr, done.returncode)}")
+    return done
