@@ -14,9 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from relpipe.images import services as svc
-
 from corpus import unavailable
+from relpipe.images import services as svc
 
 PG_ENV = "RELPIPE_HISTORY_PG"
 

@@ -7,7 +7,8 @@ kind of metric:
   repeated runs of the *same* image at that point: `K_SIGMA` times the robust spread (1.4826 x
   median absolute relative difference of consecutive same-image runs, which estimates the spread of
   a difference of two runs), widened to the 99th percentile of those differences where the noise is
-  heavier-tailed than a normal distribution (ATOM's dashboards are). Fallback when the point has fewer than `MIN_PAIRS` same-image pairs:
+  heavier-tailed than a normal distribution (ATOM's dashboards are). Fallback when the point has
+  fewer than `MIN_PAIRS` same-image pairs:
   the pairs of the same metric over the whole series, then of the metric everywhere, then
   `DEFAULT_BAND` (25 %: wider than ATOM's fixed 5 %/10 % rule, which fires on noise). The band
   never goes below `MIN_BAND`.

@@ -11,9 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from history_support import history_url, pg_server  # noqa: F401 - fixtures
 from relpipe.changelog.history import regressions, store
-from relpipe.changelog.history.records import OK, PERF, HIGHER, Image, Sample
+from relpipe.changelog.history.records import HIGHER, OK, PERF, Image, Sample
 from relpipe.pipeline import cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,7 +120,7 @@ def _dashboard(scores: list[float]) -> str:
     entries = []
     for i, score in enumerate(scores):
         image = "rocm/atom-dev:nightly_1" if i < len(scores) - 1 else "rocm/atom-dev:nightly_6"
-        extra = f"Run: https://github.com/ROCm/ATOM/actions/runs/{i} | Threshold: 0.94 | Docker: {image}"
+        extra = f"Run: https://x/actions/runs/{i} | Threshold: 0.94 | Docker: {image}"
         bench = {
             "name": "ATOM::M accuracy (GSM8K)",
             "value": score,
