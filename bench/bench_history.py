@@ -80,7 +80,7 @@ def main() -> list[str]:
 
         def run_regressions() -> None:
             with store.open_store(str(db_path)) as db:
-                regressions.compare(db.samples())
+                regressions.compare(db.measurements())
 
         took = best(run_regressions, 3)
         ref = best(lambda: sqlite3.connect(db_path).execute("SELECT * FROM results").fetchall(), 3)

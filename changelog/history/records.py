@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import NamedTuple
 
 OK = "ok"
 FAILED = "failed"
@@ -64,6 +65,34 @@ class Sample:
         """The sample's identity: the same run re-ingested is the same sample."""
         text = "\x1f".join((self.source, self.run, self.series, self.point, self.metric))
         return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+class Measurement(NamedTuple):
+    """What regressions read of a sample (a plain row: 100,000 of them are read per comparison)."""
+
+    series: str
+    point: str
+    metric: str
+    kind: str
+    better: str
+    image: str
+    run: str
+    seq: int
+    status: str
+    value: float | None
+    se: float | None
+    threshold: float | None
+    note: str
+
+
+MEASUREMENT_COLUMNS = Measurement._fields
+
+
+def measurement(s: Sample) -> Measurement:
+    return Measurement(
+        s.series, s.point, s.metric, s.kind, s.better, s.image.ref, s.run, s.seq, s.status,
+        s.value, s.se, s.threshold, s.note,
+    )  # fmt: skip - Measurement's field order
 
 
 @dataclass(frozen=True, kw_only=True)

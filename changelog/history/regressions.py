@@ -26,7 +26,8 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from operator import attrgetter
 
 from relpipe.changelog.history.records import (
     ACCEPTANCE,
@@ -36,7 +37,9 @@ from relpipe.changelog.history.records import (
     OK,
     OTHER,
     PERF,
+    Measurement,
     Sample,
+    measurement,
 )
 
 K_SIGMA = 4.0
@@ -80,22 +83,22 @@ class Finding:
         return asdict(self)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class _Image:
     ref: str
     first_seq: int
-    values: list[float]
-    ses: list[float]
-    thresholds: list[float]
-    failed: int
-    notes: list[str]
+    values: list[float] = field(default_factory=list)
+    ses: list[float] = field(default_factory=list)
+    thresholds: list[float] = field(default_factory=list)
+    failed: int = 0
+    notes: list[str] = field(default_factory=list)
 
 
 Group = tuple[str, str, str]
 
 
 def compare(
-    samples: Iterable[Sample], *, every: bool = False, all_points: bool = False
+    samples: Iterable[Sample | Measurement], *, every: bool = False, all_points: bool = False
 ) -> list[Finding]:
     """Findings for the newest image change of every point (`every`: each image change in order).
 
@@ -120,51 +123,37 @@ def compare(
 
 
 def _group(
-    samples: Iterable[Sample],
+    samples: Iterable[Sample | Measurement],
 ) -> tuple[
     dict[Group, dict[str, _Image]], dict[Group, tuple[str, str]], dict[str, dict[str, set[Group]]]
 ]:
     groups: dict[Group, dict[str, _Image]] = defaultdict(dict)
     kinds: dict[Group, tuple[str, str]] = {}
     series_points: dict[str, dict[str, set[Group]]] = defaultdict(lambda: defaultdict(set))
-    for s in sorted(samples, key=lambda s: (s.seq, s.run)):
-        if s.status not in (OK, FAILED):
+    rows = [m if isinstance(m, Measurement) else measurement(m) for m in samples]
+    # Python's order, not the database's: PostgreSQL may collate `run` differently from SQLite.
+    rows.sort(key=attrgetter("seq", "run"))
+    for m in rows:
+        if m.status not in (OK, FAILED):
             continue  # ambiguous samples are never measurements
-        key = (s.series, s.point, s.metric)
-        kinds.setdefault(key, (s.kind, s.better))
-        image = groups[key].get(s.image.ref)
+        key = (m.series, m.point, m.metric)
+        if key not in kinds:
+            kinds[key] = (m.kind, m.better)
+        images = groups[key]
+        image = images.get(m.image)
         if image is None:
-            image = groups[key][s.image.ref] = _Image(
-                ref=s.image.ref,
-                first_seq=s.seq,
-                values=[],
-                ses=[],
-                thresholds=[],
-                failed=0,
-                notes=[],
-            )
-        series_points[s.series][s.image.ref].add(key)
-        if s.status == FAILED or s.value is None:
-            groups[key][s.image.ref] = _replace_failed(image, s.note)
+            image = images[m.image] = _Image(ref=m.image, first_seq=m.seq)
+            series_points[m.series][m.image].add(key)
+        if m.status == FAILED or m.value is None:
+            image.failed += 1
+            image.notes.append(m.note)
             continue
-        image.values.append(s.value)
-        if s.se is not None:
-            image.ses.append(s.se)
-        if s.threshold is not None:
-            image.thresholds.append(s.threshold)
+        image.values.append(m.value)
+        if m.se is not None:
+            image.ses.append(m.se)
+        if m.threshold is not None:
+            image.thresholds.append(m.threshold)
     return groups, kinds, series_points
-
-
-def _replace_failed(image: _Image, note: str) -> _Image:
-    return _Image(
-        ref=image.ref,
-        first_seq=image.first_seq,
-        values=image.values,
-        ses=image.ses,
-        thresholds=image.thresholds,
-        failed=image.failed + 1,
-        notes=[*image.notes, note],
-    )
 
 
 def same_image_diffs(values: Sequence[float]) -> list[float]:

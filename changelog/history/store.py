@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.history.records import Image, Sample
+from relpipe.changelog.history.records import FAILED, OK, Image, Measurement, Sample
 from relpipe.core.errors import require
 
 HISTORY_ENV = "RELPIPE_HISTORY"
@@ -146,6 +146,21 @@ class Store:
         try:
             cur.execute(sql, params)
             return [_sample(row) for row in cur.fetchall()]
+        finally:
+            cur.close()
+
+
+    def measurements(self, *, series: Sequence[str] = ()) -> list[Measurement]:
+        """The ok and failed samples as plain rows in history order (what `regressions` reads)."""
+        where = f"status IN ('{OK}', '{FAILED}')"
+        if series:
+            where += f" AND series IN ({', '.join('?' * len(series))})"
+        columns = ", ".join(Measurement._fields)
+        cur = self.conn.cursor()
+        try:
+            sql = f"SELECT {columns} FROM results WHERE {where} ORDER BY seq, run"
+            cur.execute(self._sql(sql), tuple(series))
+            return list(map(Measurement._make, cur.fetchall()))
         finally:
             cur.close()
 

@@ -90,7 +90,7 @@ def _ingest(db: store.Store, paths: Sequence[str], *, as_json: bool) -> int:
 
 def _regressions(db: store.Store, args: argparse.Namespace) -> int:
     findings = regressions.compare(
-        db.samples(series=args.series), every=args.every, all_points=args.all_points
+        db.measurements(series=args.series), every=args.every, all_points=args.all_points
     )
     bad = [
         f
