@@ -2,9 +2,9 @@
 
 Kinds are recognised by content, never by name alone: ATOM dashboards (`window.BENCHMARK_DATA =`),
 InferenceX raw results, `agg_` rows, AgentX aggregates, eval rows (a list), measured acceptance
-per draft position. A folder is walked for `*.json` and `*.js`. A file that cannot be read or has
-no known shape is one `Rejected` line, never a crash; a file that is read but holds bad values
-becomes failed or ambiguous samples (records.py).
+per draft position, relpipe's own run reports (`report.json`). A folder is walked for `*.json`
+and `*.js`. A file that cannot be read or has no known shape is one `Rejected` line, never a crash;
+a file that is read but holds bad values becomes failed or ambiguous samples (records.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.history import dashboards, inferencex
+from relpipe.changelog.history import dashboards, inferencex, qualification
 from relpipe.changelog.history.records import (
     AMBIGUOUS,
     FAILED,
@@ -100,6 +100,9 @@ def _reject_constant(name: str) -> float:
 
 
 def _row(path: Path, row: dict[str, Any], index: int, out: Ingested) -> None:
+    if qualification.looks_like(row):
+        out.samples += qualification.samples(row, run=str(row.get("run") or path.parent.name))
+        return
     what = inferencex.kind_of(row)
     source = f"inferencex:{path.name}"
     run = path.name if index == 0 else f"{path.name}#{index}"

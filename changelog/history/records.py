@@ -90,8 +90,19 @@ MEASUREMENT_COLUMNS = Measurement._fields
 
 def measurement(s: Sample) -> Measurement:
     return Measurement(
-        s.series, s.point, s.metric, s.kind, s.better, s.image.ref, s.run, s.seq, s.status,
-        s.value, s.se, s.threshold, s.note,
+        s.series,
+        s.point,
+        s.metric,
+        s.kind,
+        s.better,
+        s.image.ref,
+        s.run,
+        s.seq,
+        s.status,
+        s.value,
+        s.se,
+        s.threshold,
+        s.note,
     )  # fmt: skip - Measurement's field order
 
 

@@ -68,6 +68,7 @@ class Finding:
     point: str
     metric: str
     kind: str
+    metric_kind: str  # perf | accuracy | acceptance (records.KINDS)
     old_image: str | None
     new_image: str
     old_value: float | None
@@ -120,6 +121,29 @@ def compare(
             out += _judge(key, kinds[key], old, new, bands)
     out += _missing(groups, kinds, series_points, every=every)
     return [f for f in out if all_points or f.kind in FINDING_KINDS]
+
+
+def for_image(
+    rows: Iterable[Sample | Measurement], *, series: str, images: Sequence[str]
+) -> list[Finding] | None:
+    """Every point of `series` for the image named by any of `images` (its digest ref, its tag
+    ref) against the image before it; None when the history holds nothing of that image.
+    Images first measured after it are left out: the question is what changed when it came."""
+    mine = [m if isinstance(m, Measurement) else measurement(m) for m in rows]
+    mine = [m for m in mine if m.series == series]
+    ours = [m for m in mine if m.image in images]
+    if not ours:
+        return None
+    ref = ours[0].image
+    first = min(m.seq for m in ours)
+    later = {m.image for m in mine if m.image != ref and m.seq > first}
+    earlier = {m.image for m in mine if m.image != ref and m.seq <= first}
+    keep = [
+        m._replace(image=ref) if m.image in images else m
+        for m in mine
+        if m.image in images or m.image in earlier or m.image not in later
+    ]
+    return compare(keep, all_points=True)
 
 
 def _group(
@@ -204,6 +228,7 @@ def _judge(
         "series": series,
         "point": point,
         "metric": metric,
+        "metric_kind": kind[0],
         "old_image": old.ref if old else None,
         "new_image": new.ref,
         "runs_old": len(old.values) if old else 0,
@@ -317,6 +342,7 @@ def _missing(
                     "series": series,
                     "point": key[1],
                     "metric": key[2],
+                    "metric_kind": kinds[key][0],
                     "old_image": old,
                     "new_image": new,
                     "runs_old": len(values),

@@ -149,7 +149,6 @@ class Store:
         finally:
             cur.close()
 
-
     def measurements(self, *, series: Sequence[str] = ()) -> list[Measurement]:
         """The ok and failed samples as plain rows in history order (what `regressions` reads)."""
         where = f"status IN ('{OK}', '{FAILED}')"

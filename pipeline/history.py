@@ -1,0 +1,82 @@
+"""The results history in a qualification: record the run's results, then compare the image with
+the previous image of its config key (verdict checks C11 performance, C12 accuracy/acceptance).
+
+The store is `$RELPIPE_HISTORY`, else `<state>/history.sqlite` (the benchmark repository's
+`.relpipe/`). What the comparison found is written to the run record (`history.json`), so a
+re-rendered verdict reads it back instead of asking a history that has moved on since.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from relpipe.changelog.history import qualification, regressions, store
+from relpipe.core.files import write_atomic
+
+RECORD_FILE = "history.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class HistoryOutput:
+    status: str  # ok | n/a
+    reason: str = ""
+    store: str = ""
+    findings: tuple[regressions.Finding, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "reason": self.reason,
+            "store": self.store,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> HistoryOutput:
+        return cls(
+            status=str(data["status"]),
+            reason=str(data.get("reason", "")),
+            store=str(data.get("store", "")),
+            findings=tuple(regressions.Finding(**f) for f in data.get("findings", [])),
+        )
+
+
+def history_url(state: Path) -> str:
+    return os.environ.get(store.HISTORY_ENV) or str(state / "history.sqlite")
+
+
+def compare_run(report: Mapping[str, Any], *, run_id: str, state: Path) -> HistoryOutput:
+    """Record the run's results in the history and compare its image with the one before it."""
+    config = report.get("config") or {}
+    key = config.get("key") if isinstance(config, Mapping) else None
+    if not key:
+        return HistoryOutput(status="n/a", reason="no config key: nothing to compare with")
+    image = qualification.image_of(report)
+    refs = [image.ref] + ([str(report["image"].get("ref"))] if report.get("image") else [])
+    with store.open_store(history_url(state)) as db:
+        db.add(qualification.samples(report, run=run_id))
+        findings = regressions.for_image(db.measurements(series=[key]), series=key, images=refs)
+        where = db.where
+    if findings is None:
+        return HistoryOutput(
+            status="n/a", reason=f"no results of this image for {key}", store=where
+        )
+    return HistoryOutput(status="ok", store=where, findings=tuple(findings))
+
+
+def save(out: HistoryOutput, run_dir: Path) -> None:
+    write_atomic(
+        run_dir / RECORD_FILE, (json.dumps(out.to_json(), indent=2, sort_keys=True) + "\n").encode()
+    )
+
+
+def load(run_dir: Path) -> HistoryOutput | None:
+    path = run_dir / RECORD_FILE
+    if not path.is_file():
+        return None
+    return HistoryOutput.from_json(json.loads(path.read_text(encoding="utf-8")))
