@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.changelog.history import qualification, regressions, store
+from relpipe.changelog.history.records import ACCURACY
 from relpipe.core.files import write_atomic
 
 RECORD_FILE = "history.json"
@@ -44,6 +45,28 @@ class HistoryOutput:
             store=str(data.get("store", "")),
             findings=tuple(regressions.Finding(**f) for f in data.get("findings", [])),
         )
+
+
+def notes_rows(out: HistoryOutput | None) -> list[dict[str, Any]]:
+    """The release notes' table: every point of the key, bands made relative like the change."""
+    rows = []
+    for f in out.findings if out is not None and out.status == "ok" else ():
+        band = f.band
+        if band is not None and f.metric_kind == ACCURACY:
+            band = band / f.old_value if f.old_value else None  # a score's band is absolute
+        rows.append(
+            {
+                "key": f.series,
+                "point": f.point,
+                "metric": f.metric,
+                "old": f.old_value,
+                "new": f.new_value,
+                "change": f.change,
+                "band": band,
+                "verdict": f.kind,
+            }
+        )
+    return rows
 
 
 def history_url(state: Path) -> str:
