@@ -23,18 +23,42 @@ RECORD_FILE = "history.json"
 
 
 @dataclass(frozen=True, kw_only=True)
+class Trend:
+    """One point and metric of the key across images (the report's chart): medians, oldest first."""
+
+    point: str
+    metric: str
+    images: tuple[str, ...]
+    values: tuple[float, ...]
+    band: float | None  # relative
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "point": self.point,
+            "metric": self.metric,
+            "images": list(self.images),
+            "values": list(self.values),
+            "band": self.band,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
 class HistoryOutput:
     status: str  # ok | n/a
     reason: str = ""
     store: str = ""
+    image: str = ""  # the image under test as the history names it (marked in the charts)
     findings: tuple[regressions.Finding, ...] = ()
+    trends: tuple[Trend, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
             "status": self.status,
             "reason": self.reason,
             "store": self.store,
+            "image": self.image,
             "findings": [f.to_json() for f in self.findings],
+            "trends": [t.to_json() for t in self.trends],
         }
 
     @classmethod
@@ -43,7 +67,18 @@ class HistoryOutput:
             status=str(data["status"]),
             reason=str(data.get("reason", "")),
             store=str(data.get("store", "")),
+            image=str(data.get("image", "")),
             findings=tuple(regressions.Finding(**f) for f in data.get("findings", [])),
+            trends=tuple(
+                Trend(
+                    point=str(t["point"]),
+                    metric=str(t["metric"]),
+                    images=tuple(t["images"]),
+                    values=tuple(float(v) for v in t["values"]),
+                    band=t.get("band"),
+                )
+                for t in data.get("trends", [])
+            ),
         )
 
 
@@ -51,9 +86,7 @@ def notes_rows(out: HistoryOutput | None) -> list[dict[str, Any]]:
     """The release notes' table: every point of the key, bands made relative like the change."""
     rows = []
     for f in out.findings if out is not None and out.status == "ok" else ():
-        band = f.band
-        if band is not None and f.metric_kind == ACCURACY:
-            band = band / f.old_value if f.old_value else None  # a score's band is absolute
+        band = _relative_band(f)
         rows.append(
             {
                 "key": f.series,
@@ -83,13 +116,34 @@ def compare_run(report: Mapping[str, Any], *, run_id: str, state: Path) -> Histo
     refs = [image.ref] + ([str(report["image"].get("ref"))] if report.get("image") else [])
     with store.open_store(history_url(state)) as db:
         db.add(qualification.samples(report, run=run_id))
-        findings = regressions.for_image(db.measurements(series=[key]), series=key, images=refs)
+        rows = db.measurements(series=[key])
         where = db.where
+    findings = regressions.for_image(rows, series=key, images=refs)
     if findings is None:
         return HistoryOutput(
             status="n/a", reason=f"no results of this image for {key}", store=where
         )
-    return HistoryOutput(status="ok", store=where, findings=tuple(findings))
+    bands = {(f.point, f.metric): _relative_band(f) for f in findings}
+    trends = tuple(
+        Trend(
+            point=point,
+            metric=metric,
+            images=tuple(ref for ref, _ in values),
+            values=tuple(v for _, v in values),
+            band=bands.get((point, metric)),
+        )
+        for (point, metric), values in regressions.trend(rows, series=key, images=refs).items()
+    )
+    mine = next((r.image for r in rows if r.image in refs), image.ref)
+    return HistoryOutput(
+        status="ok", store=where, image=mine, findings=tuple(findings), trends=trends
+    )
+
+
+def _relative_band(f: regressions.Finding) -> float | None:
+    if f.band is not None and f.metric_kind == ACCURACY:
+        return f.band / f.old_value if f.old_value else None  # a score's band is absolute
+    return f.band
 
 
 def save(out: HistoryOutput, run_dir: Path) -> None:

@@ -127,8 +127,31 @@ def for_image(
     rows: Iterable[Sample | Measurement], *, series: str, images: Sequence[str]
 ) -> list[Finding] | None:
     """Every point of `series` for the image named by any of `images` (its digest ref, its tag
-    ref) against the image before it; None when the history holds nothing of that image.
-    Images first measured after it are left out: the question is what changed when it came."""
+    ref) against the image before it; None when the history holds nothing of that image."""
+    upto = _up_to(rows, series=series, images=images)
+    return None if upto is None else compare(upto, all_points=True)
+
+
+def trend(
+    rows: Iterable[Sample | Measurement], *, series: str, images: Sequence[str]
+) -> dict[tuple[str, str], list[tuple[str, float]]]:
+    """Per (point, metric): each image's median value, oldest first, up to the named image."""
+    upto = _up_to(rows, series=series, images=images) or []
+    groups, kinds, _ = _group(upto)
+    out: dict[tuple[str, str], list[tuple[str, float]]] = {}
+    for key in sorted(groups):
+        if kinds[key][0] == OTHER:
+            continue
+        ordered = sorted(groups[key].values(), key=lambda i: (i.first_seq, i.ref))
+        out[(key[1], key[2])] = [(i.ref, statistics.median(i.values)) for i in ordered if i.values]
+    return out
+
+
+def _up_to(
+    rows: Iterable[Sample | Measurement], *, series: str, images: Sequence[str]
+) -> list[Measurement] | None:
+    """The series' measurements as of the named image's first run: images first measured after
+    it are left out (the question is what changed when it came); its refs merged into one."""
     mine = [m if isinstance(m, Measurement) else measurement(m) for m in rows]
     mine = [m for m in mine if m.series == series]
     ours = [m for m in mine if m.image in images]
@@ -138,12 +161,11 @@ def for_image(
     first = min(m.seq for m in ours)
     later = {m.image for m in mine if m.image != ref and m.seq > first}
     earlier = {m.image for m in mine if m.image != ref and m.seq <= first}
-    keep = [
+    return [
         m._replace(image=ref) if m.image in images else m
         for m in mine
         if m.image in images or m.image in earlier or m.image not in later
     ]
-    return compare(keep, all_points=True)
 
 
 def _group(

@@ -89,3 +89,31 @@ def test_no_config_key_is_na(tmp_path: Path, make_outcome: Any) -> None:
     out = history.compare_run(report, run_id="r", state=tmp_path)
     assert _checks(out, make_outcome) == {"C11": NA, "C12": NA}
     assert not (tmp_path / "history.sqlite").exists()
+
+
+def test_html_report_charts_the_keys_history(tmp_path: Path, make_outcome: Any) -> None:
+    from relpipe.pipeline.report import ReportData, render_html, render_markdown
+
+    for day, (byte, score) in enumerate([("a", 0.95), ("b", 0.948), ("c", 0.91)], start=1):
+        out = history.compare_run(
+            _report(f"nightly_{day}", byte, f"2026-10-0{day}T00:00:00Z", score),
+            run_id=f"r{day}",
+            state=tmp_path,
+        )
+    (trend,) = out.trends
+    assert (trend.point, trend.metric, trend.values) == (
+        "isl1024-osl1024-c4",
+        "gsm8k",
+        (0.95, 0.948, 0.91),
+    )
+    assert trend.images[-1] == out.image == "rocm/atom-dev@sha256:" + "c" * 64
+    outcome = replace(make_outcome(), history=out)
+    data = ReportData(
+        "0123456789abcdef0123", "qualify nightly_3", {"kind": "qualify"}, outcome, evaluate(outcome)
+    )
+    html = render_html(data).decode()
+    figure = html[html.index('<figure id="plot-history">') :]
+    figure = figure[: figure.index("</figure>")]
+    assert "gsm8k per image (noise band shaded)" in figure and "this image" in figure
+    assert figure.count("<svg") == 1
+    assert "| C12 |" in render_markdown(data).decode()
