@@ -13,6 +13,10 @@ The same code serves ``nox -s tests``, ``nox -s demo`` and ``.ci/run``:
 dockerd always runs with ``--bridge=none --iptables=false --ip6tables=false``: containers get no
 network at all, and nothing here ever touches an address outside 127.0.0.0/8.
 
+``start_postgres`` / ``stop_postgres`` run a throwaway PostgreSQL cluster (Debian's
+``postgresql``: ``initdb``, ``pg_ctl``) on 127.0.0.1 for the results-history tests; a URL in
+``RELPIPE_HISTORY_PG`` names a running server instead.
+
 With ``--slurm`` (or ``need_slurm=True``) a one-node Slurm cluster joins them: ``munged`` with its
 own key and socket, ``slurmctld`` and ``slurmd`` (Debian's ``munge`` and ``slurm-wlm``) with a
 ``slurm.conf`` under the state folder, the node on 127.0.0.1; ``SLURM_CONF`` names it for the
@@ -390,6 +394,55 @@ def _stop_pid(pid: int, grace: float = 20.0) -> None:
         time.sleep(0.1)
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
+
+
+def _pg_bin(name: str) -> str:
+    """A PostgreSQL server program (Debian keeps them off PATH, under /usr/lib/postgresql/N/bin)."""
+    found = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"), key=lambda p: p.parts[-3])
+    if not found and shutil.which(name) is None:
+        _PACKAGES.setdefault("pg_ctl", "postgresql")
+        ensure_binary("pg_ctl")  # installs Debian's postgresql when allowed, else says how
+        found = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))
+    return str(found[-1]) if found else shutil.which(name) or name
+
+
+def _as_owner(argv: list[str]) -> list[str]:
+    # initdb refuses root: as root the cluster belongs to `nobody`
+    return ["runuser", "-u", "nobody", "--", *argv] if os.geteuid() == 0 else argv
+
+
+def start_postgres(state: Path) -> tuple[str, Path]:
+    """A throwaway PostgreSQL cluster on 127.0.0.1 (initdb + pg_ctl): its URL and data folder.
+
+    `state` must be traversable by `nobody` when running as root (a 0o711 folder under /tmp)."""
+    data = state / "pgdata"
+    data.mkdir(parents=True)
+    if os.geteuid() == 0:
+        shutil.chown(data, "nobody")
+        data.chmod(0o700)
+    port = _free_port()
+    log = state / "postgres.log"
+    init = [_pg_bin("initdb"), "-D", str(data), "-U", "relpipe", "--auth=trust", "-E", "UTF8"]
+    done = subprocess.run(_as_owner(init), capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise ServiceError(f"initdb failed: {done.stderr.strip().splitlines()[-1:]}")
+    opts = f"-c listen_addresses=127.0.0.1 -p {port} -k {data} -c fsync=off"
+    start_cmd = [_pg_bin("pg_ctl"), "-D", str(data), "-l", str(data / "log"), "-o", opts]
+    done = subprocess.run(
+        _as_owner([*start_cmd, "-w", "-t", str(int(START_TIMEOUT_S)), "start"]),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise ServiceError(f"pg_ctl start failed: {done.stdout.strip()[-300:]} (log: {log})")
+    return f"postgresql://relpipe@127.0.0.1:{port}/postgres", data
+
+
+def stop_postgres(data: Path) -> None:
+    """Stop the cluster `start_postgres` started (pg_ctl stop, fast mode)."""
+    stop_cmd = [_pg_bin("pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]
+    subprocess.run(_as_owner(stop_cmd), capture_output=True, check=False)
 
 
 def stop_pid(pid: int, grace: float = 20.0) -> None:

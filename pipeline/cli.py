@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "merge": ("merge", "combine shard run records into one verdict"),
     "slurm": ("slurm", "run a qualification plan as a Slurm array job: submit, status, merge"),
     "review": ("review", "check a benchmark-repository change or config keys (review checklist)"),
+    "history": ("history", "results history: ingest result files, per-point regressions"),
 }
 
 USAGE = "usage: relpipe [-h] [--version] COMMAND [ARGS ...]"
@@ -102,6 +103,7 @@ EXTRAS = {
     "jinja2": "report",  # the HTML report's template (pipeline.report)
     "rich": "report",
     "matplotlib": "report",
+    "psycopg": "history",  # a PostgreSQL history (changelog.history.store)
 }
 
 

@@ -30,6 +30,7 @@ from relpipe.core import journal
 from relpipe.core.files import file_lock
 from relpipe.core.status import FAIL
 from relpipe.images.reference import parse
+from relpipe.pipeline import history
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.outputs import EngineFacts, ReleaseChecks, ValidatorOutput, run_stage
 from relpipe.pipeline.record import (
@@ -198,6 +199,7 @@ def release_facts(
             ],
         },
         "risks": risks,
+        "history": history.notes_rows(outcome.history),
     }
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from relpipe.core import sanitize
 from relpipe.core.errors import require
 from relpipe.core.status import FAIL, NA, PASS, WARN
+from relpipe.pipeline.history import HistoryOutput, Trend
 from relpipe.pipeline.outputs import EngineFacts, EvalOutput, Facts, PrecisionOutput
 from relpipe.pipeline.record import pretty_json
 from relpipe.pipeline.verdict import Outcome, Verdict, eval_failures
@@ -70,6 +71,7 @@ def to_json(data: ReportData) -> dict[str, Any]:
         "evals": [e.to_json() for e in o.evals],
         "precision": _precision_summary(o.precision),
         "config": o.config.to_json() if o.config else None,
+        "history": o.history.to_json() if o.history else None,
     }
 
 
@@ -320,6 +322,52 @@ def _precision_figure(figure_cls: Any, cats: Sequence[tuple[str, dict[str, int]]
     return fig
 
 
+def plot_history(h: HistoryOutput | None) -> str | None:
+    """The key's history across images: one chart per metric, a line per point, its noise band
+    shaded, the image under test marked."""
+    from matplotlib.figure import Figure
+
+    trends = [t for t in (h.trends if h is not None and h.status == "ok" else ()) if t.values]
+    if h is None or not trends:
+        return None
+    metrics = sorted({t.metric for t in trends})
+    with _plain_labels():
+        fig = Figure(figsize=(7, 2.8 * len(metrics)))
+        for i, metric in enumerate(metrics, start=1):
+            _history_axes(fig.add_subplot(len(metrics), 1, i), metric, trends, h.image)
+        fig.tight_layout()
+        return _svg(fig)
+
+
+def _history_axes(ax: Any, metric: str, trends: Sequence[Trend], released: str) -> None:
+    rows = [t for t in trends if t.metric == metric]
+    images: list[str] = []
+    for t in rows:
+        images += [ref for ref in t.images if ref not in images]
+    for t in rows:
+        xs = [images.index(ref) for ref in t.images]
+        line = ax.plot(xs, t.values, marker="o", markersize=3, label=_label(t.point))[0]
+        if t.band is not None:
+            low = [v * (1 - t.band) for v in t.values]
+            high = [v * (1 + t.band) for v in t.values]
+            ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.15, linewidth=0)
+    if released in images:
+        ax.axvline(images.index(released), color="#cf222e", linestyle="--", linewidth=1)
+        ax.annotate(
+            "this image",
+            (images.index(released), 1.0),
+            xycoords=("data", "axes fraction"),
+            fontsize=8,
+            color="#cf222e",
+            ha="right",
+            va="top",
+        )  # fmt: skip - one call
+    short = [_label(ref.rsplit(":", 1)[-1].split("@")[-1][:19]) for ref in images]
+    ax.set_xticks(range(len(images)), short, fontsize=7, rotation=20, ha="right")
+    ax.set_title(_label(f"{metric} per image (noise band shaded)"), fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
+
+
 # -- HTML -------------------------------------------------------------------------------------
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#1f2328}
@@ -355,6 +403,7 @@ def render_html(data: ReportData) -> bytes:
     p = _report(o.precision)
     eval_svg = plot_evals(o.evals)
     prec_svg = plot_precision(p)
+    hist_svg = plot_history(o.history)
     precision = None
     if p is not None:
         precision = {
@@ -401,6 +450,7 @@ def render_html(data: ReportData) -> bytes:
             ],
             precision=precision,
             precision_svg=markup.Markup(prec_svg) if prec_svg else None,
+            history_svg=markup.Markup(hist_svg) if hist_svg else None,
         )
     )
     return page.encode()

@@ -10,13 +10,15 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from relpipe.core import sanitize
 from relpipe.images.registry import RegistryClient
+from relpipe.pipeline import history
 from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.history import HistoryOutput
 from relpipe.pipeline.progress import Progress
 from relpipe.pipeline.record import RunRecord, StageRunner
 from relpipe.pipeline.report import ReportData, render_all
@@ -94,10 +96,31 @@ def execute(
     if shard is not None:
         return RunResult(plan, record, None, None, {}, tuple(runner.ran), tuple(runner.hits))
     outcome = assemble(plan, outputs)
+    outcome = replace(outcome, history=_history(plan, record, outcome, offline=offline))
     verdict = evaluate(outcome, strict=strict)
     data = ReportData(plan.run_id, plan.title, plan.to_json(), outcome, verdict)
     reports = render_all(data, record.root, force=force_render)
     return RunResult(plan, record, verdict, outcome, reports, tuple(runner.ran), tuple(runner.hits))
+
+
+def _history(plan: Plan, record: RunRecord, outcome: Outcome, *, offline: bool) -> HistoryOutput:
+    """C11/C12's input: read back from the record when re-rendering, else compared and saved."""
+    if offline:
+        return history.load(record.root) or HistoryOutput(status="n/a", reason="not recorded")
+    state = record.cache.parent.parent if record.cache else record.root.parent.parent
+    shape = {
+        "image": plan.image.to_json(),
+        "config": plan.config.to_json() if plan.config else None,
+    }
+    facts = outcome.probe.facts if outcome.probe and outcome.probe.facts else None
+    report = {
+        **shape,
+        "facts": facts.to_json() if facts else {},
+        "evals": [e.to_json() for e in outcome.evals],
+    }
+    out = history.compare_run(report, run_id=plan.run_id, state=state)
+    history.save(out, record.root)
+    return out
 
 
 def rerender(run_dir: Path, strict: bool = False) -> RunResult:

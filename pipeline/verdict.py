@@ -1,4 +1,4 @@
-"""The verdict: checks C1..C10 (DESIGN.md) over recorded stage outputs, and the overall result.
+"""The verdict: checks C1..C12 (DESIGN.md) over recorded stage outputs, and the overall result.
 
 Every check is a pure function of an `Outcome` (the stage outputs of one run, as recorded) and
 returns a `Check` with a status, a one-line reason and evidence rows. Nothing here does I/O, so a
@@ -14,8 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from relpipe.changelog.history import regressions
+from relpipe.changelog.history.records import ACCEPTANCE, ACCURACY, PERF
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.core.status import overall as overall_status
+from relpipe.pipeline.history import HistoryOutput
 from relpipe.pipeline.outputs import (
     ConfigScope,
     EvalOutput,
@@ -38,6 +41,8 @@ TITLES = {
     "C8": "notes parity EN/ZH and facts",
     "C9": "golden acceptance length",
     "C10": "config-key scope and points plan",
+    "C11": "performance vs the previous image (history)",
+    "C12": "accuracy and acceptance vs history",
 }
 
 # Facts without which nobody can say what was qualified fail C2 (`Facts.required`); facts a
@@ -79,6 +84,7 @@ class Outcome:
     golden: ValidatorOutput | None = None  # golden AL check (C9)
     changelog: ValidatorOutput | None = None  # release: entry validation (C7)
     notes: ValidatorOutput | None = None  # release: notes check (C8)
+    history: HistoryOutput | None = None  # the image vs the previous one of its key (C11, C12)
 
 
 @dataclass(frozen=True)
@@ -300,6 +306,53 @@ def check_scope(o: Outcome) -> Check:
     return Check("C10", PASS, f"{c.key}: {len(c.points)} point(s) planned", tuple(rows))
 
 
+BAD = (regressions.REGRESSION, regressions.FAILED_KIND, regressions.BELOW)
+
+
+def _history_check(cid: str, o: Outcome, kinds: tuple[str, ...], what: str) -> Check:
+    h = o.history
+    if h is None or h.status != "ok":
+        return Check(cid, NA, (h.reason if h else "") or "no results history")
+    found = [f for f in h.findings if f.metric_kind in kinds]
+    if not found:
+        return Check(cid, NA, f"no {what} results in the history ({h.store})")
+    if all(f.kind == regressions.NO_BASELINE for f in found):
+        return Check(cid, NA, f"no earlier image in the history to compare {what} with")
+    rows = tuple((f"{f.point} {f.metric}", _finding_text(f)) for f in found)
+    bad = [f for f in found if f.kind in BAD]
+    if bad:
+        first = bad[0]
+        where = f"{first.point} {first.metric}: {first.kind}"
+        reason = f"{len(bad)} of {len(found)} {what} point(s) regressed or failed ({where})"
+        return Check(cid, FAIL, reason, rows)
+    better = sum(f.kind == regressions.IMPROVEMENT for f in found)
+    return Check(
+        cid,
+        PASS,
+        f"{len(found)} {what} point(s): none outside the noise band as a loss, {better} improved",
+        rows,
+    )
+
+
+def _finding_text(f: regressions.Finding) -> str:
+    def num(v: float | None) -> str:
+        return "-" if v is None else f"{v:.4g}"
+
+    change = "" if f.change is None else f" ({f.change:+.1%})"
+    band = "" if f.band is None else f", band {f.band:.3g}"
+    return (
+        f"{f.kind}: {num(f.old_value)} -> {num(f.new_value)}{change}{band} vs {f.old_image or '-'}"
+    )
+
+
+def check_performance(o: Outcome) -> Check:
+    return _history_check("C11", o, (PERF,), "performance")
+
+
+def check_accuracy_history(o: Outcome) -> Check:
+    return _history_check("C12", o, (ACCURACY, ACCEPTANCE), "accuracy/acceptance")
+
+
 CHECKS: tuple[Callable[[Outcome], Check], ...] = (
     check_digest,
     check_facts,
@@ -311,6 +364,8 @@ CHECKS: tuple[Callable[[Outcome], Check], ...] = (
     check_notes,
     check_golden,
     check_scope,
+    check_performance,
+    check_accuracy_history,
 )
 
 

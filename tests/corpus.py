@@ -44,6 +44,17 @@ def unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
+RESULTS_ENV = "RELPIPE_RESULTS"
+
+
+def results_dir() -> Path:
+    """Real benchmark and eval result files (ATOM dashboards, InferenceX artifacts)."""
+    path = Path(os.environ.get(RESULTS_ENV, DATA / "results"))
+    if not (path / "atom-dashboards").is_dir():
+        unavailable(f"results corpus not found at {path} (set {RESULTS_ENV})")
+    return path
+
+
 def inferencex_dir() -> Path:
     """InferenceX's data folder (perf-changelog.yaml, masters, thresholds, tree/)."""
     path = Path(os.environ.get(CORPUS_ENV, DATA / "inferencex"))

@@ -170,6 +170,30 @@ class Validation:
     evals: tuple[EvalScore, ...] = ()
 
 
+HISTORY_VERDICTS = (
+    "regression",
+    "improvement",
+    "within-noise",
+    "failed",
+    "below-threshold",
+    "no-baseline",
+)  # fmt: skip - changelog.history.regressions' kinds
+
+
+@dataclass(frozen=True, kw_only=True)
+class PointChange:
+    """One benchmark point and metric of a key vs the previous image (the history's judgement)."""
+
+    key: str
+    point: str
+    metric: str
+    old: float | None
+    new: float | None
+    change: float | None  # relative
+    band: float | None  # relative, like `change` (a score's band divided by the old score)
+    verdict: str  # HISTORY_VERDICTS
+
+
 @dataclass(frozen=True)
 class Risk:
     """`missing-fix`: upstream PR `repo#pr` is not in the image. `note`: free text in both
@@ -195,6 +219,7 @@ class ReleaseFacts:
     precision: Precision = Precision()
     validation: Validation = Validation()
     risks: tuple[Risk, ...] = ()
+    history: tuple[PointChange, ...] = ()  # every point of the key vs the previous image
     schema: int = SCHEMA
 
     @classmethod
@@ -214,6 +239,7 @@ class ReleaseFacts:
                 "precision",
                 "validation",
                 "risks",
+                "history",
             ),
         )
         schema = top.data.get("schema")
@@ -239,6 +265,10 @@ class ReleaseFacts:
             precision=_precision(top.obj("precision")),
             validation=_validation(top.obj("validation")),
             risks=tuple(_risk(r, f"release.risks[{i}]") for i, r in enumerate(top.items("risks"))),
+            history=tuple(
+                _point_change(p, f"release.history[{i}]")
+                for i, p in enumerate(top.items("history"))
+            ),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -287,6 +317,19 @@ class ReleaseFacts:
                     }
                 )
                 for r in self.risks
+            ],
+            "history": [
+                {
+                    "key": h.key,
+                    "point": h.point,
+                    "metric": h.metric,
+                    "old": h.old,
+                    "new": h.new,
+                    "change": h.change,
+                    "band": h.band,
+                    "verdict": h.verdict,
+                }
+                for h in self.history
             ],
         }
 
@@ -406,6 +449,24 @@ def _validation(data: object) -> Validation:
             )
         )
     return Validation(tuple(checks), tuple(evals))
+
+
+def _point_change(data: object, where: str) -> PointChange:
+    fields = ("key", "point", "metric", "old", "new", "change", "band", "verdict")
+    o = _Obj(data, where, fields)
+    verdict = o.text("verdict")
+    if verdict not in HISTORY_VERDICTS:
+        raise ChangelogError(f"{where}.verdict must be one of {HISTORY_VERDICTS}; fix release.json")
+    return PointChange(
+        key=o.text("key", IDENT),
+        point=o.text("point"),
+        metric=o.text("metric"),
+        old=o.number("old", optional=True),
+        new=o.number("new", optional=True),
+        change=o.number("change", optional=True),
+        band=o.number("band", optional=True),
+        verdict=verdict,
+    )
 
 
 def _risk(data: object, where: str) -> Risk:

@@ -22,7 +22,7 @@ from relpipe.changelog.configs.semdiff import (
     VersionChange,
 )
 from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.notes.facts import Commit, Image, ReleaseFacts
+from relpipe.changelog.notes.facts import Commit, Image, PointChange, ReleaseFacts
 from relpipe.changelog.notes.glossary import catalog
 from relpipe.core import sanitize
 
@@ -69,9 +69,18 @@ class _Bilingual:
     zh: str
 
 
+@dataclass(frozen=True)
+class _Phrase:
+    """A catalog phrase used as a value (a verdict word in the history table)."""
+
+    phrase_id: str
+
+
 Arg = (
-    Code | Text | Codes | Numbers | _CheckName | _Bilingual | str | int
+    Code | Text | Codes | Numbers | _CheckName | _Bilingual | _Phrase | str | int
 )  # str/int: computed by relpipe
+TABLE_HEAD = -2  # a Markdown table's header row (the separator row follows)
+TABLE_ROW = -3
 
 
 @dataclass(frozen=True)
@@ -93,7 +102,7 @@ def _fmt(arg: Arg, lang: str, md: bool) -> str:
         return sep.join(_fmt(Code(v), lang, md) for v in arg.values)
     if isinstance(arg, Numbers):
         return sep.join(str(v) for v in arg.values)
-    if isinstance(arg, (_CheckName, _Bilingual)):
+    if isinstance(arg, (_CheckName, _Bilingual, _Phrase)):
         raise ChangelogError("internal: language-dependent argument not resolved")
     return str(arg)
 
@@ -315,6 +324,10 @@ def outline(facts: ReleaseFacts) -> tuple[Line, ...]:
                 out.append(Line(0, "eval_threshold", (*base, ("threshold", _num(e.threshold)))))
             else:
                 out.append(Line(0, "eval", base))
+    if facts.history:
+        out.append(Line(-1, "h_history"))
+        out.append(Line(TABLE_HEAD, "history_head"))
+        out += [Line(TABLE_ROW, "history_row", _history_args(h)) for h in facts.history]
     if facts.risks:
         out.append(Line(-1, "h_risks"))
         for risk in facts.risks:
@@ -329,12 +342,33 @@ def outline(facts: ReleaseFacts) -> tuple[Line, ...]:
     return tuple(out)
 
 
+def _history_args(h: PointChange) -> tuple[tuple[str, Arg], ...]:
+    def num(value: float | None) -> str:
+        return "-" if value is None else f"{value:.4g}"
+
+    return (
+        ("key", Code(h.key)),
+        ("point", Code(h.point)),
+        ("metric", Code(h.metric)),
+        ("old", num(h.old)),
+        ("new", num(h.new)),
+        ("change", "-" if h.change is None else f"{h.change * 100:+.1f}%"),
+        ("band", "-" if h.band is None else f"±{h.band * 100:.1f}%"),
+        ("verdict", _Phrase(f"verdict_{h.verdict}")),
+    )
+
+
 def _render_lines(lines: Sequence[Line], lang: str) -> list[str]:
     out: list[str] = []
     for line in lines:
         resolved = tuple((name, _resolve(arg, lang)) for name, arg in line.args)
         text = _phrase(Line(line.depth, line.phrase, resolved), lang, md=True)
-        if line.depth < 0:
+        if line.depth == TABLE_HEAD:
+            columns = text.count("|") - 1
+            out += [text, "|" + "---|" * columns]
+        elif line.depth == TABLE_ROW:
+            out.append(text)
+        elif line.depth < 0:
             out += ([""] if out else []) + [f"### {text}", ""]
         else:
             out.append(f"{'  ' * line.depth}- {text}")
@@ -347,6 +381,8 @@ def _resolve(arg: Arg, lang: str) -> Arg:
         return catalog().check_name(arg.check_id, lang)
     if isinstance(arg, _Bilingual):
         return Text(arg.en if lang == "en" else arg.zh)
+    if isinstance(arg, _Phrase):
+        return catalog().phrase(arg.phrase_id, lang)
     return arg
 
 

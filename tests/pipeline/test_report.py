@@ -53,7 +53,7 @@ def test_untrusted_text_is_escaped(make_outcome: Any) -> None:
 def test_markdown_lists_every_check_with_status(make_outcome: Any) -> None:
     md = render_markdown(_data(make_outcome())).decode()
     assert "**Verdict: ⚠️ WARN**" in md
-    for i in range(1, 11):
+    for i in range(1, 13):
         assert re.search(rf"^\| C{i} \| .+ \| .+ (PASS|WARN|FAIL|N/A) \|", md, re.M)
 
 
@@ -94,7 +94,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path, make_outcome: 
     assert dom.returncode == 0, dom.stderr[-2000:]
     checks = re.search(r'<table id="checks">.*?</table>', dom.stdout, re.S)
     assert checks is not None
-    assert len(re.findall(r"<tr><td>C\d+</td>", checks.group(0))) == 10
+    assert len(re.findall(r"<tr><td>C\d+</td>", checks.group(0))) == 12
     assert re.search(r'<figure id="plot-evals"><svg', dom.stdout)
     assert re.search(r'<figure id="plot-precision"><svg', dom.stdout)
     shot = tmp_path / "report.png"

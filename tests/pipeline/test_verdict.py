@@ -14,7 +14,7 @@ def _check(outcome: Any, cid: str) -> Any:
 
 def test_overall_is_worst_check_and_strict_fails_warn(make_outcome: Any, outcome_json: Any) -> None:
     verdict = evaluate(make_outcome())
-    assert [c.id for c in verdict.checks] == [f"C{i}" for i in range(1, 11)]
+    assert [c.id for c in verdict.checks] == [f"C{i}" for i in range(1, 13)]
     assert verdict.overall == WARN  # the norm change warns C5
     assert verdict.exit_code == 0
     assert evaluate(make_outcome(), strict=True).exit_code == 1

@@ -1,0 +1,182 @@
+"""`relpipe history ingest PATH...`: read result files of every known kind into samples.
+
+Kinds are recognised by content, never by name alone: ATOM dashboards (`window.BENCHMARK_DATA =`),
+InferenceX raw results, `agg_` rows, AgentX aggregates, eval rows (a list), measured acceptance
+per draft position, relpipe's own run reports (`report.json`). A folder is walked for `*.json`
+and `*.js`. A file that cannot be read or has no known shape is one `Rejected` line, never a crash;
+a file that is read but holds bad values becomes failed or ambiguous samples (records.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from relpipe.changelog.history import dashboards, inferencex, qualification
+from relpipe.changelog.history.records import (
+    AMBIGUOUS,
+    FAILED,
+    HIGHER,
+    PERF,
+    Image,
+    Rejected,
+    Sample,
+)
+
+MAX_FILE = 64 * 1024 * 1024
+SUFFIXES = (".json", ".js")
+
+
+@dataclass(kw_only=True)
+class Ingested:
+    samples: list[Sample] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # one line per file read with a remark
+    files: int = 0
+
+
+def files_of(paths: Iterable[str | Path]) -> Iterator[Path]:
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            for root, dirs, names in os.walk(path):
+                dirs.sort()
+                for name in sorted(names):
+                    if name.endswith(SUFFIXES):
+                        yield Path(root) / name
+        else:
+            yield path
+
+
+def ingest(paths: Iterable[str | Path]) -> Ingested:
+    out = Ingested()
+    for path in files_of(paths):
+        out.files += 1
+        try:
+            _file(path, out)
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+            out.rejected.append(Rejected(source=str(path), reason=_why(exc)))
+    return out
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return f"cannot read: {exc.strerror or exc}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 (byte {exc.start})"
+    if isinstance(exc, KeyError):
+        return f"field {exc.args[0]!r} missing"
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+def _file(path: Path, out: Ingested) -> None:
+    with path.open("rb") as fh:
+        raw = fh.read(MAX_FILE + 1)
+    if len(raw) > MAX_FILE:
+        raise ValueError(f"larger than {MAX_FILE} bytes; not read")
+    if b"\x00" in raw:
+        raise ValueError("contains a NUL byte; not a text file")
+    text = raw.decode("utf-8")
+    if dashboards.looks_like(text):
+        data = dashboards.parse(text)
+        source = f"dashboard:{data.get('repoUrl') or path.name}"
+        out.samples += dashboards.samples(data, source=source)
+        return
+    data = json.loads(text, parse_constant=_reject_constant)
+    rows = data if isinstance(data, list) else [data]
+    if not rows or not all(isinstance(r, dict) for r in rows):
+        raise ValueError("not a result this tool knows (expected an object or a list of objects)")
+    for index, row in enumerate(rows):
+        _row(path, row, index, out)
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _row(path: Path, row: dict[str, Any], index: int, out: Ingested) -> None:
+    if qualification.looks_like(row):
+        out.samples += qualification.samples(row, run=str(row.get("run") or path.parent.name))
+        return
+    what = inferencex.kind_of(row)
+    source = f"inferencex:{path.name}"
+    run = path.name if index == 0 else f"{path.name}#{index}"
+    if what is None:
+        raise ValueError(
+            "not a result this tool knows (no dashboard, raw, agg, AgentX or eval shape)"
+        )
+    if what == "raw":
+        _raw(path, row, out)
+    elif what == "acceptance":
+        series = path.parent.name
+        out.samples += inferencex.acceptance_samples(row, source=source, run=run, series=series)
+    else:
+        seq = _seq_of(path, row)
+        out.samples += inferencex.samples(row, source=source, run=run, seq=seq)
+
+
+def _seq_of(path: Path, row: dict[str, Any]) -> int:
+    """When an agg row was measured: its raw sibling's `date` (the agg row has none)."""
+    sibling = path.with_name(path.name.removeprefix("agg_"))
+    if sibling != path and sibling.is_file():
+        try:
+            raw = json.loads(sibling.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return 0
+        return inferencex.stamp(raw.get("date")) or 0 if isinstance(raw, dict) else 0
+    return 0
+
+
+def _raw(path: Path, raw: dict[str, Any], out: Ingested) -> None:
+    """A raw result: checked against its `agg_` sibling, or recorded as failed / ambiguous."""
+    agg_path = path.with_name(f"agg_{path.name}")
+    if agg_path.is_file():
+        agg = json.loads(agg_path.read_text(encoding="utf-8"))
+        mismatch = _agg_mismatch(raw, agg)
+        if mismatch:
+            out.notes.append(f"{path}: its agg_ row disagrees with process_result.py on {mismatch}")
+        return  # the agg row is the record
+    conc = raw.get("max_concurrency")
+    failed = not raw.get("completed")
+    note = (
+        f"completed: {raw.get('completed')!r} of {raw.get('num_prompts')!r} requests: "
+        "the point failed"
+        if failed
+        else "raw result without its agg_ row: no image or config to attribute it to"
+    )
+    out.notes.append(f"{path}: {note}")
+    out.samples.append(
+        Sample(
+            series=f"{raw.get('model_id')}:{path.stem.split('_conc')[0]}",
+            point=f"c={conc}",
+            metric="tput_per_gpu",
+            kind=PERF,
+            better=HIGHER,
+            unit="",
+            image=Image(ref="unknown"),
+            run=path.name,
+            seq=inferencex.stamp(raw.get("date")) or 0,
+            status=FAILED if failed else AMBIGUOUS,
+            value=None,
+            note=note,
+            source=f"inferencex:{path.name}",
+        )
+    )
+
+
+def _agg_mismatch(raw: dict[str, Any], agg: dict[str, Any]) -> str:
+    try:
+        mine = inferencex.compute_agg(raw, agg)
+    except (ValueError, KeyError, TypeError, ZeroDivisionError) as exc:
+        return f"aggregation ({exc})"
+    for key, value in mine.items():
+        theirs = agg.get(key)
+        if isinstance(value, float) and isinstance(theirs, int | float):
+            if not math.isclose(value, theirs, rel_tol=1e-9):
+                return key
+    return ""

@@ -1,0 +1,2 @@
+-- Regressions read every measurement in history order (seq, run): an index serves that order.
+CREATE INDEX results_order ON results (seq, run);

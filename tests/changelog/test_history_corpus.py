@@ -1,0 +1,148 @@
+"""The results history on real result files: ATOM's dashboards and InferenceX's artifacts, with
+InferenceX's own `utils/process_result.py` as the oracle of the agg rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import corpus
+import pytest
+from relpipe.changelog.history import inferencex, ingest, regressions
+from relpipe.changelog.history.records import AMBIGUOUS, FAILED, OK, PERF
+
+
+@pytest.fixture(scope="module")
+def results() -> Path:
+    return corpus.results_dir()
+
+
+def test_dashboard_duplicates_are_ambiguous_never_measurements(results: Path) -> None:
+    got = ingest.ingest([results / "atom-dashboards" / "benchmark-dashboard.js"])
+    statuses = Counter((s.status, s.note) for s in got.samples)
+    assert statuses == {(OK, ""): 3812, (AMBIGUOUS, "name appears 2 times in one run"): 288}
+    assert got.rejected == []
+
+
+def test_may_dashboard_latest_tags_zeros_and_digests(results: Path) -> None:
+    samples = ingest.ingest(
+        [results / "atom-dashboards" / "benchmark-dashboard-2026-05-23.js"]
+    ).samples
+    bare = [s for s in samples if s.image.ref == "rocm/atom-dev:latest"]
+    assert len(bare) == 1998 and {s.status for s in bare} == {AMBIGUOUS}
+    pinned = [s for s in samples if s.image.digest]
+    assert len(pinned) == 1754 and all(s.image.tag is None for s in pinned)  # `latest@sha256:`
+    failed = [s for s in samples if s.status == FAILED]
+    assert len(failed) == 15 and {s.value for s in failed} == {0.0}
+    # a zero acceptance is a collapse (the run reports 1.0 tokens/forward), kept as a measurement
+    zero_accept = [s for s in samples if s.metric == "acceptance_rate" and s.value == 0]
+    assert zero_accept and {s.status for s in zero_accept} == {OK}
+
+
+def _same_image_flag_rate(samples: list) -> tuple[int, int]:
+    groups, kinds, _ = regressions._group(samples)
+    bands = regressions._Bands(groups, kinds)
+    pairs = flagged = 0
+    for key, images in groups.items():
+        if kinds[key][0] != PERF:
+            continue
+        band, _ = bands.of(key)
+        for image in images.values():
+            for a, b in zip(image.values, image.values[1:], strict=False):
+                pairs += 1
+                verdict = regressions._band_verdict((b - a) / a, band, kinds[key][1])
+                flagged += verdict == regressions.REGRESSION
+    return pairs, flagged
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["benchmark-dashboard.js", "benchmark-dashboard-2026-05-23.js", "atomesh-mocker-dashboard.js"],
+)
+def test_same_image_pairs_are_rarely_regressions(results: Path, name: str) -> None:
+    samples = ingest.ingest([results / "atom-dashboards" / name]).samples
+    pairs, flagged = _same_image_flag_rate(samples)
+    assert pairs > 400
+    assert flagged <= 0.01 * pairs
+
+
+def test_replay_finds_the_acceptance_collapse_and_scores_below_threshold(results: Path) -> None:
+    samples = ingest.ingest(
+        [results / "atom-dashboards" / "benchmark-dashboard-2026-05-23.js"]
+    ).samples
+    found = regressions.compare(samples, every=True)
+    accept = [f for f in found if f.metric == "acceptance_rate" and f.kind == "regression"]
+    assert [
+        (f.series, f.old_image, f.new_image, f.old_value, round(f.new_value, 5)) for f in accept
+    ] == [
+        (
+            "ATOM::DeepSeek-V4-Pro MTP",
+            "rocm/atom-dev:nightly_202605221558",
+            "rocm/atom-dev:nightly_202605231519",
+            0.9407,
+            0.64375,
+        )
+    ]
+    below = {(f.series, f.new_image) for f in found if f.kind == "below-threshold"}
+    assert (
+        "ATOM-vLLM::Qwen3.5-397B-A17B-FP8 TP8",
+        "rocm/atom-dev:vllm-v0.19.0-nightly_20260520",
+    ) in below
+
+
+def test_failed_inferencex_point_is_recorded_failed(results: Path) -> None:
+    got = ingest.ingest([results / "inferencex" / "local-results" / "minimax-eagle3-conc64"])
+    assert [(s.status, s.point) for s in got.samples] == [(FAILED, "c=64"), (AMBIGUOUS, "c=64")]
+    assert got.rejected == []
+
+
+RAW_NAMES = [
+    "kimik2.5_1k1k_int4_vllm_tp8-ep1-dpafalse_disagg-false_spec-mtp_conc4_MI355-gbt350-odcdh5-wbb3",
+    "kimik2.5_8k1k_int4_vllm_tp8-ep1-dpafalse_disagg-false_spec-mtp_conc32_MI355-gbt350-odcdh5-wbb3",
+    "kimik2.5_8k1k_int4_vllm_tp8-ep1-dpafalse_disagg-false_spec-mtp_conc64_MI355-gbt350-odcdh5-wbb3",
+]
+
+
+@pytest.mark.parametrize("name", RAW_NAMES)
+def test_agg_row_matches_inferencex_process_result(
+    results: Path, tmp_path: Path, name: str
+) -> None:
+    raw = json.loads((results / "inferencex" / f"{name}.json").read_text())
+    agg = json.loads((results / "inferencex" / f"agg_{name}.json").read_text())
+    shutil.copy(results / "inferencex" / f"{name}.json", tmp_path / f"{name}.json")
+    env = {
+        "RUNNER_TYPE": agg["hw"],
+        "FRAMEWORK": agg["framework"],
+        "PRECISION": agg["precision"],
+        "SPEC_DECODING": agg["spec_decoding"],
+        "RESULT_FILENAME": name,
+        "ISL": str(agg["isl"]),
+        "OSL": str(agg["osl"]),
+        "DISAGG": str(agg["disagg"]).lower(),
+        "MODEL_PREFIX": agg["infmax_model_prefix"],
+        "IMAGE": agg["image"],
+        "TP": str(agg["tp"]),
+        "EP_SIZE": str(agg["ep"]),
+        "DP_ATTENTION": agg["dp_attention"],
+        "GPU_METRICS_CSV": str(tmp_path / "none.csv"),
+    }  # fmt: skip - the environment InferenceX's workflow gives process_result.py
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        done = corpus.run_oracle("process_result.py", cwd=tmp_path)
+    finally:
+        for k, v in old.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    oracle = json.loads((tmp_path / f"agg_{name}.json").read_text())
+    assert done.returncode == 0, done.stderr[-500:]
+    mine = inferencex.compute_agg(raw, agg)
+    for key, value in mine.items():
+        assert (
+            oracle[key] == pytest.approx(value, rel=1e-12)
+            if isinstance(value, float)
+            else oracle[key] == value
+        ), key
+    assert ingest.ingest([results / "inferencex" / f"{name}.json"]).notes == []  # agrees with agg_
