@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "merge": ("merge", "combine shard run records into one verdict"),
     "slurm": ("slurm", "run a qualification plan as a Slurm array job: submit, status, merge"),
     "review": ("review", "check a benchmark-repository change or config keys (review checklist)"),
+    "pr": ("pr", "open, update or inspect the bump pull request of a release (GitHub)"),
+    "revert": ("revert", "restore a config key's previous pinned image and open its PR"),
 }
 
 USAGE = "usage: relpipe [-h] [--version] COMMAND [ARGS ...]"
