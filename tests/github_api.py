@@ -34,9 +34,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
-from relpipe.core.files import file_lock
-
 from corpus import unavailable
+from relpipe.core.files import file_lock
 
 PRISM = "@stoplight/prism-cli@5.14.2"
 OPENAPI = "@octokit/openapi@23.0.2"
@@ -61,7 +60,16 @@ def prism_install() -> Path:
         if not (prefix / ".ready").is_file():
             try:
                 done = subprocess.run(
-                    ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix), PRISM, OPENAPI],
+                    [
+                        "npm",
+                        "install",
+                        "--no-audit",
+                        "--no-fund",
+                        "--prefix",
+                        str(prefix),
+                        PRISM,
+                        OPENAPI,
+                    ],
                     capture_output=True,
                     text=True,
                     timeout=900,
@@ -94,7 +102,15 @@ def start_prism(workdir: Path) -> Prism:
     log = workdir / "prism.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [str(prefix / "node_modules/.bin/prism"), "mock", "-h", "127.0.0.1", "-p", str(port), str(prefix / SPEC)],
+            [
+                str(prefix / "node_modules/.bin/prism"),
+                "mock",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                str(prefix / SPEC),
+            ],
             stdout=out,
             stderr=subprocess.STDOUT,
         )
@@ -181,17 +197,21 @@ class GitHubDouble:
         answer = self.prism.request(h.command, h.path, content=raw, headers=forward)
         body = json.loads(raw) if raw else None
         violations = [
-            v for v in json.loads(answer.headers.get("sl-violations", "[]")) if v.get("location", [""])[0] == "request"
+            v
+            for v in json.loads(answer.headers.get("sl-violations", "[]"))
+            if v.get("location", [""])[0] == "request"
         ]
         with self._lock:
             # A request GitHub's contract accepts gets a 2xx from Prism; anything else is a defect.
             if violations or answer.status_code >= 400:
-                self.violations += [f"{h.command} {parts.path}: {v['message']}" for v in violations] or [
-                    f"{h.command} {parts.path}: Prism answered {answer.status_code}"
-                ]
+                self.violations += [
+                    f"{h.command} {parts.path}: {v['message']}" for v in violations
+                ] or [f"{h.command} {parts.path}: Prism answered {answer.status_code}"]
                 status, out, extra = answer.status_code, answer.content, {}
             else:
-                status, out, extra = self._answer(h.command, parts.path, parse_qs(parts.query), body, answer)
+                status, out, extra = self._answer(
+                    h.command, parts.path, parse_qs(parts.query), body, answer
+                )
             self.seen.append(Seen(h.command, parts.path, parts.query, headers, body, status))
         h.send_response(status)
         h.send_header("content-type", "application/json")
@@ -214,7 +234,9 @@ class GitHubDouble:
         fault = self._fault_for(method, path)
         if fault is not None:
             return fault.status, json.dumps(fault.body).encode(), fault.headers
-        m = re.fullmatch(r"/repos/([^/]+)/([^/]+)/(pulls|labels|issues)(?:/([^/]+))?(/labels)?", path)
+        m = re.fullmatch(
+            r"/repos/([^/]+)/([^/]+)/(pulls|labels|issues)(?:/([^/]+))?(/labels)?", path
+        )
         if m is None:
             return answer.status_code, answer.content, {}
         owner, repo, kind, item, tail = m.groups()
@@ -228,7 +250,9 @@ class GitHubDouble:
             pull = self.pulls.get(int(item or 0))
             if pull is None:
                 return 404, b'{"message": "Not Found"}', {}
-            names = [x["name"] for x in pull["labels"]] + [n for n in body["labels"] if n not in pull["labels"]]
+            names = [x["name"] for x in pull["labels"]] + [
+                n for n in body["labels"] if n not in pull["labels"]
+            ]
             pull["labels"] = [{**answer.json()[0], "name": n} for n in dict.fromkeys(names)]
             return 200, json.dumps(pull["labels"]).encode(), {}
         return answer.status_code, answer.content, {}
@@ -253,8 +277,20 @@ class GitHubDouble:
             ]
             return 200, json.dumps(found).encode(), {}
         if method == "POST" and item is None:
-            if any(p["head"]["ref"] == body["head"] and p["state"] == "open" for p in self.pulls.values()):
-                return 422, json.dumps({"message": "Validation Failed", "errors": [{"message": "A pull request already exists"}]}).encode(), {}
+            if any(
+                p["head"]["ref"] == body["head"] and p["state"] == "open"
+                for p in self.pulls.values()
+            ):
+                return (
+                    422,
+                    json.dumps(
+                        {
+                            "message": "Validation Failed",
+                            "errors": [{"message": "A pull request already exists"}],
+                        }
+                    ).encode(),
+                    {},
+                )
             number = len(self.pulls) + 1
             pull = answer.json()
             pull.update(

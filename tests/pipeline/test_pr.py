@@ -10,147 +10,37 @@ from facts. Every request relpipe sends passes through `GitHubDouble` to Prism s
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import github_api
 import pytest
+from pr_support import (
+    BRANCH,
+    KEY,
+    MASTER,
+    REPO,
+    THEIRS,
+    TOKEN,
+    USER,
+    entry_for,
+    fetch,
+    hook_passes,
+    pr,
+    remote_file,
+    stage_release,
+)
 from relpipe.changelog.append import append
-from relpipe.changelog.configs.pin import edit_image
-from relpipe.changelog.entries import Entry, render
-from relpipe.changelog.notes import ReleaseFacts, render_title
-from relpipe.changelog.notes import render as render_notes
+from relpipe.changelog.entries import render
 from relpipe.pipeline.cli import main as relpipe
 from relpipe.pipeline.workspace import CHANGELOG
 from support import git
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "benchmark-repo"
-FACTS = ROOT / "changelog" / "notes" / "example.json"
-MASTER = "configs/amd-master.yaml"
-KEY = "minimaxm3-fp4-mi355x-atom-agentic-mtp"
-REPO = "example-org/benchmark-repo"
-BRANCH = f"relpipe/bump/{KEY}"
-TOKEN = "ghp_relpipeTestToken0123456789"
-USER = ("Jane Maintainer", "jane@example.invalid")
-THEIRS = Entry(
-    config_keys=("qwen3.5-fp8-mi355x-atom",),
-    description=("An entry someone else merged meanwhile",),
-    pr_link=f"https://github.com/{REPO}/pull/120",
-)
-
-
-@pytest.fixture(scope="session")
-def prism(tmp_path_factory: pytest.TempPathFactory) -> Iterator[github_api.Prism]:
-    yield from github_api.prism_session(tmp_path_factory.mktemp("prism"))
-
-
-@pytest.fixture
-def api(prism: github_api.Prism) -> Iterator[github_api.GitHubDouble]:
-    double = github_api.GitHubDouble(prism.url)
-    try:
-        yield double
-        assert double.violations == [], "requests GitHub's contract rejects"
-    finally:
-        double.close()
-
-
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A clone of the example repository with a bare remote; the user's identity in HOME."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for var in ("GITHUB_TOKEN", "GH_TOKEN", "GH_CONFIG_DIR", "GITHUB_STEP_SUMMARY"):
-        monkeypatch.delenv(var, raising=False)
-    subprocess.run(["git", "config", "--global", "user.name", USER[0]], check=True)
-    subprocess.run(["git", "config", "--global", "user.email", USER[1]], check=True)
-    remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
-    clone = tmp_path / "clone"
-    shutil.copytree(EXAMPLE, clone, ignore=shutil.ignore_patterns(".relpipe"))
-    (clone / ".gitignore").write_text(".relpipe/\n")
-    git(clone, "init", "-q", "-b", "main")
-    git(clone, "add", "-A")
-    git(clone, "commit", "-q", "-m", "benchmark repository")
-    git(clone, "remote", "add", "origin", str(remote))
-    git(clone, "push", "-q", "origin", "main")
-    return clone
-
-
-def stage_release(clone: Path, tag: str, pr: str = "XXX") -> Path:
-    """What `relpipe release` leaves: pin, appended entry, lock entry, and its record's notes."""
-    new = f"rocm/atom-dev:{tag}"
-    master = clone / MASTER
-    text, _ = edit_image(master.read_text(), KEY, new, MASTER)
-    master.write_text(text)
-    append(clone / CHANGELOG, entry_for(tag, pr))
-    lock = clone / "images.lock.yaml"
-    digest = "sha256:" + tag[-12:].rjust(64, "0")
-    lock.write_text(
-        lock.read_text()
-        + f"docker.io/{new}:\n  digest: {digest}\n  platform: linux/amd64\n"
-        + f"  platform-digest: {digest}\n"
-        + "  media-type: application/vnd.docker.distribution.manifest.v2+json\n"
-        + "  resolved-at: '2026-11-30T00:00:00Z'\n  created: null\n  facts: {}\n"
-    )
-    facts = json.loads(FACTS.read_text())
-    facts["new_image"]["ref"] = new
-    release = ReleaseFacts.from_json(facts)
-    record = clone / ".relpipe" / "releases" / tag
-    record.mkdir(parents=True)
-    (record / "run.json").write_text(json.dumps({"schema": 1, "request": {"config_key": KEY}}))
-    notes = f"# {render_title(release)}\n\n{render_notes(release, 'both')}"
-    (record / "notes.md").write_text(notes)
-    checks = [{"id": "C1", "title": "digest verified", "status": "PASS"}]
-    (record / "report.json").write_text(
-        json.dumps({"verdict": {"overall": "WARN", "checks": checks}})
-    )
-    return record / "notes.md"
-
-
-def entry_for(tag: str, pr: str = "XXX") -> Entry:
-    return Entry(
-        config_keys=(KEY,),
-        description=(f"Update to rocm/atom-dev:{tag}",),
-        pr_link=f"https://github.com/{REPO}/pull/{pr}",
-        scenario_type=("agentic-coding",),
-    )
-
-
-def pr(clone: Path, api: github_api.GitHubDouble, *args: str) -> int:
-    return relpipe(
-        ["pr", *args, "--config-key", KEY, "--github-repo", REPO, "--repo", str(clone),
-         "--api-url", api.url]
-    )
-
-
-def remote_file(clone: Path, ref: str, path: str) -> bytes:
-    return subprocess.run(
-        ["git", "-C", str(clone), "show", f"{ref}:{path}"], capture_output=True, check=True
-    ).stdout
-
-
-def fetch(clone: Path) -> None:
-    git(clone, "fetch", "-q", "origin", "+refs/heads/*:refs/remotes/origin/*", "--prune")
-
-
-def hook_passes(clone: Path, base: str, head: str, number: int) -> subprocess.CompletedProcess[str]:
-    code = "import sys; from relpipe.validate.gate.hook import main; sys.exit(main(sys.argv[1:]))"
-    return subprocess.run(
-        [sys.executable, "-c", code, "--base-ref", base, "--head-ref", head,
-         "--repo-url", f"https://github.com/{REPO}", "--pr-number", str(number)],
-        cwd=clone, capture_output=True, text=True, check=False,
-    )
-
 
 def test_open_pushes_one_commit_and_opens_a_labelled_pr(
-    world: Path, api: github_api.GitHubDouble, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     notes = stage_release(world, "nightly_202610070333")
@@ -168,7 +58,9 @@ def test_open_pushes_one_commit_and_opens_a_labelled_pr(
     assert remote_file(world, head, str(CHANGELOG)) == (world / CHANGELOG).read_bytes()
     pull = api.pulls[1]
     title = notes.read_text().splitlines()[0][2:]
-    assert pull["title"] == title and pull["head"]["ref"] == BRANCH and pull["base"]["ref"] == "main"
+    assert (
+        pull["title"] == title and pull["head"]["ref"] == BRANCH and pull["base"]["ref"] == "main"
+    )
     assert "## Validation: WARN" in pull["body"] and "| C1 | PASS |" in pull["body"]
     assert "简体中文" in pull["body"] or any("\u4e00" <= ch <= "\u9fff" for ch in pull["body"])
     assert [lb["name"] for lb in pull["labels"]] == ["full-sweep-enabled", "all-evals"]
@@ -190,7 +82,9 @@ def test_a_newer_nightly_updates_the_same_pr(
     head = f"origin/{BRANCH}"
     assert git(world, "rev-list", "--count", f"origin/main..{head}").strip() == "1"
     changelog = remote_file(world, head, str(CHANGELOG))
-    assert changelog.count(b"nightly_202610090101") == 1 and b"nightly_202610070333" not in changelog
+    assert (
+        changelog.count(b"nightly_202610090101") == 1 and b"nightly_202610070333" not in changelog
+    )
     assert b"rocm/atom-dev:nightly_202610090101" in remote_file(world, head, MASTER)
     assert len(api.pulls) == 1 and api.pulls[1]["title"] == notes.read_text().splitlines()[0][2:]
     assert len(api.sent("PATCH", rf"/repos/{REPO}/pulls/1")) == 1
@@ -222,8 +116,11 @@ def test_main_moving_underneath_re_appends_the_same_entry_and_the_hook_passes(
 
 @pytest.mark.parametrize("merged", [False, True])
 def test_a_pr_closed_by_someone_else_is_never_reopened_or_overwritten(
-    world: Path, api: github_api.GitHubDouble, monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str], merged: bool,
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    merged: bool,
 ) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     stage_release(world, "nightly_202610070333")
@@ -246,8 +143,19 @@ def test_dry_run_prints_the_exact_requests_without_a_token_or_network(
 ) -> None:
     notes = stage_release(world, "nightly_202610070333")
     code = relpipe(
-        ["pr", "open", "--dry-run", "--config-key", KEY, "--github-repo", REPO,
-         "--repo", str(world), "--api-url", "http://127.0.0.1:9"]
+        [
+            "pr",
+            "open",
+            "--dry-run",
+            "--config-key",
+            KEY,
+            "--github-repo",
+            REPO,
+            "--repo",
+            str(world),
+            "--api-url",
+            "http://127.0.0.1:9",
+        ]
     )
     out = capsys.readouterr().out
     assert code == 0
@@ -259,7 +167,9 @@ def test_dry_run_prints_the_exact_requests_without_a_token_or_network(
 
 
 def test_status_reports_branch_and_pr(
-    world: Path, api: github_api.GitHubDouble, monkeypatch: pytest.MonkeyPatch,
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("GH_TOKEN", TOKEN)
@@ -284,7 +194,10 @@ def test_token_from_gh_stored_login(tmp_path: Path) -> None:
     assert token_from(env, "https://ghe.example.com/api/v3") == "gho_ghe"
     assert token_from(env, "http://127.0.0.1:4010") is None
     assert token_from({**env, "GH_TOKEN": "x1"}, "https://api.github.com") == "x1"
-    assert token_from({**env, "GITHUB_TOKEN": "x2", "GH_TOKEN": "x1"}, "https://api.github.com") == "x2"
+    assert (
+        token_from({**env, "GITHUB_TOKEN": "x2", "GH_TOKEN": "x1"}, "https://api.github.com")
+        == "x2"
+    )
 
 
 def test_prism_rejects_a_request_the_contract_does_not_allow(prism: github_api.Prism) -> None:
