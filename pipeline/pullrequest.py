@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from relpipe.pipeline import github as gh
 from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.workspace import CHANGELOG
+from relpipe.pipeline.workspace import CHANGELOG, LOCK
 
 if TYPE_CHECKING:
     from relpipe.changelog.entries import Entry
@@ -125,10 +125,21 @@ def check_labels(labels: Sequence[str]) -> tuple[str, ...]:
 
 
 def git(root: Path, *args: str, stdin: bytes | None = None, check: bool = True) -> str:
+    return git_bytes(root, args, stdin=stdin, check=check).decode("utf-8", "replace")
+
+
+def git_bytes(
+    root: Path,
+    args: Sequence[str],
+    *,
+    stdin: bytes | None = None,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+) -> bytes:
     """git in `root`, never through a shell; a failure is one line naming git's first error."""
     try:
         done = subprocess.run(
-            ["git", "-C", str(root), *args], input=stdin, capture_output=True, check=False
+            ["git", "-C", str(root), *args], input=stdin, capture_output=True, check=False, env=env
         )
     except FileNotFoundError as exc:
         raise PipelineError("git is not installed or not on PATH; install git") from exc
@@ -138,7 +149,7 @@ def git(root: Path, *args: str, stdin: bytes | None = None, check: bool = True) 
         raise PipelineError(
             f"git {args[0]} failed: {detail or (lines[0] if lines else done.returncode)}"
         )
-    return done.stdout.decode("utf-8", "replace")
+    return done.stdout
 
 
 def remote_sha(root: Path, remote: str, branch: str) -> str | None:
@@ -146,43 +157,63 @@ def remote_sha(root: Path, remote: str, branch: str) -> str | None:
     return out.split()[0] if out.strip() else None
 
 
+RELEASE_FILES = ("configs/", str(CHANGELOG), str(LOCK))  # what a release or revert writes
+
+
 def read_bump(root: Path, config_key: str, title: str, body: str) -> Bump:
-    """The working tree's changes against HEAD: the patch and the appended changelog entries."""
+    """The working tree's changes against HEAD: the patch and the appended changelog entries.
+
+    Only what a release writes is taken (config files, changelog, lock file; new ones included);
+    the rest of the working tree (relpipe's own `.relpipe/` state, say) is not the PR's. The patch
+    is made through a temporary index, so the user's index is left as it was.
+    """
+    listed = git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+    paths = sorted(
+        {e[3:] for e in listed.split("\0") if len(e) > 3 and e[3:].startswith(RELEASE_FILES)}
+    )
+    if not paths:
+        raise PullRequestRefused(
+            "nothing to propose: no changed config, changelog or lock file; "
+            "run `relpipe release` first"
+        )
+    with tempfile.TemporaryDirectory(prefix="relpipe-index-") as tmp:
+        env = {**os.environ, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        for args in (["read-tree", "HEAD"], ["add", "-A", "--", *paths]):
+            git_bytes(root, args, env=env)
+        others = [p for p in paths if p != str(CHANGELOG)]
+        patch = git_bytes(root, ["diff", "--cached", "--binary", "HEAD", "--", *others], env=env)
+    entries: tuple[Entry, ...] = ()
+    if str(CHANGELOG) in paths:
+        entries = appended_entries(
+            git_blob(root, f"HEAD:{CHANGELOG}"), (root / CHANGELOG).read_bytes()
+        )
+    return Bump(
+        config_key=config_key,
+        patch=patch if others else b"",
+        entries=entries,
+        title=title,
+        body=body,
+    )
+
+
+def appended_entries(old: bytes, new: bytes) -> tuple[Entry, ...]:
     from relpipe.changelog.entries import parse_appended
     from relpipe.changelog.errors import ChangelogError
 
-    changed = [p for p in git(root, "diff", "--name-only", "HEAD").splitlines() if p]
-    untracked = git(root, "ls-files", "--others", "--exclude-standard").split()
-    if untracked:
+    try:
+        parsed = parse_appended(old, new, str(CHANGELOG))
+    except ChangelogError as exc:
+        raise PullRequestRefused(f"{exc}; the PR only appends entries") from None
+    problems = [f for f in parsed.findings if f.severity == "error"]
+    if problems or any(b.entry is None for b in parsed.blocks):
         raise PullRequestRefused(
-            f"untracked files {', '.join(untracked[:3])}: commit, ignore or remove them first"
+            f"{CHANGELOG}: the appended text is not valid entries; run the hook to see why"
         )
-    if not changed:
-        raise PullRequestRefused(
-            "nothing to propose: the working tree has no changes; run `relpipe release` first"
-        )
-    others = [p for p in changed if p != str(CHANGELOG)]
-    patch = git(root, "diff", "--binary", "HEAD", "--", *others).encode() if others else b""
-    entries: tuple[Entry, ...] = ()
-    if str(CHANGELOG) in changed:
-        old = git_blob(root, f"HEAD:{CHANGELOG}")
-        new = (root / CHANGELOG).read_bytes()
-        try:
-            parsed = parse_appended(old, new, str(CHANGELOG))
-        except ChangelogError as exc:
-            raise PullRequestRefused(f"{exc}; the PR only appends entries") from None
-        problems = [f for f in parsed.findings if f.severity == "error"]
-        if problems or any(b.entry is None for b in parsed.blocks):
-            raise PullRequestRefused(
-                f"{CHANGELOG}: the appended text is not valid entries; run the hook to see why"
-            )
-        entries = tuple(b.entry for b in parsed.blocks if b.entry is not None)
-    return Bump(config_key=config_key, patch=patch, entries=entries, title=title, body=body)
+    return tuple(b.entry for b in parsed.blocks if b.entry is not None)
 
 
 def git_blob(root: Path, spec: str) -> bytes:
-    done = subprocess.run(["git", "-C", str(root), "show", spec], capture_output=True, check=False)
-    return done.stdout if done.returncode == 0 else b""
+    return git_bytes(root, ["cat-file", "blob", spec], check=False)
 
 
 def build_commit(

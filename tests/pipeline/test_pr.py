@@ -210,3 +210,22 @@ def test_prism_rejects_a_request_the_contract_does_not_allow(prism: github_api.P
         assert any("must have required property 'base'" in v for v in double.violations)
     finally:
         double.close()
+
+
+def test_only_what_a_release_writes_goes_into_the_pr(
+    world: Path, api: github_api.GitHubDouble, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A benchmark repository that does not ignore .relpipe/ and had no lock file yet."""
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    git(world, "rm", "-q", ".gitignore", "images.lock.yaml")
+    git(world, "commit", "-q", "-m", "no ignore file, no lock yet")
+    git(world, "push", "-q", "origin", "main")
+    (world / "images.lock.yaml").write_text("# images.lock.yaml\n")
+    (world / "scratch.txt").write_text("not the release's\n")
+    stage_release(world, "nightly_202610070333")
+    index = (world / ".git" / "index").read_bytes()
+    assert pr(world, api, "open") == 0
+    fetch(world)
+    changed = git(world, "diff", "--name-only", "origin/main", f"origin/{BRANCH}").split()
+    assert changed == ["configs/amd-master.yaml", "images.lock.yaml", "perf-changelog.yaml"]
+    assert (world / ".git" / "index").read_bytes() == index  # the user's index is untouched
