@@ -229,3 +229,13 @@ def test_only_what_a_release_writes_goes_into_the_pr(
     changed = git(world, "diff", "--name-only", "origin/main", f"origin/{BRANCH}").split()
     assert changed == ["configs/amd-master.yaml", "images.lock.yaml", "perf-changelog.yaml"]
     assert (world / ".git" / "index").read_bytes() == index  # the user's index is untouched
+
+
+def test_the_demo_shows_the_dry_run_offline(world: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    from relpipe.pipeline.demo import show_pull_request
+
+    stage_release(world, "nightly_202610070333")
+    assert show_pull_request(world, KEY, world / ".relpipe") == 0
+    out = capfd.readouterr().out
+    assert f"POST https://api.github.com/repos/{REPO}/pulls" in out
+    assert "dry run: nothing pushed or sent" in out
