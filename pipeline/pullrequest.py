@@ -447,7 +447,7 @@ def status(target: Target, config_key: str, client: gh.GitHub) -> Status:
     return Status(
         branch=branch,
         remote_commit=remote_sha(target.root, target.remote, branch),
-        pull=(live or pulls or [None])[0],
+        pull=(live + pulls)[0] if pulls else None,
     )
 
 
