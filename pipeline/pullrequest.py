@@ -366,7 +366,8 @@ def publish(
             )
     git(target.root, "fetch", "--quiet", target.remote, f"refs/heads/{target.base}")
     base_sha = git(target.root, "rev-parse", "FETCH_HEAD").strip()
-    number = live[0].number if live else 1
+    claimed = linked_number(target, bump)
+    number = live[0].number if live else claimed or 1
     sha = build_commit(target, bump, base_sha, number, labels)
     push(target, sha, branch, previous)
     log(f"pushed {sha[:12]} to {target.remote} {branch} (on {target.base} {base_sha[:12]})")
@@ -391,9 +392,25 @@ def publish(
         undo_push(target, sha, branch, previous)  # no branch without its PR
         raise
     client.send(gh.add_labels_request(target.github_repo, pull.number, labels), ok=(200,))
+    if number != 1 and number != pull.number:
+        log(
+            f"warning: the changelog entry links /pull/{number} but GitHub numbered the PR "
+            f"#{pull.number}; correct the pr-link on the branch"
+        )
     return Outcome(
         action="opened", number=pull.number, url=pull.html_url, branch=branch, commit=sha
     )
+
+
+def linked_number(target: Target, bump: Bump) -> int | None:
+    """The PR number the entries' pr-links name (a release made with `--pr-number N`), if any.
+
+    Without one the hook runs with number 1: before the PR exists its number is unknown, and the
+    gate accepts the XXX placeholder whatever the number."""
+    prefix = f"{target.repo_url}/pull/"
+    named = {e.pr_link[len(prefix) :] for e in bump.entries if e.pr_link.startswith(prefix)}
+    numbers = sorted(int(n) for n in named if n.isdigit())
+    return numbers[0] if numbers else None
 
 
 def dry_run(target: Target, bump: Bump, branch: str, labels: Sequence[str]) -> Outcome:

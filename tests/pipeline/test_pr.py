@@ -239,3 +239,20 @@ def test_the_demo_shows_the_dry_run_offline(world: Path, capfd: pytest.CaptureFi
     out = capfd.readouterr().out
     assert f"POST https://api.github.com/repos/{REPO}/pulls" in out
     assert "dry run: nothing pushed or sent" in out
+
+
+def test_a_release_made_with_its_pr_number_is_checked_against_that_number(
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`relpipe release --pr-number 1` (the demo's way): the hook checks the link it names."""
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    stage_release(world, "nightly_202610070333", pr="1")
+    assert pr(world, api, "open") == 0
+    assert "warning" not in capsys.readouterr().out
+    git(world, "checkout", "-q", "--", ".")
+    stage_release(world, "nightly_202610090101", pr="7")
+    assert pr(world, api, "update") == 1  # PR #1's gate refuses a link to #7
+    assert "pr-link" in capsys.readouterr().err
