@@ -256,3 +256,20 @@ def test_a_release_made_with_its_pr_number_is_checked_against_that_number(
     stage_release(world, "nightly_202610090101", pr="7")
     assert pr(world, api, "update") == 1  # PR #1's gate refuses a link to #7
     assert "pr-link" in capsys.readouterr().err
+
+
+def test_the_token_goes_only_to_the_api_origin() -> None:
+    import httpx
+    from relpipe.pipeline.github import _auth_class
+
+    auth = _auth_class()(TOKEN, "https://api.github.com")
+    for url, sent in [
+        ("https://api.github.com/repos/o/r/pulls", True),
+        ("https://api.github.com:443/x", True),
+        ("http://api.github.com/x", False),
+        ("https://api.github.com.evil.example/x", False),
+        ("https://uploads.github.com/x", False),
+    ]:
+        request = next(auth.auth_flow(httpx.Request("GET", url)))
+        assert ("authorization" in request.headers) is sent, url
+    assert TOKEN not in repr(auth)
