@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "slurm": ("slurm", "run a qualification plan as a Slurm array job: submit, status, merge"),
     "review": ("review", "check a benchmark-repository change or config keys (review checklist)"),
     "history": ("history", "results history: ingest result files, per-point regressions"),
+    "pr": ("pr", "open, update or inspect the bump pull request of a release (GitHub)"),
+    "revert": ("revert", "restore a config key's previous pinned image and open its PR"),
 }
 
 USAGE = "usage: relpipe [-h] [--version] COMMAND [ARGS ...]"

@@ -9,6 +9,8 @@
 3. runs `relpipe nightly` (newest tag, qualified against the config key's pinned image) and
    `relpipe release` in it, as a user would, and prints the verdict, the diff and the report paths.
    No configuration line, lock key, changelog entry or note names the loopback registry.
+4. shows what `relpipe pr open --dry-run` would send for that release: the git steps and the exact
+   GitHub REST requests (no token, nothing sent: the demo stays offline).
 
 The run records and the stage cache live under the demo state folder (RELPIPE_DEMO_STATE, default
 ~/.cache/relpipe/demo), so a second demo run is made of cache hits. `nox -s demo` runs this under
@@ -133,6 +135,25 @@ def relpipe(work: Path, *args: str) -> int:
     return subprocess.call([sys.executable, "-m", "relpipe.pipeline", *args], cwd=work)
 
 
+def show_pull_request(work: Path, config_key: str, state: Path) -> int:
+    """What `relpipe pr open` would send for the release (offline: a dry run needs no token)."""
+    code = relpipe(
+        work,
+        "pr",
+        "open",
+        "--dry-run",
+        "--config-key",
+        config_key,
+        "--github-repo",
+        "example-org/benchmark-repo",
+        "--state",
+        str(state),
+    )
+    if code != 0:
+        print(f"demo: pr open --dry-run ended with exit {code}", file=sys.stderr)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from relpipe.images.build import build_fixtures
     from relpipe.pipeline.commands.nightly import newest_nightly
@@ -219,6 +240,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     print("\n$ git diff --stat", flush=True)
     print(git(work, "diff", "--stat"), end="")
+    code = show_pull_request(work, args.config_key, args.state / "relpipe")
+    if code != 0:
+        return code
     releases = sorted(
         (args.state / "relpipe" / "releases").glob("*/report.html"), key=lambda p: p.stat().st_mtime
     )

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import corpus
+import github_api
+import pr_support
 import pytest
 from relpipe.images import services as svc
 
@@ -117,3 +119,21 @@ def fixture_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         FixtureBuilder(cache_dir=cache).plan(1, "good")
     return cache
+
+
+@pytest.fixture(scope="session")
+def prism(tmp_path_factory: pytest.TempPathFactory) -> Iterator[github_api.Prism]:
+    """Prism serving GitHub's OpenAPI description on loopback, once per session (github_api.py)."""
+    yield from github_api.prism_session(tmp_path_factory.mktemp("prism"))
+
+
+@pytest.fixture
+def api(prism: github_api.Prism) -> Iterator[github_api.GitHubDouble]:
+    """The stateful proxy in front of Prism; the test fails if a request broke the contract."""
+    yield from pr_support.github_double(prism)
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A clone of the example benchmark repository with a bare remote; the user's git identity."""
+    return pr_support.benchmark_clone(tmp_path, monkeypatch)

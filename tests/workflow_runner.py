@@ -226,15 +226,23 @@ def run_workflow(
     checkouts: Mapping[str, Path],
     skip: tuple[str, ...] = ("install",),
     inputs: Mapping[str, str] | None = None,
+    secrets: Mapping[str, str] | None = None,
+    given: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Run:
-    """Run every job of `workflow` under `root` (a temp folder); raises on a failed step."""
+    """Run every job of `workflow` under `root` (a temp folder); raises on a failed step.
+
+    `given` names jobs that are not run, with the `result` and `outputs` the test gives them (a
+    test of one job), and artifacts a test puts under `root/artifacts/NAME` are there from the
+    start.
+    """
     import yaml
 
     doc = yaml.safe_load(workflow.read_text())
     jobs: dict[str, Any] = doc["jobs"]
     run = Run(artifacts=root / "artifacts")
-    run.artifacts.mkdir(parents=True)  # type: ignore[union-attr]
-    done: set[str] = set()
+    run.artifacts.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
+    run.jobs.update({name: dict(job) for name, job in (given or {}).items()})
+    done: set[str] = set(given or {})
     while len(done) < len(jobs):
         ready = [
             name for name, job in jobs.items() if name not in done and set(_needs(job)) <= done
@@ -242,7 +250,19 @@ def run_workflow(
         if not ready:
             raise ValueError(f"jobs with unmet or cyclic needs: {set(jobs) - done}")
         for name in ready:
-            _run_job(name, jobs[name], doc, root, run, vars, env, checkouts, skip, inputs or {})
+            _run_job(
+                name,
+                jobs[name],
+                doc,
+                root,
+                run,
+                vars,
+                env,
+                checkouts,
+                skip,
+                inputs or {},
+                secrets or {},
+            )
             done.add(name)
     return run
 
@@ -263,12 +283,13 @@ def _run_job(
     checkouts: Mapping[str, Path],
     skip: tuple[str, ...],
     inputs: Mapping[str, str],
+    secrets: Mapping[str, str],
 ) -> None:
     needs = {n: run.jobs[n] for n in _needs(job)}
     base = {
         "vars": dict(vars),
         "inputs": dict(inputs),
-        "secrets": {},
+        "secrets": dict(secrets),
         "needs": needs,
         "job": {"status": "success"},
         "runner": {"temp": str(root / "runner-temp")},

@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import github_api
 import pytest
 from corpus import unavailable
 from relpipe.images import services as svc
 from relpipe.images.build import FixtureImage, build_fixtures
 from relpipe.pipeline.demo import EXAMPLE, mirror_env, prepare_workdir
+from support import git
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -431,6 +433,70 @@ def test_release_dry_run_then_release_pins_appends_and_writes_notes(
     again = env.relpipe("report", str(release_dir))
     assert again.returncode == 0 and "verdict: WARN" in again.stdout, again.stderr
     assert {n: (release_dir / n).read_bytes() for n in before} == before
+
+
+def test_the_release_opens_its_pr_and_every_request_passes_githubs_contract(
+    env: Env, qualified: Qualified, api: github_api.GitHubDouble, tmp_path: Path
+) -> None:
+    """After the release above: `relpipe pr open` on the real release record and working tree,
+    against Prism serving GitHub's OpenAPI description (the `api` fixture fails the test on any
+    request the contract rejects) and a bare remote."""
+    if not list((env.state / "releases").glob("*/notes.md")):
+        pytest.skip("needs the release of test_release_dry_run_then_release_pins_appends_...")
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    git(env.repo, "remote", "add", "origin", str(remote))
+    try:
+        git(env.repo, "push", "-q", "origin", "HEAD:refs/heads/main")
+        repo = "example-org/benchmark-repo"
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "relpipe.pipeline",
+                "pr",
+                "open",
+                "--config-key",
+                KEY,
+                "--github-repo",
+                repo,
+                "--api-url",
+                api.url,
+                "--state",
+                str(env.state),
+            ],
+            cwd=env.repo,
+            env={
+                **env.vars,
+                "GITHUB_TOKEN": "ghp_acceptance",
+                "GIT_AUTHOR_NAME": "Jane",
+                "GIT_AUTHOR_EMAIL": "jane@example.invalid",
+                "GIT_COMMITTER_NAME": "Jane",
+                "GIT_COMMITTER_EMAIL": "jane@example.invalid",
+            },
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert f"opened PR #1: https://github.com/{repo}/pull/1" in done.stdout
+        pull = api.pulls[1]
+        notes = next((env.state / "releases").glob("*/notes.md")).read_text()
+        assert pull["title"] == notes.splitlines()[0][2:]
+        assert "## Validation: WARN" in pull["body"] and "## 中文" in pull["body"]
+        head = f"refs/heads/relpipe/bump/{KEY}"
+        changed = git(
+            env.repo,
+            "diff",
+            "--name-only",
+            "HEAD",
+            git(env.repo, "ls-remote", str(remote), head).split()[0],
+        )
+        assert sorted(changed.split()) == sorted(
+            ["configs/amd-master.yaml", "images.lock.yaml", "perf-changelog.yaml"]
+        )
+    finally:
+        git(env.repo, "remote", "remove", "origin")
 
 
 def test_gsm8k_runs_inside_the_image_and_fails_closed_below_threshold(

@@ -1,0 +1,165 @@
+"""`relpipe pr`: open, update or inspect the bump pull request of a release (branch, push, GitHub).
+
+    relpipe pr open   --config-key K --github-repo OWNER/NAME [--label L ...] [--dry-run]
+    relpipe pr update --config-key K --github-repo OWNER/NAME [--open-missing]
+    relpipe pr status --config-key K --github-repo OWNER/NAME [--json]
+
+Run in the benchmark repository after `relpipe release` (or `relpipe revert`) wrote its changes:
+they become one commit on the remote's current base, on the branch relpipe/bump/KEY, pushed with
+--force-with-lease; the PR's title and bilingual body come from the release notes, with the
+validation summary. `update` rewrites the branch, title and body of the open PR (a changelog entry
+that main's moves made conflict is re-appended at the new end); a PR closed or merged by someone
+else is never reopened or overwritten. Token: GITHUB_TOKEN, GH_TOKEN or gh's stored login, sent
+only to --api-url. See docs/pr.md.
+"""  # noqa: E501 - line 1 is the --help description (parser() reads only the first line)
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from relpipe.pipeline.commands.parser import parser
+from relpipe.pipeline.errors import PipelineError
+
+if TYPE_CHECKING:
+    import argparse
+
+    from relpipe.pipeline.pullrequest import Bump, Outcome, Target
+
+ACTIONS = ("open", "update", "status")
+
+
+def add_target_args(p: argparse.ArgumentParser) -> None:
+    """Where the PR goes; shared by `relpipe pr` and `relpipe revert`."""
+    from relpipe.pipeline.github import DEFAULT_API_URL
+    from relpipe.pipeline.pullrequest import DEFAULT_LABELS, MODIFIER_LABELS, PRIMARY_LABELS
+
+    g = p.add_argument_group("the pull request")
+    g.add_argument(
+        "--repo", metavar="PATH", type=Path, default=Path("."), help="benchmark repository clone"
+    )
+    g.add_argument(
+        "--github-repo", metavar="OWNER/NAME", required=True, help="GitHub repository of the PR"
+    )
+    g.add_argument("--remote", default="origin", metavar="NAME", help="git remote to push to")
+    g.add_argument("--base", default="main", metavar="BRANCH", help="base branch of the PR")
+    g.add_argument(
+        "--branch", default="", metavar="NAME", help="head branch (default: relpipe/bump/KEY)"
+    )
+    g.add_argument("--api-url", default=DEFAULT_API_URL, metavar="URL", help="GitHub REST API URL")
+    g.add_argument(
+        "--label",
+        action="append",
+        metavar="L",
+        default=None,
+        help=f"sweep label, repeatable: exactly one of {', '.join(PRIMARY_LABELS)}, plus any of "
+        f"{', '.join(MODIFIER_LABELS)} (default: {', '.join(DEFAULT_LABELS)})",
+    )
+    g.add_argument(
+        "--dry-run", action="store_true", help="print the git steps and REST requests, send nothing"
+    )
+    g.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def target_from(a: argparse.Namespace) -> Target:
+    from relpipe.pipeline.pullrequest import DEFAULT_LABELS, Target
+
+    repo = a.github_repo
+    if repo.count("/") != 1 or not all(repo.split("/")):
+        raise PipelineError(f"--github-repo {repo!r}: write OWNER/NAME")
+    root = a.repo.resolve()
+    if not (root / ".git").exists():
+        raise PipelineError(f"--repo {root}: not a git clone of the benchmark repository")
+    return Target(
+        root=root,
+        github_repo=repo,
+        remote=a.remote,
+        base=a.base,
+        branch=a.branch,
+        api_url=a.api_url,
+        labels=tuple(a.label or DEFAULT_LABELS),
+    )
+
+
+def report(outcome: Outcome, as_json: bool) -> None:
+    out = outcome.to_json()
+    if as_json:
+        print(json.dumps(out, indent=2, sort_keys=True, ensure_ascii=False))
+        return
+    if out["action"] == "dry-run":
+        print("\n\n".join(out["requests"]))
+        print(f"\ndry run: nothing pushed or sent (branch {out['branch']})")
+        return
+    print(
+        f"{out['action']} PR #{out['number']}: {out['url']} "
+        f"(branch {out['branch']} at {out['commit'][:12]})"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from relpipe.pipeline import pullrequest as prq
+    from relpipe.pipeline.run import state_dir
+    from relpipe.pipeline.workspace import Workspace
+
+    p = parser("relpipe pr", __doc__)
+    p.add_argument("action", choices=ACTIONS, help="open, update or status")
+    p.add_argument("--config-key", metavar="KEY", required=True, help="config key of the bump")
+    p.add_argument(
+        "--notes",
+        metavar="FILE",
+        type=Path,
+        default=None,
+        help="release notes (default: the newest release record of the key)",
+    )
+    p.add_argument(
+        "--state",
+        metavar="DIR",
+        type=Path,
+        default=None,
+        help="relpipe state folder (default: REPO/.relpipe)",
+    )
+    p.add_argument(
+        "--open-missing", action="store_true", help="update: open the PR when none is open"
+    )
+    add_target_args(p)
+    args = p.parse_args(argv)
+    target = target_from(args)
+    if args.action == "status":
+        with prq.client_for(target.api_url) as client:
+            st = prq.status(target, args.config_key, client)
+        doc = st.to_json()
+        if args.json:
+            print(json.dumps(doc, indent=2, sort_keys=True))
+        else:
+            pr = doc["pr"]
+            print(f"branch {doc['branch']}: {doc['remote_commit'] or 'not pushed'}")
+            print(f"PR: #{pr['number']} {pr['state']} {pr['url']}" if pr else "PR: none")
+        return 0
+    notes = args.notes or prq.release_notes(
+        state_dir(Workspace(target.root), args.state), args.config_key
+    )
+    title, body = prq.title_and_body(notes)
+    bump = prq.read_bump(target.root, args.config_key, title, body)
+    mode = "sync" if args.open_missing else args.action
+    return publish_and_report(target, bump, mode, args.dry_run, args.json)
+
+
+def publish_and_report(target: Target, bump: Bump, mode: str, dry: bool, as_json: bool) -> int:
+    from relpipe.pipeline import pullrequest as prq
+
+    log = (lambda m: print(m, file=sys.stderr)) if as_json else print
+    if dry:
+        outcome = prq.publish(target, bump, mode=mode, client=None, log=log)
+    else:
+        with prq.client_for(target.api_url) as client:
+            outcome = prq.publish(target, bump, mode=mode, client=client, log=log)
+    report(outcome, as_json)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary and outcome.url:
+        with open(summary, "a", encoding="utf-8") as f:
+            f.write(f"\n**Pull request:** [#{outcome.number}]({outcome.url}) ({outcome.action})\n")
+    return 0

@@ -1,0 +1,538 @@
+"""The bump pull request: a release's changes as one commit on a branch per config key, pushed,
+and opened (or brought up to date) through GitHub's REST API.
+
+A `Bump` is read from the benchmark repository's working tree after `relpipe release` (or
+`relpipe revert`) wrote it: the changed config and lock files as a patch against HEAD, and the
+appended perf-changelog entries parsed back (`changelog.entries.parse_appended`). `publish` then
+1. asks GitHub for the branch's pull requests: a PR closed or merged by someone else is never
+   reopened nor overwritten, `open` refuses an existing one, `update` needs one;
+2. checks the labels (exactly one primary sweep label, modifiers only beside it, each one existing
+   in the repository) before anything is written;
+3. builds one commit on the remote's CURRENT base in a temporary worktree: the patch applied, and
+   each entry re-appended at the base's end with `changelog.append.appended_bytes` (byte for byte
+   the entry the release rendered, wherever main has moved), committed with the user's git
+   identity, and the perf-changelog hook (`validate.gate.hook.main`) run on it; a failing hook
+   leaves no branch pointing at the commit;
+4. pushes with `--force-with-lease` on the branch's old value (a branch that appeared meanwhile,
+   or was moved by someone else, is refused);
+5. opens the PR (then labels it) or edits its title and body; if opening fails the push is undone,
+   so no branch is left without its PR.
+`--dry-run` prints the git steps and the exact REST requests, needs no token and sends nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from relpipe.pipeline import github as gh
+from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.workspace import CHANGELOG, LOCK
+
+if TYPE_CHECKING:
+    from relpipe.changelog.entries import Entry
+
+PRIMARY_LABELS = ("full-sweep-fail-fast", "full-sweep-enabled", "non-canary-full-sweep-enabled")
+MODIFIER_LABELS = ("all-evals", "evals-only", "agentx-fast")
+DEFAULT_LABELS = ("full-sweep-enabled",)
+BRANCH_PREFIX = "relpipe/bump/"
+
+
+class PullRequestRefused(PipelineError):
+    """The PR cannot be opened or updated as asked (checked refusal, exit 1)."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class Bump:
+    """What the pull request carries, read from the working tree."""
+
+    config_key: str
+    patch: bytes  # `git diff HEAD` of every changed file but the changelog
+    entries: tuple[Entry, ...]  # the appended perf-changelog entries, in order
+    title: str
+    body: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """Where the PR goes: the local clone, its remote and base, the GitHub repository."""
+
+    root: Path
+    github_repo: str  # owner/name
+    remote: str = "origin"
+    base: str = "main"
+    branch: str = ""
+    api_url: str = gh.DEFAULT_API_URL
+    labels: tuple[str, ...] = DEFAULT_LABELS
+
+    @property
+    def repo_url(self) -> str:
+        return f"https://github.com/{self.github_repo}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    action: str  # "opened" | "updated" | "dry-run"
+    number: int | None
+    url: str | None
+    branch: str
+    commit: str | None
+    requests: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "number": self.number,
+            "url": self.url,
+            "branch": self.branch,
+            "commit": self.commit,
+            "requests": list(self.requests),
+        }
+
+
+def branch_for(config_key: str) -> str:
+    return BRANCH_PREFIX + config_key
+
+
+def check_labels(labels: Sequence[str]) -> tuple[str, ...]:
+    """Exactly one primary sweep label; modifiers only beside it; nothing else."""
+    known = PRIMARY_LABELS + MODIFIER_LABELS
+    for label in labels:
+        if label not in known:
+            raise PipelineError(
+                f"unknown label {label!r}: use one of {', '.join(PRIMARY_LABELS)} "
+                f"plus any of {', '.join(MODIFIER_LABELS)}"
+            )
+    primary = [label for label in labels if label in PRIMARY_LABELS]
+    if len(primary) != 1:
+        raise PipelineError(
+            f"{len(primary)} primary sweep labels given ({', '.join(primary) or 'none'}): "
+            f"pass exactly one --label of {', '.join(PRIMARY_LABELS)}"
+        )
+    return tuple(dict.fromkeys(labels))
+
+
+# --- git ----------------------------------------------------------------------------------
+
+
+def git(root: Path, *args: str, stdin: bytes | None = None, check: bool = True) -> str:
+    return git_bytes(root, args, stdin=stdin, check=check).decode("utf-8", "replace")
+
+
+def git_bytes(
+    root: Path,
+    args: Sequence[str],
+    *,
+    stdin: bytes | None = None,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+) -> bytes:
+    """git in `root`, never through a shell; a failure is one line naming git's first error."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args], input=stdin, capture_output=True, check=False, env=env
+        )
+    except FileNotFoundError as exc:
+        raise PipelineError("git is not installed or not on PATH; install git") from exc
+    if check and done.returncode != 0:
+        lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        detail = next((ln for ln in lines if ln.startswith(("error", "fatal", " !"))), None)
+        raise PipelineError(
+            f"git {args[0]} failed: {detail or (lines[0] if lines else done.returncode)}"
+        )
+    return done.stdout
+
+
+def remote_sha(root: Path, remote: str, branch: str) -> str | None:
+    out = git(root, "ls-remote", "--heads", remote, f"refs/heads/{branch}")
+    return out.split()[0] if out.strip() else None
+
+
+RELEASE_FILES = ("configs/", str(CHANGELOG), str(LOCK))  # what a release or revert writes
+
+
+def read_bump(root: Path, config_key: str, title: str, body: str) -> Bump:
+    """The working tree's changes against HEAD: the patch and the appended changelog entries.
+
+    Only what a release writes is taken (config files, changelog, lock file; new ones included);
+    the rest of the working tree (relpipe's own `.relpipe/` state, say) is not the PR's. The patch
+    is made through a temporary index, so the user's index is left as it was.
+    """
+    listed = git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+    paths = sorted(
+        {e[3:] for e in listed.split("\0") if len(e) > 3 and e[3:].startswith(RELEASE_FILES)}
+    )
+    if not paths:
+        raise PullRequestRefused(
+            "nothing to propose: no changed config, changelog or lock file; "
+            "run `relpipe release` first"
+        )
+    with tempfile.TemporaryDirectory(prefix="relpipe-index-") as tmp:
+        env = {**os.environ, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        for args in (["read-tree", "HEAD"], ["add", "-A", "--", *paths]):
+            git_bytes(root, args, env=env)
+        others = [p for p in paths if p != str(CHANGELOG)]
+        patch = git_bytes(root, ["diff", "--cached", "--binary", "HEAD", "--", *others], env=env)
+    entries: tuple[Entry, ...] = ()
+    if str(CHANGELOG) in paths:
+        entries = appended_entries(
+            git_blob(root, f"HEAD:{CHANGELOG}"), (root / CHANGELOG).read_bytes()
+        )
+    return Bump(
+        config_key=config_key,
+        patch=patch if others else b"",
+        entries=entries,
+        title=title,
+        body=body,
+    )
+
+
+def appended_entries(old: bytes, new: bytes) -> tuple[Entry, ...]:
+    from relpipe.changelog.entries import parse_appended
+    from relpipe.changelog.errors import ChangelogError
+
+    try:
+        parsed = parse_appended(old, new, str(CHANGELOG))
+    except ChangelogError as exc:
+        raise PullRequestRefused(f"{exc}; the PR only appends entries") from None
+    problems = [f for f in parsed.findings if f.severity == "error"]
+    if problems or any(b.entry is None for b in parsed.blocks):
+        raise PullRequestRefused(
+            f"{CHANGELOG}: the appended text is not valid entries; run the hook to see why"
+        )
+    return tuple(b.entry for b in parsed.blocks if b.entry is not None)
+
+
+def git_blob(root: Path, spec: str) -> bytes:
+    return git_bytes(root, ["cat-file", "blob", spec], check=False)
+
+
+def build_commit(
+    target: Target, bump: Bump, base_sha: str, pr_number: int, labels: Sequence[str]
+) -> str:
+    """One commit on `base_sha` with the bump, the hook passing on it; returns its sha.
+
+    The commit is made in a temporary worktree and referenced by no branch until it is pushed, so
+    a failure here leaves nothing behind.
+    """
+    with tempfile.TemporaryDirectory(prefix="relpipe-pr-") as tmp:
+        work = Path(tmp) / "tree"
+        git(target.root, "worktree", "add", "--detach", "--quiet", str(work), base_sha)
+        try:
+            apply_bump(work, bump)
+            git(work, "add", "-A")
+            git(work, "commit", "--quiet", "--no-verify", "-m", commit_message(bump))
+            sha = git(work, "rev-parse", "HEAD").strip()
+            run_hook(work, target, base_sha, sha, pr_number, labels)
+            return sha
+        finally:
+            git(target.root, "worktree", "remove", "--force", str(work), check=False)
+            git(target.root, "worktree", "prune", check=False)
+
+
+def apply_bump(work: Path, bump: Bump) -> None:
+    from relpipe.changelog.append import appended_bytes
+    from relpipe.changelog.errors import ChangelogError
+    from relpipe.core.files import write_atomic
+
+    if bump.patch:
+        try:
+            git(work, "apply", "--3way", "--whitespace=nowarn", stdin=bump.patch)
+        except PipelineError as exc:
+            raise PullRequestRefused(
+                f"the config/lock change no longer applies on the current base ({exc}); "
+                "run `relpipe release` again on an up-to-date checkout"
+            ) from None
+    if bump.entries:
+        path = work / CHANGELOG
+        data = path.read_bytes() if path.exists() else b""
+        try:
+            for entry in bump.entries:
+                data = appended_bytes(path, data, entry)
+        except ChangelogError as exc:
+            raise PullRequestRefused(f"{exc}; nothing pushed") from None
+        write_atomic(path, data)
+
+
+def commit_message(bump: Bump) -> str:
+    lines = [bump.title, "", f"Config key: {bump.config_key}"]
+    return "\n".join(lines) + "\n"
+
+
+def run_hook(
+    work: Path, target: Target, base: str, head: str, pr_number: int, labels: Sequence[str]
+) -> None:
+    """The perf-changelog gate on base..head, as the repository's CI runs it for this PR."""
+    argv = ["--base-ref", base, "--head-ref", head, "--repo-url", target.repo_url]
+    # PR mode: before the PR exists its number is unknown; the gate accepts the XXX placeholder
+    # for any number and checks a concrete link against the one given, as it will once it exists.
+    argv += ["--pr-number", str(pr_number)]
+    argv += [f"--{m}" for m in ("all-evals", "evals-only") if m in labels]
+    code = "import sys; from relpipe.validate.gate.hook import main; sys.exit(main(sys.argv[1:]))"
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv], cwd=work, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        first = (done.stdout.strip().splitlines() or done.stderr.strip().splitlines() or ["?"])[0]
+        raise PullRequestRefused(
+            f"the perf-changelog hook fails on the PR commit: {first}; nothing pushed"
+        )
+
+
+def push(target: Target, sha: str, branch: str, expected: str | None) -> None:
+    """Point the remote branch at `sha` only if it is still at `expected` (None: absent)."""
+    lease = f"--force-with-lease=refs/heads/{branch}:{expected or ''}"
+    try:
+        git(
+            target.root,
+            "push",
+            "--quiet",
+            "--porcelain",
+            lease,
+            target.remote,
+            f"{sha}:refs/heads/{branch}",
+        )
+    except PipelineError as exc:
+        raise PullRequestRefused(
+            f"{target.remote} refused the push of {branch} ({exc}); nothing opened; fix the "
+            "remote's permissions or branch protection and retry"
+        ) from None
+
+
+def undo_push(target: Target, sha: str, branch: str, previous: str | None) -> None:
+    dest = f"{previous}:refs/heads/{branch}" if previous else f":refs/heads/{branch}"
+    git(
+        target.root,
+        "push",
+        "--quiet",
+        f"--force-with-lease=refs/heads/{branch}:{sha}",
+        target.remote,
+        dest,
+        check=False,
+    )
+
+
+# --- the pull request -----------------------------------------------------------------------
+
+
+def publish(
+    target: Target,
+    bump: Bump,
+    *,
+    mode: str,
+    client: gh.GitHub | None,
+    log: Callable[[str], None] = print,
+) -> Outcome:
+    """Open (`mode="open"`), update (`"update"`) or either (`"sync"`) the bump's PR."""
+    labels = check_labels(target.labels)
+    branch = target.branch or branch_for(bump.config_key)
+    if client is None:
+        return dry_run(target, bump, branch, labels)
+    pulls = client.pulls_for(target.github_repo, branch)
+    live = [p for p in pulls if p.state == "open"]
+    if not live and pulls:
+        done = pulls[0]
+        how = "merged" if done.merged else "closed"
+        raise PullRequestRefused(
+            f"PR #{done.number} for {branch} was {how} by someone else; relpipe never reopens or "
+            f"overwrites it: delete the branch or pass --branch NAME for a new PR"
+        )
+    if live and mode == "open":
+        raise PullRequestRefused(
+            f"PR #{live[0].number} is already open for {branch}; run `relpipe pr update`"
+        )
+    if not live and mode == "update":
+        raise PullRequestRefused(f"no open PR for {branch}; run `relpipe pr open`")
+    previous = remote_sha(target.root, target.remote, branch)
+    if previous is not None and not live:
+        raise PullRequestRefused(
+            f"branch {branch} already exists on {target.remote} without a PR: pass --branch NAME "
+            "or delete that branch"
+        )
+    for label in labels:
+        if not client.label_exists(target.github_repo, label):
+            raise PullRequestRefused(
+                f"label {label!r} does not exist in {target.github_repo}: create it or pass "
+                "another --label"
+            )
+    git(target.root, "fetch", "--quiet", target.remote, f"refs/heads/{target.base}")
+    base_sha = git(target.root, "rev-parse", "FETCH_HEAD").strip()
+    claimed = linked_number(target, bump)
+    number = live[0].number if live else claimed or 1
+    sha = build_commit(target, bump, base_sha, number, labels)
+    push(target, sha, branch, previous)
+    log(f"pushed {sha[:12]} to {target.remote} {branch} (on {target.base} {base_sha[:12]})")
+    if live:
+        req = gh.update_pull_request(
+            target.github_repo, live[0].number, title=bump.title, body=bump.body
+        )
+        try:
+            pull = gh.Pull.from_json(client.send(req, ok=(200,)))
+        except PipelineError:
+            undo_push(target, sha, branch, previous)
+            raise
+        return Outcome(
+            action="updated", number=pull.number, url=pull.html_url, branch=branch, commit=sha
+        )
+    req = gh.create_pull_request(
+        target.github_repo, title=bump.title, body=bump.body, head=branch, base=target.base
+    )
+    try:
+        pull = gh.Pull.from_json(client.send(req, ok=(201,)))
+    except PipelineError:
+        undo_push(target, sha, branch, previous)  # no branch without its PR
+        raise
+    client.send(gh.add_labels_request(target.github_repo, pull.number, labels), ok=(200,))
+    if number != 1 and number != pull.number:
+        log(
+            f"warning: the changelog entry links /pull/{number} but GitHub numbered the PR "
+            f"#{pull.number}; correct the pr-link on the branch"
+        )
+    return Outcome(
+        action="opened", number=pull.number, url=pull.html_url, branch=branch, commit=sha
+    )
+
+
+def linked_number(target: Target, bump: Bump) -> int | None:
+    """The PR number the entries' pr-links name (a release made with `--pr-number N`), if any.
+
+    Without one the hook runs with number 1: before the PR exists its number is unknown, and the
+    gate accepts the XXX placeholder whatever the number."""
+    prefix = f"{target.repo_url}/pull/"
+    named = {e.pr_link[len(prefix) :] for e in bump.entries if e.pr_link.startswith(prefix)}
+    numbers = sorted(int(n) for n in named if n.isdigit())
+    return numbers[0] if numbers else None
+
+
+def dry_run(target: Target, bump: Bump, branch: str, labels: Sequence[str]) -> Outcome:
+    """The git steps and the exact requests `open` would send; no token, no network."""
+    repo = target.github_repo
+    steps = [
+        f"git fetch {target.remote} refs/heads/{target.base}",
+        f"git commit (on {target.remote}/{target.base}): {bump.title}",
+        f"git push --force-with-lease=refs/heads/{branch}: {target.remote} "
+        f"<commit>:refs/heads/{branch}",
+    ]
+    requests = [
+        gh.list_pulls_request(repo, branch),
+        *(gh.get_label_request(repo, label) for label in labels),
+        gh.create_pull_request(
+            repo, title=bump.title, body=bump.body, head=branch, base=target.base
+        ),
+        gh.add_labels_request(repo, 0, labels),  # 0: the number GitHub assigns
+    ]
+    rendered = tuple(steps + [r.render(target.api_url) for r in requests])
+    return Outcome(
+        action="dry-run", number=None, url=None, branch=branch, commit=None, requests=rendered
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Status:
+    branch: str
+    remote_commit: str | None
+    pull: gh.Pull | None
+
+    def to_json(self) -> dict[str, Any]:
+        pull = self.pull
+        return {
+            "branch": self.branch,
+            "remote_commit": self.remote_commit,
+            "pr": None
+            if pull is None
+            else {
+                "number": pull.number,
+                "state": "merged" if pull.merged else pull.state,
+                "url": pull.html_url,
+            },
+        }
+
+
+def status(target: Target, config_key: str, client: gh.GitHub) -> Status:
+    branch = target.branch or branch_for(config_key)
+    pulls = client.pulls_for(target.github_repo, branch)
+    live = [p for p in pulls if p.state == "open"]
+    return Status(
+        branch=branch,
+        remote_commit=remote_sha(target.root, target.remote, branch),
+        pull=(live + pulls)[0] if pulls else None,
+    )
+
+
+# --- title and body from the release record --------------------------------------------------
+
+
+def release_notes(state: Path, config_key: str) -> Path:
+    """notes.md of the newest release record of `config_key` under the state folder."""
+    found: list[tuple[float, Path]] = []
+    for run in (state / "releases").glob("*/run.json"):
+        try:
+            request = json.loads(run.read_text(encoding="utf-8")).get("request", {})
+        except (OSError, ValueError):
+            continue
+        notes = run.parent / "notes.md"
+        if (
+            isinstance(request, dict)
+            and request.get("config_key") == config_key
+            and notes.is_file()
+        ):
+            found.append((notes.stat().st_mtime, notes))
+    if not found:
+        raise PipelineError(
+            f"no release record of {config_key} under {state / 'releases'}: run `relpipe release` "
+            "first or pass --notes FILE"
+        )
+    return max(found)[1]
+
+
+def title_and_body(notes_path: Path) -> tuple[str, str]:
+    """Title: the notes' `# ` heading; body: the bilingual notes and the validation summary."""
+    text = notes_path.read_text(encoding="utf-8")
+    first, _, rest = text.partition("\n")
+    if not first.startswith("# "):
+        raise PipelineError(f"{notes_path}: the first line is not a `# title`; re-run the release")
+    body = rest.strip("\n") + "\n"
+    summary = validation_summary(notes_path.parent / "report.json")
+    if summary:
+        body += "\n" + summary
+    body += (
+        "\n<sub>Opened by relpipe from its release record; `relpipe pr update` rewrites the "
+        "branch.</sub>\n"
+    )
+    if len(body) > gh.MAX_BODY:
+        raise PipelineError(f"{notes_path}: the PR body is over {gh.MAX_BODY} characters")
+    return first[2:].strip(), body
+
+
+def validation_summary(report: Path) -> str:
+    """A Markdown table of the release verdict's checks (report.json beside the notes)."""
+    from relpipe.core import sanitize
+
+    if not report.is_file():
+        return ""
+    try:
+        doc = json.loads(report.read_text(encoding="utf-8"))
+        verdict = doc["verdict"]
+        rows = [
+            f"| {sanitize.markdown(c['id'])} | {sanitize.markdown(c['status'])} | "
+            f"{sanitize.markdown(c.get('title', ''))} |"
+            for c in verdict["checks"]
+        ]
+        overall = sanitize.markdown(verdict["overall"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise PipelineError(f"{report}: not a relpipe report; re-run the release") from None
+    head = [f"## Validation: {overall}", "", "| check | status | what |", "|---|---|---|"]
+    return "\n".join(head + rows) + "\n"
+
+
+def client_for(api_url: str) -> gh.GitHub:
+    return gh.GitHub(api_url, gh.require_token(os.environ, api_url))

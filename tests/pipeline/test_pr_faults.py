@@ -1,0 +1,194 @@
+"""Bad input and failures of `relpipe pr`: one line each naming what to do, nothing half-done.
+
+Faults are injected at the network boundary (the `GitHubDouble` proxy in front of Prism, every
+request still validated by Prism) and in the real bare remote (a pre-receive hook that refuses,
+a branch someone else pushed). "Nothing half-done": no PR without its branch, no branch pointing
+at a commit that failed (the hook) or whose PR could not be opened.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import github_api
+import pytest
+from pr_support import BRANCH, KEY, REPO, TOKEN, pr, stage_release
+from relpipe.changelog.append import append
+from relpipe.changelog.entries import Entry
+from support import git
+
+PULLS = rf"/repos/{REPO}/pulls"
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert TOKEN not in err
+    return err
+
+
+def no_branch(world: Path) -> bool:
+    return git(world, "ls-remote", "origin", BRANCH) == ""
+
+
+@pytest.mark.parametrize(
+    ("labels", "said"),
+    [
+        (["full-sweep-enabled", "sweep-please"], "unknown label 'sweep-please'"),
+        (["all-evals"], "0 primary sweep labels"),
+        (["full-sweep-enabled", "full-sweep-fail-fast"], "2 primary sweep labels"),
+    ],
+)
+def test_bad_labels_are_refused_before_anything_is_sent(
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    labels: list[str],
+    said: str,
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    stage_release(world, "nightly_202610070333")
+    args = [a for label in labels for a in ("--label", label)]
+    assert pr(world, api, "open", *args) == 2
+    assert said in one_line_error(capsys)
+    assert api.seen == [] and no_branch(world)
+
+
+def test_a_label_the_repository_lacks_is_refused_before_the_push(
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    api.labels.discard("agentx-fast")
+    stage_release(world, "nightly_202610070333")
+    assert pr(world, api, "open", "--label", "full-sweep-enabled", "--label", "agentx-fast") == 1
+    assert "label 'agentx-fast' does not exist" in one_line_error(capsys)
+    assert no_branch(world) and api.sent("POST", PULLS) == []
+
+
+def test_missing_token(
+    world: Path, api: github_api.GitHubDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stage_release(world, "nightly_202610070333")
+    assert pr(world, api, "open") == 2
+    err = one_line_error(capsys)
+    assert "no GitHub token" in err and "GITHUB_TOKEN" in err and "gh auth login" in err
+    assert api.seen == [] and no_branch(world)
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        (
+            github_api.Fault("GET", PULLS, 401, body={"message": "Bad credentials"}),
+            "401 bad credentials",
+        ),
+        (
+            github_api.Fault(
+                "POST",
+                PULLS,
+                403,
+                headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1798761600"},
+                body={"message": "API rate limit exceeded"},
+            ),
+            "403 rate limit exhausted; retry after 00:00:00 UTC",
+        ),
+        (
+            github_api.Fault(
+                "POST",
+                PULLS,
+                422,
+                body={
+                    "message": "Validation Failed",
+                    "errors": [{"message": "No commits between main and x"}],
+                },
+            ),
+            "422 GitHub refused the request (Validation Failed; No commits between main and x)",
+        ),
+        (
+            github_api.Fault("POST", PULLS, 503, headers={"retry-after": "0"}, times=9),
+            "503 from GitHub after retries",
+        ),
+    ],
+)
+def test_api_errors_leave_no_branch_without_its_pr(
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    fault: github_api.Fault,
+    said: str,
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    api.faults.append(fault)
+    stage_release(world, "nightly_202610070333")
+    assert pr(world, api, "open") == 2
+    assert said in one_line_error(capsys)
+    assert no_branch(world) and api.pulls == {}
+
+
+def test_transient_5xx_is_retried(
+    world: Path, api: github_api.GitHubDouble, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    api.faults.append(github_api.Fault("POST", PULLS, 502, headers={"retry-after": "0"}, times=2))
+    stage_release(world, "nightly_202610070333")
+    assert pr(world, api, "open") == 0
+    assert [s.status for s in api.sent("POST", PULLS)] == [502, 502, 201]
+    assert list(api.pulls) == [1] and not no_branch(world)
+
+
+def test_a_remote_that_rejects_the_push(
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    hook = tmp_path / "remote.git" / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'protected: no pushes' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    stage_release(world, "nightly_202610070333")
+    assert pr(world, api, "open") == 1
+    assert "origin refused the push" in one_line_error(capsys)
+    assert no_branch(world) and api.sent("POST", PULLS) == []
+
+
+def test_a_branch_name_clash(
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    git(world, "push", "-q", "origin", f"HEAD:refs/heads/{BRANCH}")
+    theirs = git(world, "ls-remote", "origin", BRANCH)
+    stage_release(world, "nightly_202610070333")
+    assert pr(world, api, "open") == 1
+    assert f"branch {BRANCH} already exists on origin without a PR" in one_line_error(capsys)
+    assert git(world, "ls-remote", "origin", BRANCH) == theirs and api.pulls == {}
+    # --branch picks another name, and the PR opens there.
+    assert pr(world, api, "open", "--branch", f"{BRANCH}-2") == 0
+    assert api.pulls[1]["head"]["ref"] == f"{BRANCH}-2"
+
+
+def test_a_commit_the_hook_rejects_is_never_pushed(
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    stage_release(world, "nightly_202610070333")
+    wrong = Entry(
+        config_keys=(KEY,), description=("Another",), pr_link="https://github.com/other/repo/pull/5"
+    )
+    append(world / "perf-changelog.yaml", wrong)
+    assert pr(world, api, "open") == 1
+    assert "the perf-changelog hook fails on the PR commit" in one_line_error(capsys)
+    assert no_branch(world) and api.sent("POST", PULLS) == []
+    assert git(world, "worktree", "list").count("\n") == 1  # the temporary worktree is gone
