@@ -4,7 +4,9 @@
 
 Refuses when the image's qualification (re-run; normally a cache hit) or the release's own checks
 (C7 changelog entry, C8 notes, C9 golden AL) FAIL; nothing is written then. `--dry-run` prints the
-diff of config, lock and changelog without writing.
+diff of config, lock and changelog without writing. An image whose current digest the repository
+already pins for the key is "nothing to do" (exit 0, one line), however an earlier run of the same
+release was interrupted.
 """  # noqa: E501 - line 1 is the --help description (parser() reads only the first line)
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from relpipe.pipeline.run import add_qualify_args, options_from, workspace_from
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from relpipe.pipeline.release import DEFAULT_REPO_URL, Request, release
+    from relpipe.pipeline.release import DEFAULT_REPO_URL, AlreadyReleased, Request, release
 
     p = parser("relpipe release", __doc__)
     rel = p.add_argument_group("the release")
@@ -63,6 +65,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         strict=args.strict,
     )
     result = release(ws, req, options_from(args), args.state)
+    if isinstance(result, AlreadyReleased):  # idempotent: the same key and digest, released
+        if args.json:
+            print(json.dumps({"release": {"written": False, "nothing_to_do": result.line}}))
+        else:
+            print(sanitize.terminal(result.line, limit=1000))
+        return 0
     if args.json:
         # One JSON document: the release report, plus what was (or, dry, would be) written.
         document = json.loads(result.reports["report.json"].read_text())
