@@ -151,7 +151,9 @@ PATHS = st.sampled_from(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     picks=st.lists(
         st.tuples(PATHS, st.sampled_from(["append", "rewrite", "new", "bad-hash"])),
@@ -186,7 +188,9 @@ def test_a_hostile_journal_writes_nothing_outside_what_a_release_writes(
         assert "\n" not in str(exc)
         assert _tree(ws.root) == before  # refused before any write
     else:
-        changed = {k for k in set(_tree(ws.root)) | set(before) if _tree(ws.root).get(k) != before.get(k)}
+        changed = {
+            k for k in set(_tree(ws.root)) | set(before) if _tree(ws.root).get(k) != before.get(k)
+        }
         assert changed <= {str(CHANGELOG), str(LOCK), MASTER} and set(written) == changed
         if str(CHANGELOG) in changed:
             assert (ws.root / CHANGELOG).read_bytes().startswith(before[str(CHANGELOG)])
