@@ -25,9 +25,9 @@ from relpipe.core import journal
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.release import (
     ReleaseRefused,
-    journal_of,
     Staged,
     apply_changelog,
+    journal_of,
     recover_interrupted,
     repo_state,
     repository_lock,
