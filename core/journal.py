@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from relpipe.core import jsonload
 from relpipe.core.errors import RelpipeError
 from relpipe.core.files import fsync_dir, read_capped, temp_glob, write_atomic
 
@@ -186,7 +187,7 @@ def _entries(
     raw = read_capped(journal, MAX_JOURNAL_BYTES, "change journal", error=error)
     bad = error(f"change journal {journal} is not one relpipe wrote; inspect and remove it")
     try:
-        doc = json.loads(raw)
+        doc = jsonload.loads(raw)
         files = doc["files"] if doc.get("schema") == SCHEMA else None
         if not isinstance(files, list) or doc.get("root") != str(root.resolve()):
             raise bad

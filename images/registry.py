@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from relpipe.core import jsonload
 from relpipe.images.auth import (
     AUTH_HOST_ENV,
     CAP_EXT,
@@ -604,7 +605,7 @@ class RegistryClient:
             )
             _expect(resp, 200, ref, "tag list")
             try:
-                doc = json.loads(resp.body)
+                doc = jsonload.loads(resp.body)
             except (UnicodeDecodeError, json.JSONDecodeError):
                 raise RegistryError(f"{ref.name}: tag list is not valid JSON", 1) from None
             page = doc.get("tags") if isinstance(doc, dict) else None
@@ -714,7 +715,7 @@ def _expect(resp: Response, status: int, ref: Reference, what: str) -> None:
         raise RegistryError(f"{ref.name}: {what} not found (HTTP 404); check the name and tag", 1)
     detail = ""
     try:
-        errors = json.loads(resp.body).get("errors") if resp.body else None
+        errors = jsonload.loads(resp.body).get("errors") if resp.body else None
         if isinstance(errors, list) and errors and isinstance(errors[0], dict):
             detail = (
                 f": {str(errors[0].get('code', ''))[:40]} {str(errors[0].get('message', ''))[:120]}"

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from relpipe.core import jsonload
 from relpipe.core.files import write_atomic
 from relpipe.pipeline.errors import PipelineError
 
@@ -107,7 +108,7 @@ def read_json(path: Path, what: str) -> JSON:
             f"{what}: {path} is {size} bytes (limit {_MAX_RECORD_FILE}); not a run record"
         )
     try:
-        return json.loads(path.read_bytes())
+        return jsonload.loads(path.read_bytes())
     except (ValueError, UnicodeDecodeError) as exc:
         raise PipelineError(
             f"{what}: {path} is not valid JSON ({exc}); delete it and re-run"
@@ -248,7 +249,7 @@ class RunRecord:
         for line in path.read_text(encoding="utf-8").splitlines():
             # A kill mid-append can leave a torn last line: it says nothing, skip it.
             try:
-                out.append(json.loads(line))
+                out.append(jsonload.loads(line))
             except ValueError:
                 continue
         return out

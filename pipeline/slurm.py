@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from relpipe.core import jsonload
 from relpipe.core.files import file_lock, write_atomic
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.shard import shard_count
@@ -106,7 +107,7 @@ class SlurmJob:
     def load(cls, jobs: Path) -> SlurmJob:
         path = jobs / JOB_FILE
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = jsonload.loads(path.read_text(encoding="utf-8"))
             return cls(
                 plan=Path(doc["plan"]),
                 shards=int(doc["shards"]),

@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.core import sanitize
+from relpipe.core import jsonload, sanitize
 from relpipe.images.options import add_registry_args, apply_registry_args
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.json:
         # One JSON document: the release report, plus what was (or, dry, would be) written.
-        document = json.loads(result.reports["report.json"].read_text())
+        document = jsonload.loads(result.reports["report.json"].read_text())
         document["release"] = {
             "written": result.written,
             "dry_run": args.dry_run,
