@@ -40,6 +40,8 @@ COMMAND_TIMEOUT_S = 60.0
 _GRES = re.compile(r"gpu(?::[A-Za-z0-9_.-]+)?(?::([0-9]+))?")
 _TIME = re.compile(r"[0-9]+(?:-[0-9]{1,2})?(?::[0-9]{1,2}){0,2}|UNLIMITED|INFINITE")
 _ACCOUNT = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+# A line break (or any control character) in a value would end the script line that holds it.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # Slurm's final task states and what a user reads in the FAIL reason.
 ENDED = {
     "COMPLETED": "completed",
@@ -197,8 +199,21 @@ def parse_task_ids(text: str) -> list[int]:
 def render_script(
     plan: Path, jobs: Path, shards: int, tasks: Sequence[int], opts: SubmitOptions
 ) -> str:
-    """The sbatch script: one array task per shard, its exit code recorded beside its record."""
+    """The sbatch script: one array task per shard, its exit code recorded beside its record.
+
+    Every value that reaches the script is refused when it holds a control character (a newline
+    in the plan path was a line of the script: issue 27.5) and is written shell-quoted.
+    """
     q = shlex.quote
+    values = [("plan", str(plan)), ("--jobs", str(jobs)), ("relpipe", " ".join(opts.relpipe))]
+    if opts.workspace is not None:
+        values.append(("--repo", str(opts.workspace)))
+    for what, value in values:
+        if _CONTROL.search(value):
+            raise PipelineError(
+                f"{what} {value[:200]!r}: a control character (a newline, ...) cannot be written "
+                "into the sbatch script; rename it"
+            )
     if re.search(r"\s", str(jobs)):
         # #SBATCH lines are split on whitespace: such a path cannot be named there safely.
         raise PipelineError(f"--jobs {jobs}: the job folder's path must not contain whitespace")
@@ -232,7 +247,7 @@ def render_script(
     quoted = " ".join(arg if arg.startswith('"') else q(arg) for arg in command)
     lines = [
         "#!/bin/bash",
-        f"# Written by `relpipe slurm submit` for the plan {plan}: one array task per shard.",
+        f"# Written by `relpipe slurm submit` for the plan {q(str(plan))}: one task per shard.",
         *(f"#SBATCH {d}" for d in directives),
         "set -u",
         'shard="${SLURM_ARRAY_TASK_ID:?run this script with sbatch --array}"',
