@@ -9,12 +9,15 @@ config's editor). Each sink has its own way to be abused:
 - Markdown pasted into a pull request turns `@name` into a notification, a bare `#N` into a link
   to issue N of the wrong repository, `[text](url)` into a link, and bidi controls reorder what a
   reviewer reads (Trojan Source); a 5,000-character line breaks the page;
+- JSON printed to a terminal or read in an editor carries the same controls inside strings;
 - HTML runs markup (escaped by jinja2's autoescape in `pipeline.report`; this module removes the
   invisible characters that escaping leaves).
 
 `clean` is shared by every sink: escape sequences are removed whole, the remaining control, bidi
 and zero-width characters become a visible U+FFFD, and a line is capped. `terminal`, `markdown`
-and `html_text` apply it and then the sink's own escaping. Only the standard library: the commit
+and `html_text` apply it and then the sink's own escaping. `json_text` is the JSON sink: it loses
+nothing (the document parses to the same values) but writes every such character as a `\\u`
+escape, so none reaches a terminal raw. Only the standard library: the commit
 hook path may import it.
 """
 
@@ -35,6 +38,8 @@ _ESCAPES = re.compile(
 _INVISIBLE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]"
 )
+# In JSON the same characters, and lone surrogates (undecodable bytes), become \u escapes.
+_JSON_UNSAFE = re.compile(f"(?:{_INVISIBLE.pattern}|[\ud800-\udfff])")
 REPLACEMENT = "\ufffd"
 ELLIPSIS = "\u2026"
 LINE_LIMIT = 300  # characters of one line of untrusted text in a report, a note or a terminal
@@ -96,3 +101,13 @@ def markdown_code(text: object, limit: int | None = LINE_LIMIT, *, table: bool =
 def html_text(text: object, limit: int | None = LINE_LIMIT, *, one_line: bool = True) -> str:
     """Text for HTML *before* escaping (jinja2's autoescape, or `html.escape`, does that)."""
     return clean(text, one_line=one_line, limit=limit)
+
+
+def json_text(value: object, *, indent: int | None = None, sort_keys: bool = False) -> str:
+    """`value` as JSON for stdout or a file people read: readable non-ASCII text, and every
+    character `clean` hides (C0, DEL, C1, bidi, zero-width) or that cannot be encoded (a lone
+    surrogate) written as a `\\u` escape; `json.loads` gives back exactly `value`."""
+    import json  # here, not at the top: the hook imports this module and rarely writes JSON
+
+    text = json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=sort_keys)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

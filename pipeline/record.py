@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import jsonload
+from relpipe.core import jsonload, sanitize
 from relpipe.core.files import write_atomic
 from relpipe.pipeline.errors import PipelineError
 
@@ -72,7 +72,8 @@ def canonical_json(obj: JSON) -> bytes:
 
 
 def pretty_json(obj: JSON) -> bytes:
-    return (json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
+    """JSON people read (report.json, release.json): `sanitize.json_text`, no raw control."""
+    return (sanitize.json_text(obj, sort_keys=True, indent=2) + "\n").encode()
 
 
 def digest_of(obj: JSON) -> str:

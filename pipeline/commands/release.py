@@ -11,7 +11,6 @@ release was interrupted.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -67,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = release(ws, req, options_from(args), args.state)
     if isinstance(result, AlreadyReleased):  # idempotent: the same key and digest, released
         if args.json:
-            print(json.dumps({"release": {"written": False, "nothing_to_do": result.line}}))
+            print(sanitize.json_text({"release": {"written": False, "nothing_to_do": result.line}}))
         else:
             print(sanitize.terminal(result.line, limit=1000))
         return 0
@@ -80,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "diff": result.diff,
             "notes": str(result.record.root / "notes.md"),
         }
-        print(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False))
+        print(sanitize.json_text(document, indent=2, sort_keys=True))
     else:
         if args.dry_run:
             print(result.diff, end="")
