@@ -46,8 +46,12 @@ LINE_LIMIT = 300  # characters of one line of untrusted text in a report, a note
 # Markdown: what can start markup (code, emphasis, links, HTML, tables, headings, lists, quotes).
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#!&{}])")
 # GitHub's autolinks that must not fire: @mentions (notify people) and bare #N (an issue of the
-# repository the text is pasted into). `owner/repo#N` and words ending in `#N` are left alone.
-_MD_REFERENCE = re.compile(r"(?<![\w/`@])@[A-Za-z0-9][A-Za-z0-9-]*(?:/[\w.-]+)?|(?<![\w/&`])#\d+")
+# repository the text is pasted into). `owner/repo#N` and words ending in `#N` are left alone. A
+# mention is taken with every `@` and hidden character (shown as U+FFFD by `clean`) before its
+# name: `@@name`, `@@@name` and `@\u200bname` become one code span each (issue 27.8).
+_MD_REFERENCE = re.compile(
+    r"(?<![\w/`])@[@\ufffd]*[A-Za-z0-9][A-Za-z0-9-]*(?:/[\w.-]+)?|(?<![\w/&`])#\d+"
+)
 
 
 def clean(text: object, *, one_line: bool = True, limit: int | None = LINE_LIMIT) -> str:
