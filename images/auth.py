@@ -46,6 +46,9 @@ REGISTRY_EXT = "relpipe.registry"  # the host[:port] contacted; credentials are 
 SCOPE_EXT = "relpipe.scope"  # e.g. repository:rocm/atom-dev:pull
 CAP_EXT = "relpipe.cap"  # response body cap in bytes (enforced by the transport)
 KIND_EXT = "relpipe.kind"  # request kind for counters ("HEAD manifest", "token", ...)
+# time.monotonic() by which the logical request ends, every redirect hop and retry included; set
+# by the first hop's transport call and carried to the next hops with the extensions.
+DEADLINE_EXT = "relpipe.deadline"
 
 
 @dataclass(frozen=True)
