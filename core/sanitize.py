@@ -66,6 +66,12 @@ def clean(text: object, *, one_line: bool = True, limit: int | None = LINE_LIMIT
     return "\n".join(_cap(line, limit) for line in value.split("\n"))
 
 
+def invisible(text: str) -> bool:
+    """Whether `text` holds a character a reader cannot see or that reorders text (`clean` would
+    show it as U+FFFD): a check refuses such text where `clean` would repair it."""
+    return _INVISIBLE.search(text) is not None
+
+
 def _cap(line: str, limit: int) -> str:
     return line if len(line) <= limit else line[: max(limit - 1, 0)] + ELLIPSIS
 
