@@ -130,7 +130,8 @@ def _mutation(draw: st.DrawFn) -> tuple[str, str, ReleaseFacts]:
     """(mutated notes, what was done, facts): one edit to a non-title line of real notes."""
     facts = FACTS[draw(st.sampled_from(sorted(FACTS)))]
     lines = _notes(facts).split("\n")
-    body = [i for i, line in enumerate(lines) if i > 0 and line.strip()]
+    # The title is checked as prose (hand-edited titles pass); `## 中文` may be any heading level.
+    body = [i for i, line in enumerate(lines) if i > 0 and line.strip() and line != ZH.strip()]
     i = draw(st.sampled_from(body))
     line = lines[i]
     kind = draw(st.sampled_from(["substitute", "insert", "delete", "drop", "hidden-line"]))
