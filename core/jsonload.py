@@ -33,12 +33,16 @@ class JSONLimitError(json.JSONDecodeError):
         return type(self), (self.msg,)
 
 
-def depth(data: bytes) -> int:
-    """The deepest nesting of arrays and objects in `data`, outside strings (linear time)."""
+def depth(data: bytes, stop: int | None = None) -> int:
+    """The deepest nesting of arrays and objects in `data`, outside strings (linear time); the
+    scan ends as soon as it is deeper than `stop`."""
     deepest = level = 0
     for byte in _NOT_BRACKETS.sub(b"", data):
         level += 1 if byte in b"[{" else -1
-        deepest = max(deepest, level)
+        if level > deepest:
+            deepest = level
+            if stop is not None and deepest > stop:
+                break
     return deepest
 
 
@@ -59,8 +63,8 @@ def loads(
     if max_bytes is not None and len(raw) > max_bytes:
         raise JSONLimitError(f"over the {max_bytes}-byte limit")
     # Fewer brackets in all than the limit need no scan (most manifests, tokens, tag lists).
-    deepest = 0 if raw.count(b"[") + raw.count(b"{") <= max_depth else depth(raw)
+    deepest = 0 if raw.count(b"[") + raw.count(b"{") <= max_depth else depth(raw, max_depth)
     if deepest > max_depth:
-        raise JSONLimitError(f"nested {deepest} levels deep, over the limit of {max_depth}")
+        raise JSONLimitError(f"nested more than {max_depth} levels deep")
     text = data if isinstance(data, str) else raw.decode("utf-8")
     return json.loads(text, **hooks)
