@@ -49,9 +49,8 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#!&{}])")
 # repository the text is pasted into). `owner/repo#N` and words ending in `#N` are left alone. A
 # mention is taken with every `@` and hidden character (shown as U+FFFD by `clean`) before its
 # name: `@@name`, `@@@name` and `@\u200bname` become one code span each (issue 27.8).
-_MD_REFERENCE = re.compile(
-    r"(?<![\w/`])@[@\ufffd]*[A-Za-z0-9][A-Za-z0-9-]*(?:/[\w.-]+)?|(?<![\w/&`])#\d+"
-)
+_MD_MENTION = re.compile(r"@[@\ufffd]*[A-Za-z0-9][A-Za-z0-9-]*(?:/[\w.-]+)?")
+_MD_REFERENCE = re.compile(rf"(?<![\w/`]){_MD_MENTION.pattern}|(?<![\w/&`])#\d+")
 
 
 def clean(text: object, *, one_line: bool = True, limit: int | None = LINE_LIMIT) -> str:
@@ -87,7 +86,13 @@ def markdown(text: object, limit: int | None = LINE_LIMIT) -> str:
     value = clean(text, limit=limit)
     out: list[str] = []
     last = 0
-    for match in _MD_REFERENCE.finditer(value):
+    while True:
+        # Right after a code span an `@name` starts a text node, where GitHub would link it even
+        # when the original text had a word character before it (`#12@name`, `@a@b`).
+        match = _MD_MENTION.match(value, last) if out else None
+        match = match or _MD_REFERENCE.search(value, last)
+        if match is None:
+            break
         out.append(_MD_SPECIAL.sub(r"\\\1", value[last : match.start()]))
         out.append(f"`{match.group(0)}`")
         last = match.end()
