@@ -11,6 +11,18 @@ the files are either all old (no journal was committed) or all new. A file that 
 hash was changed by someone else after the crash: `recover` refuses with one line and keeps the
 journal, never overwriting their work.
 
+A journal is recovery state of this machine, never input that arrives with a repository (issue
+27.1: a committed `.relpipe/release.journal` wrote through a symlink outside the repository):
+- it lives outside the work tree, in the user's state folder (`journal_path`: `$XDG_STATE_HOME`
+  or `~/.local/state`, `relpipe/journals/`, named by the hash of the repository's real path), so
+  git can neither track it nor bring it with a clone; the folder is created 0700;
+- `recover` reads it only when it is a regular file (not a symlink) owned by this user and
+  writable by nobody else, in a folder of the same kind, and only when it names this root;
+- every path it names is admitted by the caller (`admit`: only the files that change writes, and
+  any content rule, e.g. the changelog only appended to), and no component of it under the root is
+  a symlink, checked again just before each write;
+- the new bytes must hash to the recorded hash and the file must still be at its old hash.
+
 The caller holds the lock that serialises writers of these files (`core.files.file_lock`) around
 both calls; the journal is not a lock.
 """
@@ -20,15 +32,21 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Sequence
+import os
+import stat
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from relpipe.core import jsonload
 from relpipe.core.errors import RelpipeError
 from relpipe.core.files import fsync_dir, read_capped, temp_glob, write_atomic
 
-SCHEMA = 1
+SCHEMA = 2
 MAX_JOURNAL_BYTES = 256 * 1024 * 1024
+
+# (repository-relative path, current bytes or None, new bytes) -> why the change is refused, or None
+Admit = Callable[[str, "bytes | None", bytes], "str | None"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,12 +66,66 @@ def sha256_of(path: Path) -> str | None:
         return None
 
 
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def journal_path(root: Path, name: str) -> Path:
+    """Where the journal `name` of the repository at `root` lives: this user's state folder."""
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    key = hashlib.sha256(str(root.resolve()).encode("utf-8")).hexdigest()[:32]
+    return Path(state) / "relpipe" / "journals" / f"{key}.{name}"
+
+
+def _private(path: Path, kind: int, what: str, error: type[RelpipeError]) -> None:
+    """Refuse `path` unless it is a `kind` (not a symlink) owned by us and writable only by us."""
+    st = os.lstat(path)
+    if stat.S_IFMT(st.st_mode) != kind or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise error(
+            f"{what} {path} is not one relpipe made on this machine (a symlink, another "
+            "owner, or writable by others); inspect and remove it"
+        )
+
+
 def _safe_rel(rel: str, error: type[RelpipeError]) -> PurePosixPath:
-    # The journal sits in a folder others can write to; a path in it must stay under the root.
     path = PurePosixPath(rel)
-    if not rel or path.is_absolute() or any(p in ("..", "") for p in rel.split("/")):
+    if not rel or path.is_absolute() or any(p in ("..", ".", "") for p in rel.split("/")):
         raise error(f"journal names the path {rel[:120]!r}, which is outside the repository")
     return path
+
+
+def _no_symlink(root: Path, rel: PurePosixPath, error: type[RelpipeError]) -> Path:
+    """`root / rel`, refused when any component under `root` is a symlink (or not a folder)."""
+    target = root
+    for i, part in enumerate(rel.parts):
+        target = target / part
+        try:
+            st = os.lstat(target)
+        except FileNotFoundError:
+            if i < len(rel.parts) - 1:
+                raise error(f"{target}: folder missing; refusing to write {rel}") from None
+            break
+        if stat.S_ISLNK(st.st_mode) or (i < len(rel.parts) - 1 and not stat.S_ISDIR(st.st_mode)):
+            raise error(f"{target} is a symlink or not a folder; refusing to write {rel} there")
+    return target
+
+
+def _check(
+    root: Path, rel: str, new: bytes, admit: Admit | None, error: type[RelpipeError]
+) -> Path:
+    target = _no_symlink(root, _safe_rel(rel, error), error)
+    if admit is not None:
+        why = admit(rel, _read(target), new)
+        if why:
+            raise error(f"refusing to write {rel}: {why}")
+    return target
+
+
+def _write(root: Path, rel: str, new: bytes, error: type[RelpipeError]) -> None:
+    write_atomic(_no_symlink(root, _safe_rel(rel, error), error), new)
 
 
 def _clear(journal: Path, root: Path, rels: Sequence[str]) -> None:
@@ -72,17 +144,20 @@ def commit(
     changes: Sequence[FileChange],
     *,
     error: type[RelpipeError] = RelpipeError,
+    admit: Admit | None = None,
 ) -> None:
     """Replace every file of `changes` under `root`, all or (after `recover`) nothing.
 
-    Raises `error` when a journal is pending: `recover` first, under the same lock.
+    Raises `error` when a journal is pending (`recover` first, under the same lock), or when a
+    change is refused (`admit`, a symlinked path).
     """
-    if journal.exists():
+    if journal.exists() or journal.is_symlink():
         raise error(f"an interrupted change is pending in {journal}; recover it first")
     for change in changes:
-        _safe_rel(change.rel, error)
+        _check(root, change.rel, change.new, admit, error)
     doc = {
         "schema": SCHEMA,
+        "root": str(root.resolve()),
         "files": [
             {
                 "path": c.rel,
@@ -93,47 +168,65 @@ def commit(
             for c in changes
         ],
     }
-    journal.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(journal, json.dumps(doc, sort_keys=True).encode("utf-8"))
+    journal.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _private(journal.parent, stat.S_IFDIR, "journal folder", error)
+    write_atomic(journal, json.dumps(doc, sort_keys=True).encode("utf-8"), mode=0o600)
     # From here on the change has happened: a crash is finished by `recover`, never undone.
     for change in changes:
-        write_atomic(root / change.rel, change.new)
+        _write(root, change.rel, change.new, error)
     journal.unlink()
     fsync_dir(journal.parent)
 
 
-def recover(journal: Path, root: Path, *, error: type[RelpipeError] = RelpipeError) -> list[str]:
-    """Finish the change a crash interrupted; return the paths rolled forward (none: no journal).
-
-    Temp files of a journal killed before its rename are removed: that change never happened.
-    """
-    for stale in journal.parent.glob(temp_glob(journal)) if journal.parent.is_dir() else ():
-        stale.unlink(missing_ok=True)
-    if not journal.exists():
-        return []
+def _entries(
+    journal: Path, root: Path, error: type[RelpipeError]
+) -> list[tuple[str, str | None, str, bytes]]:
+    """The journal's (path, old hash, new hash, new bytes), refused unless relpipe wrote it here."""
+    _private(journal.parent, stat.S_IFDIR, "journal folder", error)
+    _private(journal, stat.S_IFREG, "change journal", error)
     raw = read_capped(journal, MAX_JOURNAL_BYTES, "change journal", error=error)
     bad = error(f"change journal {journal} is not one relpipe wrote; inspect and remove it")
     try:
-        doc = json.loads(raw)
+        doc = jsonload.loads(raw)
         files = doc["files"] if doc.get("schema") == SCHEMA else None
-        if not isinstance(files, list):
+        if not isinstance(files, list) or doc.get("root") != str(root.resolve()):
             raise bad
         entries = [
             (
-                _safe_rel(str(f["path"]), error),
-                f["old-sha256"],
+                str(_safe_rel(str(f["path"]), error)),
+                None if f["old-sha256"] is None else str(f["old-sha256"]),
                 str(f["new-sha256"]),
                 base64.b64decode(f["new"], validate=True),
             )
             for f in files
         ]
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         raise bad from None
-    pending: list[tuple[PurePosixPath, bytes]] = []
+    if any(hashlib.sha256(new).hexdigest() != new_sha for _, _, new_sha, new in entries):
+        raise bad
+    return entries
+
+
+def recover(
+    journal: Path,
+    root: Path,
+    *,
+    error: type[RelpipeError] = RelpipeError,
+    admit: Admit | None = None,
+) -> list[str]:
+    """Finish the change a crash interrupted; return the paths rolled forward (none: no journal).
+
+    Temp files of a journal killed before its rename are removed: that change never happened.
+    Every file is checked (symlinks, `admit`, hashes) before any is written.
+    """
+    for stale in journal.parent.glob(temp_glob(journal)) if journal.parent.is_dir() else ():
+        stale.unlink(missing_ok=True)
+    if not (journal.exists() or journal.is_symlink()):
+        return []
+    entries = _entries(journal, root, error)
+    pending: list[tuple[str, bytes]] = []
     for rel, old_sha, new_sha, new in entries:
-        if hashlib.sha256(new).hexdigest() != new_sha:
-            raise bad
-        current = sha256_of(root / rel)
+        current = sha256_of(_no_symlink(root, _safe_rel(rel, error), error))
         if current == new_sha:
             continue
         if current != old_sha:  # checked for every file before any is written
@@ -141,8 +234,9 @@ def recover(journal: Path, root: Path, *, error: type[RelpipeError] = RelpipeErr
                 f"{root / rel} changed after an interrupted change was journalled in {journal}; "
                 "resolve it by hand (the journal holds the interrupted change), then remove it"
             )
+        _check(root, rel, new, admit, error)
         pending.append((rel, new))
     for rel, new in pending:
-        write_atomic(root / rel, new)
-    _clear(journal, root, [str(e[0]) for e in entries])
-    return [str(rel) for rel, _ in pending]
+        _write(root, rel, new, error)
+    _clear(journal, root, [e[0] for e in entries])
+    return [rel for rel, _ in pending]

@@ -9,12 +9,15 @@ config's editor). Each sink has its own way to be abused:
 - Markdown pasted into a pull request turns `@name` into a notification, a bare `#N` into a link
   to issue N of the wrong repository, `[text](url)` into a link, and bidi controls reorder what a
   reviewer reads (Trojan Source); a 5,000-character line breaks the page;
+- JSON printed to a terminal or read in an editor carries the same controls inside strings;
 - HTML runs markup (escaped by jinja2's autoescape in `pipeline.report`; this module removes the
   invisible characters that escaping leaves).
 
 `clean` is shared by every sink: escape sequences are removed whole, the remaining control, bidi
 and zero-width characters become a visible U+FFFD, and a line is capped. `terminal`, `markdown`
-and `html_text` apply it and then the sink's own escaping. Only the standard library: the commit
+and `html_text` apply it and then the sink's own escaping. `json_text` is the JSON sink: it loses
+nothing (the document parses to the same values) but writes every such character as a `\\u`
+escape, so none reaches a terminal raw. Only the standard library: the commit
 hook path may import it.
 """
 
@@ -35,6 +38,8 @@ _ESCAPES = re.compile(
 _INVISIBLE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]"
 )
+# In JSON the same characters, and lone surrogates (undecodable bytes), become \u escapes.
+_JSON_UNSAFE = re.compile(f"(?:{_INVISIBLE.pattern}|[\ud800-\udfff])")
 REPLACEMENT = "\ufffd"
 ELLIPSIS = "\u2026"
 LINE_LIMIT = 300  # characters of one line of untrusted text in a report, a note or a terminal
@@ -42,8 +47,11 @@ LINE_LIMIT = 300  # characters of one line of untrusted text in a report, a note
 # and GitHub's `$` math).
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#!&{}$])")
 # GitHub's autolinks that must not fire: @mentions (notify people) and bare #N (an issue of the
-# repository the text is pasted into). `owner/repo#N` and words ending in `#N` are left alone.
-_MD_REFERENCE = re.compile(r"(?<![\w/`@])@[A-Za-z0-9][A-Za-z0-9-]*(?:/[\w.-]+)?|(?<![\w/&`])#\d+")
+# repository the text is pasted into). `owner/repo#N` and words ending in `#N` are left alone. A
+# mention is taken with every `@` and hidden character (shown as U+FFFD by `clean`) before its
+# name: `@@name`, `@@@name` and `@\u200bname` become one code span each (issue 27.8).
+_MD_MENTION = re.compile(r"@[@\ufffd]*[A-Za-z0-9][A-Za-z0-9-]*(?:/[\w.-]+)?")
+_MD_REFERENCE = re.compile(rf"(?<![\w/`]){_MD_MENTION.pattern}|(?<![\w/&`])#\d+")
 
 
 def clean(text: object, *, one_line: bool = True, limit: int | None = LINE_LIMIT) -> str:
@@ -56,6 +64,12 @@ def clean(text: object, *, one_line: bool = True, limit: int | None = LINE_LIMIT
     if limit is None:
         return value
     return "\n".join(_cap(line, limit) for line in value.split("\n"))
+
+
+def invisible(text: str) -> bool:
+    """Whether `text` holds a character a reader cannot see or that reorders text (`clean` would
+    show it as U+FFFD): a check refuses such text where `clean` would repair it."""
+    return _INVISIBLE.search(text) is not None
 
 
 def _cap(line: str, limit: int) -> str:
@@ -73,7 +87,13 @@ def markdown(text: object, limit: int | None = LINE_LIMIT) -> str:
     value = clean(text, limit=limit)
     out: list[str] = []
     last = 0
-    for match in _MD_REFERENCE.finditer(value):
+    while True:
+        # Right after a code span an `@name` starts a text node, where GitHub would link it even
+        # when the original text had a word character before it (`#12@name`, `@a@b`).
+        match = _MD_MENTION.match(value, last) if out else None
+        match = match or _MD_REFERENCE.search(value, last)
+        if match is None:
+            break
         out.append(_MD_SPECIAL.sub(r"\\\1", value[last : match.start()]))
         out.append(f"`{match.group(0)}`")
         last = match.end()
@@ -97,3 +117,13 @@ def markdown_code(text: object, limit: int | None = LINE_LIMIT, *, table: bool =
 def html_text(text: object, limit: int | None = LINE_LIMIT, *, one_line: bool = True) -> str:
     """Text for HTML *before* escaping (jinja2's autoescape, or `html.escape`, does that)."""
     return clean(text, one_line=one_line, limit=limit)
+
+
+def json_text(value: object, *, indent: int | None = None, sort_keys: bool = False) -> str:
+    """`value` as JSON for stdout or a file people read: readable non-ASCII text, and every
+    character `clean` hides (C0, DEL, C1, bidi, zero-width) or that cannot be encoded (a lone
+    surrogate) written as a `\\u` escape; `json.loads` gives back exactly `value`."""
+    import json  # here, not at the top: the hook imports this module and rarely writes JSON
+
+    text = json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=sort_keys)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from relpipe.core import jsonload
 from relpipe.images.reference import is_loopback
 from relpipe.images.transport import RegistryError, origin, safe_url
 
@@ -45,6 +46,9 @@ REGISTRY_EXT = "relpipe.registry"  # the host[:port] contacted; credentials are 
 SCOPE_EXT = "relpipe.scope"  # e.g. repository:rocm/atom-dev:pull
 CAP_EXT = "relpipe.cap"  # response body cap in bytes (enforced by the transport)
 KIND_EXT = "relpipe.kind"  # request kind for counters ("HEAD manifest", "token", ...)
+# time.monotonic() by which the logical request ends, every redirect hop and retry included; set
+# by the first hop's transport call and carried to the next hops with the extensions.
+DEADLINE_EXT = "relpipe.deadline"
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,7 @@ def _docker_sdk_credentials(
 ) -> Credentials | None:
     """The docker SDK resolves `auths`, `credsStore` and `credHelpers` exactly as docker does."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = jsonload.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RegistryError(
             f"cannot read Docker config {path}: {exc.__class__.__name__}", 2
@@ -301,7 +305,7 @@ class Authenticator:
             if resp.status_code != 200:
                 raise RegistryError(f"{registry}: token server answered HTTP {resp.status_code}")
             try:
-                doc = json.loads(body)
+                doc = jsonload.loads(body)
             except (UnicodeDecodeError, json.JSONDecodeError):
                 raise RegistryError(f"{registry}: token server response is not JSON", 1) from None
             token = (doc.get("token") or doc.get("access_token")) if isinstance(doc, dict) else None

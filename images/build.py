@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from relpipe.core import jsonload
 from relpipe.core.files import publish, write_atomic
 from relpipe.images import fixture_repo as fx
 from relpipe.images import real_engine
@@ -305,7 +306,7 @@ class LayerCache:
         """(layer, hit): the cached layer for `key` when its blob is intact, else a new build."""
         record = self.index / f"{key}.json"
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            doc = json.loads(record.read_text())
+            doc = jsonload.loads(record.read_text())
             blob = self.blobs / doc["digest"].removeprefix("sha256:")
             if blob.is_file() and blob.stat().st_size == doc["size"]:
                 return Layer(doc["digest"], doc["diff_id"], doc["size"], blob), True
@@ -346,7 +347,7 @@ def _ldd_closure(files: Sequence[Path], skip_under: Sequence[Path], cache: Path)
     key = _key("ldd", [_stat_key(f) for f in files], [str(p) for p in skip_under])
     record = cache / "ldd" / f"{key}.json"
     with contextlib.suppress(OSError, ValueError):
-        return [Path(p) for p in json.loads(record.read_text())]
+        return [Path(p) for p in jsonload.loads(record.read_text())]
     if shutil.which("ldd") is None:
         raise BuildError("ldd not found: install libc-bin (apt-get install -y libc-bin)")
     found: set[str] = set()

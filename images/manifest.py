@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from relpipe.core import jsonload
 from relpipe.images.errors import ImageError
 from relpipe.images.mediatypes import (  # re-exported: the names manifests are typed by
     ACCEPT,
@@ -143,7 +144,7 @@ class ImageConfig:
 
 def _load_json(data: bytes, what: str) -> dict[str, Any]:
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = jsonload.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ManifestError(f"{what} is not valid JSON ({exc.__class__.__name__}: {exc})") from None
     if not isinstance(doc, dict):

@@ -25,6 +25,7 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from relpipe.core import jsonload
 from relpipe.images.errors import ImageError
 from relpipe.images.reference import DOCKER_HUB, InvalidReference, parse
 
@@ -83,7 +84,7 @@ def daemon_mirror(path: str | os.PathLike[str]) -> Mirror | None:
     except OSError as exc:
         raise OptionError(f"cannot read {file}: {exc.__class__.__name__}") from None
     try:
-        doc = json.loads(text)
+        doc = jsonload.loads(text)
     except json.JSONDecodeError:
         raise OptionError(f"{file} is not valid JSON (registry-mirrors unreadable)") from None
     mirrors = doc.get("registry-mirrors") if isinstance(doc, dict) else None

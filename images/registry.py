@@ -32,9 +32,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from relpipe.core import jsonload
 from relpipe.images.auth import (
     AUTH_HOST_ENV,
     CAP_EXT,
+    DEADLINE_EXT,
     KIND_EXT,
     PASSWORD_ENV,
     REGISTRY_EXT,
@@ -284,6 +286,9 @@ class RegistryClient:
         """One request through the engine with retries, deadline and the cap in `ext`."""
         cap = int(ext.get(CAP_EXT) or MIB)
         kind = str(ext.get(KIND_EXT) or method)
+        # The first hop of a logical request sets its deadline; redirects and the re-sent request
+        # after an auth challenge carry the same extensions, so they share it.
+        deadline = ext.setdefault(DEADLINE_EXT, time.monotonic() + self.timeouts.total_s)
         return send_with_retry(
             lambda deadline: self._engine.send_once(method, url, headers, content, cap, deadline),
             method=method,
@@ -293,6 +298,7 @@ class RegistryClient:
             sleep=self._sleep,
             rng=self._rng,
             count=lambda: self._count(kind),
+            deadline=float(deadline),
         )
 
     def _httpx(self) -> Any:
@@ -319,7 +325,9 @@ class RegistryClient:
             dict(request.headers),
             request.content,
         )
-        ext = dict(request.extensions or {})
+        if request.extensions is None:
+            request.extensions = {}
+        ext = request.extensions  # shared by every hop and by a re-send: one deadline
         for _ in range(_MAX_REDIRECTS + 1):
             resp = self._send(method, url, headers, content, ext)
             location = resp.headers.get("location")
@@ -331,10 +339,12 @@ class RegistryClient:
             if resp.status_code == 303 and method != "HEAD":
                 method, content = "GET", None
             url = target
-        raise RegistryError(f"{safe_url(request.url)}: more than {_MAX_REDIRECTS} redirects", 1)
+        raise _too_many_redirects(request.url)
 
     def _exchange(self, request: Request) -> Response:
         if not self.light:
+            import httpx
+
             http = self._httpx()
             sent = http.build_request(
                 request.method,
@@ -343,7 +353,10 @@ class RegistryClient:
                 content=request.content,
                 extensions=request.extensions,
             )
-            r = http.send(sent)
+            try:
+                r = http.send(sent)
+            except httpx.TooManyRedirects:
+                raise _too_many_redirects(request.url) from None
             headers = {k.lower(): v for k, v in r.headers.items()}
             return Response(r.status_code, headers, r.content, str(r.url))
         flow = self._auth.flow(request, Request.make)
@@ -604,7 +617,7 @@ class RegistryClient:
             )
             _expect(resp, 200, ref, "tag list")
             try:
-                doc = json.loads(resp.body)
+                doc = jsonload.loads(resp.body)
             except (UnicodeDecodeError, json.JSONDecodeError):
                 raise RegistryError(f"{ref.name}: tag list is not valid JSON", 1) from None
             page = doc.get("tags") if isinstance(doc, dict) else None
@@ -701,6 +714,10 @@ class RegistryClient:
         return digest
 
 
+def _too_many_redirects(url: str) -> RegistryError:
+    return RegistryError(f"{safe_url(url)}: more than {_MAX_REDIRECTS} redirects; refusing", 1)
+
+
 def _registry_ref(value: str | Reference) -> Reference:
     """A repository given as `registry/repo` (a tag or digest, if any, is ignored)."""
     ref = parse(value)
@@ -714,7 +731,7 @@ def _expect(resp: Response, status: int, ref: Reference, what: str) -> None:
         raise RegistryError(f"{ref.name}: {what} not found (HTTP 404); check the name and tag", 1)
     detail = ""
     try:
-        errors = json.loads(resp.body).get("errors") if resp.body else None
+        errors = jsonload.loads(resp.body).get("errors") if resp.body else None
         if isinstance(errors, list) and errors and isinstance(errors[0], dict):
             detail = (
                 f": {str(errors[0].get('code', ''))[:40]} {str(errors[0].get('message', ''))[:120]}"

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import json
 import os
 import shutil
 import socket
@@ -38,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from relpipe.core import jsonload
 from relpipe.images.errors import ImageError
 from relpipe.images.reference import Reference, parse
 
@@ -190,7 +190,7 @@ def parse_result(data: bytes, command: str, cap: int = Limits.result_bytes) -> d
     if len(data) > cap:
         raise ContainerError(f"{command} result is larger than {cap} bytes; refusing to read it", 1)
     try:
-        doc = json.loads(
+        doc = jsonload.loads(
             data.decode("utf-8"), parse_constant=_no_constants, object_pairs_hook=_no_duplicates
         )
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:

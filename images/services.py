@@ -50,6 +50,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from relpipe.core import jsonload
+
 REGISTRY_ENV = "RELPIPE_REGISTRY"
 DOCKER_ENV = "DOCKER_HOST"
 SLURM_ENV = "SLURM_CONF"
@@ -545,7 +547,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "stop":
             if args.state_dir is None:
                 parser.error("stop needs --state-dir")
-            saved = json.loads((args.state_dir / STATE_FILE).read_text())
+            saved = jsonload.loads((args.state_dir / STATE_FILE).read_text())
             stop(Services(**saved))
             (args.state_dir / STATE_FILE).unlink()
             return 0

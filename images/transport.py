@@ -3,9 +3,10 @@
 `Engine` speaks HTTP/1.1 over the standard library's `http.client` with a keep-alive pool per
 origin; it is the only code that touches sockets. `send_with_retry` wraps one exchange with the
 retry policy (429 and 5xx, honouring `Retry-After`; connection errors; bounded attempts with
-jittered backoff). Every request has an OVERALL deadline that covers connecting, headers, body and
-retries: a watchdog shuts the socket down when it passes, so a server dripping one byte at a time
-cannot hold a request longer than its timeout (issue 17.8). Bodies are read under a cap and a
+jittered backoff). Every request has an OVERALL deadline that covers connecting, headers, body,
+retries and redirect hops (one deadline per logical request, issue 27.6): a watchdog shuts the
+socket down when it passes, so a server dripping one byte at a time cannot hold a request longer
+than its timeout (issue 17.8). Bodies are read under a cap and a
 larger body is an error, never retried.
 
 Two drivers sit on top, with the same semantics because they share this engine and
@@ -471,9 +472,14 @@ def send_with_retry(
     sleep: Callable[[float], None],
     rng: random.Random,
     count: Callable[[], None],
+    deadline: float | None = None,
 ) -> Response:
-    """`once(deadline)` with retries: 429 (Retry-After), 5xx and transport errors; bounded."""
-    deadline = time.monotonic() + timeouts.total_s
+    """`once(deadline)` with retries: 429 (Retry-After), 5xx and transport errors; bounded.
+
+    `deadline` (time.monotonic) is the logical request's, shared by its redirect hops; without
+    one, this exchange gets `timeouts.total_s`.
+    """
+    deadline = time.monotonic() + timeouts.total_s if deadline is None else deadline
     last = ""
     tried = 0
     for attempt in range(policy.attempts):
@@ -541,9 +547,9 @@ def _build_httpx_transport() -> type:
             # Digests are over the bytes as stored: never let a proxy re-encode them.
             headers["accept-encoding"] = "identity"
             body = request.read() or None
-            resp = self._send(
-                request.method, str(request.url), headers, body, dict(request.extensions)
-            )
+            # The extensions themselves, not a copy: the first hop's deadline is set in them, and
+            # httpx copies them into the redirect's request (one deadline per logical request).
+            resp = self._send(request.method, str(request.url), headers, body, request.extensions)
             kept = [(k, v) for k, v in resp.headers.items() if k != "transfer-encoding"]
             return httpx.Response(resp.status_code, headers=kept, content=resp.body)
 

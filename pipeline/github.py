@@ -15,7 +15,6 @@ error, and never sent to any origin but the configured API URL.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from relpipe.core import sanitize
+from relpipe.core import jsonload, sanitize
 from relpipe.core.errors import require
 from relpipe.pipeline.errors import PipelineError
 
@@ -55,7 +54,7 @@ class ApiRequest:
         line = f"{self.method} {api_url.rstrip('/')}{self.path}{'?' + query if query else ''}"
         if self.body is None:
             return line
-        return f"{line}\n{json.dumps(self.body, indent=2, ensure_ascii=False, sort_keys=True)}"
+        return f"{line}\n{sanitize.json_text(self.body, indent=2, sort_keys=True)}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -296,7 +295,7 @@ def api_error(
     where = f"{req.method} {api_url}{req.path}"
     message = ""
     try:
-        doc = json.loads(content)
+        doc = jsonload.loads(content)
         parts = [str(doc.get("message", ""))] + [
             str(e.get("message") or e.get("code") or "")
             for e in doc.get("errors") or []

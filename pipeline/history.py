@@ -17,6 +17,7 @@ from typing import Any
 
 from relpipe.changelog.history import qualification, regressions, store
 from relpipe.changelog.history.records import ACCURACY
+from relpipe.core import jsonload
 from relpipe.core.files import write_atomic
 
 RECORD_FILE = "history.json"
@@ -156,4 +157,4 @@ def load(run_dir: Path) -> HistoryOutput | None:
     path = run_dir / RECORD_FILE
     if not path.is_file():
         return None
-    return HistoryOutput.from_json(json.loads(path.read_text(encoding="utf-8")))
+    return HistoryOutput.from_json(jsonload.loads(path.read_text(encoding="utf-8")))

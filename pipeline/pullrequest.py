@@ -22,7 +22,6 @@ appended perf-changelog entries parsed back (`changelog.entries.parse_appended`)
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from relpipe.core import jsonload
 from relpipe.pipeline import github as gh
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.workspace import CHANGELOG, LOCK
@@ -476,7 +476,7 @@ def release_notes(state: Path, config_key: str) -> Path:
     found: list[tuple[float, Path]] = []
     for run in (state / "releases").glob("*/run.json"):
         try:
-            request = json.loads(run.read_text(encoding="utf-8")).get("request", {})
+            request = jsonload.loads(run.read_text(encoding="utf-8")).get("request", {})
         except (OSError, ValueError):
             continue
         notes = run.parent / "notes.md"
@@ -520,7 +520,7 @@ def validation_summary(report: Path) -> str:
     if not report.is_file():
         return ""
     try:
-        doc = json.loads(report.read_text(encoding="utf-8"))
+        doc = jsonload.loads(report.read_text(encoding="utf-8"))
         verdict = doc["verdict"]
         rows = [
             f"| {sanitize.markdown(c['id'])} | {sanitize.markdown(c['status'])} | "

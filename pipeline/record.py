@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from relpipe.core import jsonload, sanitize
 from relpipe.core.files import write_atomic
 from relpipe.pipeline.errors import PipelineError
 
@@ -71,7 +72,8 @@ def canonical_json(obj: JSON) -> bytes:
 
 
 def pretty_json(obj: JSON) -> bytes:
-    return (json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
+    """JSON people read (report.json, release.json): `sanitize.json_text`, no raw control."""
+    return (sanitize.json_text(obj, sort_keys=True, indent=2) + "\n").encode()
 
 
 def digest_of(obj: JSON) -> str:
@@ -107,7 +109,7 @@ def read_json(path: Path, what: str) -> JSON:
             f"{what}: {path} is {size} bytes (limit {_MAX_RECORD_FILE}); not a run record"
         )
     try:
-        return json.loads(path.read_bytes())
+        return jsonload.loads(path.read_bytes())
     except (ValueError, UnicodeDecodeError) as exc:
         raise PipelineError(
             f"{what}: {path} is not valid JSON ({exc}); delete it and re-run"
@@ -248,7 +250,7 @@ class RunRecord:
         for line in path.read_text(encoding="utf-8").splitlines():
             # A kill mid-append can leave a torn last line: it says nothing, skip it.
             try:
-                out.append(json.loads(line))
+                out.append(jsonload.loads(line))
             except ValueError:
                 continue
         return out

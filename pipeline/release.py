@@ -388,9 +388,12 @@ def unified_diff(ws: Workspace, staged: Staged) -> str:
 
 def release(
     ws: Workspace, req: Request, options: Options, state: Path | None = None
-) -> ReleaseResult:
+) -> ReleaseResult | AlreadyReleased:
     with repository_lock(ws):  # stage from a whole repository, never a half-written release
         recover_interrupted(ws)
+    done = released_line(ws, req)
+    if done is not None:  # whatever an earlier run of this release was interrupted in
+        return AlreadyReleased(done)
     q = qualify(
         req.image, baseline="pinned", config_key=req.config_key, ws=ws, options=options, state=state
     )
@@ -442,7 +445,58 @@ def release(
     return ReleaseResult(q, verdict, record, reports, diff, written)
 
 
-JOURNAL = "release.journal"  # under the repository's .relpipe/ (gitignored)
+JOURNAL = "release.journal"  # named per repository in this user's state folder (core.journal)
+
+
+@dataclass(frozen=True)
+class AlreadyReleased:
+    """The repository already pins the image's current digest for the key: nothing to do."""
+
+    line: str
+
+
+def journal_of(ws: Workspace) -> Path:
+    """The release journal of `ws`: machine-local recovery state, never a file of the work tree."""
+    return journal.journal_path(ws.root, JOURNAL)
+
+
+def admit(rel: str, old: bytes | None, new: bytes) -> str | None:
+    """Why a journalled release may not write `new` to `rel`: a release writes one master config,
+    the lock file and the changelog, and the changelog only by appending entries to it."""
+    from relpipe.changelog.entries import parse_appended
+    from relpipe.changelog.errors import ChangelogError
+
+    parts = rel.split("/")
+    is_master = len(parts) == 2 and parts[0] == "configs" and parts[1].endswith("-master.yaml")
+    if rel not in (str(CHANGELOG), str(LOCK)) and not is_master:
+        return "a release writes only configs/*-master.yaml, the changelog and the lock file"
+    if rel == str(CHANGELOG):
+        try:
+            errors = parse_appended(old or b"", new, rel).errors
+        except ChangelogError as exc:
+            return str(exc)
+        if errors:
+            return f"not entries appended to the changelog ({errors[0].format(rel)})"
+    return None
+
+
+def released_line(ws: Workspace, req: Request) -> str | None:
+    """'nothing to do' when the config already pins `req.image` and the lock file its current
+    digest (re-pinned, verified): a second release of it would only repeat the entry."""
+    from relpipe.images import lock
+    from relpipe.images.registry import RegistryClient
+
+    pinned = ws.config_key(req.config_key, 1).image
+    if pinned != new_image_text(pinned, req.image) or not (ws.root / LOCK).is_file():
+        return None
+    entry = lock.lookup(lock.load(ws.root / LOCK), req.image)
+    if entry is None:
+        return None
+    with RegistryClient() as client:
+        digest = client.pin(req.image).digest
+    if entry.digest != digest:
+        return None
+    return f"nothing to do: {req.config_key} already pins {req.image} at {digest}"
 
 
 def repo_state(root: Path) -> dict[str, str | None]:
@@ -472,7 +526,7 @@ def repository_lock(ws: Workspace) -> Iterator[None]:
 
 def recover_interrupted(ws: Workspace) -> list[str]:
     """Finish a release a crash interrupted (its journal survived); the caller holds the lock."""
-    return journal.recover(ws.state / JOURNAL, ws.root, error=PipelineError)
+    return journal.recover(journal_of(ws), ws.root, error=PipelineError, admit=admit)
 
 
 def write_staged(ws: Workspace, staged: Staged) -> None:
@@ -514,7 +568,7 @@ def write_staged(ws: Workspace, staged: Staged) -> None:
             )
             for rel in staged.files
         ]
-        journal.commit(ws.state / JOURNAL, ws.root, changes, error=PipelineError)
+        journal.commit(journal_of(ws), ws.root, changes, error=PipelineError, admit=admit)
 
 
 def render_release(

@@ -13,12 +13,12 @@ missing stage is an error naming the stage.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from relpipe.core import jsonload
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.outputs import (
     EvalOutput,
@@ -66,7 +66,7 @@ def write_plan(plan: Plan, folder: Path, shards: int) -> dict[str, Any]:
 def shard_count(plan_dir: Path) -> int:
     """How many shards the plan folder was split into (its matrix.json)."""
     try:
-        doc = json.loads((plan_dir / "matrix.json").read_text(encoding="utf-8"))
+        doc = jsonload.loads((plan_dir / "matrix.json").read_text(encoding="utf-8"))
         count = len(doc["include"])
     except FileNotFoundError:
         raise PipelineError(

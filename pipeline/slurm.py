@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from relpipe.core import jsonload
 from relpipe.core.files import file_lock, write_atomic
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.shard import shard_count
@@ -39,6 +40,8 @@ COMMAND_TIMEOUT_S = 60.0
 _GRES = re.compile(r"gpu(?::[A-Za-z0-9_.-]+)?(?::([0-9]+))?")
 _TIME = re.compile(r"[0-9]+(?:-[0-9]{1,2})?(?::[0-9]{1,2}){0,2}|UNLIMITED|INFINITE")
 _ACCOUNT = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+# A line break (or any control character) in a value would end the script line that holds it.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # Slurm's final task states and what a user reads in the FAIL reason.
 ENDED = {
     "COMPLETED": "completed",
@@ -106,7 +109,7 @@ class SlurmJob:
     def load(cls, jobs: Path) -> SlurmJob:
         path = jobs / JOB_FILE
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = jsonload.loads(path.read_text(encoding="utf-8"))
             return cls(
                 plan=Path(doc["plan"]),
                 shards=int(doc["shards"]),
@@ -196,8 +199,21 @@ def parse_task_ids(text: str) -> list[int]:
 def render_script(
     plan: Path, jobs: Path, shards: int, tasks: Sequence[int], opts: SubmitOptions
 ) -> str:
-    """The sbatch script: one array task per shard, its exit code recorded beside its record."""
+    """The sbatch script: one array task per shard, its exit code recorded beside its record.
+
+    Every value that reaches the script is refused when it holds a control character (a newline
+    in the plan path was a line of the script: issue 27.5) and is written shell-quoted.
+    """
     q = shlex.quote
+    values = [("plan", str(plan)), ("--jobs", str(jobs)), ("relpipe", " ".join(opts.relpipe))]
+    if opts.workspace is not None:
+        values.append(("--repo", str(opts.workspace)))
+    for what, value in values:
+        if _CONTROL.search(value):
+            raise PipelineError(
+                f"{what} {value[:200]!r}: a control character (a newline, ...) cannot be written "
+                "into the sbatch script; rename it"
+            )
     if re.search(r"\s", str(jobs)):
         # #SBATCH lines are split on whitespace: such a path cannot be named there safely.
         raise PipelineError(f"--jobs {jobs}: the job folder's path must not contain whitespace")
@@ -231,7 +247,7 @@ def render_script(
     quoted = " ".join(arg if arg.startswith('"') else q(arg) for arg in command)
     lines = [
         "#!/bin/bash",
-        f"# Written by `relpipe slurm submit` for the plan {plan}: one array task per shard.",
+        f"# Written by `relpipe slurm submit` for the plan {q(str(plan))}: one task per shard.",
         *(f"#SBATCH {d}" for d in directives),
         "set -u",
         'shard="${SLURM_ARRAY_TASK_ID:?run this script with sbatch --array}"',

@@ -166,7 +166,7 @@ def skopeo_digest(ref: str, *extra: str) -> str:
 class Fault:
     """One programmed misbehaviour for one matching request."""
 
-    # status reset timeout truncate lie-digest strip-digest oversize invalid-json
+    # status reset timeout truncate lie-digest strip-digest oversize invalid-json deep-json
     # drip (headers at once, then one body byte per `delay`), drip-headers (the status line and
     # headers one byte per `delay`), redirect (307 to `location` + the
     # request path), ambiguous (a manifest that also has `manifests`, served as `media_type`)
@@ -276,7 +276,12 @@ class FaultProxy:
             if self.paginate_tags and status == 200 and "/tags/list" in h.path:
                 headers, data = self._page(h.path, headers, data)
             self._reply(h, status, headers, data)
-        elif fault.kind == "status":
+        else:
+            self._inject(h, fault)
+
+    def _inject(self, h: http.server.BaseHTTPRequestHandler, fault: Fault) -> None:
+        """Answer one request with the programmed fault instead of the registry's reply."""
+        if fault.kind == "status":
             body = json.dumps({"errors": [{"code": "UNAVAILABLE", "message": "injected"}]}).encode()
             headers = [("Content-Type", "application/json")]
             if fault.retry_after is not None:
@@ -368,6 +373,15 @@ class FaultProxy:
                 ]
                 headers.append(("Docker-Content-Digest", sha256_digest(data)))
                 headers.append(("Content-Type", fault.media_type))
+            elif fault.kind == "deep-json":  # valid JSON 100,000 arrays deep, served as found
+                data, status = b"[" * 100_000 + b"]" * 100_000, 200
+                headers = [
+                    (k, v)
+                    for k, v in headers
+                    if k.lower() not in ("docker-content-digest", "content-type")
+                ]
+                headers.append(("Docker-Content-Digest", sha256_digest(data)))
+                headers.append(("Content-Type", fault.media_type or "application/json"))
             elif fault.kind == "invalid-json":
                 data = b'{"schemaVersion": 2, "mediaType": '
                 headers = [

@@ -11,6 +11,10 @@ Facts (whole text): every image reference, bare nightly tag, digest, version, PR
 key mentioned is one the facts contain, and each half names the pinned (new) image. Free text in the
 facts (commit subjects) counts as facts, so quoting a subject is never a false finding.
 
+Claims (`validate.notes_claims`): every line the renderer writes for the facts is in each half,
+verbatim; no other bullet or heading; no HTML, link, mention, status, foreign number or invisible
+character in the rest.
+
 One token extractor serves the notes and the facts. Each finding names the line and the mismatch.
 """
 
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from relpipe.changelog.notes import ReleaseFacts, catalog
 from relpipe.core import sanitize
 from relpipe.core.findings import Finding
+from relpipe.validate.notes_claims import check_claims
 
 # Traditional-only characters seen in Chinese tech writing, each followed by its Simplified form.
 # Compact on purpose: it catches a Traditional half or a Traditional word pasted into a
@@ -279,6 +284,8 @@ def check(text: str, facts: ReleaseFacts, path: str = "NOTES.md") -> list[Findin
         _glossary(halves, add)
     _traditional(numbered, add)
     _facts(halves, per_half, facts, add)
+    title_line = first[0] if first is not None and title is not None else None
+    check_claims([(h.name, h.lines) for h in halves], title_line, facts, add)
     return sorted(set(findings), key=lambda f: (f.line, f.code, f.message))
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from relpipe.changelog.errors import ChangelogError
+from relpipe.core import jsonload
 
 SCENARIOS = ("fixed-seq-len", "agentic-coding")
 # Short names InferenceX gives sequence-length pairs (`seq_len_stoi`); others are `isl_osl`.
@@ -103,7 +104,7 @@ def _worker(arm: Mapping[str, Any], role: str, where: str) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     """JSON-normalised copy (what the generator's JSON output holds)."""
-    return json.loads(json.dumps(value, default=str))
+    return jsonload.loads(json.dumps(value, default=str))
 
 
 def _seq_name(isl: int, osl: int) -> str:

@@ -16,7 +16,6 @@ a name twice in one run is ambiguous, a score above 1 or a percent above 100 is 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
@@ -37,6 +36,7 @@ from relpipe.changelog.history.records import (
     Sample,
     image_from_ref,
 )
+from relpipe.core import jsonload
 
 PREFIX = "window.BENCHMARK_DATA"
 GSM8K_N = 1319  # GSM8K's test split: the n of the binomial standard error the dashboards omit
@@ -60,7 +60,7 @@ def parse(text: str) -> dict[str, Any]:
         raise ValueError("no `=` after window.BENCHMARK_DATA")
     body = body[1:].rstrip()
     body = body.removesuffix(";")
-    data = json.loads(body)
+    data = jsonload.loads(body)
     if not isinstance(data, dict) or not isinstance(data.get("entries"), dict):
         raise ValueError("no `entries` object")
     return data

@@ -9,7 +9,6 @@ a file that is read but holds bad values becomes failed or ambiguous samples (re
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterable, Iterator
@@ -27,6 +26,7 @@ from relpipe.changelog.history.records import (
     Rejected,
     Sample,
 )
+from relpipe.core import jsonload
 
 MAX_FILE = 64 * 1024 * 1024
 SUFFIXES = (".json", ".js")
@@ -87,7 +87,7 @@ def _file(path: Path, out: Ingested) -> None:
         source = f"dashboard:{data.get('repoUrl') or path.name}"
         out.samples += dashboards.samples(data, source=source)
         return
-    data = json.loads(text, parse_constant=_reject_constant)
+    data = jsonload.loads(text, parse_constant=_reject_constant)
     rows = data if isinstance(data, list) else [data]
     if not rows or not all(isinstance(r, dict) for r in rows):
         raise ValueError("not a result this tool knows (expected an object or a list of objects)")
@@ -125,7 +125,7 @@ def _seq_of(path: Path, row: dict[str, Any]) -> int:
     sibling = path.with_name(path.name.removeprefix("agg_"))
     if sibling != path and sibling.is_file():
         try:
-            raw = json.loads(sibling.read_text(encoding="utf-8"))
+            raw = jsonload.loads(sibling.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return 0
         return inferencex.stamp(raw.get("date")) or 0 if isinstance(raw, dict) else 0
@@ -136,7 +136,7 @@ def _raw(path: Path, raw: dict[str, Any], out: Ingested) -> None:
     """A raw result: checked against its `agg_` sibling, or recorded as failed / ambiguous."""
     agg_path = path.with_name(f"agg_{path.name}")
     if agg_path.is_file():
-        agg = json.loads(agg_path.read_text(encoding="utf-8"))
+        agg = jsonload.loads(agg_path.read_text(encoding="utf-8"))
         mismatch = _agg_mismatch(raw, agg)
         if mismatch:
             out.notes.append(f"{path}: its agg_ row disagrees with process_result.py on {mismatch}")

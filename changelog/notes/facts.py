@@ -8,7 +8,6 @@ kept as given here and escaped by the renderer.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from relpipe.changelog.configs.semdiff import (
     points_to_json,
 )
 from relpipe.changelog.errors import ChangelogError
+from relpipe.core import jsonload
 from relpipe.core.files import read_capped
 from relpipe.core.status import STATUSES
 
@@ -339,7 +339,7 @@ def load(path: str | Path) -> ReleaseFacts:
     p = Path(path)
     raw = read_capped(p, MAX_FACTS, "facts file", error=ChangelogError)
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        data = jsonload.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError) as exc:
         raise ChangelogError(
             f"facts file {p} is not valid UTF-8 JSON ({exc}); regenerate it"

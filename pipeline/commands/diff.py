@@ -10,12 +10,12 @@ itself is `validate.precision.diff`.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from relpipe.core import sanitize
 from relpipe.pipeline import enginerepo
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
@@ -136,7 +136,7 @@ def _lint(args: argparse.Namespace) -> int:
         raise PipelineError("--lint-rules needs a local repository: --repo PATH")
     rules = precision.load_rules(args.rules)
     report = precision.lint(Path(args.repo), rules, args.old or "HEAD")
-    print(json.dumps(report.to_json(), indent=2) if args.json else report.render(rules))
+    print(sanitize.json_text(report.to_json(), indent=2) if args.json else report.render(rules))
     return 0 if report.ok else 1
 
 
@@ -155,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         # One line: json's C encoder serves only unindented output, and on a release span
         # the indenting pure-Python encoder costs more than classifying the files.
-        print(json.dumps(report.to_json(), ensure_ascii=False))
+        print(sanitize.json_text(report.to_json()))
     else:
         print(precision.render_markdown(report))
     # A diff is information (the verdict weighs it). Upstream checks follow C6: a must-not-contain

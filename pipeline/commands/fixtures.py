@@ -7,11 +7,11 @@ manifests already under their tag are not pushed again), print one line per nigh
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from relpipe.core import sanitize
 from relpipe.images import fixture_repo
 from relpipe.images.build import build_fixtures, default_cache_dir
 from relpipe.images.errors import ImageError
@@ -98,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         engine_commits=commits,
     )
     if args.json:
-        print(json.dumps([image.to_json() for image in images], indent=2))
+        print(sanitize.json_text([image.to_json() for image in images], indent=2))
     else:
         for image in images:
             state = "pushed" if image.pushed else "cache hit"

@@ -13,7 +13,6 @@ a `postgresql://` URL needs `pip install 'relpipe[history]'`.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -72,7 +71,7 @@ def _ingest(db: store.Store, paths: Sequence[str], *, as_json: bool) -> int:
             "rejected": [{"source": r.source, "reason": r.reason} for r in got.rejected],
             "notes": got.notes,
         }
-        print(json.dumps(doc, indent=2, sort_keys=True))
+        print(sanitize.json_text(doc, indent=2, sort_keys=True))
     else:
         for line in got.notes:
             print(sanitize.terminal(line, limit=400), file=sys.stderr)
@@ -99,7 +98,7 @@ def _regressions(db: store.Store, args: argparse.Namespace) -> int:
     ]
     if args.json:
         doc = {"store": db.where, "findings": [f.to_json() for f in findings]}
-        print(json.dumps(doc, indent=2, sort_keys=True))
+        print(sanitize.json_text(doc, indent=2, sort_keys=True))
     else:
         for f in findings:
             print(sanitize.terminal(_line(f), limit=600))

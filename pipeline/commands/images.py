@@ -7,7 +7,6 @@ A thin shell over `images.registry`, `images.nightly`, `images.lock` and (for `p
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,7 +29,7 @@ def _client(args: argparse.Namespace, light: bool = False) -> RegistryClient:
 
 
 def _print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, sort_keys=False))
+    print(sanitize.json_text(value, indent=2))
 
 
 def _resolve(args: argparse.Namespace) -> int:
@@ -171,7 +170,7 @@ def _probe(args: argparse.Namespace) -> int:
             value = engine.get(key) if isinstance(engine, dict) else None
             print(f"  engine.{key}: {sanitize.terminal(value)}")  # the image wrote it
         for key in ("rocm", "python", "gpu"):
-            print(f"  {key}: {json.dumps(facts.get(key))}")
+            print(f"  {key}: {sanitize.json_text(facts.get(key))}")
         for err in facts.get("errors") or []:
             print(f"  missing: {sanitize.terminal(err)}")
     return 0

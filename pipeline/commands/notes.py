@@ -8,7 +8,6 @@ preceded by the `# EN / ZH` title line), or the perf-changelog description lines
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +19,7 @@ from relpipe.changelog.notes import (
     render,
     render_title,
 )
+from relpipe.core import sanitize
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
 from relpipe.validate import notes_check
@@ -81,13 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     findings = notes_check.check(_read_notes(args.notes), facts, path=args.notes)
     if args.json:
-        print(
-            json.dumps(
-                {"ok": not findings, "findings": [f.to_json() for f in findings]},
-                indent=2,
-                ensure_ascii=False,
-            )
-        )
+        doc = {"ok": not findings, "findings": [f.to_json() for f in findings]}
+        print(sanitize.json_text(doc, indent=2))
     else:
         for finding in findings:
             print(finding)

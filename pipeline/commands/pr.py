@@ -15,13 +15,13 @@ only to --api-url. See docs/pr.md.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from relpipe.core import sanitize
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
 
@@ -88,7 +88,7 @@ def target_from(a: argparse.Namespace) -> Target:
 def report(outcome: Outcome, as_json: bool) -> None:
     out = outcome.to_json()
     if as_json:
-        print(json.dumps(out, indent=2, sort_keys=True, ensure_ascii=False))
+        print(sanitize.json_text(out, indent=2, sort_keys=True))
         return
     if out["action"] == "dry-run":
         print("\n\n".join(out["requests"]))
@@ -133,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             st = prq.status(target, args.config_key, client)
         doc = st.to_json()
         if args.json:
-            print(json.dumps(doc, indent=2, sort_keys=True))
+            print(sanitize.json_text(doc, indent=2, sort_keys=True))
         else:
             pr = doc["pr"]
             print(f"branch {doc['branch']}: {doc['remote_commit'] or 'not pushed'}")

@@ -8,11 +8,11 @@ relpipe qualify --from-plan PLAN_DIR --shard i/N --out SHARD_DIR
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from relpipe.core import sanitize
 from relpipe.images.options import add_registry_args, apply_registry_args
 from relpipe.pipeline.commands.parser import parser as new_parser
 from relpipe.pipeline.errors import PipelineError
@@ -69,7 +69,7 @@ def dispatch(args: argparse.Namespace, ref: str) -> int:
         if args.out is None:
             raise PipelineError("--plan needs --out PLAN_DIR (the folder the shard jobs read)")
         plan = plan_run(ref, baseline_from(args), args.config_key, ws, options)
-        print(json.dumps(sharding.write_plan(plan, args.out, args.shards), sort_keys=True))
+        print(sanitize.json_text(sharding.write_plan(plan, args.out, args.shards), sort_keys=True))
         return 0
     result = qualify(
         ref,
@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "ran": list(result.ran),
                 "cached": list(result.cached),
             }
-            print(json.dumps(shard_doc, indent=2, sort_keys=True))
+            print(sanitize.json_text(shard_doc, indent=2, sort_keys=True))
         return 0
     if not args.ref:
         raise PipelineError("qualify needs an image REF (or --from-plan DIR --shard i/n)")

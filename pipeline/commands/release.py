@@ -4,16 +4,17 @@
 
 Refuses when the image's qualification (re-run; normally a cache hit) or the release's own checks
 (C7 changelog entry, C8 notes, C9 golden AL) FAIL; nothing is written then. `--dry-run` prints the
-diff of config, lock and changelog without writing.
+diff of config, lock and changelog without writing. An image whose current digest the repository
+already pins for the key is "nothing to do" (exit 0, one line), however an earlier run of the same
+release was interrupted.
 """  # noqa: E501 - line 1 is the --help description (parser() reads only the first line)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.core import sanitize
+from relpipe.core import jsonload, sanitize
 from relpipe.images.options import add_registry_args, apply_registry_args
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
@@ -21,7 +22,7 @@ from relpipe.pipeline.run import add_qualify_args, options_from, workspace_from
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from relpipe.pipeline.release import DEFAULT_REPO_URL, Request, release
+    from relpipe.pipeline.release import DEFAULT_REPO_URL, AlreadyReleased, Request, release
 
     p = parser("relpipe release", __doc__)
     rel = p.add_argument_group("the release")
@@ -63,16 +64,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         strict=args.strict,
     )
     result = release(ws, req, options_from(args), args.state)
+    if isinstance(result, AlreadyReleased):  # idempotent: the same key and digest, released
+        if args.json:
+            print(sanitize.json_text({"release": {"written": False, "nothing_to_do": result.line}}))
+        else:
+            print(sanitize.terminal(result.line, limit=1000))
+        return 0
     if args.json:
         # One JSON document: the release report, plus what was (or, dry, would be) written.
-        document = json.loads(result.reports["report.json"].read_text())
+        document = jsonload.loads(result.reports["report.json"].read_text())
         document["release"] = {
             "written": result.written,
             "dry_run": args.dry_run,
             "diff": result.diff,
             "notes": str(result.record.root / "notes.md"),
         }
-        print(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False))
+        print(sanitize.json_text(document, indent=2, sort_keys=True))
     else:
         if args.dry_run:
             print(result.diff, end="")

@@ -10,7 +10,6 @@ with --strict), 2 usage or input error, 3 unexpected error.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Sequence
@@ -214,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         scope = f"scope: change {args.base_ref or 'merge-base'}..{args.head_ref or 'working tree'}"
     if args.json:
-        print(json.dumps(to_json(results, scope), indent=2))
+        print(sanitize.json_text(to_json(results, scope), indent=2))
     else:
         sys.stdout.write(render_markdown(results, scope))
     status = overall(results)

@@ -13,11 +13,11 @@ system every node sees. See `relpipe.pipeline.slurm` for what each step guarante
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from relpipe.core import sanitize
 from relpipe.pipeline.commands.parser import HelpFormatter
 from relpipe.pipeline.errors import PipelineError
 
@@ -92,7 +92,7 @@ def _submit(args: argparse.Namespace) -> int:
             "job_id": submission.job_id if submission else None,
             "tasks": list(submission.tasks) if submission else [],
         }
-        print(json.dumps(doc, sort_keys=True))
+        print(sanitize.json_text(doc, sort_keys=True))
     elif args.dry_run:
         print(script, end="" if script else "every shard already finished; nothing to submit\n")
     elif submission is None:
@@ -108,7 +108,7 @@ def _status(args: argparse.Namespace) -> int:
 
     states = slurm.status(args.jobs)
     if args.json:
-        print(json.dumps({"shards": [s.to_json() for s in states]}, sort_keys=True))
+        print(sanitize.json_text({"shards": [s.to_json() for s in states]}, sort_keys=True))
         return 0
     for s in states:
         exit_text = "-" if s.exit_code is None else str(s.exit_code)

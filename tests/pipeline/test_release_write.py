@@ -24,10 +24,10 @@ from relpipe.changelog.entries import Entry, render
 from relpipe.core import journal
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.release import (
-    JOURNAL,
     ReleaseRefused,
     Staged,
     apply_changelog,
+    journal_of,
     recover_interrupted,
     repo_state,
     repository_lock,
@@ -66,6 +66,12 @@ with open(tmp, "wb") as f:
 os.replace(tmp, path)
 os.close(fd)
 """
+
+
+@pytest.fixture(autouse=True)
+def _private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Journals (this user's state folder) of this test only."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
@@ -120,7 +126,7 @@ def test_unchanged_repository_gets_exactly_the_staged_files(tmp_path: Path) -> N
     staged = _stage(ws.root, tmp_path / "scratch", 1)
     write_staged(ws, staged)
     assert _released(ws, staged)
-    assert not (ws.state / JOURNAL).exists()
+    assert not journal_of(ws).exists()
 
 
 def test_release_waits_for_a_concurrent_appender_then_refuses(tmp_path: Path) -> None:
@@ -245,12 +251,12 @@ def test_a_release_killed_at_any_instant_is_untouched_or_fully_released(tmp_path
     for _ in range(KILLS):
         one(rng.uniform(0, span))
         half = _snapshot(ws.root) not in (original, {**original, **_new(staged)})
-        assert not half or (ws.state / JOURNAL).exists(), "half-written with no journal"
+        assert not half or journal_of(ws).exists(), "half-written with no journal"
         with repository_lock(ws):
             rolled = recover_interrupted(ws)
         after = _snapshot(ws.root)
         assert after in (original, {**original, **_new(staged)}), "neither old nor released"
-        assert not (ws.state / JOURNAL).exists()
+        assert not journal_of(ws).exists()
         assert not list(ws.state.glob(".*.tmp")) if ws.state.exists() else True
         if rolled:
             outcomes["rolled forward"] += 1
@@ -267,7 +273,9 @@ def _new(staged: Staged) -> dict[str, bytes]:
     return {rel: (staged.root / rel).read_bytes() for rel in FILES}
 
 
-def test_recovery_refuses_a_file_changed_after_the_crash(tmp_path: Path) -> None:
+def test_recovery_refuses_a_file_changed_after_the_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A journalled release whose file someone edited after the crash is not rolled over them:
     recovery refuses with one line, writes nothing and keeps the journal."""
     ws = _repo(tmp_path)
@@ -276,9 +284,18 @@ def test_recovery_refuses_a_file_changed_after_the_crash(tmp_path: Path) -> None
         journal.FileChange(rel=rel, old_sha256=journal.sha256_of(ws.root / rel), new=new)
         for rel, new in _new(staged).items()
     ]
-    # A release stopped right after its journal was committed, then the lock file edited by hand.
-    with pytest.raises(FileNotFoundError):  # a root without the files: it stops after the journal
-        journal.commit(ws.state / JOURNAL, tmp_path / "nowhere", changes)
+    # A release stopped right after its journal was committed (the disk failed on the first file
+    # write), then the lock file edited by hand.
+    real_write = journal.write_atomic
+
+    def journal_only(path: Path, data: bytes, **kw: int) -> None:
+        if path != journal_of(ws):
+            raise OSError(28, "No space left on device")
+        real_write(path, data, **kw)
+
+    with monkeypatch.context() as patched, pytest.raises(OSError):
+        patched.setattr(journal, "write_atomic", journal_only)
+        journal.commit(journal_of(ws), ws.root, changes)
     with open(ws.root / LOCK, "a") as f:
         f.write("# edited by hand after the crash\n")
     edited = _snapshot(ws.root)
@@ -286,5 +303,5 @@ def test_recovery_refuses_a_file_changed_after_the_crash(tmp_path: Path) -> None
         with repository_lock(ws):
             recover_interrupted(ws)
     assert "\n" not in str(err.value)
-    assert (ws.state / JOURNAL).exists()
+    assert journal_of(ws).exists()
     assert _snapshot(ws.root) == edited

@@ -931,9 +931,9 @@ def _read_optional(path: str) -> bytes | None:
 
 
 def _render_json(report: Report, source: str) -> str:
-    import json
+    from relpipe.core.sanitize import json_text
 
-    return json.dumps(
+    return json_text(
         {
             "ok": report.ok,
             "file": report.path,
@@ -955,7 +955,6 @@ def _render_json(report: Report, source: str) -> str:
             ],
         },
         indent=2,
-        ensure_ascii=False,
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from relpipe.core import jsonload
 from relpipe.core.files import write_atomic
 from relpipe.core.yamlload import load_yaml
 from relpipe.validate.errors import ValidateError
@@ -301,7 +302,7 @@ def _builtin_document(file: Path, text: str) -> Any:
     key = hashlib.sha256(text.encode()).hexdigest()[:20]
     cached = gitio.cache_root().parent / "rules" / f"{file.stem}-{key}.json"
     try:
-        return json.loads(cached.read_bytes())
+        return jsonload.loads(cached.read_bytes())
     except (OSError, ValueError):
         pass
     data = _document(text, str(file))

@@ -19,6 +19,7 @@ from typing import Any
 from relpipe.changelog.configs.load import load_yaml, resolve_key
 from relpipe.changelog.configs.points import plan_key
 from relpipe.changelog.errors import ChangelogError
+from relpipe.core import jsonload
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.review.context import Review
@@ -210,7 +211,7 @@ def check_pareto(review: Review) -> Result:
                 raw = handle.read(MAX_RESULT_BYTES + 1)
             if len(raw) > MAX_RESULT_BYTES:
                 raise ValueError(f"over {MAX_RESULT_BYTES} bytes")
-            data = json.loads(raw)
+            data = jsonload.loads(raw)
         except (OSError, ValueError) as exc:
             rows.append(Evidence(path.name, f"unreadable result ({exc}); skipped"))
             continue
