@@ -30,7 +30,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from relpipe.images.auth import (
     AUTH_HOST_ENV,
@@ -88,6 +88,8 @@ __all__ = [
     "parse_retry_after",
 ]
 
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 SECURE_ENV = "RELPIPE_SECURE_REGISTRIES"  # comma-separated host[:port]: HTTPS even on loopback
 _REDIRECTS = (301, 302, 303, 307, 308)
 _MAX_REDIRECTS = 5
@@ -477,14 +479,20 @@ class RegistryClient:
         self, refs: Sequence[str | Reference], platform: str | None = None
     ) -> list[Resolved]:
         """Resolve concurrently (bounded), results in input order; the first error is raised."""
-        parsed = [parse(r) for r in refs]  # fail on a bad reference before any network
-        if len(parsed) <= 1:
-            return [self.resolve(r, platform) for r in refs]
+        for r in refs:
+            parse(r)  # fail on a bad reference before any network
+        return self.map(lambda r: self.resolve(r, platform), refs)
+
+    def map(self, fn: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
+        """`fn` over `items` on at most `concurrency` threads, results in input order; the
+        first error (by position) is raised and no new item starts after one."""
+        if len(items) <= 1:
+            return [fn(item) for item in items]
         # Plain threads over a shared index, not concurrent.futures: its import (logging and
         # more) is a measurable part of `relpipe images resolve`, which is mostly start-up.
-        results: list[Resolved | None] = [None] * len(refs)
+        results: list[Any] = [None] * len(items)
         errors: list[tuple[int, BaseException]] = []
-        next_index = iter(range(len(refs)))
+        next_index = iter(range(len(items)))
         take = threading.Lock()
 
         def work() -> None:
@@ -494,14 +502,14 @@ class RegistryClient:
                     if i is None or errors:
                         return
                 try:
-                    results[i] = self.resolve(refs[i], platform)
+                    results[i] = fn(items[i])
                 except BaseException as exc:  # noqa: BLE001 - re-raised below, in order
                     with take:
                         errors.append((i, exc))
 
         workers = [
             threading.Thread(target=work, daemon=True)
-            for _ in range(min(self.concurrency, len(refs)))
+            for _ in range(min(self.concurrency, len(items)))
         ]
         for worker in workers:
             worker.start()
@@ -509,7 +517,7 @@ class RegistryClient:
             worker.join()
         if errors:
             raise min(errors, key=lambda e: e[0])[1]
-        return [r for r in results if r is not None]
+        return results
 
     def _get_blob(self, ref: Reference, digest: str, size: int, cap: int) -> bytes:
         if size > cap:

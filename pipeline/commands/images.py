@@ -46,7 +46,7 @@ def _resolve(args: argparse.Namespace) -> int:
 
 
 def _latest(args: argparse.Namespace) -> int:
-    from relpipe.images.nightly import matching
+    from relpipe.images.evidence import choose_newest, default_cache_path
 
     repo = parse(args.repository)
     if repo.tag or repo.digest:
@@ -54,23 +54,31 @@ def _latest(args: argparse.Namespace) -> int:
             f"latest takes a repository without tag or digest, got {args.repository!r}"
         )
     with _client(args) as client:
-        tags = client.list_tags(repo, page_size=args.page_size)
-        found = matching(tags, args.pattern)
-        if not found:
+        choice = choose_newest(
+            client,
+            repo,
+            args.pattern,
+            page_size=args.page_size,
+            cache_path=default_cache_path(),
+            platform=args.platform,
+        )
+        best = choice.best
+        if best is None:
             err = ImageError(
-                f"{repo.name}: none of {len(tags)} tags matches {args.pattern!r}; pass --pattern"
+                f"{repo.name}: none of {choice.total} tags matches {args.pattern!r}; pass --pattern"
             )
             err.exit_code = 1
             raise err
-        best = found[-1]
         resolved = client.resolve(repo.with_tag(best.tag), args.platform)
     record = {
         "repository": repo.name,
         "tag": best.tag,
-        "timestamp": best.timestamp.isoformat(),
+        "timestamp": best.timestamp.isoformat() if best.timestamp else None,
         "version": ".".join(map(str, best.version)) or None,
-        "tags-total": len(tags),
-        "tags-matching": len(found),
+        "created": best.created,
+        "tags-total": choice.total,
+        "tags-matching": choice.matching,
+        "config-fetches": client.requests.get("GET blob", 0),
         **resolved.to_json(),
         "ref": f"{args.repository}:{best.tag}",
     }
@@ -192,10 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("repository", metavar="REPOSITORY")
     p.add_argument(
         "--pattern",
-        metavar="PATTERN|FAMILY",
-        default="nightly_%Y%m%d%H%M",  # images.nightly.DEFAULT_PATTERN (imported only by `latest`)
-        help="tag pattern (%%Y %%m %%d %%H %%M %%S <ver>) or a family: atom, vllm, sglang "
-        "(default nightly_%%Y%%m%%d%%H%%M)",
+        metavar="FAMILY|PATTERN",
+        default="atom",  # images.nightly.DEFAULT_PATTERN (imported only by `latest`)
+        help="a tag family of images/families.yaml (atom, atom-release, vllm, vllm-rocm, "
+        "vllm-release, sglang, sglang-release, atom-vllm, atom-sglang), optionally narrowed to "
+        "one build line (sglang:rocm=720,gpu=mi35x), or a pattern (%%Y %%m %%d %%H %%M %%S, "
+        "<name:ver|semver|pep440|hex|num|gpu>) (default: %(default)s)",
     )
     p.add_argument(
         "--page-size", metavar="N", type=int, default=1000, help="tags per listing request (n=)"
