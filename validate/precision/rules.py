@@ -166,12 +166,14 @@ class Rules:
         return {}
 
     def category_of(self, path: str) -> str | None:
-        """The category the rules give `path` by its path alone (the first path rule that
-        matches; None when a `never` glob or no rule matches). Content gates are not read."""
+        """The category the rules give `path` by its path alone: the first path rule that
+        matches, else (a mixed file only content gates name, such as a model runner) the first
+        content-gated one; None when a `never` glob or no rule matches. Gates are not read."""
         if self.never_re.match(path):
             return None
-        plain = (r for r in self.rules if r.content_re is None and r.path_re.match(path))
-        return next((r.category for r in plain), None)
+        matched = [r for r in self.rules if r.path_re.match(path)]
+        plain = (r for r in matched if r.content_re is None)
+        return next((r.category for r in plain), matched[0].category if matched else None)
 
     def category(self, name: str) -> Category | None:
         return next((c for c in self.categories if c.name == name), None)
