@@ -77,6 +77,7 @@ __all__ = [
     "Credentials",
     "DigestMismatch",
     "Limits",
+    "NotFound",
     "Pinned",
     "RegistryClient",
     "RegistryError",
@@ -97,6 +98,10 @@ _MAX_REDIRECTS = 5
 
 class DigestMismatch(RegistryError):
     """Fetched bytes do not hash to the digest the registry claimed: never pinned."""
+
+
+class NotFound(RegistryError):
+    """The registry answered 404: the tag, digest or repository is not (or no longer) there."""
 
 
 # -- records ----------------------------------------------------------------------------------
@@ -519,6 +524,14 @@ class RegistryClient:
             raise min(errors, key=lambda e: e[0])[1]
         return results
 
+    def manifest(self, ref: str | Reference, reference: str) -> tuple[bytes, str | None, str]:
+        """A manifest's exact bytes, media type and (re-hashed) digest, by tag or digest."""
+        return self._get_manifest(parse(ref), reference)
+
+    def blob(self, ref: str | Reference, digest: str, size: int, cap: int) -> bytes:
+        """A blob's exact bytes, re-hashed against `digest` and `size`, at most `cap` bytes."""
+        return self._get_blob(parse(ref), digest, size, cap)
+
     def _get_blob(self, ref: Reference, digest: str, size: int, cap: int) -> bytes:
         if size > cap:
             raise RegistryError(
@@ -719,7 +732,7 @@ def _expect(resp: Response, status: int, ref: Reference, what: str) -> None:
     if resp.status == status:
         return
     if resp.status == 404:
-        raise RegistryError(f"{ref.name}: {what} not found (HTTP 404); check the name and tag", 1)
+        raise NotFound(f"{ref.name}: {what} not found (HTTP 404); check the name and tag", 1)
     detail = ""
     try:
         errors = json.loads(resp.body).get("errors") if resp.body else None

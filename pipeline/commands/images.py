@@ -1,4 +1,5 @@
-"""`relpipe images resolve|latest|pin|probe`: registry look-ups, verified pins and the lock file.
+"""`relpipe images resolve|latest|pin|probe|archive`: registry look-ups, verified pins, the lock
+file, and archived copies of pinned images (`images.archive`).
 
 A thin shell over `images.registry`, `images.nightly`, `images.lock` and (for `pin --config`)
 `changelog.configs.pin`: parse arguments, call them, print text or `--json`.
@@ -240,7 +241,52 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", metavar="SECONDS", type=float, default=600.0, help="container limit in seconds"
     )
     p.set_defaults(func=_probe)
+
+    p = sub.add_parser(
+        "archive",
+        parents=[common],
+        help="copy pinned images byte for byte to a registry the team controls",
+    )
+    p.add_argument("refs", nargs="+", metavar="REF", help="pinned references (in --lock)")
+    p.add_argument(
+        "--to",
+        metavar="REGISTRY",
+        required=True,
+        help="archive registry host[:port]; the repository path stays the same",
+    )
+    p.add_argument(
+        "--lock", metavar="FILE", default=DEFAULT_LOCK, help=f"lock file (default {DEFAULT_LOCK})"
+    )
+    p.set_defaults(func=_archive)
     return parser
+
+
+def _archive(args: argparse.Namespace) -> int:
+    from relpipe.images import archive
+    from relpipe.images.lock import load, lookup
+
+    entries = load(args.lock)
+    for ref in args.refs:
+        entry = lookup(entries, ref)
+        if entry is None:
+            raise ImageError(f"{ref}: not in {args.lock}; pin it first (relpipe images pin)")
+    copies = []
+    with _client(args) as client:
+        for ref in args.refs:
+            entry = lookup(entries, ref)
+            assert entry is not None
+            copy = archive.archive(client, parse(ref).with_digest(entry.digest), args.to)
+            archive.record(args.lock, ref, copy)
+            copies.append(copy)
+    if args.json:
+        _print_json([c.__dict__ for c in copies])
+    else:
+        for c in copies:
+            print(
+                f"{c.source} -> {c.archive}: {c.manifests} manifest(s), {c.blobs} blob(s), "
+                f"{c.bytes} bytes; recorded in {args.lock}"
+            )
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

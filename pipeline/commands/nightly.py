@@ -8,8 +8,10 @@ floating and branch tags are ignored); the baseline is the config key's pinned i
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from relpipe.pipeline.errors import PipelineError
 
@@ -54,9 +56,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="",
         help="tag family or pattern, as for `relpipe images latest --pattern` (default: atom)",
     )
+    p.add_argument(
+        "--retention-days",
+        metavar="DAYS",
+        type=float,
+        default=14.0,
+        help="warn about pins older than this that are not archived (upstream deletes old "
+        "nightlies; vLLM keeps about two weeks) (default: %(default)s)",
+    )
     add_args(p)
     args = p.parse_args(argv)
     apply_registry_args(args)
     image = newest_nightly(args.repository, args.pattern)
     print(f"newest nightly: {image}", file=sys.stderr, flush=True)
+    warn_stale_pins(args)
     return dispatch(args, image)
+
+
+def warn_stale_pins(args: argparse.Namespace) -> list[str]:
+    """One warning line per pinned tag gone upstream or older than the retention, unarchived."""
+    from relpipe.images import archive, lock
+    from relpipe.images.registry import RegistryClient
+    from relpipe.pipeline.run import workspace_from
+
+    ws = workspace_from(args)
+    path = (ws.root if ws is not None else Path.cwd()) / "images.lock.yaml"
+    if not path.is_file():
+        return []
+    with RegistryClient() as client:
+        stale = archive.stale_pins(client, lock.load(path), args.retention_days)
+    lines = [f"warning: {path.name}: {s.key}: {s.reason}" for s in stale]
+    for line in lines:
+        print(line, file=sys.stderr, flush=True)
+    return lines
