@@ -82,6 +82,7 @@ class Family:
     order: tuple[str, ...]
     group: tuple[str, ...] = ()
     repositories: tuple[str, ...] = ()
+    engine: str = "atom"
     about: str = ""
     where: tuple[tuple[str, str], ...] = field(default=())
 
@@ -157,6 +158,7 @@ def families() -> dict[str, Family]:
             order=tuple(spec["order"]),
             group=tuple(spec.get("group", ())),
             repositories=tuple(spec.get("repositories", ())),
+            engine=spec.get("engine", "atom"),
             about=spec.get("about", ""),
         )
     return out
@@ -186,9 +188,17 @@ def family(selector: str) -> Family:
         order=fam.order,
         group=fam.group,
         repositories=fam.repositories,
+        engine=fam.engine,
         about=fam.about,
         where=tuple(where),
     )
+
+
+def engine_of(repository: str) -> str:
+    """The engine the images of `repository` (`vllm/vllm-openai-rocm`) serve, by the families
+    that list it; `atom` for a repository no family names (ATOM's fixtures, mirrors)."""
+    found = (f.engine for f in families().values() if repository in f.repositories)
+    return next(found, "atom")
 
 
 def _version_key(text: str | None, kind: str) -> tuple[Any, ...]:

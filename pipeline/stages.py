@@ -581,7 +581,12 @@ class Engine:
         return _outcome(run, options)
 
     def probe(self, ref: str, options: Options) -> ProbeOutput:
-        out = self._run(ref, "probe", [], options)
+        from relpipe.images.nightly import engine_of
+        from relpipe.images.reference import parse
+
+        # vLLM and SGLang images record their version and commit their own way (engine.packaging)
+        engine = engine_of(parse(ref).repository)
+        out = self._run(ref, "probe", ["--engine", engine], options)
         if out["status"] != "pass" or not out["result"]:
             return ProbeOutput(status="error", reason=out["reason"] or "probe produced no facts")
         # The probe's JSON is untrusted: a shape it should not have is a failed probe (C2 FAIL).

@@ -155,8 +155,15 @@ def _probe(args: argparse.Namespace) -> int:
     with _client(args) as client:
         pin = client.pin(args.ref, args.platform)
     with tempfile.TemporaryDirectory(prefix="relpipe-probe-") as out:
+        from relpipe.images.nightly import engine_of
+
         run = Runtime.from_env().run_engine(
-            pin.reference, "probe", engine_dir=engine_dir, out_dir=Path(out), timeout_s=args.timeout
+            pin.reference,
+            "probe",
+            ["--engine", engine_of(pin.reference.repository)],
+            engine_dir=engine_dir,
+            out_dir=Path(out),
+            timeout_s=args.timeout,
         )
         doc = run.require()
     facts = {k: v for k, v in doc.items() if k not in ("schema", "command", "status")}

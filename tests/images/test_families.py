@@ -240,3 +240,12 @@ def test_commit_addressed_tags_ordered_by_created(
         again = choose_newest(client, parse(repo), selector, page_size=30, cache_path=cache_path)
         assert "GET blob" not in client.requests  # every digest cached: HEADs only
     assert again.best == choice.best
+
+
+def test_each_family_names_the_engine_its_images_serve() -> None:
+    from relpipe.images.nightly import engine_of
+
+    assert engine_of("vllm/vllm-openai-rocm") == "vllm"
+    assert engine_of("lmsysorg/sglang-rocm") == engine_of("lmsysorg/sglang") == "sglang"
+    assert engine_of("rocm/atom-dev") == engine_of("rocm/atom") == "atom"
+    assert engine_of("relpipe-test/atom-dev") == "atom"  # fixtures and unknown repositories
