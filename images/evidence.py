@@ -2,10 +2,10 @@
 
 Commit-addressed tags (`vllm/vllm-openai-rocm:nightly-<sha>`) say nothing about their order, so
 the newest is the one whose image config says it was created last. Tags move, digests do not:
-every candidate costs one HEAD (tag -> digest, concurrently, bounded by the client's
-`concurrency`), and only a digest not yet in the cache costs a verified pin (manifest, platform
-manifest, one config blob). The cache is a JSON file `{digest: created}` written atomically;
-a damaged cache is ignored (rebuilt), never trusted.
+every candidate costs one GET of its manifest (bytes and digest; concurrently, bounded by the
+client's `concurrency`), and only a digest not yet in the cache costs the rest of a verified pin
+(the platform manifest of an index, one config blob). The cache is a JSON file
+`{digest: created}` written atomically; a damaged cache is ignored (rebuilt), never trusted.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,14 +61,21 @@ def created_times(
     A created time that is absent or not an RFC 3339 timestamp is None (that tag is never the
     newest on no evidence).
     """
-    resolved = client.resolve_many([repository.with_tag(t) for t in tags], platform)
-    missing = sorted({r.digest for r in resolved if r.digest not in cache})
-    pins = client.map(lambda d: client.pin(repository.with_digest(d), platform), missing)
-    for pin in pins:
-        when = _utc(pin.created) if pin.created else None
-        if when is not None:
-            cache[pin.digest] = when
-    return {t: cache.get(r.digest) for t, r in zip(tags, resolved, strict=True)}
+
+    def created_of(tag: str) -> tuple[str, str | None]:
+        ref = repository.with_tag(tag)
+        body, media_type, digest = client.manifest(ref, tag)  # one GET: bytes and digest
+        if digest not in cache:
+            pin = client.pin_manifest(str(ref), ref, body, media_type, digest, platform)
+            when = _utc(pin.created) if pin.created else None
+            if when is not None:
+                with lock:
+                    cache[digest] = when
+        return digest, cache.get(digest)
+
+    lock = threading.Lock()
+    found = client.map(created_of, list(tags))
+    return {tag: created for tag, (_, created) in zip(tags, found, strict=True)}
 
 
 def _utc(created: str) -> str | None:

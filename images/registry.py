@@ -558,6 +558,19 @@ class RegistryClient:
         else:
             head_digest, _ = self._head(reference)
             top_body, top_type, digest = self._get_manifest(reference, head_digest)
+        return self.pin_manifest(given, reference, top_body, top_type, digest, platform)
+
+    def pin_manifest(
+        self,
+        given: str,
+        reference: Reference,
+        top_body: bytes,
+        top_type: str | None,
+        digest: str,
+        platform: str | None = None,
+    ) -> Pinned:
+        """`pin`'s verification from a top manifest already fetched (by `manifest`, which
+        re-hashed it into `digest`): the platform manifest and config blob are read here."""
         m = _m()
         top = m.parse_manifest(top_body, top_type)
         platform = platform or self.platform
