@@ -1,6 +1,7 @@
 """`python -m relpipe.engine probe`: facts about the image, as JSON, without needing torch.
 
-Engine (ATOM) version from the installed distribution's metadata and commit from its source
+Engine version from the installed distribution's metadata (vLLM and SGLang: also their version
+files and PEP 610 records, `engine.packaging`) and commit from its source
 checkout (`git -C DIR rev-parse HEAD`, or by reading `.git/HEAD`, loose refs and packed-refs
 directly when git is missing or refuses), cross-checked with the `+g<sha>` of a setuptools-scm
 version; AITER commit likewise; LMCache, torch, triton, numpy versions from metadata; ROCm from
@@ -22,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from relpipe.engine import result
+from relpipe.engine import packaging, result
 
 HEX = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?\Z")
 SCM_SHA = re.compile(r"\+g([0-9a-f]{7,40})(?:\.|\Z)")
@@ -178,6 +179,51 @@ def engine_facts(dist: str, atom_dir: str, errors: list[str]) -> dict[str, Any]:
     }
 
 
+def packaged_engine_facts(engine: str, engine_dir: str | None, errors: list[str]) -> dict[str, Any]:
+    """vLLM/SGLang facts as their packaging records them (`engine.packaging`), the commit from
+    a source checkout when the image keeps one (`engine_dir`, the editable install's folder, or
+    the engine's usual checkout), else from the packaging's own record."""
+    rec = packaging.recorded(engine, errors)
+    version = rec["version"]
+    recorded = rec["recorded_commit"]
+    short = scm_sha(version) or (recorded if recorded and len(recorded) < 40 else None)
+    candidates = [engine_dir] if engine_dir else rec["checkouts"]
+    checkout = next((c for c in candidates if os.path.isdir(c)), None)
+    commit, source = None, None
+    if checkout is not None:
+        commit = git_commit(checkout, errors, "engine commit")
+        source = f"git checkout {checkout}" if commit else None
+    elif recorded and len(recorded) == 40:
+        commit, source = recorded, rec["commit_source"]
+    elif version is not None:
+        known = f"only the abbreviation {short}" if short else "no commit"
+        errors.append(
+            f"engine commit: {engine} {version} records {known} and no source checkout is in "
+            f"the image (looked for {', '.join(candidates)})"
+        )
+    if commit and short and not commit.startswith(short):
+        errors.append(
+            f"engine commit {commit} ({source}) does not match version {version} (g{short})"
+        )
+    if (
+        rec["file_version"]
+        and version
+        and not version.startswith(rec["file_version"].split("+")[0])
+    ):
+        errors.append(
+            f"engine version {version} (metadata) differs from {rec['file_version']} (version file)"
+        )
+    return {
+        "name": engine,
+        "distribution": rec["distribution"],
+        "version": version,
+        "commit": commit,
+        "version_commit": short,
+        "commit_source": source,
+        "path": checkout,
+    }
+
+
 def rocm_facts(path: str, errors: list[str]) -> dict[str, Any] | None:
     try:
         raw = _read_small(path, 256).strip()
@@ -218,7 +264,10 @@ def torch_facts(errors: list[str]) -> dict[str, Any] | None:
 
 def probe(args: argparse.Namespace) -> dict[str, Any]:
     errors: list[str] = []
-    engine = engine_facts(args.engine_dist, args.atom_dir, errors)
+    if args.engine == "atom":
+        engine = engine_facts(args.engine_dist, args.engine_dir or args.atom_dir, errors)
+    else:
+        engine = packaged_engine_facts(args.engine, args.engine_dir, errors)
     aiter_version, aiter_dist = dist_version(AITER_DISTS, errors, "aiter version")
     aiter = {
         "commit": git_commit(args.aiter_dir, errors, "aiter commit"),
@@ -246,7 +295,7 @@ def probe(args: argparse.Namespace) -> dict[str, Any]:
         engine=engine,
         aiter=aiter,
         packages={
-            "atom": engine["version"],
+            args.engine: engine["version"],
             "aiter": aiter_version,
             "lmcache": lmcache,
             "torch": None if torch is None else torch["version"],
@@ -266,6 +315,18 @@ def probe(args: argparse.Namespace) -> dict[str, Any]:
 def parser() -> argparse.ArgumentParser:
     env = os.environ.get
     p = argparse.ArgumentParser(prog="python -m relpipe.engine probe", description=__doc__)
+    p.add_argument(
+        "--engine",
+        choices=("atom", *packaging.LAYOUTS),
+        default=env("RELPIPE_ENGINE", "atom"),
+        help="which engine the image serves (default: %(default)s)",
+    )
+    p.add_argument(
+        "--engine-dir",
+        default=env("RELPIPE_ENGINE_DIR"),
+        help="the engine's source checkout (default: /app/ATOM for atom; for vllm/sglang the "
+        "editable install's folder or the images' usual checkout)",
+    )
     p.add_argument("--atom-dir", default=env("RELPIPE_ATOM_DIR", "/app/ATOM"))
     p.add_argument("--aiter-dir", default=env("RELPIPE_AITER_DIR", "/app/aiter-test"))
     p.add_argument(
@@ -274,7 +335,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--engine-dist",
         default=env("RELPIPE_ENGINE_DIST", "atom"),
-        help="distribution name of the engine package",
+        help="distribution name of the ATOM package",
     )
     p.add_argument("--out", help="result JSON file (default stdout)")
     return p

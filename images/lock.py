@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,16 @@ HEADER = (
 )
 MAX_LOCK_BYTES = 16 * 1024 * 1024
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
-_FIELDS = ("digest", "platform", "platform-digest", "media-type", "resolved-at", "created", "facts")
+_FIELDS = (
+    "digest",
+    "platform",
+    "platform-digest",
+    "media-type",
+    "resolved-at",
+    "created",
+    "facts",
+    "archive",
+)
 
 
 class LockError(ImageError):
@@ -50,6 +60,8 @@ class LockEntry:
     resolved_at: str
     created: str | None
     facts: Mapping[str, Any] = field(default_factory=dict)
+    # where a byte-identical copy is kept (`relpipe images archive`): {registry, archived-at}
+    archive: Mapping[str, str] | None = None
 
     def reference(self) -> Reference:
         """The digest-qualified reference that gets run."""
@@ -64,6 +76,7 @@ class LockEntry:
             "resolved-at": self.resolved_at,
             "created": self.created,
             "facts": _sorted(self.facts),
+            **({"archive": dict(self.archive)} if self.archive else {}),
         }
 
 
@@ -107,6 +120,24 @@ def _digest_field(raw: Mapping[str, Any], name: str, key: str, path: str) -> str
     if not isinstance(value, str) or not _DIGEST.fullmatch(value):
         raise LockError(f"{path}: entry {key}: {name} must be sha256:<64 hex>")
     return value
+
+
+def _archive_field(value: Any, key: str, path: str) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if (
+        not isinstance(value, dict)
+        or set(value) != {"registry", "archived-at"}
+        or not all(isinstance(v, str) for v in value.values())
+    ):
+        raise LockError(
+            f"{path}: entry {key}: archive must map registry and archived-at to strings"
+        )
+    try:
+        parse(f"{value['registry']}/x")
+    except ImageError:
+        raise LockError(f"{path}: entry {key}: archive registry {value['registry']!r}") from None
+    return dict(value)
 
 
 def parse_lock(data: bytes, path: str = DEFAULT_LOCK) -> dict[str, LockEntry]:
@@ -157,6 +188,7 @@ def parse_lock(data: bytes, path: str = DEFAULT_LOCK) -> dict[str, LockEntry]:
             resolved_at,
             _opt_str(raw, "created", key),
             facts,
+            _archive_field(raw.get("archive"), key, path),
         )
     return out
 
@@ -204,7 +236,7 @@ def update(path: str | os.PathLike[str], pins: Iterable[Pinned]) -> dict[str, Lo
             new = entry_from_pin(pin)
             old = entries.get(new.key)
             if old is not None and old.digest == new.digest:
-                new = replace(new, facts=old.facts)
+                new = replace(new, facts=old.facts, archive=old.archive)
             entries[new.key] = new
         write_atomic(p, render(entries).encode("utf-8"))
     return entries
@@ -228,5 +260,26 @@ def merge_facts(
         merged = dict(entry.facts)
         merged.update(facts)
         entries[key] = replace(entry, facts=merged)
+        write_atomic(p, render(entries).encode("utf-8"))
+    return entries[key]
+
+
+def set_archive(
+    path: str | os.PathLike[str], ref: str | Reference, digest: str, registry: str
+) -> LockEntry:
+    """Record that `ref`'s pinned `digest` is kept byte for byte on `registry`."""
+    from datetime import datetime
+
+    p = Path(path)
+    with locked(p):
+        entries = load(p)
+        key = key_for(parse(ref))
+        entry = entries.get(key)
+        if entry is None:
+            raise LockError(f"{p}: no entry for {key}; run `relpipe images pin {key}` first")
+        if digest != entry.digest:
+            raise LockError(f"{p}: {key} is pinned to {entry.digest}, not the archived {digest}")
+        when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        entries[key] = replace(entry, archive={"registry": registry, "archived-at": when})
         write_atomic(p, render(entries).encode("utf-8"))
     return entries[key]

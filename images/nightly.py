@@ -1,111 +1,313 @@
-"""Nightly tag patterns and newest-nightly selection.
+"""Tag families and newest-build selection.
 
-A pattern is a tag template with strftime-style fields (`%Y %m %d %H %M %S`) and an optional
-`<ver>` field (a dotted version such as `0.10.1`); everything else is literal. Floating tags
-(`latest`, `nightly`, overwritten date-only variants that do not fit the pattern) never match,
-so they are never picked. Ties (same timestamp) break on the version, then on the tag text, so
-the answer never depends on the registry's listing order.
+A family (images/families.yaml, documented in docs/images.md) is a set of tag patterns, the keys
+that order the tags matching them, and the fields that split them into groups (ROCm line, GPU).
+A pattern is literal text with strftime-style date fields (`%Y %m %d %H %M %S`) and typed fields
+`<name:kind>` (`ver`, `semver`, `pep440`, `hex`, `num`,
+`gpu`; the bare `<ver>` is `<ver:ver>`). A tag that
+fits no pattern (floating `latest`, branch builds, malformed dates) is never chosen. Families
+whose tags carry no order (vLLM's `nightly-<commit>`) are ordered by the image's own evidence,
+the config's `created`, which the caller supplies (`images.evidence` fetches it, cached by
+digest). Ties break on the tag text, so the answer never depends on the registry's listing order.
+
+A selector is a family name, optionally narrowed to one group (`sglang:rocm=720,gpu=mi35x`), or
+a pattern of the caller's own (ordered by its date, then its version fields, else by `created`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
+from importlib import resources
+from typing import Any
 
 from relpipe.images.errors import ImageError
 
-DEFAULT_PATTERN = "nightly_%Y%m%d%H%M"
-# Named families seen on ROCm's Docker Hub repositories.
-NAMED_PATTERNS = {
-    "atom": DEFAULT_PATTERN,
-    "vllm": "vllm-v<ver>-nightly_%Y%m%d",
-    "sglang": "sglang-v<ver>-nightly_%Y%m%d",
+DEFAULT_PATTERN = "atom"
+DATE_FIELDS = ("Y", "m", "d", "H", "M", "S")
+_KINDS = {
+    "ver": r"\d+(?:\.\d+){1,3}",
+    "semver": r"\d+\.\d+\.\d+",
+    "pep440": r"\d+(?:\.\d+){1,3}(?:rc\d+|\.post\d*)?",
+    "hex": r"[0-9a-f]{7,40}",
+    "num": r"\d+",
+    "gpu": r"mi\d{2,3}x",
 }
-
-_FIELDS = {
-    "%Y": r"(?P<Y>\d{4})",
-    "%m": r"(?P<m>\d{2})",
-    "%d": r"(?P<d>\d{2})",
-    "%H": r"(?P<H>\d{2})",
-    "%M": r"(?P<M>\d{2})",
-    "%S": r"(?P<S>\d{2})",
-    "<ver>": r"(?P<ver>\d+(?:\.\d+){0,3})",
-}
-_TOKEN = re.compile(r"%[YmdHMS]|<ver>|%.")
+_VERSIONS = ("ver", "semver", "pep440")
+_TOKEN = re.compile(r"%[YmdHMS]|<ver>|<([a-z_]+):([a-z0-9]+)>|%.|<[^>]*>")
+_PEP440 = re.compile(r"(?P<rel>\d+(?:\.\d+)*)(?:rc(?P<rc>\d+)|\.post(?P<post>\d*))?")
+Evidence = Callable[[list[str]], Mapping[str, str | None]]
 
 
 class PatternError(ImageError):
-    """A tag pattern is malformed (usage error)."""
+    """A tag pattern, family or group selector is malformed (usage error)."""
 
     exit_code = 2
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, kw_only=True)
 class NightlyTag:
-    """A tag that matched a pattern; ordering is the selection order (newest last)."""
+    """A tag that matched a family; `key` is the selection order (newest last)."""
 
-    timestamp: datetime
-    version: tuple[int, ...]
     tag: str
+    key: tuple[Any, ...]
+    timestamp: datetime | None
+    version: tuple[int, ...]
+    fields: tuple[tuple[str, str], ...]
+    created: str | None = None
+
+    def group(self, names: Iterable[str]) -> tuple[tuple[str, str], ...]:
+        values = dict(self.fields)
+        return tuple((n, values.get(n, "")) for n in names)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TagPattern:
     text: str
     regex: re.Pattern[str]
+    kinds: tuple[tuple[str, str], ...]  # (field, kind), in order of appearance
 
-    def match(self, tag: str) -> NightlyTag | None:
+    def match(self, tag: str) -> dict[str, str] | None:
         m = self.regex.fullmatch(tag)
-        if not m:
-            return None
-        g = m.groupdict()
-        try:
-            when = datetime(
-                int(g["Y"]),
-                int(g.get("m") or 1),
-                int(g.get("d") or 1),
-                int(g.get("H") or 0),
-                int(g.get("M") or 0),
-                int(g.get("S") or 0),
-            )
-        except ValueError:  # e.g. month 13: looks like a nightly, is not one
-            return None
-        version = tuple(int(x) for x in g["ver"].split(".")) if g.get("ver") else ()
-        return NightlyTag(when, version, tag)
+        return {k: v for k, v in m.groupdict().items() if v is not None} if m else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Family:
+    name: str
+    patterns: tuple[TagPattern, ...]
+    order: tuple[str, ...]
+    group: tuple[str, ...] = ()
+    repositories: tuple[str, ...] = ()
+    engine: str = "atom"
+    about: str = ""
+    where: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def needs_evidence(self) -> bool:
+        return "created" in self.order
 
 
 def compile_pattern(text: str) -> TagPattern:
-    """Compile a pattern (or one of the names in `NAMED_PATTERNS`)."""
-    text = NAMED_PATTERNS.get(text, text)
-    out, pos, seen = [], 0, set()
+    """Compile one tag pattern (see the module docstring)."""
+    out, pos, seen, kinds = [], 0, set(), []
     for tok in _TOKEN.finditer(text):
         out.append(re.escape(text[pos : tok.start()]))
-        field = tok.group(0)
-        if field not in _FIELDS:
+        token = tok.group(0)
+        if token.startswith("%") and token[1:] in DATE_FIELDS:
+            name, regex = token[1], r"\d{4}" if token == "%Y" else r"\d{2}"
+        elif token == "<ver>" or (tok.group(2) in _KINDS):
+            name, kind = ("ver", "ver") if token == "<ver>" else (tok.group(1), tok.group(2))
+            regex = _KINDS[kind]
+            kinds.append((name, kind))
+        else:
             raise PatternError(
-                f"tag pattern {text!r}: unsupported field {field!r} (use %Y %m %d %H %M %S <ver>)"
+                f"tag pattern {text!r}: unsupported field {token!r} (use %Y %m %d %H %M %S "
+                f"or <name:kind> with kind one of {', '.join(_KINDS)})"
             )
-        if field in seen:
-            raise PatternError(f"tag pattern {text!r}: field {field!r} appears twice")
-        seen.add(field)
-        out.append(_FIELDS[field])
+        if name in seen:
+            raise PatternError(f"tag pattern {text!r}: field {token!r} appears twice")
+        seen.add(name)
+        out.append(f"(?P<{name}>{regex})")
         pos = tok.end()
     out.append(re.escape(text[pos:]))
-    if "%Y" not in seen:
-        raise PatternError(f"tag pattern {text!r} needs at least %Y to order nightlies by date")
-    return TagPattern(text, re.compile("".join(out)))
+    if seen & set(DATE_FIELDS[1:]) and "Y" not in seen:
+        raise PatternError(
+            f"tag pattern {text!r} needs at least %Y to order nightlies by date "
+            "(a month and day without a year do not order across a year boundary)"
+        )
+    return TagPattern(text=text, regex=re.compile("".join(out)), kinds=tuple(kinds))
 
 
-def matching(tags: Iterable[str], pattern: str = DEFAULT_PATTERN) -> list[NightlyTag]:
-    """Tags that match `pattern`, oldest first."""
-    compiled = compile_pattern(pattern)
-    found = (compiled.match(t) for t in tags)
-    return sorted(t for t in found if t is not None)
+def _custom_family(text: str) -> Family:
+    pattern = compile_pattern(text)
+    names = pattern.regex.groupindex
+    order = (["date"] if "Y" in names else []) + [
+        n for n, kind in pattern.kinds if kind in _VERSIONS
+    ]
+    if not order and any(kind == "hex" for _, kind in pattern.kinds):
+        order = ["created"]
+    if not order:
+        raise PatternError(
+            f"tag pattern {text!r} has nothing to order by: give %Y, a version field "
+            "(<ver>, <name:pep440>) or a commit field (<name:hex>, ordered by the image's created)"
+        )
+    return Family(name=text, patterns=(pattern,), order=tuple(order))
 
 
-def newest(tags: Iterable[str], pattern: str = DEFAULT_PATTERN) -> NightlyTag | None:
-    """The newest nightly among `tags`, or None when no tag matches."""
-    found = matching(tags, pattern)
+@cache
+def families() -> dict[str, Family]:
+    """The named families of images/families.yaml."""
+    from relpipe.core.yamlload import load_yaml
+
+    text = resources.files("relpipe.images").joinpath("families.yaml").read_text("utf-8")
+    doc = load_yaml(text, "images/families.yaml", error=PatternError)
+    out = {}
+    for name, spec in doc["families"].items():
+        patterns = tuple(compile_pattern(p) for p in spec["patterns"])
+        fields = {n for p in patterns for n in p.regex.groupindex}
+        for key in [*spec["order"], *spec.get("group", [])]:
+            if key not in fields | {"date", "created"}:
+                raise PatternError(f"images/families.yaml: {name}: unknown order/group {key!r}")
+        out[name] = Family(
+            name=name,
+            patterns=patterns,
+            order=tuple(spec["order"]),
+            group=tuple(spec.get("group", ())),
+            repositories=tuple(spec.get("repositories", ())),
+            engine=spec.get("engine", "atom"),
+            about=spec.get("about", ""),
+        )
+    return out
+
+
+def family(selector: str) -> Family:
+    """A family by name (`sglang`, `sglang:rocm=720,gpu=mi35x`) or a pattern of one's own."""
+    name, _, where_text = selector.partition(":") if ":" in selector else (selector, "", "")
+    known = families()
+    if name not in known:
+        if where_text:
+            raise PatternError(f"{selector!r}: unknown family {name!r} (known: {', '.join(known)})")
+        return _custom_family(selector)
+    fam = known[name]
+    where = []
+    for item in filter(None, where_text.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq or key not in fam.group:
+            raise PatternError(
+                f"{selector!r}: {item!r} is not a group of {name} "
+                f"(groups: {', '.join(fam.group) or 'none'}; write field=value)"
+            )
+        where.append((key, value))
+    return Family(
+        name=fam.name,
+        patterns=fam.patterns,
+        order=fam.order,
+        group=fam.group,
+        repositories=fam.repositories,
+        engine=fam.engine,
+        about=fam.about,
+        where=tuple(where),
+    )
+
+
+def engine_of(repository: str) -> str:
+    """The engine the images of `repository` (`vllm/vllm-openai-rocm`) serve, by the families
+    that list it; `atom` for a repository no family names (ATOM's fixtures, mirrors)."""
+    found = (f.engine for f in families().values() if repository in f.repositories)
+    return next(found, "atom")
+
+
+def _version_key(text: str | None, kind: str) -> tuple[Any, ...]:
+    if text is None:
+        return (0,)
+    if kind == "pep440":
+        m = _PEP440.fullmatch(text)
+        assert m is not None  # the pattern matched it
+        phase = (0, int(m["rc"])) if m["rc"] is not None else (2, int(m["post"] or 0))
+        if m["rc"] is None and m["post"] is None:
+            phase = (1, 0)
+        return (1, tuple(int(x) for x in m["rel"].split(".")), phase)
+    return (1, tuple(int(x) for x in text.split(".")))
+
+
+def _parse(fam: Family, tag: str) -> NightlyTag | None:
+    for pattern in fam.patterns:
+        values = pattern.match(tag)
+        if values is not None:
+            break
+    else:
+        return None
+    if any(values.get(k) != v for k, v in fam.where):
+        return None
+    when = None
+    if "Y" in values:
+        try:
+            y, mo, d, h, mi, sec = (int(values.get(f) or (f in "md")) for f in DATE_FIELDS)
+            when = datetime(y, mo, d, h, mi, sec)
+        except ValueError:  # e.g. month 13: looks like a nightly, is not one
+            return None
+    kinds = dict(pattern.kinds)
+    key: list[Any] = []
+    for name in fam.order:
+        if name == "date":
+            key.append((0,) if when is None else (1, when))
+        elif name != "created":
+            key.append(_version_key(values.get(name), kinds.get(name, "ver")))
+    version = next((n for n, k in pattern.kinds if k in _VERSIONS), None)
+    rel = re.match(r"\d+(?:\.\d+)*", values[version]) if version else None
+    return NightlyTag(
+        tag=tag,
+        key=tuple(key),
+        timestamp=when,
+        version=tuple(int(x) for x in rel.group(0).split(".")) if rel else (),
+        fields=tuple(sorted(values.items())),
+    )
+
+
+def matching(
+    tags: Iterable[str], pattern: str = DEFAULT_PATTERN, evidence: Evidence | None = None
+) -> list[NightlyTag]:
+    """Tags of the family `pattern` selects, oldest first.
+
+    A family ordered by `created` calls `evidence(tags)` once with the matching tags; a tag whose
+    evidence is missing sorts first (never newest on no evidence).
+    """
+    fam = family(pattern)
+    found = [t for t in (_parse(fam, tag) for tag in tags) if t is not None]
+    if fam.needs_evidence:
+        if evidence is None:
+            raise PatternError(
+                f"{fam.name}: tags of this family are ordered by the image's created time; "
+                "select them through a registry (relpipe images latest)"
+            )
+        created = evidence([t.tag for t in found])
+        found = [
+            NightlyTag(
+                tag=t.tag,
+                key=_created_key(fam, t, created.get(t.tag)),
+                timestamp=t.timestamp,
+                version=t.version,
+                fields=t.fields,
+                created=created.get(t.tag),
+            )
+            for t in found
+        ]
+    return sorted(found, key=lambda t: (t.key, t.tag))
+
+
+def _created_key(fam: Family, t: NightlyTag, created: str | None) -> tuple[Any, ...]:
+    evidence = (0,) if created is None else (1, created)
+    rest = iter(t.key)
+    return tuple(evidence if name == "created" else next(rest) for name in fam.order)
+
+
+def groups(found: Iterable[NightlyTag], fam: Family) -> list[tuple[tuple[str, str], ...]]:
+    """The distinct groups (e.g. ROCm line and GPU) among `found`, sorted."""
+    return sorted({t.group(fam.group) for t in found})
+
+
+def newest_of(found: list[NightlyTag], pattern: str) -> NightlyTag | None:
+    """The last of `found` (as `matching` returned it), or None when empty.
+
+    When the tags span several groups (ROCm 7.0 and 7.2 builds, MI300X and MI355X) there is no
+    single newest: that is a usage error naming the groups to choose from.
+    """
+    fam = family(pattern)
+    spread = groups(found, fam)
+    if len(spread) > 1:
+        names = ", ".join(f"{fam.name}:" + ",".join(f"{k}={v}" for k, v in g) for g in spread)
+        raise PatternError(
+            f"{pattern!r}: tags of {len(spread)} builds match; choose one of: {names}"
+        )
     return found[-1] if found else None
+
+
+def newest(
+    tags: Iterable[str], pattern: str = DEFAULT_PATTERN, evidence: Evidence | None = None
+) -> NightlyTag | None:
+    """The newest build among `tags`, or None when no tag matches (see `newest_of`)."""
+    return newest_of(matching(tags, pattern, evidence), pattern)

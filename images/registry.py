@@ -30,7 +30,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from relpipe.core import jsonload
 from relpipe.images.auth import (
@@ -79,6 +79,7 @@ __all__ = [
     "Credentials",
     "DigestMismatch",
     "Limits",
+    "NotFound",
     "Pinned",
     "RegistryClient",
     "RegistryError",
@@ -90,6 +91,8 @@ __all__ = [
     "parse_retry_after",
 ]
 
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 SECURE_ENV = "RELPIPE_SECURE_REGISTRIES"  # comma-separated host[:port]: HTTPS even on loopback
 _REDIRECTS = (301, 302, 303, 307, 308)
 _MAX_REDIRECTS = 5
@@ -97,6 +100,10 @@ _MAX_REDIRECTS = 5
 
 class DigestMismatch(RegistryError):
     """Fetched bytes do not hash to the digest the registry claimed: never pinned."""
+
+
+class NotFound(RegistryError):
+    """The registry answered 404: the tag, digest or repository is not (or no longer) there."""
 
 
 # -- records ----------------------------------------------------------------------------------
@@ -490,14 +497,20 @@ class RegistryClient:
         self, refs: Sequence[str | Reference], platform: str | None = None
     ) -> list[Resolved]:
         """Resolve concurrently (bounded), results in input order; the first error is raised."""
-        parsed = [parse(r) for r in refs]  # fail on a bad reference before any network
-        if len(parsed) <= 1:
-            return [self.resolve(r, platform) for r in refs]
+        for r in refs:
+            parse(r)  # fail on a bad reference before any network
+        return self.map(lambda r: self.resolve(r, platform), refs)
+
+    def map(self, fn: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
+        """`fn` over `items` on at most `concurrency` threads, results in input order; the
+        first error (by position) is raised and no new item starts after one."""
+        if len(items) <= 1:
+            return [fn(item) for item in items]
         # Plain threads over a shared index, not concurrent.futures: its import (logging and
         # more) is a measurable part of `relpipe images resolve`, which is mostly start-up.
-        results: list[Resolved | None] = [None] * len(refs)
+        results: list[Any] = [None] * len(items)
         errors: list[tuple[int, BaseException]] = []
-        next_index = iter(range(len(refs)))
+        next_index = iter(range(len(items)))
         take = threading.Lock()
 
         def work() -> None:
@@ -507,14 +520,14 @@ class RegistryClient:
                     if i is None or errors:
                         return
                 try:
-                    results[i] = self.resolve(refs[i], platform)
+                    results[i] = fn(items[i])
                 except BaseException as exc:  # noqa: BLE001 - re-raised below, in order
                     with take:
                         errors.append((i, exc))
 
         workers = [
             threading.Thread(target=work, daemon=True)
-            for _ in range(min(self.concurrency, len(refs)))
+            for _ in range(min(self.concurrency, len(items)))
         ]
         for worker in workers:
             worker.start()
@@ -522,7 +535,15 @@ class RegistryClient:
             worker.join()
         if errors:
             raise min(errors, key=lambda e: e[0])[1]
-        return [r for r in results if r is not None]
+        return results
+
+    def manifest(self, ref: str | Reference, reference: str) -> tuple[bytes, str | None, str]:
+        """A manifest's exact bytes, media type and (re-hashed) digest, by tag or digest."""
+        return self._get_manifest(parse(ref), reference)
+
+    def blob(self, ref: str | Reference, digest: str, size: int, cap: int) -> bytes:
+        """A blob's exact bytes, re-hashed against `digest` and `size`, at most `cap` bytes."""
+        return self._get_blob(parse(ref), digest, size, cap)
 
     def _get_blob(self, ref: Reference, digest: str, size: int, cap: int) -> bytes:
         if size > cap:
@@ -550,6 +571,19 @@ class RegistryClient:
         else:
             head_digest, _ = self._head(reference)
             top_body, top_type, digest = self._get_manifest(reference, head_digest)
+        return self.pin_manifest(given, reference, top_body, top_type, digest, platform)
+
+    def pin_manifest(
+        self,
+        given: str,
+        reference: Reference,
+        top_body: bytes,
+        top_type: str | None,
+        digest: str,
+        platform: str | None = None,
+    ) -> Pinned:
+        """`pin`'s verification from a top manifest already fetched (by `manifest`, which
+        re-hashed it into `digest`): the platform manifest and config blob are read here."""
         m = _m()
         top = m.parse_manifest(top_body, top_type)
         platform = platform or self.platform
@@ -728,7 +762,7 @@ def _expect(resp: Response, status: int, ref: Reference, what: str) -> None:
     if resp.status == status:
         return
     if resp.status == 404:
-        raise RegistryError(f"{ref.name}: {what} not found (HTTP 404); check the name and tag", 1)
+        raise NotFound(f"{ref.name}: {what} not found (HTTP 404); check the name and tag", 1)
     detail = ""
     try:
         errors = jsonload.loads(resp.body).get("errors") if resp.body else None

@@ -303,10 +303,11 @@ def apply_changelog(path: Path, entry: Entry) -> None:
 def pin_lock(path: Path, tagged: str, outcome: Outcome) -> None:
     """Lock entry of the new image: re-pinned (verified), then the probe facts merged in."""
     from relpipe.images import lock
+    from relpipe.images.archive import pin_or_archived
     from relpipe.images.registry import RegistryClient
 
     with RegistryClient() as client:
-        pin = client.pin(tagged)
+        pin = pin_or_archived(client, tagged, path)
     qualified = outcome.image.digest if outcome.image else None
     if pin.digest != qualified:
         raise ReleaseRefused(

@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from relpipe.images.archive import pin_or_archived
 from relpipe.images.registry import Pinned, RegistryClient
 from relpipe.pipeline import enginerepo
 from relpipe.pipeline.errors import PipelineError
@@ -220,7 +221,10 @@ def make_plan(
                 "--baseline pinned needs --config-key K (the baseline is K's pinned image)"
             )
         baseline = locked_ref(ws, config.image)
-    pins = [client.pin(image)] + ([client.pin(baseline)] if baseline else [])
+    # A pin upstream has deleted is taken from the archive the lock names (images.archive).
+    lock_path = ws.root / "images.lock.yaml" if ws is not None else None
+    pins = [pin_or_archived(client, image, lock_path)]
+    pins += [pin_or_archived(client, baseline, lock_path)] if baseline else []
     return Plan(
         image=resolved(pins[0]),
         baseline=resolved(pins[1]) if baseline else None,
@@ -577,7 +581,12 @@ class Engine:
         return _outcome(run, options)
 
     def probe(self, ref: str, options: Options) -> ProbeOutput:
-        out = self._run(ref, "probe", [], options)
+        from relpipe.images.nightly import engine_of
+        from relpipe.images.reference import parse
+
+        # vLLM and SGLang images record their version and commit their own way (engine.packaging)
+        engine = engine_of(parse(ref).repository)
+        out = self._run(ref, "probe", ["--engine", engine], options)
         if out["status"] != "pass" or not out["result"]:
             return ProbeOutput(status="error", reason=out["reason"] or "probe produced no facts")
         # The probe's JSON is untrusted: a shape it should not have is a failed probe (C2 FAIL).

@@ -160,3 +160,19 @@ def run_oracle(
         timeout=timeout,
         check=False,
     )
+
+
+def engines_dir() -> Path:
+    """vLLM/SGLang layouts, labelled changes and real ROCm image tags (`engines/SOURCE.md`)."""
+    path = Path(os.environ.get(CORPUS_ENV, DATA / "inferencex")).parent / "engines"
+    if not (path / "rocm-image-tags.tsv").is_file():
+        unavailable(f"engines corpus not found at {path}")
+    return path
+
+
+def image_tags() -> list[dict[str, str]]:
+    """The rows of `engines/rocm-image-tags.tsv` (395 real tags with their class and date)."""
+    import csv
+
+    with open(engines_dir() / "rocm-image-tags.tsv", newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f, delimiter="\t"))

@@ -40,7 +40,14 @@ def _parser() -> argparse.ArgumentParser:
         "--lint-rules",
         action="store_true",
         help="check the rules against one tree instead (`relpipe diff --lint-rules --repo PATH "
-        "[REV]`, REV default HEAD): globs matching no file, files no rule matches; exit 1 if any",
+        "[REV]`, REV default HEAD, or `--paths FILE`): globs matching no file, files no rule "
+        "matches; exit 1 if any",
+    )
+    p.add_argument(
+        "--paths",
+        metavar="FILE",
+        help="with --lint-rules: a listing of paths, one per line, instead of a repository's tree "
+        "(an engine too large to clone, e.g. ../shared/data/engines/vllm-paths.txt)",
     )
     src = p.add_argument_group("where the commits come from")
     src.add_argument(
@@ -54,7 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     rules = p.add_argument_group("rules and watch list")
     rules.add_argument(
-        "--rules", metavar="FILE|atom|aiter", help="rules file or built-in set (default: atom)"
+        "--rules",
+        metavar="FILE|atom|aiter|vllm|sglang",
+        help="rules file or built-in set (default: atom)",
     )
     rules.add_argument(
         "--scope", choices=SCOPES, help="image family for scoped rules (default: all count)"
@@ -129,13 +138,38 @@ def run(args: argparse.Namespace, workdir: Path) -> precision.PrecisionReport:
     )
 
 
+MAX_LISTING = 64 * 1024 * 1024
+
+
+def _listing(path: str) -> list[str]:
+    """The paths of a listing file: one per line, blank lines skipped; untrusted (capped, UTF-8,
+    no NUL, no absolute or `..` paths)."""
+    from relpipe.core.files import read_capped
+
+    data = read_capped(path, MAX_LISTING, "path listing", error=PipelineError)
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise PipelineError(f"path listing {path} is not UTF-8 text") from None
+    paths = [line.strip() for line in lines if line.strip()]
+    for number, item in enumerate(paths, 1):
+        if "\x00" in item or item.startswith("/") or ".." in item.split("/"):
+            raise PipelineError(f"path listing {path}: entry {number} is not a relative path")
+    return paths
+
+
 def _lint(args: argparse.Namespace) -> int:
     if args.new is not None:
         raise PipelineError("--lint-rules takes at most one revision (default HEAD)")
-    if args.repo.startswith(IMAGE_PREFIX) or gitio.is_url(args.repo):
-        raise PipelineError("--lint-rules needs a local repository: --repo PATH")
     rules = precision.load_rules(args.rules)
-    report = precision.lint(Path(args.repo), rules, args.old or "HEAD")
+    if args.paths:
+        if args.old is not None:
+            raise PipelineError("--lint-rules --paths FILE takes no revision")
+        report = precision.lint_paths(_listing(args.paths), rules, args.paths)
+    else:
+        if args.repo.startswith(IMAGE_PREFIX) or gitio.is_url(args.repo):
+            raise PipelineError("--lint-rules needs a local repository: --repo PATH")
+        report = precision.lint(Path(args.repo), rules, args.old or "HEAD")
     print(sanitize.json_text(report.to_json(), indent=2) if args.json else report.render(rules))
     return 0 if report.ok else 1
 
@@ -144,6 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.lint_rules:
         return _lint(args)
+    if args.paths:
+        raise PipelineError("--paths goes with --lint-rules")
     if args.old is None or args.new is None:
         raise PipelineError("relpipe diff needs OLD and NEW (or --lint-rules); see --help")
     if str(args.repo or "").startswith("image:"):

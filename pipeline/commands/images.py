@@ -1,4 +1,5 @@
-"""`relpipe images resolve|latest|pin|probe`: registry look-ups, verified pins and the lock file.
+"""`relpipe images resolve|latest|pin|probe|archive`: registry look-ups, verified pins, the lock
+file, and archived copies of pinned images (`images.archive`).
 
 A thin shell over `images.registry`, `images.nightly`, `images.lock` and (for `pin --config`)
 `changelog.configs.pin`: parse arguments, call them, print text or `--json`.
@@ -45,7 +46,7 @@ def _resolve(args: argparse.Namespace) -> int:
 
 
 def _latest(args: argparse.Namespace) -> int:
-    from relpipe.images.nightly import matching
+    from relpipe.images.evidence import choose_newest, default_cache_path
 
     repo = parse(args.repository)
     if repo.tag or repo.digest:
@@ -53,23 +54,31 @@ def _latest(args: argparse.Namespace) -> int:
             f"latest takes a repository without tag or digest, got {args.repository!r}"
         )
     with _client(args) as client:
-        tags = client.list_tags(repo, page_size=args.page_size)
-        found = matching(tags, args.pattern)
-        if not found:
+        choice = choose_newest(
+            client,
+            repo,
+            args.pattern,
+            page_size=args.page_size,
+            cache_path=default_cache_path(),
+            platform=args.platform,
+        )
+        best = choice.best
+        if best is None:
             err = ImageError(
-                f"{repo.name}: none of {len(tags)} tags matches {args.pattern!r}; pass --pattern"
+                f"{repo.name}: none of {choice.total} tags matches {args.pattern!r}; pass --pattern"
             )
             err.exit_code = 1
             raise err
-        best = found[-1]
         resolved = client.resolve(repo.with_tag(best.tag), args.platform)
     record = {
         "repository": repo.name,
         "tag": best.tag,
-        "timestamp": best.timestamp.isoformat(),
+        "timestamp": best.timestamp.isoformat() if best.timestamp else None,
         "version": ".".join(map(str, best.version)) or None,
-        "tags-total": len(tags),
-        "tags-matching": len(found),
+        "created": best.created,
+        "tags-total": choice.total,
+        "tags-matching": choice.matching,
+        "config-fetches": client.requests.get("GET blob", 0),
         **resolved.to_json(),
         "ref": f"{args.repository}:{best.tag}",
     }
@@ -145,8 +154,15 @@ def _probe(args: argparse.Namespace) -> int:
     with _client(args) as client:
         pin = client.pin(args.ref, args.platform)
     with tempfile.TemporaryDirectory(prefix="relpipe-probe-") as out:
+        from relpipe.images.nightly import engine_of
+
         run = Runtime.from_env().run_engine(
-            pin.reference, "probe", engine_dir=engine_dir, out_dir=Path(out), timeout_s=args.timeout
+            pin.reference,
+            "probe",
+            ["--engine", engine_of(pin.reference.repository)],
+            engine_dir=engine_dir,
+            out_dir=Path(out),
+            timeout_s=args.timeout,
         )
         doc = run.require()
     facts = {k: v for k, v in doc.items() if k not in ("schema", "command", "status")}
@@ -191,10 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("repository", metavar="REPOSITORY")
     p.add_argument(
         "--pattern",
-        metavar="PATTERN|FAMILY",
-        default="nightly_%Y%m%d%H%M",  # images.nightly.DEFAULT_PATTERN (imported only by `latest`)
-        help="tag pattern (%%Y %%m %%d %%H %%M %%S <ver>) or a family: atom, vllm, sglang "
-        "(default nightly_%%Y%%m%%d%%H%%M)",
+        metavar="FAMILY|PATTERN",
+        default="atom",  # images.nightly.DEFAULT_PATTERN (imported only by `latest`)
+        help="a tag family of images/families.yaml (atom, atom-release, vllm, vllm-rocm, "
+        "vllm-release, sglang, sglang-release, atom-vllm, atom-sglang), optionally narrowed to "
+        "one build line (sglang:rocm=720,gpu=mi35x), or a pattern (%%Y %%m %%d %%H %%M %%S, "
+        "<name:ver|semver|pep440|hex|num|gpu>) (default: %(default)s)",
     )
     p.add_argument(
         "--page-size", metavar="N", type=int, default=1000, help="tags per listing request (n=)"
@@ -229,7 +247,52 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", metavar="SECONDS", type=float, default=600.0, help="container limit in seconds"
     )
     p.set_defaults(func=_probe)
+
+    p = sub.add_parser(
+        "archive",
+        parents=[common],
+        help="copy pinned images byte for byte to a registry the team controls",
+    )
+    p.add_argument("refs", nargs="+", metavar="REF", help="pinned references (in --lock)")
+    p.add_argument(
+        "--to",
+        metavar="REGISTRY",
+        required=True,
+        help="archive registry host[:port]; the repository path stays the same",
+    )
+    p.add_argument(
+        "--lock", metavar="FILE", default=DEFAULT_LOCK, help=f"lock file (default {DEFAULT_LOCK})"
+    )
+    p.set_defaults(func=_archive)
     return parser
+
+
+def _archive(args: argparse.Namespace) -> int:
+    from relpipe.images import archive
+    from relpipe.images.lock import load, lookup
+
+    entries = load(args.lock)
+    for ref in args.refs:
+        entry = lookup(entries, ref)
+        if entry is None:
+            raise ImageError(f"{ref}: not in {args.lock}; pin it first (relpipe images pin)")
+    copies = []
+    with _client(args) as client:
+        for ref in args.refs:
+            entry = lookup(entries, ref)
+            assert entry is not None
+            copy = archive.archive(client, parse(ref).with_digest(entry.digest), args.to)
+            archive.record(args.lock, ref, copy)
+            copies.append(copy)
+    if args.json:
+        _print_json([c.__dict__ for c in copies])
+    else:
+        for c in copies:
+            print(
+                f"{c.source} -> {c.archive}: {c.manifests} manifest(s), {c.blobs} blob(s), "
+                f"{c.bytes} bytes; recorded in {args.lock}"
+            )
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

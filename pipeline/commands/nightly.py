@@ -2,23 +2,26 @@
 
     relpipe nightly REGISTRY/REPOSITORY [--config-key K] [--pattern P] [qualify options]
 
-The newest tag is chosen by `images.nightly` (pattern default `nightly_%Y%m%d%H%M`; floating tags
-such as `latest` are ignored); the baseline is the config key's pinned image.
+The newest tag is chosen by `images.nightly` (family default `atom`, `nightly_%Y%m%d%H%M`;
+floating and branch tags are ignored); the baseline is the config key's pinned image.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from relpipe.pipeline.errors import PipelineError
 
 
 def newest_nightly(repository: str, pattern: str) -> str:
-    """`repository:tag` of the newest nightly (one tags listing;
-    pagination handled by the client).
+    """`repository:tag` of the newest build of the family `pattern` (one paginated tag listing;
+    commit-addressed families also read each uncached candidate's config).
     """
-    from relpipe.images.nightly import DEFAULT_PATTERN, newest
+    from relpipe.images.evidence import choose_newest, default_cache_path
+    from relpipe.images.nightly import DEFAULT_PATTERN
     from relpipe.images.reference import parse
     from relpipe.images.registry import RegistryClient
 
@@ -27,15 +30,13 @@ def newest_nightly(repository: str, pattern: str) -> str:
         raise PipelineError(
             f"{repository}: give a repository without tag or digest (e.g. rocm/atom-dev)"
         )
+    selector = pattern or DEFAULT_PATTERN
     with RegistryClient() as client:
-        tags = client.list_tags(ref)
-    found = newest(tags, pattern or DEFAULT_PATTERN)
-    if found is None:
-        raise PipelineError(
-            f"{ref.name}: none of its {len(tags)} tag(s) matches {pattern or DEFAULT_PATTERN!r}"
-        )
+        choice = choose_newest(client, ref, selector, cache_path=default_cache_path())
+    if choice.best is None:
+        raise PipelineError(f"{ref.name}: none of its {choice.total} tag(s) matches {selector!r}")
     # Spelled as given: `rocm/atom-dev` stays canonical (served by a mirror), never docker.io/...
-    return f"{repository}:{found.tag}"
+    return f"{repository}:{choice.best.tag}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -51,13 +52,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument(
         "--pattern",
-        metavar="TAG_PATTERN",
+        metavar="FAMILY|PATTERN",
         default="",
-        help="nightly tag pattern (default: nightly_%%Y%%m%%d%%H%%M)",
+        help="tag family or pattern, as for `relpipe images latest --pattern` (default: atom)",
+    )
+    p.add_argument(
+        "--retention-days",
+        metavar="DAYS",
+        type=float,
+        default=14.0,
+        help="warn about pins older than this that are not archived (upstream deletes old "
+        "nightlies; vLLM keeps about two weeks) (default: %(default)s)",
     )
     add_args(p)
     args = p.parse_args(argv)
     apply_registry_args(args)
     image = newest_nightly(args.repository, args.pattern)
     print(f"newest nightly: {image}", file=sys.stderr, flush=True)
+    warn_stale_pins(args)
     return dispatch(args, image)
+
+
+def warn_stale_pins(args: argparse.Namespace) -> list[str]:
+    """One warning line per pinned tag gone upstream or older than the retention, unarchived."""
+    from relpipe.images import archive, lock
+    from relpipe.images.registry import RegistryClient
+    from relpipe.pipeline.run import workspace_from
+
+    ws = workspace_from(args)
+    path = (ws.root if ws is not None else Path.cwd()) / "images.lock.yaml"
+    if not path.is_file():
+        return []
+    with RegistryClient() as client:
+        stale = archive.stale_pins(client, lock.load(path), args.retention_days)
+    lines = [f"warning: {path.name}: {s.key}: {s.reason}" for s in stale]
+    for line in lines:
+        print(line, file=sys.stderr, flush=True)
+    return lines

@@ -42,10 +42,10 @@ def test_version_families_break_ties_on_version() -> None:
         "sglang-v0.5.16-nightly_20261005",
         "nightly_202610090000",
     ]
-    assert newest(tags, "vllm").tag == "vllm-v0.10.0-nightly_20261002"  # type: ignore[union-attr]
-    assert newest(tags[:2], "vllm").tag == "vllm-v0.10.1-nightly_20261001"  # type: ignore[union-attr]
-    assert newest(tags, "sglang").tag == "sglang-v0.5.16-nightly_20261005"  # type: ignore[union-attr]
-    assert newest(["a"], "vllm") is None
+    assert newest(tags, "atom-vllm").tag == "vllm-v0.10.0-nightly_20261002"  # type: ignore[union-attr]
+    assert newest(tags[:2], "atom-vllm").tag == "vllm-v0.10.1-nightly_20261001"  # type: ignore[union-attr]
+    assert newest(tags, "atom-sglang").tag == "sglang-v0.5.16-nightly_20261005"  # type: ignore[union-attr]
+    assert newest(["a"], "atom-vllm") is None
 
 
 def test_user_pattern_is_literal_outside_fields() -> None:
@@ -119,7 +119,7 @@ def test_cli_latest_among_200_tags_with_pagination(
         assert out["tag"] == "nightly_202610070333" and out["digest"] == new.digest
         assert out["tags-total"] == 200 and out["tags-matching"] == 151
         assert sum(1 for m, p, _ in proxy.log if m == "GET" and "/tags/list" in p) == 5
-        assert cli(["images", "latest", via, "--pattern", "vllm"]) == 0
+        assert cli(["images", "latest", via, "--pattern", "atom-vllm"]) == 0
         assert capsys.readouterr().out.split()[0] == f"{via}:vllm-v0.11.0-nightly_20261231"
     finally:
         proxy.close()

@@ -111,3 +111,19 @@ def test_a_commit_missing_from_the_history_is_named(atom_repo: Path) -> None:
     missing = "0123456789abcdef0123456789abcdef01234567"
     with pytest.raises(ValidateError, match=f"'{missing}' is missing in .*force-pushed"):
         precision.diff(atom_repo, missing, HEAD)
+
+
+def test_load_aware_dp_routing_moves_no_numerics(atom_repo: Path) -> None:
+    """ROCm/ATOM#1638 (with #1637 before it): a run-label argument in model_runner.py, a DP
+    load-balance env var in utils/envs.py, a router reset in rollout/async_engine.py. The mixed
+    files are named by their content gates, which none of those lines touches: no relevant file."""
+    report = precision.diff(atom_repo, "d13bfb0c2", "c4b28ffa7")
+    assert [f.path for f in report.files if f.verdict == "relevant"] == []
+    files = {f.path: f for f in report.files}
+    for path, category in [
+        ("atom/model_engine/model_runner.py", "model-runner"),
+        ("atom/utils/envs.py", "engine-defaults"),
+        ("atom/rollout/async_engine.py", "rollout"),
+    ]:
+        assert (files[path].category, files[path].verdict) == (category, "not-relevant")
+        assert files[path].reason == f"no changed line matches the content gates of {category}"

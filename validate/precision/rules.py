@@ -21,7 +21,7 @@ from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import gitio, globs, regexlit
 
 HERE = Path(__file__).parent
-BUILTIN_RULES = {"atom": HERE / "atom_rules.yaml", "aiter": HERE / "aiter_rules.yaml"}
+BUILTIN_RULES = {name: HERE / f"{name}_rules.yaml" for name in ("atom", "aiter", "vllm", "sglang")}
 _MAX_RULES_BYTES = 1 << 20
 _RULE_KEYS = {"category", "paths", "content", "why", "scope", "over"}
 _CATEGORY_KEYS = {"precision", "why"}
@@ -167,12 +167,14 @@ class Rules:
         return {}
 
     def category_of(self, path: str) -> str | None:
-        """The category the rules give `path` by its path alone (the first path rule that
-        matches; None when a `never` glob or no rule matches). Content gates are not read."""
+        """The category the rules give `path` by its path alone: the first path rule that
+        matches, else (a mixed file only content gates name, such as a model runner) the first
+        content-gated one; None when a `never` glob or no rule matches. Gates are not read."""
         if self.never_re.match(path):
             return None
-        plain = (r for r in self.rules if r.content_re is None and r.path_re.match(path))
-        return next((r.category for r in plain), None)
+        matched = [r for r in self.rules if r.path_re.match(path)]
+        plain = (r for r in matched if r.content_re is None)
+        return next((r.category for r in plain), matched[0].category if matched else None)
 
     def category(self, name: str) -> Category | None:
         return next((c for c in self.categories if c.name == name), None)
@@ -470,7 +472,7 @@ class LintReport:
 
     def render(self, rules: Rules) -> str:
         lines = [
-            f"rules {rules.name} ({rules.source}) at {self.commit[:9]}: {self.files} files, "
+            f"rules {rules.name} ({rules.source}) at {_where(self.commit)}: {self.files} files, "
             f"{len(self.stale)} globs matching nothing, {len(self.uncovered)} files no rule "
             "matches"
         ]
@@ -479,14 +481,24 @@ class LintReport:
         return "\n".join(lines)
 
 
+def _where(commit: str) -> str:
+    return commit[:9] if re.fullmatch(r"[0-9a-f]{40}", commit) else commit
+
+
 def lint(repo: Path, rules: Rules, rev: str = "HEAD") -> LintReport:
     """Check `rules` against the tree of `rev` in `repo`: every glob should match a file there
     and every file should be matched by a rule (a precision category or a not-precision one).
     The static checks (categories, globs, overlaps) run too, whatever the rules' source."""
-    _check_overlaps(rules.source, rules.rules)
     gitio.check_repository(repo)
     commit = gitio.resolve(repo, [rev])[0]
     tree = gitio.parse_paths(gitio.run(repo, *gitio.ls_tree_args(commit), what="ls-tree"))
+    return lint_paths(tree, rules, commit)
+
+
+def lint_paths(tree: Sequence[str], rules: Rules, where: str) -> LintReport:
+    """`lint` over a list of paths (a tree, or a listing of an engine too large to clone, such
+    as `../shared/data/engines/vllm-paths.txt`); `where` names it in the report."""
+    _check_overlaps(rules.source, rules.rules)
     places = [(rule.label, pattern) for rule in rules.rules for pattern in rule.paths]
     places += [("never", pattern) for pattern in rules.never]
     places += [(f"watch[{i}]", w.path) for i, w in enumerate(rules.watch)]
@@ -497,4 +509,4 @@ def lint(repo: Path, rules: Rules, rev: str = "HEAD") -> LintReport:
     ]
     every = glob_regex([*(p for r in rules.rules for p in r.paths), *rules.never])
     uncovered = [path for path in tree if not every.match(path)]
-    return LintReport(commit, len(tree), tuple(stale), tuple(uncovered))
+    return LintReport(where, len(tree), tuple(stale), tuple(uncovered))
