@@ -29,7 +29,6 @@ import os
 import platform
 import re
 import shutil
-import subprocess
 import sys
 import sysconfig
 import tarfile
@@ -39,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from relpipe.core import jsonload
+from relpipe.core import jsonload, process
 from relpipe.core.files import publish, write_atomic
 from relpipe.images import fixture_repo as fx
 from relpipe.images import real_engine
@@ -187,15 +186,10 @@ def _run(
     stdin: bytes | None = None,
 ) -> bytes:
     try:
-        out = subprocess.run(
-            list(argv), cwd=cwd, env=env, input=stdin, capture_output=True, check=False
-        )
-    except OSError as exc:
-        raise BuildError(f"cannot run {argv[0]}: {exc}") from None
-    if out.returncode != 0:
-        detail = out.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
-        raise BuildError(f"{' '.join(argv[:3])} failed ({out.returncode}): {detail[0][:200]}")
-    return out.stdout
+        done = process.run(argv, cwd=cwd, env=env, input=stdin, what=" ".join(argv[:3]))
+    except process.ProcessError as exc:
+        raise BuildError(str(exc)) from None
+    return done.stdout
 
 
 def _key(*parts: object) -> str:
@@ -355,7 +349,8 @@ def _ldd_closure(files: Sequence[Path], skip_under: Sequence[Path], cache: Path)
     # libraries that ldd cannot see from here, which come with the mounted site-packages anyway.
     for chunk_start in range(0, len(files), 200):
         chunk = [str(f) for f in files[chunk_start : chunk_start + 200]]
-        out = subprocess.run(["ldd", *chunk], capture_output=True, text=True, check=False).stdout
+        done = process.run(["ldd", *chunk], check=False, what="ldd")
+        out = done.stdout.decode("utf-8", "replace")
         for line in out.splitlines():
             match = re.search(r"(?:=>\s*)?(/\S+)\s+\(0x", line)
             if match:

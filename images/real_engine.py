@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from relpipe.core import process
 from relpipe.images.errors import ImageError
 
 # A PEP 440 release with an optional pre-release, as tags spell it (v0.1.6, v0.1.6-rc0, 1.2b1).
@@ -73,19 +74,15 @@ def git_env(home: Path) -> dict[str, str]:
 
 
 def _git(repo: Path, *args: str, home: Path, check: bool = True) -> str:
-    import subprocess
-
     try:
-        out = subprocess.run(
-            ["git", "-C", str(repo), *args], capture_output=True, env=git_env(home), check=False
-        )
-    except OSError as exc:
-        raise EngineRepoError(f"cannot run git: {exc.strerror}") from None
-    if out.returncode != 0 and check:
-        err = out.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
+        done = process.run(["git", "-C", str(repo), *args], env=git_env(home), check=False)
+    except process.ProcessError as exc:
+        raise EngineRepoError(str(exc)) from None
+    if done.returncode != 0 and check:
+        err = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
         name = next(a for i, a in enumerate(args) if a[0] != "-" and args[i - 1 : i] != ("-c",))
         raise EngineRepoError(f"git {name} failed in {repo}: {err[0][:200]}")
-    return out.stdout.decode("utf-8", "replace") if out.returncode == 0 else ""
+    return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else ""
 
 
 def tag_version(tag: str) -> tuple[tuple[int, ...], str | None, int]:
