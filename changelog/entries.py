@@ -957,6 +957,11 @@ def _layout(lines: Sequence[str], first: int) -> list[Finding]:
     return found
 
 
+# Parse findings after which the fields are not what PyYAML reads (none today: those paths
+# return no fields); every other one leaves the schema check on.
+_UNREAD = frozenset({"yaml", "alias", "anchor", "tag", "structure", "size"})
+
+
 def _parse_block(
     lines: Sequence[str], first: int
 ) -> tuple[dict[str, object], dict[str, int], Entry | None, tuple[Finding, ...]]:
@@ -994,7 +999,9 @@ def _parse_block(
     found.extend(parse_found)
     found.extend(_layout(lines, first))
     entry = None
-    if not parse_found and fields:
+    if fields and not any(f.code in _UNREAD for f in parse_found):
+        # A parse finding that leaves the fields read (a value over several lines, a duplicate
+        # key) does not switch the schema off: the entry is judged on what PyYAML reads.
         entry, schema_found = _schema(fields, key_lines, first)
         found.extend(schema_found)
     unique = sorted({(f.line, f.code): f for f in found}.values(), key=lambda f: f.line)
