@@ -15,7 +15,14 @@ The hook path imports this package: standard library and PyYAML only (PyYAML on 
 
 from __future__ import annotations
 
-from relpipe.changelog.entry.fields import ENTRY_CODES, ERROR, WARNING, Field, Finding
+from relpipe.changelog.entry.fields import (
+    ENTRY_CODES,
+    ERROR,
+    WARNING,
+    Field,
+    Finding,
+    RuleFinding,
+)
 from relpipe.changelog.entry.model import (
     ENTRY_START,
     FIELDS,
@@ -58,6 +65,7 @@ __all__ = [
     "Entry",
     "Field",
     "Finding",
+    "RuleFinding",
     "as_warnings",
     "parse",
     "parse_appended",

@@ -2,9 +2,9 @@
 
 `Entry` (model.py) declares its fields with `spec`; everything else (the schema rules, the
 renderer, both whole-entry grammars) reads them from `model.FIELDS`, so a field is spelled out
-once. A finding carries a stable `code` (and for a field's value rule, a stable `rule`,
-`<key>.<rule>`): severity follows from the code (`ENTRY_CODES` here, the hook's STYLE_CODES),
-never from a message's text.
+once. A finding carries a stable `code` (and a schema finding, a `RuleFinding`, a stable
+`rule`, `<key>.<rule>`): severity follows from the code (`ENTRY_CODES` here, the hook's
+STYLE_CODES), never from a message's text.
 """
 
 from __future__ import annotations
@@ -46,23 +46,39 @@ ENTRY_CODES = frozenset(
 
 @dataclass(frozen=True, slots=True)  # slots: a large audit holds hundreds of thousands
 class Finding:
-    """One problem, located at a line of the file being checked (1-based; 0 = whole file).
-
-    `rule` names a field rule (`description.blank-item`) for schema findings, "" otherwise."""
+    """One problem, located at a line of the file being checked (1-based; 0 = whole file)."""
 
     line: int
     code: str
     message: str
     hint: str
     severity: str = ERROR
-    rule: str = ""
 
     def format(self, path: str) -> str:
         where = f"{path}:{self.line}" if self.line else path
         return f"{where}: {self.severity}: {self.message} (hint: {self.hint})"
 
 
-@dataclass(frozen=True, kw_only=True)
+class RuleFinding(Finding):
+    """A finding of the schema, naming the field rule broken: `<key>.<rule>` (such as
+    `description.blank-item`) or `entry.unknown-key` / `entry.missing-key`.
+
+    A subclass, not a field of every Finding (a large audit makes hundreds of thousands of the
+    others), and not a dataclass of its own (the hook pays for each at start-up): it compares
+    as the Finding it is, and `rule` is read-only like the rest."""
+
+    __slots__ = ("rule",)
+    rule: str
+
+    def __init__(self, *args: object, rule: str, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        object.__setattr__(self, "rule", rule)
+
+    def __repr__(self) -> str:
+        return f"{Finding.__repr__(self)[:-1]}, rule={self.rule!r})"
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)  # compared by identity: one per field
 class Field:
     """One entry field as `Entry` declares it.
 

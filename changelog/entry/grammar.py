@@ -11,7 +11,6 @@ in both grammars, and a value a grammar cannot prove valid is left to the line p
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 
 from relpipe.changelog.entry.fields import CHOICES, COUNT, FLAG, KEYS, TEXTS, URL, Field, Finding
@@ -21,7 +20,7 @@ from relpipe.changelog.entry.scalars import YAML11_BOOL, YAML12_BOOL, lazy_re
 from relpipe.changelog.entry.schema import ambiguity_finding
 
 # The house style as one grammar: an entry this matches is valid by construction (plain config
-# keys are still checked against YAML 1.1 resolution, see `_suspect_plain`). Quoted strings here
+# keys are still checked against YAML 1.1 resolution, see `SUSPECT_PLAIN`). Quoted strings here
 # use only the \" and \\ escapes and hold a non-space character.
 _C_DQ = (
     r'" *(?:[^ "\\\n]|\\["\\])[^"\\\n]*(?:\\["\\][^"\\\n]*)*"'  # unrolled: no per-char alternation
@@ -59,7 +58,7 @@ CANONICAL_MIN_BYTES = 32 * 1024
 # indented by any 2 or more spaces (one indentation per list: YAML reads `key:` then `- item` at
 # the key's own indentation as the same list), a comment after any line, YAML 1.1 booleans in
 # the flags, plain and single-quoted text. An entry it matches is valid by construction and its
-# style findings follow from the match (`_variant_style`), so a large file in such a style is
+# style findings follow from the match (`variant_style`), so a large file in such a style is
 # checked at regex speed rather than line by line. Plain scalars are kept to what PyYAML reads
 # as strings: a letter first, not a boolean or null word, no `: ` and no `#`.
 _V_END = r"(?: +#(?:[^\n]*[^ \n])?)?\n"  # an optional comment (no trailing space), the newline
@@ -81,30 +80,24 @@ VARIANTS_AFTER = 64
 _COUNT = "[1-9][0-9]{0,17}"  # an integer >= 1 that every reader holds exactly
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Dialect:
-    """How one grammar writes a field: its values' syntax by kind, line ends, indentation."""
-
-    values: dict[str, str]  # kind -> the syntax of one value (an item's, for the lists)
-    end: str  # what ends a line (the variants allow a comment)
-    named: bool  # capture each list's items and indentation and each flag's word by field
-
-
-_HOUSE = _Dialect(
-    values={KEYS: _C_KEY, TEXTS: _C_DQ, URL: _C_URL, FLAG: "(?:true|false)", COUNT: _COUNT},
-    end="\n",
-    named=False,
+# How each grammar writes a field: its values' syntax by kind (an item's, for the lists), what
+# ends a line (the variants allow a comment), and whether each list's items and indentation and
+# each flag's word are captured as groups named by the field.
+_HOUSE = (
+    {KEYS: _C_KEY, TEXTS: _C_DQ, URL: _C_URL, FLAG: "(?:true|false)", COUNT: _COUNT},
+    "\n",
+    False,
 )
-_VARIANT = _Dialect(
-    values={
+_VARIANT = (
+    {
         KEYS: _V_KEY,
         TEXTS: _V_TEXT,
         URL: _V_URL,
         FLAG: "(?:" + "|".join(YAML11_BOOL) + ")",
         COUNT: _COUNT,
     },
-    end=_V_END,
-    named=True,
+    _V_END,
+    True,
 )
 
 
@@ -121,84 +114,95 @@ def _choices(values: tuple[str, ...], separator: str) -> str:
     )
 
 
-def _items(f: Field, value: str, d: _Dialect) -> str:
+def _items(f: Field, value: str, end: str, named: bool) -> str:
     """A list's item lines; named: group `attr`, the first item's indentation `attr_i`."""
-    if not d.named:
+    if not named:
         if f.kind == CHOICES:
             return f"    - {_choices(f.allowed, chr(10) + '    - ')}\n"
         return f"(?:    - {value}\n)+"
     name, indent = f.attr, f"{f.attr}_i"
     first = f"(?P<{indent}> {{2,}})- "
     if f.kind == CHOICES:
-        return f"(?P<{name}>{first}{_choices(f.allowed, d.end + f'(?P={indent})- ')}{d.end})"
-    return f"(?P<{name}>{first}{value}{d.end}(?:(?P={indent})- {value}{d.end})*)"
+        return f"(?P<{name}>{first}{_choices(f.allowed, end + f'(?P={indent})- ')}{end})"
+    return f"(?P<{name}>{first}{value}{end}(?:(?P={indent})- {value}{end})*)"
 
 
-def _line(f: Field, d: _Dialect, value: str | None = None) -> str:
-    """Field `f` as dialect `d` writes it (with `value` for a one-line field's value)."""
+def _line(f: Field, values: dict[str, str], end: str, named: bool, value: str | None = None) -> str:
+    """Field `f` as a grammar writes it (with `value` for a one-line field's value)."""
     lead = "- " if f is FIELDS[0] else "  "
-    syntax = d.values.get(f.kind, "")
+    syntax = values.get(f.kind, "")
     if f.kind in (KEYS, TEXTS, CHOICES):
-        return f"{lead}{f.key}:{d.end}{_items(f, syntax, d)}"
-    value = value or (f"(?P<{f.attr}>{syntax})" if d.named else syntax)
-    return f"{lead}{f.key}: {value}{d.end}"
+        return f"{lead}{f.key}:{end}{_items(f, syntax, end, named)}"
+    value = value or (f"(?P<{f.attr}>{syntax})" if named else syntax)
+    return f"{lead}{f.key}: {value}{end}"
 
 
 def _optional(part: str, f: Field) -> str:
     return part if f.required else f"(?:{part})?"
 
 
-def grammar(d: _Dialect) -> str:
-    """The whole-entry regex of dialect `d`, field by field in written order. In the house
-    style, a flag that excludes others is true alone, or false among them."""
-    exclusive = [f for f in FIELDS if f.excludes] if not d.named else []
+def grammar(values: dict[str, str], end: str, named: bool) -> str:
+    """The whole-entry regex of a grammar, field by field in written order. In the house style
+    (not `named`), a flag that excludes others is true alone, or false among them."""
+    exclusive = [f for f in FIELDS if f.excludes] if not named else []
     span: set[str] = set()
     for f in exclusive:
         span |= {f.key, *f.excludes}
     order = [f.key for f in FIELDS]
     first = min((order.index(k) for k in span), default=len(order))
-    parts = [_optional(_line(f, d), f) for f in FIELDS[:first]]
+    parts = [_optional(_line(f, values, end, named), f) for f in FIELDS[:first]]
     if span:
         last = max(order.index(k) for k in span)
         assert all(not BY_KEY[k].required for k in order[first : last + 1])
-        alone = "|".join(_line(f, d, "true") for f in exclusive)
+        alone = "|".join(_line(f, values, end, named, "true") for f in exclusive)
         among = "".join(
-            _optional(_line(f, d, "false") if f in exclusive else _line(f, d), f)
+            _optional(
+                _line(f, values, end, named, "false" if f in exclusive else None),
+                f,
+            )
             for f in FIELDS[first : last + 1]
         )
         parts.append(f"(?:{alone}|{among})")
-        parts.extend(_optional(_line(f, d), f) for f in FIELDS[last + 1 :])
+        parts.extend(_optional(_line(f, values, end, named), f) for f in FIELDS[last + 1 :])
     return "".join(parts)
 
 
 @cache
 def canonical() -> re.Pattern[str]:
     """The house style: an entry it matches is valid by construction."""
-    return re.compile(grammar(_HOUSE))
+    return re.compile(grammar(*_HOUSE))
 
 
 @cache
 def variants() -> re.Pattern[str]:
     """The house style's common variants: valid, with the findings `variant_style` reads."""
-    return re.compile(grammar(_VARIANT))
+    return re.compile(grammar(*_VARIANT))
 
 
 _LISTS = tuple(f for f in FIELDS if f.kind in (KEYS, TEXTS, CHOICES))
 _FLAGS = tuple(f for f in FIELDS if f.kind == FLAG)
+_LIST_NAMES = tuple(f.attr for f in _LISTS)
+# The groups that, with the lists' lengths, fix an entry's findings: its shape.
 _SHAPE_GROUPS = (*(f"{f.attr}_i" for f in _LISTS), *(f.attr for f in _FLAGS))
+# (index of an excluding flag's word in the shape groups, the groups of what it excludes).
+_EXCLUDING = tuple(
+    (_SHAPE_GROUPS.index(f.attr), tuple(BY_KEY[k] for k in f.excludes))
+    for f in _FLAGS
+    if f.excludes
+)
+_NEWLINES = ("\n",) * len(_LIST_NAMES)  # what to count in each list (its lines), in C
 # The style findings of an entry of one shape, relative to its first line: (line, code, message,
 # hint) each. An entry's findings follow from its shape alone (see variant_style).
 _Template = tuple[tuple[int, str, str, str], ...]
 
 
-def _excluded(m: re.Match[str]) -> bool:
-    """A true flag with a field it excludes set: the line parser reports it."""
-
-    def is_set(f: Field) -> bool:
+def _excluded(m: re.Match[str], excluded: tuple[Field, ...]) -> bool:
+    """Whether a field that a true flag excludes is set too: the line parser reports it."""
+    for f in excluded:
         word = m.group(f.attr)
-        return bool(YAML11_BOOL.get(word)) if f.kind == FLAG else word is not None
-
-    return any(is_set(f) and any(is_set(BY_KEY[k]) for k in f.excludes) for f in _FLAGS)
+        if YAML11_BOOL.get(word) if f.kind == FLAG else word is not None:  # type: ignore[arg-type]
+            return True
+    return False
 
 
 def variant_style(
@@ -210,14 +214,14 @@ def variant_style(
 
     Entries of one shape have the same findings at the same offsets, so `shapes` (one scan's
     memo) keeps them: a large file in a variant style is mostly one or a few shapes."""
-    if _excluded(m):
-        return None
+    groups = m.group(*_SHAPE_GROUPS)
+    for index, excluded in _EXCLUDING:
+        if YAML11_BOOL.get(groups[index]) and _excluded(m, excluded):  # type: ignore[arg-type]
+            return None
     # Every part of the grammar but the lists is one line: the indentations, the flags' words
     # and the lists' lengths place every finding ((-1, -1) for an absent list counts 0).
-    shape = (
-        m.group(*_SHAPE_GROUPS),
-        *(text.count("\n", *m.span(f.attr)) for f in _LISTS),
-    )
+    lines_in = map(text.count, _NEWLINES, map(m.start, _LIST_NAMES), map(m.end, _LIST_NAMES))
+    shape = (groups, *lines_in)
     template = shapes.get(shape)
     if template is None:
         template = shapes[shape] = tuple(

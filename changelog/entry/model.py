@@ -20,6 +20,8 @@ _EXCLUSIVE = ("evals-only", "all-evals", "eval-min-prefill-ep")
 class Entry:
     """One perf-changelog entry, validated by `validate_entry`; flags default to absent/false."""
 
+    # Attributes in the constructor's order (required first); the number after the kind is the
+    # field's place in a written entry (the real corpus's order: scenario-type comes second).
     config_keys: tuple[str, ...] = _spec(
         KEYS, 0, hint="list the master-config keys, one `- key` per line"
     )

@@ -246,7 +246,7 @@ def unsafe_char(text: str) -> str | None:
 _ASCII_OK = bytes([9, 10, 13, 0, *range(0x20, 0x7F), *range(0x80, 0x100)])
 _ASCII_CONTROL = lazy_re(rb"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _UTF8_BAD = tuple(
-    re.compile(p)
+    lazy_re(p)
     for p in (rb"\xc2[\x80-\x9f]", rb"\xe2\x80[\xa8\xa9]", rb"\xef\xbf[\xbe\xbf]", rb"\xef\xbb\xbf")
 )
 

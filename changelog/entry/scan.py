@@ -326,6 +326,22 @@ def _lead_findings(text: str, pos: int, first_line: int, leading_blank: bool) ->
 class _Scan:
     """One scan's state: the text, where it stands, the blocks and findings so far."""
 
+    __slots__ = (
+        "ascii_only",
+        "blocks",
+        "canonical",
+        "found",
+        "line",
+        "misses",
+        "offset",
+        "seen",
+        "shapes",
+        "size",
+        "text",
+        "variants",
+        "variants_ok",
+    )
+
     def __init__(self, text: str, found: list[Finding], first_line: int, offset: int) -> None:
         self.text, self.found, self.size = text, found, len(text)
         self.ascii_only = text.isascii()
@@ -386,7 +402,7 @@ class _Scan:
         end, matched, proven = self.match(pos, style)
         body = self.text[pos:end]
         lines_in = body.count("\n")
-        end_byte = self.offset + self.nbytes(pos, end)
+        end_byte = self.offset + (end - pos if self.ascii_only else self.nbytes(pos, end))
         block = Block(
             self.offset,
             end_byte,
@@ -443,7 +459,7 @@ class _Scan:
                 if pos < size:
                     self.found.extend(_gap_findings(text[end:pos].split("\n")[:-1], self.line))
                 pos = min(pos, size)
-            self.offset += self.nbytes(end, pos)
+            self.offset += pos - end if self.ascii_only else self.nbytes(end, pos)
             self.line += text.count("\n", end, pos)
 
     def recheck_plain_keys(self, offset: int) -> None:
@@ -465,10 +481,10 @@ class _Scan:
 def _long_line(data: bytes, first_line: int) -> Finding | None:
     if len(data) <= MAX_LINE_BYTES:
         return None
-    lengths = [len(line) for line in data.split(b"\n")]
-    longest = max(lengths)
+    longest = max(map(len, data.split(b"\n")))
     if longest <= MAX_LINE_BYTES:
         return None
+    lengths = [len(line) for line in data.split(b"\n")]
     return Finding(
         first_line + lengths.index(longest),
         "line-length",

@@ -10,7 +10,6 @@ message's wording.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 
 from relpipe.changelog.entry.fields import (
     CHOICES,
@@ -22,6 +21,7 @@ from relpipe.changelog.entry.fields import (
     URL,
     Field,
     Finding,
+    RuleFinding,
 )
 from relpipe.changelog.entry.model import BY_KEY, FIELDS, KEY_ORDER, Entry
 from relpipe.changelog.entry.scalars import (
@@ -49,19 +49,6 @@ KIND_RULES = {
     FLAG: ("type", "coerced"),
     COUNT: ("type", "range", "coerced"),
 }
-
-
-@dataclass(frozen=True, kw_only=True)
-class Problem:
-    """One broken rule of one field: `code` (from the field's declaration) decides severity."""
-
-    field: Field
-    rule: str
-    message: str
-
-    @property
-    def code(self) -> str:
-        return self.field.code(self.rule)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -125,10 +112,10 @@ _RULES: dict[str, Callable[[Field, object], Iterator[tuple[str, str]]]] = {
 }
 
 
-def problems(entry: Entry) -> list[Problem]:
-    """Every rule `entry` breaks, field by field in written order."""
+def problems(entry: Entry) -> list[tuple[Field, str, str]]:
+    """Every rule `entry` breaks, field by field in written order: (field, rule, message)."""
     out = [
-        Problem(field=f, rule=rule, message=message)
+        (f, rule, message)
         for f in FIELDS
         for rule, message in _RULES[f.kind](f, getattr(entry, f.attr))
     ]
@@ -137,13 +124,13 @@ def problems(entry: Entry) -> list[Problem]:
             if any(getattr(entry, BY_KEY[k].attr) not in (None, False) for k in f.excludes):
                 *most, last = f.excludes
                 message = f"{f.key} cannot be combined with {', '.join(most)} or {last}"
-                out.append(Problem(field=f, rule="excludes", message=message))
+                out.append((f, "excludes", message))
     return out
 
 
 def validate_entry(entry: Entry) -> list[str]:
     """Schema and value problems of an Entry (empty when valid); each a sentence with its fix."""
-    return [p.message for p in problems(entry)]
+    return [message for _, _, message in problems(entry)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,7 +223,7 @@ _COUNT_HINT = "write a decimal integer >= 1"
 def _entry_level(fields: Mapping[str, object], at: Callable[[str], int]) -> list[Finding]:
     """Unknown and missing keys: then the fields are not judged one by one."""
     found = [
-        Finding(
+        RuleFinding(
             at(key),
             "schema",
             f"unknown key `{key}`",
@@ -247,7 +234,7 @@ def _entry_level(fields: Mapping[str, object], at: Callable[[str], int]) -> list
         if key not in BY_KEY
     ]
     found.extend(
-        Finding(
+        RuleFinding(
             at(f.key),
             "schema",
             f"entry has no `{f.key}`",
@@ -282,19 +269,24 @@ def schema(
             values[f.attr], coerced = _read(f, fields[f.key])
         except _Bad as bad:
             rule, message, hint = bad.args
-            found.append(Finding(at(f.key), f.code(rule), message, hint, rule=f"{f.key}.{rule}"))
+            found.append(
+                RuleFinding(at(f.key), f.code(rule), message, hint, rule=f"{f.key}.{rule}")
+            )
             continue
         if coerced is not None:
             message, hint = coerced
-            style.append(Finding(at(f.key), "style-value", message, hint, rule=f"{f.key}.coerced"))
+            style.append(
+                RuleFinding(at(f.key), "style-value", message, hint, rule=f"{f.key}.coerced")
+            )
     if found:
         return None, found + style
     entry = Entry(**values)  # type: ignore[arg-type]
-    for p in problems(entry):
-        hint = "fix the value" if p.code != "schema" else "fix the value as the message says"
-        finding = Finding(at(p.field.key), p.code, p.message, hint, rule=f"{p.field.key}.{p.rule}")
-        (found if p.code == "schema" else style).append(finding)
+    for f, rule, message in problems(entry):
+        code = f.code(rule)
+        hint = "fix the value" if code != "schema" else "fix the value as the message says"
+        finding = RuleFinding(at(f.key), code, message, hint, rule=f"{f.key}.{rule}")
+        (found if code == "schema" else style).append(finding)
     return (None if found else entry), found + style
 
 
-__all__ = ["KIND_RULES", "Problem", "ambiguity_finding", "problems", "schema", "validate_entry"]
+__all__ = ["KIND_RULES", "ambiguity_finding", "problems", "schema", "validate_entry"]

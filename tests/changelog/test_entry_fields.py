@@ -154,11 +154,11 @@ def _seen(data: str, entry_at: int) -> set[tuple[str, str, int]]:
     block = changelog.blocks[entry_at]
     full = read.parse_block(block.text.split("\n")[:-1], block.line)[3]
     ranged = {
-        (f.code, f.rule, f.line - block.line)
+        (f.code, getattr(f, "rule", ""), f.line - block.line)
         for f in changelog.findings
         if block.line <= f.line <= block.end_line
     }
-    assert ranged == {(f.code, f.rule, f.line - block.line) for f in full}
+    assert ranged == {(f.code, getattr(f, "rule", ""), f.line - block.line) for f in full}
     return ranged
 
 
