@@ -222,7 +222,7 @@ _COUNT_HINT = "write a decimal integer >= 1"
 
 def _entry_level(fields: Mapping[str, object], at: Callable[[str], int]) -> list[Finding]:
     """Unknown and missing keys: then the fields are not judged one by one."""
-    found = [
+    found: list[Finding] = [
         RuleFinding(
             at(key),
             "schema",
