@@ -464,7 +464,7 @@ def journal_of(ws: Workspace) -> Path:
 def admit(rel: str, old: bytes | None, new: bytes) -> str | None:
     """Why a journalled release may not write `new` to `rel`: a release writes one master config,
     the lock file and the changelog, and the changelog only by appending entries to it."""
-    from relpipe.changelog.entries import parse_appended
+    from relpipe.changelog.entry import parse_appended
     from relpipe.changelog.errors import ChangelogError
 
     parts = rel.split("/")
