@@ -203,3 +203,25 @@ def test_each_violation_names_its_rule_on_its_key_line(name: str, text: str, rul
         lines = text.split("\n")
         at = next((i for i, line in enumerate(lines) if line[2:].startswith(f"{key}:")), 0)
         assert any(r == rule and line == at for _, r, line in found), (name, found)
+
+
+_SCALARS = st.one_of(
+    st.sampled_from(["yes", "No", "on", "~", "null", "012", "0x1f", "1e3", "2.5", "-1", "true"]),
+    st.from_regex(r"[A-Za-z0-9 .:/'\"#-]{0,12}", fullmatch=True),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(FIELDS), st.lists(_SCALARS, min_size=1, max_size=3), st.booleans())
+def test_any_value_of_any_field_gets_the_same_findings_on_both_paths(
+    f: Field, values: list[str], variants: bool
+) -> None:
+    """Not only the catalogued violations: whatever a field holds, the grammars and the line
+    parser agree (the entry is padded past 32 KiB, and past the variants' switch-on count)."""
+    if f.kind in (KEYS, TEXTS, CHOICES):
+        lines = [f"  {f.key}:", *(f"    - {value}" for value in values)]
+    else:
+        lines = [f"  {f.key}: {values[0]}"]
+    text = _text({**_GOOD, f.key: lines})
+    padding = VARIANT_PADDING if variants else PADDING
+    assert _seen(padding + "\n" + text, -1) == _seen(text, -1)
