@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from relpipe.changelog.entries import Entry, render  # noqa: E402
+from relpipe.changelog.entry import Entry, render  # noqa: E402
 
 CORPUS = Path(os.environ.get("RELPIPE_CORPUS", ROOT.parent / "shared" / "data" / "inferencex"))
 REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from relpipe.changelog.entries import Entry, parse_appended, render
+from relpipe.changelog.entry import Entry, parse_appended, render
 from relpipe.changelog.errors import ChangelogError
 from relpipe.core.files import file_lock, temp_glob, write_atomic
 

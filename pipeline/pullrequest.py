@@ -3,7 +3,7 @@ and opened (or brought up to date) through GitHub's REST API.
 
 A `Bump` is read from the benchmark repository's working tree after `relpipe release` (or
 `relpipe revert`) wrote it: the changed config and lock files as a patch against HEAD, and the
-appended perf-changelog entries parsed back (`changelog.entries.parse_appended`). `publish` then
+appended perf-changelog entries parsed back (`changelog.entry.parse_appended`). `publish` then
 1. asks GitHub for the branch's pull requests: a PR closed or merged by someone else is never
    reopened nor overwritten, `open` refuses an existing one, `update` needs one;
 2. checks the labels (exactly one primary sweep label, modifiers only beside it, each one existing
@@ -37,7 +37,7 @@ from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.workspace import CHANGELOG, LOCK
 
 if TYPE_CHECKING:
-    from relpipe.changelog.entries import Entry
+    from relpipe.changelog.entry import Entry
 
 PRIMARY_LABELS = ("full-sweep-fail-fast", "full-sweep-enabled", "non-canary-full-sweep-enabled")
 MODIFIER_LABELS = ("all-evals", "evals-only", "agentx-fast")
@@ -197,7 +197,7 @@ def read_bump(root: Path, config_key: str, title: str, body: str) -> Bump:
 
 
 def appended_entries(old: bytes, new: bytes) -> tuple[Entry, ...]:
-    from relpipe.changelog.entries import parse_appended
+    from relpipe.changelog.entry import parse_appended
     from relpipe.changelog.errors import ChangelogError
 
     try:

@@ -56,7 +56,7 @@ from relpipe.pipeline.verdict import Outcome, Verdict, evaluate
 from relpipe.pipeline.workspace import CHANGELOG, LOCK, Workspace
 
 if TYPE_CHECKING:
-    from relpipe.changelog.entries import Entry
+    from relpipe.changelog.entry import Entry
     from relpipe.validate.precision import PrecisionReport
 
 DEFAULT_REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
@@ -283,7 +283,7 @@ def write_text(path: Path, text: str) -> None:
 
 
 def make_entry(req: Request, lines: Sequence[str], plan: Plan) -> Entry:
-    from relpipe.changelog.entries import Entry
+    from relpipe.changelog.entry import Entry
 
     scenarios = sorted({p.name.split("/", 1)[0] for p in plan.points} & set(SCENARIO_TYPES))
     return Entry(
@@ -343,7 +343,7 @@ def validate_staged(
 def hook_result(base: Path, scratch: Path, req: Request) -> ValidatorOutput:
     """The `validate_perf_changelog` checks, base = the repository's file, head = the staged one."""
     from relpipe.changelog.configs.load import master_keys
-    from relpipe.changelog.entries import ERROR
+    from relpipe.changelog.entry import ERROR
     from relpipe.validate.gate import hook as perf_changelog
 
     keys = [k for m in sorted((scratch / "configs").glob("*-master.yaml")) for k in master_keys(m)]
@@ -464,7 +464,7 @@ def journal_of(ws: Workspace) -> Path:
 def admit(rel: str, old: bytes | None, new: bytes) -> str | None:
     """Why a journalled release may not write `new` to `rel`: a release writes one master config,
     the lock file and the changelog, and the changelog only by appending entries to it."""
-    from relpipe.changelog.entries import parse_appended
+    from relpipe.changelog.entry import parse_appended
     from relpipe.changelog.errors import ChangelogError
 
     parts = rel.split("/")

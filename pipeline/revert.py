@@ -80,7 +80,7 @@ def write_revert(ws: Workspace, rev: Revert, repo_url: str) -> None:
     """The config edit and the appended entry, in the working tree."""
     from relpipe.changelog.append import append
     from relpipe.changelog.configs.pin import edit_image
-    from relpipe.changelog.entries import Entry
+    from relpipe.changelog.entry import Entry
     from relpipe.core.files import write_atomic
     from relpipe.pipeline.release import pr_link
 

@@ -15,7 +15,7 @@ import github_api
 import pytest
 from relpipe.changelog.append import append
 from relpipe.changelog.configs.pin import edit_image
-from relpipe.changelog.entries import Entry
+from relpipe.changelog.entry import Entry
 from relpipe.changelog.notes import ReleaseFacts, render_title
 from relpipe.changelog.notes import render as render_notes
 from relpipe.pipeline.cli import main as relpipe

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from relpipe.changelog.append import append
-from relpipe.changelog.entries import Entry, parse, render
+from relpipe.changelog.entry import Entry, parse, render
 from relpipe.changelog.errors import ChangelogError
 from support import source_root
 
@@ -78,7 +78,7 @@ CHILD = f"""
 import sys
 from pathlib import Path
 from relpipe.changelog.append import append
-from relpipe.changelog.entries import Entry
+from relpipe.changelog.entry import Entry
 path, start, who = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 count = int(sys.argv[4]) if len(sys.argv) > 4 else 10**9
 print("ready", flush=True)
@@ -108,7 +108,7 @@ FORKER = f"""
 import os, sys
 from pathlib import Path
 from relpipe.changelog.append import append
-from relpipe.changelog.entries import Entry
+from relpipe.changelog.entry import Entry
 path = Path(sys.argv[1])
 while line := sys.stdin.readline():
     pid = os.fork()

@@ -1,4 +1,4 @@
-"""relpipe.changelog.entries: the real corpus, the house-style renderer, the strict parser (both
+"""relpipe.changelog.entry: the real corpus, the house-style renderer, the strict parser (both
 paths), and property tests: render/parse round trip, byte mutations, agreement with PyYAML."""
 
 from __future__ import annotations
@@ -9,8 +9,17 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from relpipe.changelog import entries as E
-from relpipe.changelog.entries import Entry, parse, render, scan, validate_entry
+from relpipe.changelog import entry as E
+from relpipe.changelog.entry import (
+    Entry,
+    grammar,
+    parse,
+    read,
+    render,
+    scalars,
+    scan,
+    validate_entry,
+)
 from relpipe.changelog.errors import ChangelogError
 
 LINK = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
@@ -197,23 +206,21 @@ def test_ambiguous_scalars_are_style_and_judged_on_pyyaml_value() -> None:
 
 
 @pytest.mark.parametrize(
-    "word", [*E._YAML11_BOOL, "~", "null", "Null", "NULL", "y", "n", "tRue", "nul"]
+    "word", [*scalars.YAML11_BOOL, "~", "null", "Null", "NULL", "y", "n", "tRue", "nul"]
 )
 def test_booleans_and_null_read_as_pyyaml_does_without_importing_it(word: str) -> None:
     import subprocess
     import sys
 
-    value = E._plain(word)
-    got = value.value if isinstance(value, E._Ambiguous) else value
+    value = scalars.plain(word)
+    got = value.value if isinstance(value, scalars.Ambiguous) else value
     expected = yaml.safe_load(word)
     assert got == expected and type(got) is type(expected)
     if word in ("true", "null"):  # the common flag values: the hook does not import PyYAML
         entry = (
             f"- config-keys:\n  - k\n  description:\n  - x\n  pr-link: l\n  evals-only: {word}\n"
         )
-        probe = (
-            f"import sys\nfrom relpipe.changelog.entries import scan\nscan({entry.encode()!r})\n"
-        )
+        probe = f"import sys\nfrom relpipe.changelog.entry import scan\nscan({entry.encode()!r})\n"
         probe += "assert 'yaml' not in sys.modules, 'PyYAML imported'\n"
         subprocess.run([sys.executable, "-c", probe], check=True)
 
@@ -229,7 +236,7 @@ def test_integer_longer_than_python_converts_is_a_finding_not_a_traceback() -> N
 
 @pytest.mark.parametrize("char", ["\u202e", "\u200b", "\ue000", "\U000e0001", "\u0378"])
 def test_invisible_private_and_unassigned_characters_are_errors(char: str) -> None:
-    from relpipe.changelog.entries import scan
+    from relpipe.changelog.entry import scan
 
     text = f'- config-keys:\n    - k\n  description:\n    - "a{char}b"\n  pr-link: l\n'
     codes = {(f.line, f.code) for f in scan(text.encode()).findings}
@@ -290,7 +297,7 @@ def test_render_parse_round_trip_on_both_paths(entry: Entry) -> None:
     block = _one(text)
     assert block.findings == () and block.entry == entry
     # The event path (PyYAML) reads the same fields as the line path, and so does PyYAML's loader.
-    fields, _, found = E._event_fields(text, 1)
+    fields, _, found = read.event_fields(text, 1)
     assert found == [] and fields == dict(block.fields)
     assert yaml.load(text, Loader=yaml.CSafeLoader) == [dict(block.fields)]
 
@@ -298,7 +305,7 @@ def test_render_parse_round_trip_on_both_paths(entry: Entry) -> None:
 PADDING = "\n".join(
     render(Entry(("pad",), (f"padding {i}",), LINK + str(i + 1))) for i in range(400)
 ).encode()
-assert len(PADDING) > E._CANONICAL_MIN_BYTES
+assert len(PADDING) > grammar.CANONICAL_MIN_BYTES
 
 
 @settings(max_examples=40, deadline=None)
@@ -364,7 +371,7 @@ VARIANT_PADDING = (
     + b"\n"
     + "\n".join(
         f"- config-keys:\n  - pad\n  description:\n  - padding {i}\n  pr-link: {LINK}{i + 1}\n"
-        for i in range(E._VARIANTS_AFTER)
+        for i in range(grammar.VARIANTS_AFTER)
     ).encode()
 )
 
@@ -379,7 +386,7 @@ def test_variants_grammar_proves_only_what_the_line_parser_and_pyyaml_accept(
         if block.style is None:
             continue
         # The grammar's proof and findings are exactly the line parser's ...
-        _, _, entry, findings = E._parse_block(block.text.split("\n")[:-1], block.line)
+        _, _, entry, findings = read.parse_block(block.text.split("\n")[:-1], block.line)
         assert entry is not None and findings == block.style
         # ... and PyYAML reads the entry as InferenceX's schema accepts it.
         (loaded,) = yaml.load(block.text, Loader=yaml.CSafeLoader)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from relpipe.changelog import entries
+from relpipe.changelog import entry as entries
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.notes import (
     ReleaseFacts,

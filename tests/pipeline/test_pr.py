@@ -30,7 +30,7 @@ from pr_support import (
     stage_release,
 )
 from relpipe.changelog.append import append
-from relpipe.changelog.entries import render
+from relpipe.changelog.entry import render
 from relpipe.pipeline.cli import main as relpipe
 from relpipe.pipeline.workspace import CHANGELOG
 from support import git

@@ -14,7 +14,7 @@ import github_api
 import pytest
 from pr_support import BRANCH, KEY, REPO, TOKEN, pr, stage_release
 from relpipe.changelog.append import append
-from relpipe.changelog.entries import Entry
+from relpipe.changelog.entry import Entry
 from support import git
 
 PULLS = rf"/repos/{REPO}/pulls"

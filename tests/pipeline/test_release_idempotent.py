@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from relpipe.changelog.configs.pin import edit_image
-from relpipe.changelog.entries import Entry, render
+from relpipe.changelog.entry import Entry, render
 from relpipe.core import journal
 from relpipe.images import lock
 from relpipe.images.registry import RegistryClient

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from relpipe.changelog.configs.pin import edit_image
-from relpipe.changelog.entries import Entry, render
+from relpipe.changelog.entry import Entry, render
 from relpipe.core import journal
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.release import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from relpipe.changelog.entries import Entry, proven_valid, render
+from relpipe.changelog.entry import Entry, proven_valid, render
 from relpipe.validate.gate.basecache import BaseCache
 from relpipe.validate.gate.hook import Rules, check
 

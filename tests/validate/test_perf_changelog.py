@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from relpipe.changelog.append import append
-from relpipe.changelog.entries import Entry, render
+from relpipe.changelog.entry import Entry, render
 from relpipe.validate.gate.hook import main
 from support import git
 

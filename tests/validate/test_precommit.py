@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from relpipe.changelog.append import append
-from relpipe.changelog.entries import Entry, render
+from relpipe.changelog.entry import Entry, render
 from support import git
 
 ROOT = Path(__file__).resolve().parents[2]

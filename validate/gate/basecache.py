@@ -20,7 +20,14 @@ from pathlib import Path
 
 ENV = "RELPIPE_HOOK_CACHE"  # a folder, or "off"
 # The modules whose code decides a base's verdict: a change to any of them starts a new cache.
-_DECIDERS = ("changelog/entries.py", "validate/gate/hook.py", "validate/gate/basecache.py")
+_DECIDERS = (
+    *(
+        f"changelog/entry/{name}.py"
+        for name in ("fields", "model", "scalars", "schema", "read", "grammar", "scan")
+    ),
+    "validate/gate/hook.py",
+    "validate/gate/basecache.py",
+)
 
 
 def _folder() -> Path | None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 
 from relpipe.changelog.configs.load import master_keys, resolve_key, resolve_keys
-from relpipe.changelog.entries import (
+from relpipe.changelog.entry import (
     ENTRY_CODES,
     ERROR,
     WARNING,
