@@ -315,7 +315,8 @@ def _history_check(cid: str, o: Outcome, kinds: tuple[str, ...], what: str) -> C
         return Check(cid, NA, (h.reason if h else "") or "no results history")
     found = [f for f in h.findings if f.metric_kind in kinds]
     if not found:
-        return Check(cid, NA, f"no {what} results in the history ({h.store})")
+        # No store path in the reason: a verdict reads the same from every runner and shard.
+        return Check(cid, NA, f"no {what} results in the history")
     if all(f.kind == regressions.NO_BASELINE for f in found):
         return Check(cid, NA, f"no earlier image in the history to compare {what} with")
     rows = tuple((f"{f.point} {f.metric}", _finding_text(f)) for f in found)
