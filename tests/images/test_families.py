@@ -278,3 +278,12 @@ def test_each_family_names_the_engine_its_images_serve() -> None:
     assert engine_of("lmsysorg/sglang-rocm") == engine_of("lmsysorg/sglang") == "sglang"
     assert engine_of("rocm/atom-dev") == engine_of("rocm/atom") == "atom"
     assert engine_of("relpipe-test/atom-dev") == "atom"  # fixtures and unknown repositories
+
+
+def test_a_repository_defaults_to_its_nightly_family() -> None:
+    from relpipe.images.nightly import default_family
+
+    assert default_family("vllm/vllm-openai-rocm") == "vllm"
+    assert default_family("lmsysorg/sglang-rocm") == "sglang"
+    assert default_family("rocm/atom-dev") == "atom"
+    assert default_family("relpipe-test/whatever") == "atom"
