@@ -16,7 +16,7 @@ import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 from relpipe.core import jsonload
@@ -83,8 +83,6 @@ def created_times(
 def _utc(created: str) -> str | None:
     """RFC 3339 -> UTC `YYYY-MM-DDTHH:MM:SS.ffffffZ`, so created times compare as text; None
     for a time that is not one (nanoseconds, which docker writes, are cut to microseconds)."""
-    from datetime import datetime
-
     m = _CREATED.fullmatch(created)
     if m is None:
         return None

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -268,8 +268,6 @@ def set_archive(
     path: str | os.PathLike[str], ref: str | Reference, digest: str, registry: str
 ) -> LockEntry:
     """Record that `ref`'s pinned `digest` is kept byte for byte on `registry`."""
-    from datetime import datetime
-
     p = Path(path)
     with locked(p):
         entries = load(p)

@@ -194,6 +194,13 @@ def family(selector: str) -> Family:
     )
 
 
+def default_family(repository: str) -> str:
+    """The first family of images/families.yaml that lists `repository` (its nightly line:
+    `vllm` for vllm/vllm-openai-rocm), else `DEFAULT_PATTERN`."""
+    found = (name for name, f in families().items() if repository in f.repositories)
+    return next(found, DEFAULT_PATTERN)
+
+
 def engine_of(repository: str) -> str:
     """The engine the images of `repository` (`vllm/vllm-openai-rocm`) serve, by the families
     that list it; `atom` for a repository no family names (ATOM's fixtures, mirrors)."""

@@ -22,6 +22,21 @@ OLD_REF = "refs/relpipe/old"
 NEW_REF = "refs/relpipe/new"
 
 
+def source_of(ref: str, rules: str | None) -> tuple[str | None, str]:
+    """(rules, source tree) for the image `ref`: ATOM's `/app/ATOM` with `rules` as given; a vLLM
+    or SGLang image (by its tag family, `images.nightly.engine_of`) has its engine's checkout
+    (`engine.packaging`: `/vllm-workspace`, `/sgl-workspace/sglang`) and, unless `rules` names
+    others, that engine's built-in rules."""
+    from relpipe.engine.packaging import LAYOUTS
+    from relpipe.images.nightly import engine_of
+    from relpipe.images.reference import parse
+
+    engine = engine_of(parse(ref).repository)
+    if engine not in LAYOUTS:
+        return rules, ENGINE_PATH
+    return rules or engine, LAYOUTS[engine].checkouts[0]
+
+
 def extract(
     runtime: Any, new_ref: str, dest: Path, old_ref: str | None = None, path: str = ENGINE_PATH
 ) -> Path:

@@ -460,7 +460,8 @@ def _eval_stage(
 def _precision_stage(plan: Plan, runner: StageRunner, engine: Engine) -> PrecisionOutput:
     baseline = plan.baseline
     assert baseline is not None
-    inputs = {"old": baseline.digest, "new": plan.image.digest, "rules": plan.options.rules}
+    rules, _ = enginerepo.source_of(plan.image.pinned, plan.options.rules)
+    inputs = {"old": baseline.digest, "new": plan.image.digest, "rules": rules}
     return run_stage(
         runner,
         PrecisionOutput,
@@ -767,9 +768,10 @@ class Engine:
         return _outcome(run, options)
 
     def precision(self, old_ref: str, new_ref: str, options: Options) -> PrecisionOutput:
+        rules, path = enginerepo.source_of(new_ref, options.rules)
         with tempfile.TemporaryDirectory(prefix="relpipe-precision-") as tmp:
-            repo = enginerepo.extract(self.runtime, new_ref, Path(tmp), old_ref=old_ref)
-            report = precision_report(repo, options.rules, f"image:{new_ref}")
+            repo = enginerepo.extract(self.runtime, new_ref, Path(tmp), old_ref=old_ref, path=path)
+            report = precision_report(repo, rules, f"image:{new_ref}")
             return PrecisionOutput(status="ok", report=report)
 
 

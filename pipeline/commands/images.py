@@ -47,17 +47,19 @@ def _resolve(args: argparse.Namespace) -> int:
 
 def _latest(args: argparse.Namespace) -> int:
     from relpipe.images.evidence import choose_newest, default_cache_path
+    from relpipe.images.nightly import default_family
 
     repo = parse(args.repository)
     if repo.tag or repo.digest:
         raise ImageError(
             f"latest takes a repository without tag or digest, got {args.repository!r}"
         )
+    selector = args.pattern or default_family(repo.repository)
     with _client(args) as client:
         choice = choose_newest(
             client,
             repo,
-            args.pattern,
+            selector,
             page_size=args.page_size,
             cache_path=default_cache_path(),
             platform=args.platform,
@@ -65,7 +67,7 @@ def _latest(args: argparse.Namespace) -> int:
         best = choice.best
         if best is None:
             err = ImageError(
-                f"{repo.name}: none of {choice.total} tags matches {args.pattern!r}; pass --pattern"
+                f"{repo.name}: none of {choice.total} tags matches {selector!r}; pass --pattern"
             )
             err.exit_code = 1
             raise err
@@ -208,11 +210,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--pattern",
         metavar="FAMILY|PATTERN",
-        default="atom",  # images.nightly.DEFAULT_PATTERN (imported only by `latest`)
+        default="",
         help="a tag family of images/families.yaml (atom, atom-release, vllm, vllm-rocm, "
         "vllm-release, sglang, sglang-release, atom-vllm, atom-sglang), optionally narrowed to "
         "one build line (sglang:rocm=720,gpu=mi35x), or a pattern (%%Y %%m %%d %%H %%M %%S, "
-        "<name:ver|semver|pep440|hex|num|gpu>) (default: %(default)s)",
+        "<name:ver|semver|pep440|hex|num|gpu>) (default: the repository's nightly family, "
+        "e.g. vllm for vllm/vllm-openai-rocm; atom for a repository no family lists)",
     )
     p.add_argument(
         "--page-size", metavar="N", type=int, default=1000, help="tags per listing request (n=)"

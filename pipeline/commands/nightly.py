@@ -21,7 +21,7 @@ def newest_nightly(repository: str, pattern: str) -> str:
     commit-addressed families also read each uncached candidate's config).
     """
     from relpipe.images.evidence import choose_newest, default_cache_path
-    from relpipe.images.nightly import DEFAULT_PATTERN
+    from relpipe.images.nightly import default_family
     from relpipe.images.reference import parse
     from relpipe.images.registry import RegistryClient
 
@@ -30,7 +30,7 @@ def newest_nightly(repository: str, pattern: str) -> str:
         raise PipelineError(
             f"{repository}: give a repository without tag or digest (e.g. rocm/atom-dev)"
         )
-    selector = pattern or DEFAULT_PATTERN
+    selector = pattern or default_family(ref.repository)
     with RegistryClient() as client:
         choice = choose_newest(client, ref, selector, cache_path=default_cache_path())
     if choice.best is None:
@@ -54,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--pattern",
         metavar="FAMILY|PATTERN",
         default="",
-        help="tag family or pattern, as for `relpipe images latest --pattern` (default: atom)",
+        help="tag family or pattern, as for `relpipe images latest --pattern` (default: the "
+        "repository's nightly family in images/families.yaml, else atom)",
     )
     p.add_argument(
         "--retention-days",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -64,7 +65,35 @@ def _listed_order(repo: str, selector: str) -> tuple[list[str], int]:
     return [t.tag for t in matching(tags, selector)], pages
 
 
+ATOM_RELEASE = re.compile(r"atom(\d+\.\d+(?:\.\d+)*(?:\.post\d*)?)(?:_(\d+))?")
+RELEASE_CLASSES = (
+    "rocm<X.Y.Z>-ubuntu<V>-pytorch<V>-atom<V>[-gpu]",
+    "rocm<X.Y.Z>_ubuntu<V>_py<V>_pytorch_release_<V>_atom<ver|date>[_<date>]",
+)
+
+
+def _atom_releases() -> list[str]:
+    """SOURCE.md: by atom version, then ROCm version (then the date suffix). GPU-specific builds
+    (`-MI300x`) and date-named builds (`_atom20260511`, `_atomesh_<ts>`) are other lines."""
+
+    def key(tag: str) -> tuple[Version, Version, str]:
+        rocm = tag[len("rocm") :].split("-")[0].split("_")[0]
+        m = ATOM_RELEASE.search(tag)
+        assert m is not None
+        return Version(m[1]), Version(rocm), m[2] or ""
+
+    tags = [r["tag"] for r in _rows("rocm/atom", *RELEASE_CLASSES)]
+    mine = [t for t in tags if (m := ATOM_RELEASE.search(t)) and t.endswith(m[0])]
+    return sorted(mine, key=key)
+
+
 CASES: list[tuple[str, str, str, Callable[[], list[str]]]] = [
+    (
+        "atom-release",
+        "rocm/atom",
+        "rocm7.2.4_ubuntu24.04_py3.12_pytorch_release_2.10.0_atom0.1.4_202607091539",
+        _atom_releases,
+    ),
     # (family selector, repository, expected newest, oracle order of the family's tags)
     (
         "atom",
@@ -249,3 +278,12 @@ def test_each_family_names_the_engine_its_images_serve() -> None:
     assert engine_of("lmsysorg/sglang-rocm") == engine_of("lmsysorg/sglang") == "sglang"
     assert engine_of("rocm/atom-dev") == engine_of("rocm/atom") == "atom"
     assert engine_of("relpipe-test/atom-dev") == "atom"  # fixtures and unknown repositories
+
+
+def test_a_repository_defaults_to_its_nightly_family() -> None:
+    from relpipe.images.nightly import default_family
+
+    assert default_family("vllm/vllm-openai-rocm") == "vllm"
+    assert default_family("lmsysorg/sglang-rocm") == "sglang"
+    assert default_family("rocm/atom-dev") == "atom"
+    assert default_family("relpipe-test/whatever") == "atom"

@@ -142,3 +142,24 @@ def test_a_copy_without_history_is_refused(tmp_path: Path) -> None:
     empty.mkdir()
     with pytest.raises(ValidateError, match="not a git directory"):
         enginerepo.prepare(empty)
+
+
+@pytest.mark.parametrize(
+    ("ref", "rules", "expected"),
+    [
+        ("rocm/atom-dev:nightly_202610070333", None, (None, "/app/ATOM")),
+        ("rocm/atom-dev:nightly_202610070333", "aiter", ("aiter", "/app/ATOM")),
+        ("vllm/vllm-openai-rocm:nightly-" + "a" * 40, None, ("vllm", "/vllm-workspace")),
+        (
+            "lmsysorg/sglang-rocm:v0.5.20-rocm720-mi35x-20260927",
+            None,
+            ("sglang", "/sgl-workspace/sglang"),
+        ),
+        ("lmsysorg/sglang:v0.5.16-rocm720-mi35x", "my.yaml", ("my.yaml", "/sgl-workspace/sglang")),
+        ("127.0.0.1:5000/relpipe-test/atom-dev:nightly_209901010000", None, (None, "/app/ATOM")),
+    ],
+)
+def test_the_engine_source_and_rules_follow_the_image_family(
+    ref: str, rules: str | None, expected: tuple[str | None, str]
+) -> None:
+    assert enginerepo.source_of(ref, rules) == expected
