@@ -23,7 +23,6 @@ appended perf-changelog entries parsed back (`changelog.entries.parse_appended`)
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -31,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from relpipe.core import jsonload
+from relpipe.core import jsonload, process
 from relpipe.pipeline import github as gh
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.workspace import CHANGELOG, LOCK
@@ -136,19 +135,17 @@ def git_bytes(
     check: bool = True,
     env: dict[str, str] | None = None,
 ) -> bytes:
-    """git in `root`, never through a shell; a failure is one line naming git's first error."""
+    """git in `root` (through `core.process`: no shell, capped output, a timeout); a failure is
+    one line naming git's own error."""
     try:
-        done = subprocess.run(
-            ["git", "-C", str(root), *args], input=stdin, capture_output=True, check=False, env=env
+        done = process.run(
+            ["git", "-C", str(root), *args], input=stdin, env=env, check=False, what="git"
         )
-    except FileNotFoundError as exc:
-        raise PipelineError("git is not installed or not on PATH; install git") from exc
+    except process.ProcessError as exc:
+        raise PipelineError(f"{exc}; is git installed and on PATH?") from None
     if check and done.returncode != 0:
-        lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        detail = next((ln for ln in lines if ln.startswith(("error", "fatal", " !"))), None)
-        raise PipelineError(
-            f"git {args[0]} failed: {detail or (lines[0] if lines else done.returncode)}"
-        )
+        detail = process.first_error(done.stderr, done.returncode)
+        raise PipelineError(f"git {args[0]} failed: {detail}")
     return done.stdout
 
 
@@ -278,11 +275,12 @@ def run_hook(
     argv += ["--pr-number", str(pr_number)]
     argv += [f"--{m}" for m in ("all-evals", "evals-only") if m in labels]
     code = "import sys; from relpipe.validate.gate.hook import main; sys.exit(main(sys.argv[1:]))"
-    done = subprocess.run(
-        [sys.executable, "-c", code, *argv], cwd=work, capture_output=True, text=True, check=False
+    done = process.run(
+        [sys.executable, "-c", code, *argv], cwd=work, check=False, what="the perf-changelog hook"
     )
     if done.returncode != 0:
-        first = (done.stdout.strip().splitlines() or done.stderr.strip().splitlines() or ["?"])[0]
+        said = (done.stdout or done.stderr).decode("utf-8", "replace").strip().splitlines()
+        first = process.one_line(said[0] if said else f"exit {done.returncode}")
         raise PullRequestRefused(
             f"the perf-changelog hook fails on the PR commit: {first}; nothing pushed"
         )
