@@ -100,6 +100,16 @@ def test_missing_token(
             github_api.Fault(
                 "POST",
                 PULLS,
+                403,
+                headers={"retry-after": "60"},
+                body={"message": "You have exceeded a secondary rate limit"},
+            ),
+            "403 secondary rate limit (You have exceeded a secondary rate limit); retry in 60 s",
+        ),
+        (
+            github_api.Fault(
+                "POST",
+                PULLS,
                 422,
                 body={
                     "message": "Validation Failed",
