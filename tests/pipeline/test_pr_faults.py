@@ -227,3 +227,20 @@ def test_a_config_change_main_made_conflicting_is_refused_and_the_pr_left_alone(
     assert "no longer applies on the current base" in one_line_error(capsys)
     assert git(world, "ls-remote", "origin", BRANCH) == pushed
     assert api.sent("PATCH", r".*") == []
+
+
+def test_a_pr_github_created_whose_reply_was_lost_is_kept_with_its_branch(
+    world: Path, api: github_api.GitHubDouble, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GitHub made the PR but every answer was a 502 (retries meet "already exists"): the PR that
+    now exists for the branch is ours; the branch must not be deleted from under it."""
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    api.faults.append(
+        github_api.Fault("POST", PULLS, 502, headers={"retry-after": "0"}, times=9, applied=True)
+    )
+    stage_release(world, "nightly_202610070333")
+    assert pr(world, api, "open") == 0
+    assert [s.status for s in api.sent("POST", PULLS)] == [502, 502, 502, 502]
+    assert list(api.pulls) == [1] and api.pulls[1]["state"] == "open"
+    assert [lb["name"] for lb in api.pulls[1]["labels"]] == ["full-sweep-enabled"]
+    assert not no_branch(world)
