@@ -316,6 +316,10 @@ def api_error(
             time.strftime("%H:%M:%S UTC", time.gmtime(int(reset))) if reset.isdigit() else "later"
         )
         return GitHubError(f"{where}: {status} rate limit exhausted; retry after {when}")
+    if status == 403 and headers.get("retry-after", "").isdigit():
+        return GitHubError(
+            f"{where}: 403 secondary rate limit{said}; retry in {headers['retry-after']} s"
+        )
     if status == 403:
         return GitHubError(
             f"{where}: 403 forbidden{said}; the token needs pull-requests: write and "

@@ -23,7 +23,6 @@ appended perf-changelog entries parsed back (`changelog.entry.parse_appended`). 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -31,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from relpipe.core import jsonload
+from relpipe.core import jsonload, process
 from relpipe.pipeline import github as gh
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.workspace import CHANGELOG, LOCK
@@ -136,19 +135,17 @@ def git_bytes(
     check: bool = True,
     env: dict[str, str] | None = None,
 ) -> bytes:
-    """git in `root`, never through a shell; a failure is one line naming git's first error."""
+    """git in `root` (through `core.process`: no shell, capped output, a timeout); a failure is
+    one line naming git's own error."""
     try:
-        done = subprocess.run(
-            ["git", "-C", str(root), *args], input=stdin, capture_output=True, check=False, env=env
+        done = process.run(
+            ["git", "-C", str(root), *args], input=stdin, env=env, check=False, what="git"
         )
-    except FileNotFoundError as exc:
-        raise PipelineError("git is not installed or not on PATH; install git") from exc
+    except process.ProcessError as exc:
+        raise PipelineError(f"{exc}; is git installed and on PATH?") from None
     if check and done.returncode != 0:
-        lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        detail = next((ln for ln in lines if ln.startswith(("error", "fatal", " !"))), None)
-        raise PipelineError(
-            f"git {args[0]} failed: {detail or (lines[0] if lines else done.returncode)}"
-        )
+        detail = process.first_error(done.stderr, done.returncode)
+        raise PipelineError(f"git {args[0]} failed: {detail}")
     return done.stdout
 
 
@@ -278,11 +275,12 @@ def run_hook(
     argv += ["--pr-number", str(pr_number)]
     argv += [f"--{m}" for m in ("all-evals", "evals-only") if m in labels]
     code = "import sys; from relpipe.validate.gate.hook import main; sys.exit(main(sys.argv[1:]))"
-    done = subprocess.run(
-        [sys.executable, "-c", code, *argv], cwd=work, capture_output=True, text=True, check=False
+    done = process.run(
+        [sys.executable, "-c", code, *argv], cwd=work, check=False, what="the perf-changelog hook"
     )
     if done.returncode != 0:
-        first = (done.stdout.strip().splitlines() or done.stderr.strip().splitlines() or ["?"])[0]
+        said = (done.stdout or done.stderr).decode("utf-8", "replace").strip().splitlines()
+        first = process.one_line(said[0] if said else f"exit {done.returncode}")
         raise PullRequestRefused(
             f"the perf-changelog hook fails on the PR commit: {first}; nothing pushed"
         )
@@ -337,6 +335,54 @@ def publish(
     branch = target.branch or branch_for(bump.config_key)
     if client is None:
         return dry_run(target, bump, branch, labels)
+    live = open_pull_of(client, target, branch, mode)
+    previous = remote_sha(target.root, target.remote, branch)
+    if previous is not None and live is None:
+        raise PullRequestRefused(
+            f"branch {branch} already exists on {target.remote} without a PR: pass --branch NAME "
+            "or delete that branch"
+        )
+    for label in labels:
+        if not client.label_exists(target.github_repo, label):
+            raise PullRequestRefused(
+                f"label {label!r} does not exist in {target.github_repo}: create it or pass "
+                "another --label"
+            )
+    git(target.root, "fetch", "--quiet", target.remote, f"refs/heads/{target.base}")
+    base_sha = git(target.root, "rev-parse", "FETCH_HEAD").strip()
+    claimed = linked_number(target, bump)
+    number = live.number if live else claimed or 1
+    sha = build_commit(target, bump, base_sha, number, labels)
+    push(target, sha, branch, previous)
+    log(f"pushed {sha[:12]} to {target.remote} {branch} (on {target.base} {base_sha[:12]})")
+    try:
+        if live is not None:
+            req = gh.update_pull_request(
+                target.github_repo, live.number, title=bump.title, body=bump.body
+            )
+            pull = gh.Pull.from_json(client.send(req, ok=(200,)))
+        else:
+            pull = create_pull(client, target, bump, branch)
+    except PipelineError:
+        undo_push(target, sha, branch, previous)  # no branch without its PR, nor a half update
+        raise
+    if live is not None:
+        return Outcome(
+            action="updated", number=pull.number, url=pull.html_url, branch=branch, commit=sha
+        )
+    client.send(gh.add_labels_request(target.github_repo, pull.number, labels), ok=(200,))
+    if claimed is not None and claimed != pull.number:
+        log(
+            f"warning: the changelog entry links /pull/{claimed} but GitHub numbered the PR "
+            f"#{pull.number}; correct the pr-link on the branch"
+        )
+    return Outcome(
+        action="opened", number=pull.number, url=pull.html_url, branch=branch, commit=sha
+    )
+
+
+def open_pull_of(client: gh.GitHub, target: Target, branch: str, mode: str) -> gh.Pull | None:
+    """The branch's open PR, or None; refuses what `mode` cannot do (see `publish`)."""
     pulls = client.pulls_for(target.github_repo, branch)
     live = [p for p in pulls if p.state == "open"]
     if not live and pulls:
@@ -352,54 +398,22 @@ def publish(
         )
     if not live and mode == "update":
         raise PullRequestRefused(f"no open PR for {branch}; run `relpipe pr open`")
-    previous = remote_sha(target.root, target.remote, branch)
-    if previous is not None and not live:
-        raise PullRequestRefused(
-            f"branch {branch} already exists on {target.remote} without a PR: pass --branch NAME "
-            "or delete that branch"
-        )
-    for label in labels:
-        if not client.label_exists(target.github_repo, label):
-            raise PullRequestRefused(
-                f"label {label!r} does not exist in {target.github_repo}: create it or pass "
-                "another --label"
-            )
-    git(target.root, "fetch", "--quiet", target.remote, f"refs/heads/{target.base}")
-    base_sha = git(target.root, "rev-parse", "FETCH_HEAD").strip()
-    claimed = linked_number(target, bump)
-    number = live[0].number if live else claimed or 1
-    sha = build_commit(target, bump, base_sha, number, labels)
-    push(target, sha, branch, previous)
-    log(f"pushed {sha[:12]} to {target.remote} {branch} (on {target.base} {base_sha[:12]})")
-    if live:
-        req = gh.update_pull_request(
-            target.github_repo, live[0].number, title=bump.title, body=bump.body
-        )
-        try:
-            pull = gh.Pull.from_json(client.send(req, ok=(200,)))
-        except PipelineError:
-            undo_push(target, sha, branch, previous)
-            raise
-        return Outcome(
-            action="updated", number=pull.number, url=pull.html_url, branch=branch, commit=sha
-        )
+    return live[0] if live else None
+
+
+def create_pull(client: gh.GitHub, target: Target, bump: Bump, branch: str) -> gh.Pull:
+    """POST the PR. When the answer is lost (a 5xx after GitHub created it, then 422 "already
+    exists" on the retries), the PR that now exists for the branch is the one we opened."""
     req = gh.create_pull_request(
         target.github_repo, title=bump.title, body=bump.body, head=branch, base=target.base
     )
     try:
-        pull = gh.Pull.from_json(client.send(req, ok=(201,)))
-    except PipelineError:
-        undo_push(target, sha, branch, previous)  # no branch without its PR
+        return gh.Pull.from_json(client.send(req, ok=(201,)))
+    except gh.GitHubError:
+        made = [p for p in client.pulls_for(target.github_repo, branch) if p.state == "open"]
+        if made:
+            return made[0]
         raise
-    client.send(gh.add_labels_request(target.github_repo, pull.number, labels), ok=(200,))
-    if number != 1 and number != pull.number:
-        log(
-            f"warning: the changelog entry links /pull/{number} but GitHub numbered the PR "
-            f"#{pull.number}; correct the pr-link on the branch"
-        )
-    return Outcome(
-        action="opened", number=pull.number, url=pull.html_url, branch=branch, commit=sha
-    )
 
 
 def linked_number(target: Target, bump: Bump) -> int | None:

@@ -18,8 +18,6 @@ from pathlib import Path
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.workspace import CHANGELOG, LOCK, Workspace
 
-SCENARIO_TYPES = ("fixed-seq-len", "agentic-coding")
-
 
 @dataclass(frozen=True, kw_only=True)
 class Revert:
@@ -82,7 +80,7 @@ def write_revert(ws: Workspace, rev: Revert, repo_url: str) -> None:
     from relpipe.changelog.configs.pin import edit_image
     from relpipe.changelog.entry import Entry
     from relpipe.core.files import write_atomic
-    from relpipe.pipeline.release import pr_link
+    from relpipe.pipeline.release import SCENARIO_TYPES, pr_link
 
     cfg = ws.config_key(rev.config_key, 1)
     master = ws.root / cfg.master

@@ -134,6 +134,7 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     body: dict[str, Any] = field(default_factory=lambda: {"message": "injected"})
     times: int = 1
+    applied: bool = False  # the request takes effect, only its answer is the fault (a lost reply)
 
 
 @dataclass
@@ -233,7 +234,14 @@ class GitHubDouble:
     ) -> tuple[int, bytes, dict[str, str]]:
         fault = self._fault_for(method, path)
         if fault is not None:
+            if fault.applied:
+                self._route(method, path, query, body, answer)
             return fault.status, json.dumps(fault.body).encode(), fault.headers
+        return self._route(method, path, query, body, answer)
+
+    def _route(
+        self, method: str, path: str, query: dict[str, list[str]], body: Any, answer: httpx.Response
+    ) -> tuple[int, bytes, dict[str, str]]:
         m = re.fullmatch(
             r"/repos/([^/]+)/([^/]+)/(pulls|labels|issues)(?:/([^/]+))?(/labels)?", path
         )

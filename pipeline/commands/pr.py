@@ -33,7 +33,12 @@ if TYPE_CHECKING:
 ACTIONS = ("open", "update", "status")
 
 
-def add_target_args(p: argparse.ArgumentParser) -> None:
+def add_target_args(
+    p: argparse.ArgumentParser,
+    *,
+    branch: str = "relpipe/bump/KEY",
+    dry_run: str = "print the git steps and REST requests, send nothing",
+) -> None:
     """Where the PR goes; shared by `relpipe pr` and `relpipe revert`."""
     from relpipe.pipeline.github import DEFAULT_API_URL
     from relpipe.pipeline.pullrequest import DEFAULT_LABELS, MODIFIER_LABELS, PRIMARY_LABELS
@@ -47,9 +52,7 @@ def add_target_args(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--remote", default="origin", metavar="NAME", help="git remote to push to")
     g.add_argument("--base", default="main", metavar="BRANCH", help="base branch of the PR")
-    g.add_argument(
-        "--branch", default="", metavar="NAME", help="head branch (default: relpipe/bump/KEY)"
-    )
+    g.add_argument("--branch", default="", metavar="NAME", help=f"head branch (default: {branch})")
     g.add_argument("--api-url", default=DEFAULT_API_URL, metavar="URL", help="GitHub REST API URL")
     g.add_argument(
         "--label",
@@ -59,9 +62,7 @@ def add_target_args(p: argparse.ArgumentParser) -> None:
         help=f"sweep label, repeatable: exactly one of {', '.join(PRIMARY_LABELS)}, plus any of "
         f"{', '.join(MODIFIER_LABELS)} (default: {', '.join(DEFAULT_LABELS)})",
     )
-    g.add_argument(
-        "--dry-run", action="store_true", help="print the git steps and REST requests, send nothing"
-    )
+    g.add_argument("--dry-run", action="store_true", help=dry_run)
     g.add_argument("--json", action="store_true", help="print one JSON document")
 
 
@@ -120,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="DIR",
         type=Path,
         default=None,
-        help="relpipe state folder (default: REPO/.relpipe)",
+        help="relpipe state folder (default: $RELPIPE_STATE, else REPO/.relpipe)",
     )
     p.add_argument(
         "--open-missing", action="store_true", help="update: open the PR when none is open"

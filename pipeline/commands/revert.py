@@ -38,7 +38,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         required=True,
         help="why, one line (goes into the changelog entry)",
     )
-    add_target_args(p)
+    add_target_args(
+        p,
+        branch="relpipe/revert/KEY",
+        dry_run="write the revert in the working tree, print the PR's requests, send nothing",
+    )
     args = p.parse_args(argv)
     target = target_from(args)
     if not args.branch:

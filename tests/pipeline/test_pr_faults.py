@@ -100,6 +100,16 @@ def test_missing_token(
             github_api.Fault(
                 "POST",
                 PULLS,
+                403,
+                headers={"retry-after": "60"},
+                body={"message": "You have exceeded a secondary rate limit"},
+            ),
+            "403 secondary rate limit (You have exceeded a secondary rate limit); retry in 60 s",
+        ),
+        (
+            github_api.Fault(
+                "POST",
+                PULLS,
                 422,
                 body={
                     "message": "Validation Failed",
@@ -192,3 +202,45 @@ def test_a_commit_the_hook_rejects_is_never_pushed(
     assert "the perf-changelog hook fails on the PR commit" in one_line_error(capsys)
     assert no_branch(world) and api.sent("POST", PULLS) == []
     assert git(world, "worktree", "list").count("\n") == 1  # the temporary worktree is gone
+
+
+def test_a_config_change_main_made_conflicting_is_refused_and_the_pr_left_alone(
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    from pr_support import MASTER
+
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    stage_release(world, "nightly_202610070333")
+    assert pr(world, api, "open") == 0
+    pushed = git(world, "ls-remote", "origin", BRANCH)
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(tmp_path / "remote.git"), str(other))
+    text = (other / MASTER).read_text()
+    (other / MASTER).write_text(text.replace("nightly_202610011210", "nightly_202610050000"))
+    git(other, "commit", "-q", "-am", "someone else bumped the same key")
+    git(other, "push", "-q", "origin", "main")
+    assert pr(world, api, "update") == 1
+    assert "no longer applies on the current base" in one_line_error(capsys)
+    assert git(world, "ls-remote", "origin", BRANCH) == pushed
+    assert api.sent("PATCH", r".*") == []
+
+
+def test_a_pr_github_created_whose_reply_was_lost_is_kept_with_its_branch(
+    world: Path, api: github_api.GitHubDouble, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GitHub made the PR but every answer was a 502 (retries meet "already exists"): the PR that
+    now exists for the branch is ours; the branch must not be deleted from under it."""
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    api.faults.append(
+        github_api.Fault("POST", PULLS, 502, headers={"retry-after": "0"}, times=9, applied=True)
+    )
+    stage_release(world, "nightly_202610070333")
+    assert pr(world, api, "open") == 0
+    assert [s.status for s in api.sent("POST", PULLS)] == [502, 502, 502, 502]
+    assert list(api.pulls) == [1] and api.pulls[1]["state"] == "open"
+    assert [lb["name"] for lb in api.pulls[1]["labels"]] == ["full-sweep-enabled"]
+    assert not no_branch(world)

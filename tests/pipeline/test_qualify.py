@@ -772,7 +772,10 @@ def test_nightly_workflow_plan_matrix_merge_steps_give_the_unsharded_verdict(
         },
         env={**env.vars, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.vars['PATH']}"},
         checkouts={"benchmark": _pristine(env, tmp_path / "repo")},  # as the unsharded run saw it
+        # The pull-request job (release + PR) runs in test_pr_workflow.py, against Prism.
+        given={"pull-request": {"result": "skipped", "outputs": {}}},
     )
+    assert run.jobs["merge"]["outputs"]["verdict"] == qualified.report["verdict"]["overall"]
     ran = [(s.job, s.name) for s in run.steps if s.status == "ran"]
     assert ("plan", "Pin the newest nightly and plan the shards") in ran
     assert [name for job, name in ran if job == "qualify"].count("Qualify the shard") == 2
