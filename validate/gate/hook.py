@@ -42,6 +42,7 @@ from relpipe.changelog.entry import (
     scan,
 )
 from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.layout import BenchmarkFiles, find_benchmark_files
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.gate import git as githook
 from relpipe.validate.gate.basecache import BaseCache
@@ -51,7 +52,13 @@ if TYPE_CHECKING:
     from relpipe.validate.gate.append_only import Revision
 
 DEFAULT_CHANGELOG = "perf-changelog.yaml"
-DEFAULT_CONFIGS = "configs/*-master.yaml"
+# Every layout InferenceX has had (changelog/layout.py), for --help.
+CHANGELOG_PATHS = ("perf-changelog.yaml", "inferencex-e2e/perf-changelog.yaml")
+MASTER_GLOBS = (
+    "configs/*-master.yaml",
+    "inferencex-e2e/configs/*-master.yaml",
+    ".github/configs/*-master.yaml",
+)
 PLACEHOLDERS = ("XXX",)
 
 
@@ -751,7 +758,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--full", action="store_true", help="audit the whole head file as history (no base)"
     )
-    parser.add_argument("--changelog-file", default=DEFAULT_CHANGELOG, metavar="F")
+    parser.add_argument(
+        "--changelog-file",
+        metavar="F",
+        help="the changelog (default: the file pre-commit passes, else the one the layout has: "
+        f"{', '.join(CHANGELOG_PATHS)})",
+    )
     parser.add_argument(
         "--pr-number", type=int, metavar="N", help="PR mode: accept this PR's link or XXX"
     )
@@ -762,8 +774,8 @@ def _parser() -> argparse.ArgumentParser:
         "--configs",
         nargs="+",
         metavar="GLOB",
-        help=f"master configs (default: {DEFAULT_CONFIGS}); for an append-only entry they and "
-        "the runners.yaml beside them are read at the base and the head",
+        help=f"master configs (default: the layout's, {', '.join(MASTER_GLOBS)}); for an "
+        "append-only entry they and the runners.yaml beside them are read at the base and the head",
     )
     parser.add_argument(
         "--skip-config-keys",
@@ -786,6 +798,12 @@ def _parser() -> argparse.ArgumentParser:
         help="the PR carries the evals-only label (as InferenceX's CI passes it)",
     )
     parser.add_argument("--json", action="store_true", help="print every finding as JSON")
+    parser.add_argument(
+        "filenames",
+        nargs="*",
+        metavar="FILE",
+        help="the changelog as pre-commit passes it (other files are ignored)",
+    )
     return parser
 
 
@@ -823,7 +841,7 @@ def _inputs(
 ) -> tuple[bytes | None, bytes, str, tuple[str, str | None] | None]:
     """(base, head, description of where they came from, (base ref, head ref: a ref, INDEX, or
     None for the working tree) or None without a base) as the options and environment say."""
-    path = args.changelog_file
+    path = args.changelog_path
     base_ref, head_ref = args.base_ref, args.head_ref
     if base_ref is None and head_ref is None and not args.worktree:
         from_ref, to_ref = (
@@ -857,8 +875,11 @@ def _inputs(
     if args.worktree:
         head = _read_worktree(path)
     elif blobs[1] is None:
+        looked = ""
+        if args.changelog_file is None and _layout(args).layout is None:
+            looked = f" (no layout found: looked for {', '.join(_layout(args).looked_for)})"
         raise ValidateError(
-            f"{path} does not exist in {head_ref or 'the index'}; "
+            f"{path} does not exist in {head_ref or 'the index'}{looked}; "
             "stage it, or check --head-ref/--changelog-file"
         )
     else:
@@ -874,7 +895,7 @@ def _config_paths(args: argparse.Namespace) -> list[str] | None:
         return None
     import glob
 
-    patterns = args.configs or [DEFAULT_CONFIGS]
+    patterns = args.configs or list(_layout(args).masters)
     paths = sorted({p for pattern in patterns for p in glob.glob(pattern)})
     if not paths:
         if args.configs:
@@ -883,6 +904,26 @@ def _config_paths(args: argparse.Namespace) -> list[str] | None:
             )
         return None
     return paths
+
+
+def _layout(args: argparse.Namespace) -> BenchmarkFiles:
+    """The checkout's changelog and masters (changelog/layout.py), found once per run."""
+    if getattr(args, "layout", None) is None:
+        args.layout = find_benchmark_files(".")
+    return args.layout  # type: ignore[no-any-return]
+
+
+def _changelog_path(args: argparse.Namespace) -> str:
+    """--changelog-file, else the changelog pre-commit passed, else the layout's."""
+    if args.changelog_file:
+        return args.changelog_file  # type: ignore[no-any-return]
+    passed = [f for f in args.filenames if os.path.basename(f) == DEFAULT_CHANGELOG]
+    if len(set(passed)) > 1:
+        raise ValidateError(
+            f"two changelogs in one change ({', '.join(sorted(set(passed)))}): the checkout mixes "
+            "layouts; keep one, or pass --changelog-file"
+        )
+    return passed[0] if passed else _layout(args).changelog
 
 
 def _config_keys(paths: Sequence[str]) -> Sequence[str]:
@@ -976,7 +1017,20 @@ def _without_collector(run: Callable[..., Report], *args: object) -> Report:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the gate; exit 0 valid, 1 invalid, 2 usage or environment error."""
+    """Run the gate; exit 0 valid, 1 invalid, 2 usage or environment error, 3 unexpected (one
+    line and the path of a log with the traceback, as the `relpipe` command line does)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("validate_perf_changelog: interrupted", file=sys.stderr)
+        return 130
+    except Exception:  # noqa: BLE001 - the one handler of unexpected errors (exit 3 + log)
+        from relpipe.core.errors import report_unexpected
+
+        return report_unexpected("validate_perf_changelog", sys.argv[1:] if argv is None else argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -986,6 +1040,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("validate_perf_changelog: --pr-number must be a positive integer", file=sys.stderr)
         return 2
     try:
+        args.changelog_path = _changelog_path(args)
         base, head, source, refs = _inputs(args)
         changed = base is None or head != base
         repo_url = githook.canonical_repo_url(args.repo_url) if args.repo_url else None
@@ -1001,7 +1056,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             evals_only=args.evals_only,
             revisions=None if paths is None or refs is None else _revisions(paths, *refs),
         )
-        report = _without_collector(check, base, head, rules, args.changelog_file, BaseCache())
+        report = _without_collector(check, base, head, rules, args.changelog_path, BaseCache())
     except (ValidateError, ChangelogError) as exc:
         print(f"validate_perf_changelog: {exc}", file=sys.stderr)
         return 2
