@@ -286,14 +286,16 @@ def _compare(
     head: Changelog,
     base_bytes: bytes,
     head_bytes: bytes,
-) -> tuple[list[Block], int, list[Finding]]:
-    """Align base and head entries; return appended blocks, pr-link corrections, findings."""
+) -> tuple[list[Block], int, list[Finding], list[Block]]:
+    """Align base and head entries; return appended blocks, pr-link corrections, findings and
+    the entries inserted before history (judged as new entries too: every finding at once)."""
     from difflib import SequenceMatcher
 
     old, new = base.blocks, head.blocks
     matcher = SequenceMatcher(None, [b.text for b in old], [b.text for b in new], autojunk=False)
     found: list[Finding] = []
     appended: list[Block] = []
+    inserted: list[Block] = []
     corrected: list[tuple[Block, Block]] = []
     end_line = new[-1].end_line if new else 1
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -371,6 +373,7 @@ def _compare(
         if j1 < j2 and i1 == len(old):
             appended.extend(new[j1:j2])
         elif j1 < j2:
+            inserted.extend(new[j1:j2])
             for n in new[j1:j2]:
                 found.append(
                     Finding(
@@ -399,7 +402,7 @@ def _compare(
                     "restore the lines exactly as they are in the base",
                 )
             )
-    return appended, len(corrected), found
+    return appended, len(corrected), found, inserted
 
 
 # ---------------------------------------------------------------------------------------------
@@ -526,7 +529,6 @@ def _positional(
                             "the `  pr-link:` line",
                         )
                     )
-                    break
     elif not found:
         found.append(
             Finding(
@@ -620,6 +622,7 @@ def check(
     if base is None:
         return _audit(head, rules, path)
     corrections = 0
+    inserted: list[Block] = []  # entries inserted before history (diff mode)
     appending = head.startswith(base)
     if appending and (not base or proven_valid(base) or (bases is not None and bases.known(base))):
         # The usual commit: a base proven (or already found) valid, and an append.
@@ -668,7 +671,7 @@ def check(
             return Report(path, mode, len(new.blocks), 0, 0, tuple(_graded(fatal, rules)), False)
         positional = _positional(old.blocks, new.blocks, base, head, rules, path)
         if positional is None:
-            appended, corrections, found = _compare(old, new, base, head)
+            appended, corrections, found, inserted = _compare(old, new, base, head)
             if not any(f.severity == ERROR for f in found):
                 found.append(
                     Finding(
@@ -680,11 +683,12 @@ def check(
                 )
         else:
             appended, corrections, found = positional
-        new_lines = {n for b in appended for n in range(b.line, b.end_line + 2)}
+        new_lines = {n for b in (*appended, *inserted) for n in range(b.line, b.end_line + 2)}
         found.extend(f for f in new.findings if f.line in new_lines)
         found = _graded(found, rules)
+    if appended or inserted:
+        found.extend(_new_entry_findings([*appended, *inserted], rules, path))
     if appended:
-        found.extend(_new_entry_findings(appended, rules, path))
         found.extend(_sweep_findings(appended, rules))
     found.sort(key=lambda f: f.line)
     unique = list({(f.line, f.code, f.message): f for f in found}.values())
