@@ -201,7 +201,8 @@ E2E = CORPUS / "tree-2026-10"
 E2E_CALL = """
 import sys, time
 from pathlib import Path
-from infx.workflows.validate_perf_changelog import parse_changelog, compare_entries, validate_raw_change
+from infx.workflows.validate_perf_changelog import (
+    compare_entries, parse_changelog, validate_raw_change)
 b = Path(sys.argv[1]).read_bytes(); h = Path(sys.argv[2]).read_bytes()
 best = None
 for _ in range(int(sys.argv[3])):
@@ -254,8 +255,14 @@ def _e2e(tmp: Path) -> list[str]:
             f"<= (e)/15 = {call * 1000 / 15:.0f} ms",
             hook[0] <= call / 15,
         ),
-        _row("(e) 2026-10 validator's library call, same bytes (best of 3)", call, call, call,
-             "reference", None),  # fmt: skip
+        _row(
+            "(e) 2026-10 validator's library call, same bytes (best of 3)",
+            call,
+            call,
+            call,
+            "reference",
+            None,
+        ),  # fmt: skip
         "",
         f"hook (2026-10) / (e) = 1/{call / hook[0]:.1f} (whole hook process against the "
         "validator's library call alone)",

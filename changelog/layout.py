@@ -74,7 +74,8 @@ def find_benchmark_files(root: str = ".") -> BenchmarkFiles:
         present.append(LAYOUTS[1])  # a root changelog without masters: the root layout
     if len(present) > 1:
         where = " and ".join(
-            f"{os.path.join(c, CHANGELOG)} + {os.path.join(m, MASTERS)} ({n})" for n, c, m in present
+            f"{os.path.join(c, CHANGELOG)} + {os.path.join(m, MASTERS)} ({n})"
+            for n, c, m in present
         )
         raise ChangelogError(
             f"{os.path.abspath(root)} mixes benchmark-repository layouts: {where}; remove the "
@@ -89,4 +90,3 @@ def find_benchmark_files(root: str = ".") -> BenchmarkFiles:
         runners=os.path.join(masters_dir, "runners.yaml") if name else None,
         looked_for=looked_for,
     )
-

@@ -78,7 +78,9 @@ def quoting(rng: random.Random, base: bytes, entry: str) -> tuple[str, bytes]:
     target = rng.choice(["key", "link", "description"])
     quote = _QUOTES[which]
     if target == "key":
-        text = re.sub(r"(?m)^(    - )(\S+)$", lambda m: m.group(1) + quote(m.group(2)), entry, 1)
+        text = re.sub(
+            r"(?m)^(    - )(\S+)$", lambda m: m.group(1) + quote(m.group(2)), entry, count=1
+        )
     elif target == "link":
         text = re.sub(r"(?m)^(  pr-link: )(.+)$", lambda m: m.group(1) + quote(m.group(2)), entry)
     else:
@@ -151,7 +153,9 @@ def unicode(rng: random.Random, base: bytes, entry: str) -> tuple[str, bytes]:
     if where == "description":
         text = entry.replace('    - "', '    - "' + char, 1)
     elif where == "key":
-        text = re.sub(r"(?m)^(    - )(\S)", lambda m: m.group(1) + m.group(2) + char, entry, 1)
+        text = re.sub(
+            r"(?m)^(    - )(\S)", lambda m: m.group(1) + m.group(2) + char, entry, count=1
+        )
     elif where == "link":
         text = re.sub(r"(?m)^(  pr-link: \S+)$", lambda m: m.group(1) + char, entry)
     elif where == "key-name":
@@ -221,8 +225,8 @@ _LINKS = (
     f"{REPO.replace('https', 'http')}/pull/3750", f"{REPO}/pull/03750", f"{REPO}/pull/",
     f"{REPO}/pull/\u0663\u0667", f"{REPO}/pull/3750?x=1", f"{REPO}/pull/3750#top",
     f"{REPO.lower()}/pull/3750", "XXX", f"{REPO}/pull/XXX", "xxx", "#3750", "TBD",
-    f"<{REPO}/pull/3750>", f"{REPO}/issues/3750", f"https://github.com/other/repo/pull/3750",
-    f"https://www.github.com/SemiAnalysisAI/InferenceX/pull/3750", f"{REPO}/pull/3750 ",
+    f"<{REPO}/pull/3750>", f"{REPO}/issues/3750", "https://github.com/other/repo/pull/3750",
+    "https://www.github.com/SemiAnalysisAI/InferenceX/pull/3750", f"{REPO}/pull/3750 ",
     f"'{REPO}/pull/3750'", f'"{REPO}/pull/3750"', f"{REPO}/pull/+3750", f"{REPO}/pull/3_750",
 )  # fmt: skip
 
@@ -356,7 +360,7 @@ def value_types(rng: random.Random, base: bytes, entry: str) -> tuple[str, bytes
     value = rng.choice(_VALUES)
     target = rng.choice(["key", "description", "link", "column0"])
     if target == "key":
-        text = re.sub(r"(?m)^(    - )\S+$", lambda m: m.group(1) + value, entry, 1)
+        text = re.sub(r"(?m)^(    - )\S+$", lambda m: m.group(1) + value, entry, count=1)
     elif target == "description":
         text = entry.replace("  description:\n", f"  description:\n    - {value}\n", 1)
     elif target == "link":

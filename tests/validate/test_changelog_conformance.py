@@ -461,7 +461,5 @@ def test_the_2026_10_validator_agrees_on_its_own_tests_and_the_3750_change() -> 
     assert done.returncode == 0, done.stderr[-2000:]
     verdicts = [ok for ok, _ in json.loads(done.stdout)]
     assert verdicts[-3:] == [True, True, False]
-    wrong = [
-        c.name for c, ok in zip(cases, verdicts, strict=True) if relpipe(c, []).ok != ok
-    ]
+    wrong = [c.name for c, ok in zip(cases, verdicts, strict=True) if relpipe(c, []).ok != ok]
     assert not wrong, wrong

@@ -81,7 +81,9 @@ def test_a_checkout_with_two_layouts_gets_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
     base, head = _derived()
-    root = _repo(tmp_path / "ix", "inferencex-e2e/perf-changelog.yaml", "inferencex-e2e/configs", base)
+    root = _repo(
+        tmp_path / "ix", "inferencex-e2e/perf-changelog.yaml", "inferencex-e2e/configs", base
+    )
     (root / "configs").mkdir()
     shutil.copy(root / "inferencex-e2e/configs/amd-master.yaml", root / "configs/amd-master.yaml")
     monkeypatch.chdir(root)
@@ -157,7 +159,9 @@ def test_a_crash_exits_3_with_one_line_and_a_log(tmp_path: Path) -> None:
     base, _ = _derived()
     root = _repo(tmp_path / "ix", "perf-changelog.yaml", "configs", base)
     cut = base.index(b"\n- config-keys:", len(base) // 2) + 1
-    (root / "perf-changelog.yaml").write_bytes(base[:cut] + base[cut:].replace(b"    - ", b"    - x", 1))
+    (root / "perf-changelog.yaml").write_bytes(
+        base[:cut] + base[cut:].replace(b"    - ", b"    - x", 1)
+    )
     git(root, "add", "-A")
     hook = tmp_path / "hook"
     hook.mkdir()
@@ -174,3 +178,24 @@ def test_a_crash_exits_3_with_one_line_and_a_log(tmp_path: Path) -> None:
     log = Path(re.search(r"\(traceback in (\S+)\)$", done.stderr.strip()).group(1))  # type: ignore[union-attr]
     assert log.is_relative_to(tmp_path / "state" / "relpipe")
     assert "Traceback (most recent call last)" in log.read_text()
+
+
+@pytest.mark.parametrize(
+    ("changelog", "masters", "code"),
+    [
+        ("inferencex-e2e/perf-changelog.yaml", "inferencex-e2e/configs", 0),
+        ("perf-changelog.yaml", "configs", 1),
+    ],
+)
+def test_no_evals_is_judged_by_the_layout_schema(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, changelog: str, masters: str, code: int
+) -> None:
+    """2026-10's ChangelogEntry knows `no-evals`; 2026-08's forbids it."""
+    base, head = _derived()
+    root = _repo(tmp_path / "ix", changelog, masters, base)
+    (root / changelog).write_bytes(head + b"  no-evals: true\n")
+    git(root, "add", "-A")
+    monkeypatch.chdir(root)
+    assert main([]) == code, capsys.readouterr()
+    if code:
+        assert "unknown key `no-evals`" in capsys.readouterr().out
