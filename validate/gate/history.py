@@ -118,46 +118,13 @@ def compare(
                 if _pr_link_only(o, n):
                     corrected.append((o, n))
                 else:
-                    behind = (
-                        " (if your branch is behind the base, rebase onto it)" if at_end else ""
-                    )
-                    found.append(
-                        Finding(
-                            _first_diff_line(o, n),
-                            "changed",
-                            f"existing entry changed ({_summary(o)})",
-                            "history is immutable: restore the entry and append a new one "
-                            f"instead{behind}",
-                        )
-                    )
+                    found.append(_changed(o, n, at_end))
             continue
         if i2 == len(old) and i1 < i2:
             # The base has entries at its end that the head lacks.
             at = new[j1].line if j1 < len(new) else end_line
-            if j1 < j2:
-                found.append(
-                    Finding(
-                        at,
-                        "stale",
-                        f"the head lacks the last {i2 - i1} entries of the base "
-                        f"(from {_summary(old[i1])}): the branch is behind the base",
-                        "rebase onto the base (e.g. `git pull --rebase` / "
-                        "`git rebase origin/main`) "
-                        "and keep your new entries at the end",
-                    )
-                )
-                appended.extend(new[j1:j2])
-            else:
-                found.append(
-                    Finding(
-                        at,
-                        "deleted",
-                        f"the last {i2 - i1} entries of the base are missing "
-                        f"(from {_summary(old[i1])})",
-                        "history is append-only: restore them (to undo a change, append an entry "
-                        "that reverts it); if the branch is behind the base, rebase onto it",
-                    )
-                )
+            found.append(_missing_tail(old[i1], i2 - i1, at, behind=j1 < j2))
+            appended.extend(new[j1:j2])
             continue
         for o in old[i1:i2]:
             at = new[j1].line if j1 < len(new) else end_line
@@ -187,22 +154,60 @@ def compare(
     if corrected and appended:
         found.append(_mixed(appended[0].line))
     if not found:
-        # Entries line up; the bytes between them (separators) must still be the base's.
-        rebuilt = bytearray(head_bytes)
-        for o, n in reversed(corrected):
-            rebuilt[n.start : n.end] = base_bytes[o.start : o.end]
-        cut = appended[0].start - 1 if appended else len(rebuilt)
-        if bytes(rebuilt[:cut]) != base_bytes:
-            index = _common_prefix(bytes(rebuilt[:cut]), base_bytes)
-            found.append(
-                Finding(
-                    head_bytes.count(b"\n", 0, min(index, len(head_bytes))) + 1,
-                    "history-bytes",
-                    "history changed between entries (blank or whitespace lines)",
-                    "restore the lines exactly as they are in the base",
-                )
-            )
+        found.extend(_separators(base_bytes, head_bytes, corrected, appended))
     return appended, len(corrected), found, inserted
+
+
+def _changed(old: Block, new: Block, at_end: bool) -> Finding:
+    behind = " (if your branch is behind the base, rebase onto it)" if at_end else ""
+    return Finding(
+        _first_diff_line(old, new),
+        "changed",
+        f"existing entry changed ({_summary(old)})",
+        f"history is immutable: restore the entry and append a new one instead{behind}",
+    )
+
+
+def _missing_tail(first: Block, count: int, at: int, behind: bool) -> Finding:
+    """The base's last `count` entries (from `first`) are not in the head: a branch behind the
+    base when the head has other entries in their place, else deleted."""
+    if behind:
+        return Finding(
+            at,
+            "stale",
+            f"the head lacks the last {count} entries of the base "
+            f"(from {_summary(first)}): the branch is behind the base",
+            "rebase onto the base (e.g. `git pull --rebase` / `git rebase origin/main`) "
+            "and keep your new entries at the end",
+        )
+    return Finding(
+        at,
+        "deleted",
+        f"the last {count} entries of the base are missing (from {_summary(first)})",
+        "history is append-only: restore them (to undo a change, append an entry "
+        "that reverts it); if the branch is behind the base, rebase onto it",
+    )
+
+
+def _separators(
+    base: bytes, head: bytes, corrected: Sequence[tuple[Block, Block]], appended: Sequence[Block]
+) -> list[Finding]:
+    """Entries line up; the bytes between them (separators) must still be the base's."""
+    rebuilt = bytearray(head)
+    for o, n in reversed(corrected):
+        rebuilt[n.start : n.end] = base[o.start : o.end]
+    cut = appended[0].start - 1 if appended else len(rebuilt)
+    if bytes(rebuilt[:cut]) == base:
+        return []
+    index = _common_prefix(bytes(rebuilt[:cut]), base)
+    return [
+        Finding(
+            head.count(b"\n", 0, min(index, len(head))) + 1,
+            "history-bytes",
+            "history changed between entries (blank or whitespace lines)",
+            "restore the lines exactly as they are in the base",
+        )
+    ]
 
 
 def _without_link(fields: Mapping[str, object]) -> dict[str, object]:
@@ -222,12 +227,44 @@ def _first_diff_byte_line(base: bytes, head: bytes) -> int:
     return head.count(b"\n", 0, _common_prefix(base, head)) + 1
 
 
+def _correction_lines(base: bytes, head: bytes, at: int) -> list[Finding]:
+    """validate_raw_change for pr-link corrections: the same lines, and every changed one a
+    `  pr-link:` line (each other changed line is a finding)."""
+    base_lines, head_lines = base.splitlines(keepends=True), head.splitlines(keepends=True)
+    if len(base_lines) != len(head_lines):
+        return [
+            Finding(
+                at,
+                "history-bytes",
+                "a pr-link correction adds or deletes lines",
+                "change only the `  pr-link:` line of the entry, in place",
+            )
+        ]
+    return [
+        Finding(
+            number,
+            "history-bytes",
+            "history changed outside a pr-link line",
+            "restore the line as it is in the base; a correction changes only the `  pr-link:` "
+            "line",
+        )
+        for number, (a, b) in enumerate(zip(base_lines, head_lines, strict=True), start=1)
+        if a != b
+        and not (
+            a.startswith(b"  pr-link:")
+            and b.startswith(b"  pr-link:")
+            and a.endswith(b"\n")
+            and b.endswith(b"\n")
+        )
+    ]
+
+
 def positional(
     old: Sequence[Block], new: Sequence[Block], base: bytes, head: bytes, rules: Rules, path: str
 ) -> tuple[list[Block], int, list[Finding]] | None:
     """InferenceX's compare_entries + validate_raw_change on entries aligned by position.
 
-    None when an existing entry's content changed or entries were deleted: `_compare` then
+    None when an existing entry's content changed or entries were deleted: `compare` then
     explains what happened (deleted, inserted, branch behind the base)."""
     if len(new) < len(old):
         return None
@@ -271,33 +308,7 @@ def positional(
             )
         )
     elif corrected:
-        base_lines, head_lines = base.splitlines(keepends=True), head.splitlines(keepends=True)
-        if len(base_lines) != len(head_lines):
-            found.append(
-                Finding(
-                    at,
-                    "history-bytes",
-                    "a pr-link correction adds or deletes lines",
-                    "change only the `  pr-link:` line of the entry, in place",
-                )
-            )
-        else:
-            for number, (a, b) in enumerate(zip(base_lines, head_lines, strict=True), start=1):
-                if a != b and not (
-                    a.startswith(b"  pr-link:")
-                    and b.startswith(b"  pr-link:")
-                    and a.endswith(b"\n")
-                    and b.endswith(b"\n")
-                ):
-                    found.append(
-                        Finding(
-                            number,
-                            "history-bytes",
-                            "history changed outside a pr-link line",
-                            "restore the line as it is in the base; a correction changes only "
-                            "the `  pr-link:` line",
-                        )
-                    )
+        found.extend(_correction_lines(base, head, at))
     elif not found:
         found.append(
             Finding(

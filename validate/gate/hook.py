@@ -329,6 +329,65 @@ def _append_only_findings(
     ]
 
 
+def _appended(
+    base: bytes, head: bytes, rules: Rules, path: str
+) -> tuple[list[Block], list[Finding]]:
+    """The usual commit (the base is a byte prefix of the head): the appended entries and their
+    findings, the separator before the first judged as InferenceX does."""
+    changelog = parse_appended(base, head, path)
+    appended: list[Block] = list(changelog.blocks)
+    first_entry = appended[0].line if appended else base.count(b"\n") + 1
+    found = list(changelog.findings)
+    if base.endswith(b"\n\n"):
+        # After a base that ends in a blank line, InferenceX wants the entry at once.
+        found = [
+            f
+            for f in found
+            if not (f.code in ("separator", "whitespace-line") and f.line <= first_entry)
+        ]
+        if appended and not head[len(base) :].startswith(b"- config-keys:"):
+            found.append(
+                Finding(
+                    first_entry,
+                    "separator",
+                    "the base already ends in a blank line: the new entry must follow it directly",
+                    "remove the blank lines before the new entry",
+                )
+            )
+    return appended, _graded(found, rules)
+
+
+def _diff(
+    base: bytes, head: bytes, old: Changelog | None, rules: Rules, path: str
+) -> Report | tuple[list[Block], list[Block], int, list[Finding]]:
+    """History changed (the base is not a prefix): appended and inserted entries, pr-link
+    corrections and every finding; a Report at once when the head cannot be read as entries."""
+    new = scan(head, path)
+    old = old or scan(base, path)
+    fatal = [f for f in new.findings if f.code not in HISTORY_CODES | ENTRY_CODES]
+    fatal = [f for f in fatal if f.code not in ("duplicate-key", "unsafe-char")]
+    if fatal:
+        return Report(path, "diff", len(new.blocks), 0, 0, tuple(_graded(fatal, rules)), False)
+    inserted: list[Block] = []
+    aligned = history.positional(old.blocks, new.blocks, base, head, rules, path)
+    if aligned is None:
+        appended, corrections, found, inserted = history.compare(old, new, base, head)
+        if not any(f.severity == ERROR for f in found):
+            found.append(
+                Finding(
+                    new.blocks[0].line if new.blocks else 1,
+                    "changed",
+                    "existing entries changed",
+                    "history is immutable: restore the base's entries, append new ones",
+                )
+            )
+    else:
+        appended, corrections, found = aligned
+    new_lines = {n for b in (*appended, *inserted) for n in range(b.line, b.end_line + 2)}
+    found.extend(f for f in new.findings if f.line in new_lines)
+    return appended, inserted, corrections, _graded(found, rules)
+
+
 def check(
     base: bytes | None,
     head: bytes,
@@ -345,6 +404,7 @@ def check(
     corrections = 0
     inserted: list[Block] = []  # entries inserted before history (diff mode)
     appending = head.startswith(base)
+    old: Changelog | None
     if appending and (not base or proven_valid(base) or (bases is not None and bases.known(base))):
         # The usual commit: a base proven (or already found) valid, and an append.
         old = None
@@ -357,56 +417,13 @@ def check(
             bases.remember(base)
     if head.startswith(base):
         mode = "append"
-        changelog = parse_appended(base, head, path)
-        appended: list[Block] = list(changelog.blocks)
-        first = base.count(b"\n") + 1
-        # The separator before the first new entry is judged as InferenceX does: after a base
-        # that ends in a blank line the entry follows at once.
-        first_entry = appended[0].line if appended else first
-        found = list(changelog.findings)
-        if base.endswith(b"\n\n"):
-            # After a base that ends in a blank line, InferenceX wants the entry at once.
-            found = [
-                f
-                for f in found
-                if not (f.code in ("separator", "whitespace-line") and f.line <= first_entry)
-            ]
-            if appended and not head[len(base) :].startswith(b"- config-keys:"):
-                found.append(
-                    Finding(
-                        first_entry,
-                        "separator",
-                        "the base already ends in a blank line: the new entry must follow it "
-                        "directly",
-                        "remove the blank lines before the new entry",
-                    )
-                )
-        found = _graded(found, rules)
+        appended, found = _appended(base, head, rules, path)
     else:
         mode = "diff"
-        new = scan(head, path)
-        old = old or scan(base, path)
-        fatal = [f for f in new.findings if f.code not in HISTORY_CODES | ENTRY_CODES]
-        fatal = [f for f in fatal if f.code not in ("duplicate-key", "unsafe-char")]
-        if fatal:
-            return Report(path, mode, len(new.blocks), 0, 0, tuple(_graded(fatal, rules)), False)
-        aligned = history.positional(old.blocks, new.blocks, base, head, rules, path)
-        if aligned is None:
-            appended, corrections, found, inserted = history.compare(old, new, base, head)
-            if not any(f.severity == ERROR for f in found):
-                found.append(
-                    Finding(
-                        new.blocks[0].line if new.blocks else 1,
-                        "changed",
-                        "existing entries changed",
-                        "history is immutable: restore the base's entries, append new ones",
-                    )
-                )
-        else:
-            appended, corrections, found = aligned
-        new_lines = {n for b in (*appended, *inserted) for n in range(b.line, b.end_line + 2)}
-        found.extend(f for f in new.findings if f.line in new_lines)
-        found = _graded(found, rules)
+        diff = _diff(base, head, old, rules, path)
+        if isinstance(diff, Report):
+            return diff
+        appended, inserted, corrections, found = diff
     if appended or inserted:
         found.extend(_new_entry_findings([*appended, *inserted], rules, path))
     if appended:
