@@ -405,8 +405,9 @@ def check(
     inserted: list[Block] = []  # entries inserted before history (diff mode)
     appending = head.startswith(base)
     old: Changelog | None
-    if appending and (not base or proven_valid(base) or (bases is not None and bases.known(base))):
-        # The usual commit: a base proven (or already found) valid, and an append.
+    # The usual commit: a base already found valid (the real file, with its whitespace lines,
+    # is never proven by the grammar: the cache is asked first) or proven valid, and an append.
+    if appending and (not base or (bases is not None and bases.known(base)) or proven_valid(base)):
         old = None
     else:
         old = scan(base, path)
