@@ -199,3 +199,18 @@ def test_no_evals_is_judged_by_the_layout_schema(
     assert main([]) == code, capsys.readouterr()
     if code:
         assert "unknown key `no-evals`" in capsys.readouterr().out
+
+
+def test_pre_commit_file_names_after_configs_are_the_changelog(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """pre-commit appends the staged file names after the hook's `args:`; after `--configs GLOB`
+    they are the changelog, not master configs."""
+    base, head = _derived()
+    changelog = "inferencex-e2e/perf-changelog.yaml"
+    root = _repo(tmp_path / "ix", changelog, "inferencex-e2e/configs", base)
+    (root / changelog).write_bytes(head)
+    git(root, "add", "-A")
+    monkeypatch.chdir(root)
+    assert main(["--configs", "inferencex-e2e/configs/*-master.yaml", changelog]) == 0
+    assert f"{changelog}: ok (append: 1 appended" in capsys.readouterr().out

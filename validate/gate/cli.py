@@ -339,6 +339,11 @@ def _main(argv: Sequence[str] | None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    if args.configs:
+        # pre-commit appends the file names after the hook's args: `--configs GLOB` takes them.
+        passed = [p for p in args.configs if os.path.basename(p) == DEFAULT_CHANGELOG]
+        args.configs = [p for p in args.configs if p not in passed] or None
+        args.filenames = [*passed, *args.filenames]
     if args.pr_number is not None and args.pr_number < 1:
         print("validate_perf_changelog: --pr-number must be a positive integer", file=sys.stderr)
         return 2
