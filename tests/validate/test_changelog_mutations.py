@@ -130,3 +130,25 @@ def test_no_evals_follows_the_layout() -> None:
     report = gate.check(base, both, gate.Rules(REPO, None, None, schema="2026-10"))
     assert not report.ok
     assert "no-evals cannot be combined" in report.findings[-1].message
+
+
+def test_every_entry_with_a_chinese_line_passes_when_appended() -> None:
+    """The 136 entries of the real 2026-10 file that carry a Simplified Chinese description line
+    after the English ones (InferenceX's validator accepts the file that holds them), each
+    appended again to the whole file: relpipe accepts every one, without a finding on it."""
+    full = (corpus.inferencex_e2e() / "perf-changelog.yaml").read_bytes()
+    starts = [0] + [m.start() + 1 for m in re.finditer(rb"\n- config-keys:", full)]
+    ends = [*starts[1:], len(full)]
+    # Each entry without the separator (blank or whitespace-only lines) after it.
+    entries = [full[a:b].rstrip(b" \n") + b"\n" for a, b in zip(starts, ends, strict=True)]
+    chinese = [e for e in entries if re.search("[\u4e00-\u9fff]", e.decode("utf-8"))]
+    assert len(entries) == 1101 and len(chinese) == 136
+    rules = gate.Rules(REPO, None, None, schema="2026-10")
+    bad = []
+    for entry in chinese:
+        if b"\n  - " in entry or b"\n   - " in entry:
+            continue  # a history entry with 2- or 3-space items: house style, a warning
+        report = gate.check(full, full + b"\n" + entry, rules)
+        if not report.ok or report.findings:
+            bad.append((entry[:80], report.findings[:2]))
+    assert not bad, bad
