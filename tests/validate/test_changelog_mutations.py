@@ -135,7 +135,8 @@ def test_no_evals_follows_the_layout() -> None:
 def test_every_entry_with_a_chinese_line_passes_when_appended() -> None:
     """The 136 entries of the real 2026-10 file that carry a Simplified Chinese description line
     after the English ones (InferenceX's validator accepts the file that holds them), each
-    appended again to the whole file: relpipe accepts every one, without a finding on it."""
+    appended again to the whole file: relpipe accepts every one (only a 2-space-item warning on
+    one of them)."""
     full = (corpus.inferencex_e2e() / "perf-changelog.yaml").read_bytes()
     starts = [0] + [m.start() + 1 for m in re.finditer(rb"\n- config-keys:", full)]
     ends = [*starts[1:], len(full)]
@@ -146,9 +147,8 @@ def test_every_entry_with_a_chinese_line_passes_when_appended() -> None:
     rules = gate.Rules(REPO, None, None, schema="2026-10")
     bad = []
     for entry in chinese:
-        if b"\n  - " in entry or b"\n   - " in entry:
-            continue  # a history entry with 2- or 3-space items: house style, a warning
         report = gate.check(full, full + b"\n" + entry, rules)
-        if not report.ok or report.findings:
+        # One of them has 2-space list items: house style, a warning.
+        if not report.ok or any(f.code != "indent" for f in report.findings):
             bad.append((entry[:80], report.findings[:2]))
     assert not bad, bad
