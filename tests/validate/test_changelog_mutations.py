@@ -135,7 +135,7 @@ def test_no_evals_follows_the_layout() -> None:
 def test_every_entry_with_a_chinese_line_passes_when_appended() -> None:
     """The 136 entries of the real 2026-10 file that carry a Simplified Chinese description line
     after the English ones (InferenceX's validator accepts the file that holds them), each
-    appended again to the whole file: relpipe accepts every one (only a 2-space-item warning on
+    appended again to the whole file: relpipe accepts every one (only house-style warnings on
     one of them)."""
     full = (corpus.inferencex_e2e() / "perf-changelog.yaml").read_bytes()
     starts = [0] + [m.start() + 1 for m in re.finditer(rb"\n- config-keys:", full)]
@@ -148,7 +148,7 @@ def test_every_entry_with_a_chinese_line_passes_when_appended() -> None:
     bad = []
     for entry in chinese:
         report = gate.check(full, full + b"\n" + entry, rules)
-        # One of them has 2-space list items: house style, a warning.
-        if not report.ok or any(f.code != "indent" for f in report.findings):
+        # One of them has 2-space items and a value over two lines: house style, warnings.
+        if not report.ok or any(f.code not in ("indent", "continuation") for f in report.findings):
             bad.append((entry[:80], report.findings[:2]))
     assert not bad, bad
