@@ -15,11 +15,13 @@ from pathlib import Path
 
 import corpus
 import pytest
+import yaml
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.layout import find_benchmark_files
 from relpipe.validate.gate.hook import main
 from support import git
 
+ROOT = Path(__file__).resolve().parents[2]
 REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
 KEY = "minimaxm3-fp4-mi355x-atom-agentic-mtp"
 
@@ -214,3 +216,15 @@ def test_pre_commit_file_names_after_configs_are_the_changelog(
     monkeypatch.chdir(root)
     assert main(["--configs", "inferencex-e2e/configs/*-master.yaml", changelog]) == 0
     assert f"{changelog}: ok (append: 1 appended" in capsys.readouterr().out
+
+
+def test_the_pre_commit_hook_runs_for_the_changelog_of_every_layout() -> None:
+    """`.pre-commit-hooks.yaml`: the changelog at the root or under inferencex-e2e/ triggers the
+    hook, which gets the file name (pass_filenames)."""
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    (gate,) = [h for h in hooks if h["id"] == "validate-perf-changelog"]
+    assert gate["pass_filenames"] is True
+    pattern = re.compile(gate["files"])
+    assert pattern.search("perf-changelog.yaml")
+    assert pattern.search("inferencex-e2e/perf-changelog.yaml")
+    assert not pattern.search("docs/perf-changelog.yaml")
