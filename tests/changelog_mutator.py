@@ -291,7 +291,11 @@ def separators(rng: random.Random, base: bytes, entry: str) -> tuple[str, bytes]
         "extra-final": base + b"\n" + raw + b"\n",
         "doc-start": b"---\n" + base + b"\n" + raw,
         "doc-end": base + b"\n" + raw + b"...\n",
-        "two-new": base + b"\n" + raw + rng.choice([b"\n", b"\n\n", b""]) + raw,
+        "two-new": base
+        + b"\n"
+        + raw
+        + rng.choice([b"\n", b"\n\n", b"", b"  \n\n", b"\n  \n", b"# c\n\n", b" \n \n\n"])
+        + raw.replace(b"    - ", b"    - 2", 1),
     }
     return kind, heads[kind]
 

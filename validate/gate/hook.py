@@ -354,7 +354,28 @@ def _appended(
                     "remove the blank lines before the new entry",
                 )
             )
-    return appended, _graded(found, rules)
+    return appended, _lenient_gaps(_graded(found, rules), head, appended, rules)
+
+
+def _lenient_gaps(
+    found: list[Finding], head: bytes, appended: Sequence[Block], rules: Rules
+) -> list[Finding]:
+    """validate_raw_change wants only the line before each later appended entry empty and the one
+    before that not (whitespace-only lines above it pass): such a gap is house style there."""
+    lines: set[int] = set()
+    for previous, block in zip(appended, appended[1:], strict=False):
+        prefix = head[: block.start]
+        if prefix.endswith(b"\n\n") and not prefix.endswith(b"\n\n\n"):
+            lines.update(range(previous.end_line + 1, block.line + 1))
+    if not lines:
+        return found
+    style = _style_severity(rules)
+    return [
+        Finding(f.line, f.code, f.message, f.hint, style)
+        if f.code in ("whitespace-line", "separator") and f.line in lines
+        else f
+        for f in found
+    ]
 
 
 def _diff(
@@ -385,7 +406,8 @@ def _diff(
         appended, corrections, found = aligned
     new_lines = {n for b in (*appended, *inserted) for n in range(b.line, b.end_line + 2)}
     found.extend(f for f in new.findings if f.line in new_lines)
-    return appended, inserted, corrections, _graded(found, rules)
+    graded = _lenient_gaps(_graded(found, rules), head, appended, rules)
+    return appended, inserted, corrections, graded
 
 
 def check(
