@@ -31,7 +31,6 @@ from relpipe.changelog.configs.load import resolve_key, resolve_keys
 from relpipe.changelog.entry import (
     ENTRY_CODES,
     ERROR,
-    NO_EVALS,
     WARNING,
     Block,
     Changelog,
@@ -51,6 +50,7 @@ if TYPE_CHECKING:
 
 DEFAULT_CHANGELOG = "perf-changelog.yaml"
 PLACEHOLDERS = ("XXX",)
+NO_EVALS = "no-evals"  # a 2026-10 field (changelog/entry/model.py)
 
 
 @dataclass(frozen=True)
