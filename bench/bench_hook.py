@@ -17,7 +17,11 @@ Every command gets one untimed warm-up run (bytecode caches written, files in th
 - a 9 MB changelog of entries in a non-house style (2-space items, comments, `yes`): `--full`
   whole process, wall time (best of 3) and peak memory (largest of the 3) (issue 12 target:
   < 2 s and < 300 MB).
-Targets: hook <= (o)/15, hook <= (a)/10, hook <= 3 x (b), 20k entries < 0.5 s.
+- the hook with its defaults in a 2026-10 layout repository (`inferencex-e2e/`), PR #3750's
+  base -> head from `tree-2026-10/_derived/`, against (e): the 2026-10 validator's library call
+  (`parse_changelog` x2, `compare_entries`, `validate_raw_change`) timed inside its process
+  (target: hook <= (e)/15).
+Targets: hook <= (o)/15, hook <= (e)/15, hook <= (a)/10, hook <= 3 x (b), 20k entries < 0.5 s.
 """
 
 from __future__ import annotations
@@ -191,6 +195,75 @@ def _oracle(tmp: Path, base: bytes, head: bytes) -> list[str] | None:
     return [corpus.oracle_python(), "-c", script]
 
 
+E2E = CORPUS / "tree-2026-10"
+# The 2026-10 validator's library call as its tree's SOURCE.md makes it, timed in its own process
+# (interpreter and import excluded), best of RUNS.
+E2E_CALL = """
+import sys, time
+from pathlib import Path
+from infx.workflows.validate_perf_changelog import (
+    compare_entries, parse_changelog, validate_raw_change)
+b = Path(sys.argv[1]).read_bytes(); h = Path(sys.argv[2]).read_bytes()
+walls, cpus = [], []
+for _ in range(int(sys.argv[3])):
+    t, c = time.perf_counter(), time.process_time()
+    adds, corr = compare_entries(parse_changelog(b, "base"), parse_changelog(h, "head"), None)
+    validate_raw_change(b, h, len(adds), corr)
+    walls.append(time.perf_counter() - t)
+    cpus.append(time.process_time() - c)
+print(min(walls), sorted(walls)[len(walls) // 2], min(cpus))
+"""
+
+
+def _e2e(tmp: Path) -> list[str]:
+    """The hook with its defaults in a 2026-10 layout repository (the masters under
+    inferencex-e2e/configs, PR #3750's base -> head) against the 2026-10 validator's library
+    call on the same bytes: target hook <= call / 15, both measured in this run."""
+    derived = E2E / "_derived"
+    if not (derived / "perf-changelog.head-3750.yaml").is_file():
+        return ["", "(2026-10 tree not found: the 2026-10 ratio is not measured)"]
+    sys.path.insert(0, str(ROOT / "tests"))
+    import corpus
+
+    base = (derived / "perf-changelog.base-before-3750.yaml").read_bytes()
+    head = (derived / "perf-changelog.head-3750.yaml").read_bytes()
+    repo = tmp / "e2e"
+    (repo / "inferencex-e2e" / "configs").mkdir(parents=True)
+    for master in (E2E / "inferencex-e2e" / "configs").glob("*.yaml"):
+        shutil.copy(master, repo / "inferencex-e2e" / "configs" / master.name)
+    (repo / "inferencex-e2e" / "perf-changelog.yaml").write_bytes(base)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "remote", "add", "origin", REPO_URL + ".git")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    (repo / "inferencex-e2e" / "perf-changelog.yaml").write_bytes(head)
+    _git(repo, "add", "-A")  # the hook's default: HEAD -> index, the changelog found by layout
+    hook = _time(_hook(), repo, env={**ENV, "RELPIPE_HOOK_CACHE": str(tmp / "bases")})
+    (tmp / "e2e-base.yaml").write_bytes(base)
+    (tmp / "e2e-head.yaml").write_bytes(head)
+    env = {**ENV, "PYTHONPATH": str(E2E / "inferencex-e2e"), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run(
+        [corpus.oracle_python(), "-c", E2E_CALL, str(tmp / "e2e-base.yaml"),
+         str(tmp / "e2e-head.yaml"), "3"],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    call, median, cpu = (float(x) for x in done.stdout.split()[-3:])
+    return [
+        _row(
+            "hook, defaults, 2026-10 layout: 1,088 entries + PR #3750's (HEAD -> index)",
+            *hook,
+            f"<= (e)/15 = {call * 1000 / 15:.0f} ms",
+            hook[0] <= call / 15,
+        ),
+        _row(
+            "(e) 2026-10 validator's library call, same bytes", call, median, cpu, "reference", None
+        ),
+        "",
+        f"hook (2026-10) / (e) = 1/{call / hook[0]:.1f} wall, 1/{cpu / hook[2]:.1f} CPU (whole "
+        "hook process, git included, against the validator's library call alone)",
+    ]
+
+
 def _nonstandard(size: int) -> bytes:
     """`size` bytes of valid entries that miss the house style (the grammar of its variants
     proves them; each has four style warnings, printed)."""
@@ -351,6 +424,7 @@ def main() -> list[str]:
                 wall < 2 and peak < 300,
             )
         )
+        lines.extend(_e2e(tmp))
     lines.append("")
     if ref_o is not None:
         lines.append(f"hook / (o) = 1/{ref_o[0] / hook[0]:.1f} (InferenceX's strict validator)")

@@ -12,6 +12,7 @@ import importlib
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from types import ModuleType
 
 EXIT_OK = 0
@@ -51,3 +52,31 @@ def require(module: str, extra: str) -> ModuleType:
         if exc.name is not None and module.split(".")[0] == exc.name.split(".")[0]:
             raise MissingExtra(module, extra) from None
         raise
+
+
+def report_unexpected(prog: str, args: Sequence[str]) -> int:
+    """Exit 3 for the exception being handled: one line on stderr naming it and a log file with
+    the traceback (as pre-commit does). The one crash handler of every entry point (`relpipe`,
+    `validate_perf_changelog`); only the standard library, for the commit hook."""
+    import os
+    import sys
+    import tempfile
+    import traceback
+
+    from relpipe.core import sanitize
+
+    exc = sys.exc_info()[1]
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    log_dir = os.path.join(state, "relpipe")
+    name = prog.replace(" ", "-")
+    try:
+        os.makedirs(log_dir, exist_ok=True)
+        fd, log = tempfile.mkstemp(prefix=f"{name}-", suffix=".log", dir=log_dir)
+    except OSError:
+        fd, log = tempfile.mkstemp(prefix=f"relpipe-{name}-", suffix=".log")
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(f"{prog} {' '.join(args)}\n\n")
+        out.write(traceback.format_exc())
+    what = sanitize.terminal(f"{type(exc).__name__}: {exc}", limit=2000) or "(no message)"
+    print(f"{prog}: unexpected error: {what[:300]} (traceback in {log})", file=sys.stderr)
+    return EXIT_UNEXPECTED

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from relpipe.core import sanitize
-from relpipe.core.errors import EXIT_UNEXPECTED, RelpipeError
+from relpipe.core.errors import RelpipeError, report_unexpected
 from relpipe.engine.errors import EngineError
 
 # Every package error derives from RelpipeError except the engine payload's (it imports no core).
@@ -120,24 +120,7 @@ def _one_line(text: str) -> str:
 
 def _unexpected(name: str, args: Sequence[str]) -> int:
     """Exit 3: one line naming the error and a log file with the traceback (as pre-commit does)."""
-    import os
-    import tempfile
-    import traceback
-
-    exc = sys.exc_info()[1]
-    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    log_dir = os.path.join(state, "relpipe")
-    try:
-        os.makedirs(log_dir, exist_ok=True)
-        fd, log = tempfile.mkstemp(prefix=f"{name}-", suffix=".log", dir=log_dir)
-    except OSError:
-        fd, log = tempfile.mkstemp(prefix=f"relpipe-{name}-", suffix=".log")
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(f"relpipe {name} {' '.join(args[1:])}\n\n")
-        out.write(traceback.format_exc())
-    what = _one_line(f"{type(exc).__name__}: {exc}")
-    print(f"relpipe {name}: unexpected error: {what[:300]} (traceback in {log})", file=sys.stderr)
-    return EXIT_UNEXPECTED
+    return report_unexpected(f"relpipe {name}", args[1:])
 
 
 if __name__ == "__main__":

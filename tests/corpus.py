@@ -176,3 +176,31 @@ def image_tags() -> list[dict[str, str]]:
 
     with open(engines_dir() / "rocm-image-tags.tsv", newline="", encoding="utf-8") as f:
         return list(csv.DictReader(f, delimiter="\t"))
+
+
+def inferencex_e2e() -> Path:
+    """InferenceX as of 2026-10 (`tree-2026-10/`, a partial reconstruction: read its SOURCE.md):
+    the `inferencex-e2e/` folder, with the 2026-10 validator `infx/workflows/...`."""
+    e2e = inferencex_dir() / "tree-2026-10" / "inferencex-e2e"
+    if not (e2e / "infx" / "workflows" / "validate_perf_changelog.py").is_file():
+        unavailable(f"InferenceX 2026-10 tree not found at {e2e}")
+    return e2e
+
+
+def run_oracle_e2e(
+    script: Path, *args: str, input: str | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """One of our drivers in tests/oracles/ run by the oracle Python with the 2026-10 tree's
+    `infx` package importable (as its SOURCE.md runs the validator)."""
+    e2e = inferencex_e2e()
+    env = {**os.environ, "PYTHONPATH": str(e2e), "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run(
+        [oracle_python(), str(script), *args],
+        cwd=e2e,
+        env=env,
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

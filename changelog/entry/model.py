@@ -22,8 +22,9 @@ class Entry:
 
     # Attributes in the constructor's order (required first); the number after the kind is the
     # field's place in a written entry (the real corpus's order: scenario-type comes second).
+    # An empty key: ChangelogEntry accepts it; the config-key resolution rejects it.
     config_keys: tuple[str, ...] = _spec(
-        KEYS, 0, hint="list the master-config keys, one `- key` per line"
+        KEYS, 0, hint="list the master-config keys, one `- key` per line", lenient=("blank-item",)
     )
     description: tuple[str, ...] = _spec(
         TEXTS, 2, hint='write each description line as `- "text"`', lenient=("blank-item",)
@@ -43,6 +44,9 @@ class Entry:
     all_evals: bool = _spec(FLAG, 5, default=False)
     append_only: bool = _spec(FLAG, 6, excludes=_EXCLUSIVE, default=False)
     eval_min_prefill_ep: int | None = _spec(COUNT, 7, default=None)
+    # InferenceX 2026-10 (infx/); its 2026-08 model forbids it, and so does the hook for a
+    # repository in a 2026-08 layout (validate/gate/hook.py).
+    no_evals: bool = _spec(FLAG, 8, excludes=_EXCLUSIVE, default=False)
 
 
 FIELDS: tuple[Field, ...] = declared(Entry)

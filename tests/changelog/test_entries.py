@@ -393,7 +393,7 @@ def test_variants_grammar_proves_only_what_the_line_parser_and_pyyaml_accept(
         assert tuple(loaded["config-keys"]) == entry.config_keys
         assert tuple(loaded["description"]) == entry.description
         assert loaded["pr-link"] == entry.pr_link
-        flags = (entry.evals_only, entry.all_evals, entry.append_only)
+        flags = (entry.evals_only, entry.all_evals, entry.append_only, entry.no_evals)
         assert tuple(bool(loaded.get(key, False)) for key in E.FLAG_KEYS) == flags
         assert loaded.get("eval-min-prefill-ep") == entry.eval_min_prefill_ep
 

@@ -436,3 +436,53 @@ def test_git_pairs_through_the_command_line(
         out = capsys.readouterr()
         assert code == expected, (case.name, out.out, out.err)
     assert not wanted
+
+
+def test_the_2026_10_validator_agrees_on_its_own_tests_and_the_3750_change() -> None:
+    """InferenceX's 2026-10 validator (`infx/workflows/validate_perf_changelog.py`, whose tests in
+    `infx/tests/workflows/` are the cases of inferencex_cases() minus the CLI ones) and the real
+    #3750 change on the whole 2026-10 changelog (1,088 -> 1,089 entries, 136 with a Chinese line
+    in the final file): relpipe gives its verdict case by case."""
+    derived = corpus.inferencex_e2e().parent / "_derived"
+    base = (derived / "perf-changelog.base-before-3750.yaml").read_bytes()
+    head = (derived / "perf-changelog.head-3750.yaml").read_bytes()
+    full = (corpus.inferencex_e2e() / "perf-changelog.yaml").read_bytes()  # 1,101 entries
+    entry = head[len(base) + 1 :]
+    starts = [m.start() + 1 for m in re.finditer(rb"\n- config-keys:", full)]
+    chinese = full.index('    - "新增'.encode())
+    cases = [
+        *inferencex_cases(),
+        Case("#3750 on main", base, head, resolve=False),
+        Case("#3750 in its PR", base, head, pr=3750, resolve=False),
+        Case("#3750 as another PR", base, head, pr=3751, resolve=False),
+        Case("1,101 entries + 1", full, full + b"\n" + entry, resolve=False),
+        Case(
+            "entry 500 deleted",
+            full,
+            full[: starts[499]] + full[starts[500] :] + b"\n" + entry,
+            resolve=False,
+        ),
+        Case(
+            "inserted at 600",
+            full,
+            full[: starts[599]] + entry + b"\n" + full[starts[599] :],
+            resolve=False,
+        ),
+        Case(
+            "a Chinese line edited",
+            full,
+            full[:chinese] + full[chinese:].replace("新增".encode(), "更新".encode(), 1),
+            resolve=False,
+        ),
+    ]
+    payload = [
+        {"base": base64.b64encode(c.base).decode(), "head": base64.b64encode(c.head).decode(),
+         "pr": c.pr, "all_evals": False, "evals_only": False, "resolve": False}
+        for c in cases
+    ]  # fmt: skip
+    done = corpus.run_oracle_e2e(DRIVER, "--e2e", input=json.dumps(payload))
+    assert done.returncode == 0, done.stderr[-2000:]
+    verdicts = [ok for ok, _ in json.loads(done.stdout)]
+    assert verdicts[-7:] == [True, True, False, True, False, False, False]
+    wrong = [c.name for c, ok in zip(cases, verdicts, strict=True) if relpipe(c, []).ok != ok]
+    assert not wrong, wrong

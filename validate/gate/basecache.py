@@ -26,6 +26,7 @@ _DECIDERS = (
         for name in ("fields", "model", "scalars", "schema", "read", "grammar", "scan")
     ),
     "validate/gate/hook.py",
+    "validate/gate/history.py",
     "validate/gate/basecache.py",
 )
 

@@ -1,0 +1,385 @@
+"""The command line of `validate_perf_changelog` (the hook's entry point is
+`relpipe.validate.gate.hook:main`): options, where base and head come from (git refs, the index,
+the working tree, PRE_COMMIT_FROM_REF/TO_REF), the changelog and masters of the checkout's layout
+(`changelog/layout.py`), output, and exit codes 0 valid, 1 invalid, 2 usage or environment error,
+3 unexpected (one line and a log path). Standard library and PyYAML only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from relpipe.changelog.configs.load import master_keys
+from relpipe.changelog.entry import ERROR
+from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.layout import BenchmarkFiles, find_benchmark_files
+from relpipe.validate.errors import ValidateError
+from relpipe.validate.gate import git as githook
+from relpipe.validate.gate.basecache import BaseCache
+from relpipe.validate.gate.hook import DEFAULT_CHANGELOG, Report, Rules, check
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
+if TYPE_CHECKING:
+    from relpipe.validate.gate.append_only import Revision
+
+# Every layout InferenceX has had (changelog/layout.py), for --help.
+CHANGELOG_PATHS = ("perf-changelog.yaml", "inferencex-e2e/perf-changelog.yaml")
+MASTER_GLOBS = (
+    "configs/*-master.yaml",
+    "inferencex-e2e/configs/*-master.yaml",
+    ".github/configs/*-master.yaml",
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="validate_perf_changelog",
+        # A fixed width: the default formatter imports shutil for the terminal size on every
+        # add_argument, a measurable share of a commit hook's start-up.
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, width=100),
+        description="Check perf-changelog.yaml: immutable history, appended entries valid.",
+    )
+    parser.add_argument(
+        "--base-ref",
+        help="git ref of the base (default: PRE_COMMIT_FROM_REF, "
+        "else merge-base with the upstream branch, else HEAD)",
+    )
+    head = parser.add_mutually_exclusive_group()
+    head.add_argument("--head-ref", help="git ref of the head (default: the index)")
+    head.add_argument(
+        "--worktree", action="store_true", help="use the file in the working tree as the head"
+    )
+    parser.add_argument(
+        "--full", action="store_true", help="audit the whole head file as history (no base)"
+    )
+    parser.add_argument(
+        "--changelog-file",
+        metavar="F",
+        help="the changelog (default: the file pre-commit passes, else the one the layout has: "
+        f"{', '.join(CHANGELOG_PATHS)})",
+    )
+    parser.add_argument(
+        "--pr-number", type=int, metavar="N", help="PR mode: accept this PR's link or XXX"
+    )
+    parser.add_argument(
+        "--repo-url", metavar="URL", help="repository URL for pr-links (default: origin)"
+    )
+    parser.add_argument(
+        "--configs",
+        nargs="+",
+        metavar="GLOB",
+        help=f"master configs (default: the layout's, {', '.join(MASTER_GLOBS)}); for an "
+        "append-only entry they and the runners.yaml beside them are read at the base and the head",
+    )
+    parser.add_argument(
+        "--skip-config-keys",
+        action="store_true",
+        help="do not resolve config keys (nor check append-only entries against the configs)",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="house-style findings beyond InferenceX's rules are errors (default: warnings)",
+    )
+    parser.add_argument(
+        "--all-evals",
+        action="store_true",
+        help="the PR carries the all-evals label (as InferenceX's CI passes it)",
+    )
+    parser.add_argument(
+        "--evals-only",
+        action="store_true",
+        help="the PR carries the evals-only label (as InferenceX's CI passes it)",
+    )
+    parser.add_argument("--json", action="store_true", help="print every finding as JSON")
+    parser.add_argument(
+        "filenames",
+        nargs="*",
+        metavar="FILE",
+        help="the changelog as pre-commit passes it (other files are ignored)",
+    )
+    return parser
+
+
+def _read_worktree(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise ValidateError(f"cannot read {path}: {exc.strerror}; check --changelog-file") from exc
+
+
+def _read_refs(refs: Sequence[str], path: str, explicit: bool) -> list[bytes | None]:
+    """Blobs of `path` at `refs` (INDEX for the staged file); None where the file is absent.
+
+    A missing blob at a named ref is only "file absent" if the ref itself exists: a mistyped
+    ref, or one a shallow clone lacks, is a usage error rather than an empty base.
+    """
+    blobs = githook.read_blobs([githook.spec(ref, path) for ref in refs])
+    for ref, blob in zip(refs, blobs, strict=False):
+        if (
+            blob is None
+            and ref != githook.INDEX
+            and (explicit or ref != "HEAD")
+            and not githook.ref_exists(ref)
+        ):
+            raise ValidateError(
+                f"git ref `{ref}` not found; check the name (in a shallow clone, "
+                f"`git fetch --depth=1 origin {ref}` first)"
+            )
+    return blobs
+
+
+def _inputs(
+    args: argparse.Namespace,
+) -> tuple[bytes | None, bytes, str, tuple[str, str | None] | None]:
+    """(base, head, description of where they came from, (base ref, head ref: a ref, INDEX, or
+    None for the working tree) or None without a base) as the options and environment say."""
+    path = args.changelog_path
+    base_ref, head_ref = args.base_ref, args.head_ref
+    if base_ref is None and head_ref is None and not args.worktree:
+        from_ref, to_ref = (
+            os.environ.get("PRE_COMMIT_FROM_REF"),
+            os.environ.get("PRE_COMMIT_TO_REF"),
+        )
+        if from_ref and to_ref:
+            base_ref, head_ref = from_ref, to_ref
+    explicit = bool(base_ref or head_ref)
+    if args.full:
+        if not head_ref:
+            return None, _read_worktree(path), "working tree", None
+        (head,) = _read_refs([head_ref], path, True)
+        if head is None:
+            raise ValidateError(f"{path} does not exist at {head_ref}; check --head-ref")
+        return None, head, head_ref, None
+    if base_ref is None:
+        base_ref = githook.default_base()
+    refs = [base_ref] if args.worktree else [base_ref, head_ref or githook.INDEX]
+    try:
+        blobs = _read_refs(refs, path, explicit)
+    except ValidateError:
+        if explicit or githook.in_repository():
+            raise
+        return (
+            None,
+            _read_worktree(path),
+            "working tree (no git repository: full-file audit)",
+            None,
+        )
+    if args.worktree:
+        head = _read_worktree(path)
+    elif blobs[1] is None:
+        looked = ""
+        if args.changelog_file is None and _layout(args).layout is None:
+            looked = f" (no layout found: looked for {', '.join(_layout(args).looked_for)})"
+        raise ValidateError(
+            f"{path} does not exist in {head_ref or 'the index'}{looked}; "
+            "stage it, or check --head-ref/--changelog-file"
+        )
+    else:
+        head = blobs[1]
+    base = blobs[0] or b""  # absent at the base (new file, or no commit yet): all of it is new
+    source = f"{base_ref} -> {head_ref or ('working tree' if args.worktree else 'index')}"
+    return base, head, source, (base_ref, None if args.worktree else head_ref or githook.INDEX)
+
+
+def _config_paths(args: argparse.Namespace) -> list[str] | None:
+    """The master config files in the working tree (None: config keys are not checked)."""
+    if args.skip_config_keys:
+        return None
+    import glob
+
+    patterns = args.configs or list(_layout(args).masters)
+    paths = sorted({p for pattern in patterns for p in glob.glob(pattern)})
+    if not paths:
+        if args.configs:
+            raise ValidateError(
+                f"--configs {' '.join(args.configs)} matches no file; check the glob"
+            )
+        return None
+    return paths
+
+
+def _layout(args: argparse.Namespace) -> BenchmarkFiles:
+    """The checkout's changelog and masters (changelog/layout.py), found once per run."""
+    if getattr(args, "layout", None) is None:
+        args.layout = find_benchmark_files(".")
+    return args.layout  # type: ignore[no-any-return]
+
+
+def _changelog_path(args: argparse.Namespace) -> str:
+    """--changelog-file, else the changelog pre-commit passed, else the layout's."""
+    if args.changelog_file:
+        return args.changelog_file  # type: ignore[no-any-return]
+    passed = [f for f in args.filenames if os.path.basename(f) == DEFAULT_CHANGELOG]
+    if len(set(passed)) > 1:
+        raise ValidateError(
+            f"two changelogs in one change ({', '.join(sorted(set(passed)))}): the checkout mixes "
+            "layouts; keep one, or pass --changelog-file"
+        )
+    return passed[0] if passed else _layout(args).changelog
+
+
+def _schema_of(path: str) -> str:
+    """The entry schema of the layout the changelog sits in: 2026-10 under `inferencex-e2e/`."""
+    folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    return "2026-10" if folder == "inferencex-e2e" else "2026-08"
+
+
+def _config_keys(paths: Sequence[str]) -> Sequence[str]:
+    keys: list[str] = []
+    for path in paths:
+        keys.extend(master_keys(path))  # type: ignore[arg-type]
+    return keys
+
+
+def _revisions(
+    paths: Sequence[str], base_ref: str, head_ref: str | None
+) -> Callable[[], tuple[Revision, Revision]]:
+    """A loader of the masters (the files `paths` names) and the runners.yaml beside them at
+    the base and the head (a ref, the index, or None: the working tree), in one git process."""
+
+    def load() -> tuple[Revision, Revision]:
+        from relpipe.validate.gate.append_only import revision
+
+        files = [*paths, os.path.join(os.path.dirname(paths[0]), "runners.yaml")]
+        refs = [base_ref] if head_ref is None else [base_ref, head_ref]
+        blobs = githook.read_blobs([githook.spec(ref, f) for ref in refs for f in files])
+        sides = [blobs[: len(files)]]
+        if head_ref is None:
+            sides.append([_read_optional(f) for f in files])
+        else:
+            sides.append(blobs[len(files) :])
+        out = []
+        head = "index" if head_ref == githook.INDEX else head_ref or "working tree"
+        for side, ref in zip(sides, (base_ref, head), strict=True):
+            named = [(f"{ref}:{f}", blob) for f, blob in zip(files, side, strict=True)]
+            masters = [(where, blob) for where, blob in named[:-1] if blob is not None]
+            where, blob = named[-1]
+            runners = None if blob is None else (where, blob)
+            out.append(revision(masters, runners))
+        return out[0], out[1]
+
+    return load
+
+
+def _read_optional(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def _render_json(report: Report, source: str) -> str:
+    from relpipe.core.sanitize import json_text
+
+    return json_text(
+        {
+            "ok": report.ok,
+            "file": report.path,
+            "source": source,
+            "mode": report.mode,
+            "entries": report.entries,
+            "appended": report.appended,
+            "corrections": report.corrections,
+            "config_keys_checked": report.configs_checked,
+            "findings": [
+                {
+                    "severity": f.severity,
+                    "line": f.line,
+                    "code": f.code,
+                    "message": f.message,
+                    "hint": f.hint,
+                }
+                for f in report.findings
+            ],
+        },
+        indent=2,
+    )
+
+
+def _without_collector(run: Callable[..., Report], *args: object) -> Report:
+    """`run(*args)` with Python's cyclic garbage collector paused.
+
+    A check builds no reference cycles (tests/changelog/test_entries.py holds it to that), so
+    the collector would free nothing; but its passes over a heap growing by hundreds of thousands
+    of findings cost as much as the parse of a large file (4 of 9 s on a 9 MB one)."""
+    import gc
+
+    if not gc.isenabled():
+        return run(*args)
+    gc.disable()
+    try:
+        return run(*args)
+    finally:
+        gc.enable()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the gate; exit 0 valid, 1 invalid, 2 usage or environment error, 3 unexpected (one
+    line and the path of a log with the traceback, as the `relpipe` command line does)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("validate_perf_changelog: interrupted", file=sys.stderr)
+        return 130
+    except Exception:  # noqa: BLE001 - the one handler of unexpected errors (exit 3 + log)
+        from relpipe.core.errors import report_unexpected
+
+        return report_unexpected("validate_perf_changelog", sys.argv[1:] if argv is None else argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    if args.configs:
+        # pre-commit appends the file names after the hook's args: `--configs GLOB` takes them.
+        passed = [p for p in args.configs if os.path.basename(p) == DEFAULT_CHANGELOG]
+        args.configs = [p for p in args.configs if p not in passed] or None
+        args.filenames = [*passed, *args.filenames]
+    if args.pr_number is not None and args.pr_number < 1:
+        print("validate_perf_changelog: --pr-number must be a positive integer", file=sys.stderr)
+        return 2
+    try:
+        args.changelog_path = _changelog_path(args)
+        base, head, source, refs = _inputs(args)
+        changed = base is None or head != base
+        repo_url = githook.canonical_repo_url(args.repo_url) if args.repo_url else None
+        if repo_url is None and changed:
+            repo_url = githook.origin_url()
+        paths = _config_paths(args) if changed and base is not None else None
+        rules = Rules(
+            repo_url,
+            args.pr_number,
+            None if paths is None else _config_keys(paths),
+            strict=args.strict,
+            all_evals=args.all_evals,
+            evals_only=args.evals_only,
+            revisions=None if paths is None or refs is None else _revisions(paths, *refs),
+            schema=_schema_of(args.changelog_path),
+        )
+        report = _without_collector(check, base, head, rules, args.changelog_path, BaseCache())
+    except (ValidateError, ChangelogError) as exc:
+        print(f"validate_perf_changelog: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(_render_json(report, source))
+    else:
+        errors = 0 if report.ok else sum(f.severity == ERROR for f in report.findings)
+        verdict = "ok" if report.ok else f"{errors} error(s)"
+        lines = [finding.format(report.path) for finding in report.findings]
+        lines.append(
+            f"{report.path}: {verdict} ({report.mode}: {report.appended} appended, "
+            f"{report.corrections} pr-link correction(s), {report.entries} entries; {source})"
+        )
+        lines.append("")  # the final newline, without copying the text to add it
+        # One write: a history audit may print hundreds of thousands of warnings.
+        sys.stdout.write("\n".join(lines))
+    return 0 if report.ok else 1
