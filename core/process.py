@@ -1,8 +1,9 @@
 """Running another program: the one way relpipe starts a process.
 
-No shell, ever (`argv` is a list). Output goes to unnamed temporary files, not pipes, so several
-processes can run together without one stalling on a full pipe while another is read; it is
-read back capped (`limit` bytes), so a hostile program cannot exhaust memory. A `timeout` kills
+No shell, ever (`argv` is a list). `run` runs one program through pipes; `Process` runs one in
+the background with its output in unnamed temporary files, not pipes, so several can run
+together without one stalling on a full pipe while another is read, and reads it back capped
+(`limit` bytes), so a hostile volume cannot exhaust memory. A `timeout` kills
 the process (and its process group, when it was started in its own session) and is one line.
 Failures are `ProcessError`: one line naming what ran and what it said. Standard library only:
 the commit hook's git helper uses it.
@@ -13,7 +14,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +77,8 @@ class Process:
     ) -> None:
         self.argv = tuple(argv)
         self.what = what or Path(self.argv[0]).name
+        import tempfile  # here: the commit hook's plain `run` never needs it (a few ms to import)
+
         self._new_session = new_session
         self._out = tempfile.TemporaryFile()
         self._err = tempfile.TemporaryFile()
@@ -151,12 +153,30 @@ def run(
     check: bool = True,
     what: str = "",
 ) -> Completed:
-    """Run `argv` to completion. With `check`, a non-zero exit is a one-line `ProcessError`
-    quoting the program's own error line."""
-    done = Process(argv, cwd=cwd, env=env, input=input, what=what).wait(
-        timeout=timeout, limit=limit
+    """Run `argv` to completion through pipes (one process: nothing to overlap with) and refuse
+    output over `limit`. With `check`, a non-zero exit is a one-line `ProcessError` quoting the
+    program's own error line. Use `Process` for several at once or for untrusted volumes."""
+    name = what or Path(argv[0]).name
+    try:
+        proc = subprocess.run(
+            list(argv),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            input=input,
+            stdin=None if input is not None else subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise ProcessError(f"{name} did not finish in {timeout:g} s; killed") from None
+    except OSError as exc:
+        raise ProcessError(f"cannot run {name} ({exc.strerror})") from None
+    if limit is not None and len(proc.stdout) > limit:
+        raise ProcessError(f"{name} wrote more than {limit} bytes; refusing its output")
+    done = Completed(
+        argv=tuple(argv), returncode=proc.returncode, stdout=proc.stdout, stderr=proc.stderr
     )
     if check and done.returncode != 0:
-        name = what or Path(done.argv[0]).name
         raise ProcessError(f"{name} failed: {first_error(done.stderr, done.returncode)}")
     return done

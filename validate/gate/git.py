@@ -9,22 +9,21 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from collections.abc import Sequence
 
+from relpipe.core import process
 from relpipe.validate.errors import ValidateError
 
 INDEX = ":"  # the pseudo-ref for the staged version of a file
+GIT_TIMEOUT = 120.0  # seconds: the hook reads blobs and one merge-base, never a fetch
 
 
-def git(
-    *args: str, check: bool = True, stdin: bytes | None = None
-) -> subprocess.CompletedProcess[bytes]:
+def git(*args: str, check: bool = True, stdin: bytes | None = None) -> process.Completed:
     """Run git; a failure with `check` raises ValidateError carrying git's first error line."""
     try:
-        done = subprocess.run(["git", *args], input=stdin, capture_output=True, check=False)
-    except FileNotFoundError as exc:
-        raise ValidateError("git is not installed or not on PATH; install git") from exc
+        done = process.run(["git", *args], input=stdin, check=False, timeout=GIT_TIMEOUT)
+    except process.ProcessError as exc:
+        raise ValidateError(f"{exc}; install git or check the repository") from None
     if check and done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise ValidateError(
