@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from relpipe.core.findings import ERROR as ERROR  # the entry package's words are the core's
+from relpipe.core.findings import WARNING as WARNING
+from relpipe.core.findings import Finding as Finding
+
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:
     from typing import Any
 
-ERROR = "error"
-WARNING = "warning"
 
 # Kinds of field: what values it takes, hence its rules, its grammar and how it is written.
 KEYS = "keys"  # a non-empty list of config keys (plain when YAML reads them as strings)
@@ -44,21 +46,6 @@ ENTRY_CODES = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)  # slots: a large audit holds hundreds of thousands
-class Finding:
-    """One problem, located at a line of the file being checked (1-based; 0 = whole file)."""
-
-    line: int
-    code: str
-    message: str
-    hint: str
-    severity: str = ERROR
-
-    def format(self, path: str) -> str:
-        where = f"{path}:{self.line}" if self.line else path
-        return f"{where}: {self.severity}: {self.message} (hint: {self.hint})"
-
-
 class RuleFinding(Finding):
     """A finding of the schema, naming the field rule broken: `<key>.<rule>` (such as
     `description.blank-item`) or `entry.unknown-key` / `entry.missing-key`.
@@ -70,8 +57,8 @@ class RuleFinding(Finding):
     __slots__ = ("rule",)
     rule: str
 
-    def __init__(self, *args: object, rule: str, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, rule: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         object.__setattr__(self, "rule", rule)
 
     def __repr__(self) -> str:

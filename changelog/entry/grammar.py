@@ -228,7 +228,10 @@ def variant_style(
             (f.line, f.code, f.message, f.hint) for f in _variant_findings(m, text)
         )
     return tuple(
-        [Finding(line + at, code, message, hint, severity) for at, code, message, hint in template]
+        [
+            Finding(line=line + at, code=code, message=message, hint=hint, severity=severity)
+            for at, code, message, hint in template
+        ]
     )
 
 

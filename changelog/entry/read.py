@@ -121,10 +121,10 @@ def _event_node(
         ):
             found.append(
                 Finding(
-                    at(event),
-                    "continuation",
-                    "value spans several lines",
-                    "write each value on one line",
+                    line=at(event),
+                    code="continuation",
+                    message="value spans several lines",
+                    hint="write each value on one line",
                 )
             )
         return (plain(event.value) if event.implicit[0] else event.value), pos
@@ -146,17 +146,22 @@ def _event_node(
                 and key_event.implicit[0]
             ):
                 found.append(
-                    Finding(at(key_event), "merge-key", "YAML merge key `<<`", "write the keys out")
+                    Finding(
+                        line=at(key_event),
+                        code="merge-key",
+                        message="YAML merge key `<<`",
+                        hint="write the keys out",
+                    )
                 )
             if not isinstance(key, (str, int, bool)) or key is None:
                 key = describe(key)
             if key in mapping:
                 found.append(
                     Finding(
-                        at(key_event),
-                        "duplicate-key",
-                        f"duplicate key `{key}` in entry",
-                        "keep one occurrence of the key",
+                        line=at(key_event),
+                        code="duplicate-key",
+                        message=f"duplicate key `{key}` in entry",
+                        hint="keep one occurrence of the key",
                     )
                 )
             mapping.lines[key] = at(key_event)
@@ -178,9 +183,13 @@ def _events(text: str, first: int) -> tuple[list[object], list[Finding]]:
         line = first + mark.line if mark is not None else first
         message = f"YAML syntax error: {exc.problem or exc.context}"
         hint = "fix the YAML syntax (compare with the entry above)"
-        return [], [Finding(line, "yaml", message, hint)]
+        return [], [Finding(line=line, code="yaml", message=message, hint=hint)]
     except yaml.YAMLError as exc:
-        return [], [Finding(first, "yaml", f"YAML error: {exc}", "fix the YAML syntax")]
+        return [], [
+            Finding(
+                line=first, code="yaml", message=f"YAML error: {exc}", hint="fix the YAML syntax"
+            )
+        ]
 
 
 def _node_findings(events: Sequence[object], first: int) -> list[Finding]:
@@ -193,26 +202,33 @@ def _node_findings(events: Sequence[object], first: int) -> list[Finding]:
         if isinstance(event, yaml.AliasEvent):
             found.append(
                 Finding(
-                    at,
-                    "alias",
-                    f"YAML alias `*{event.anchor}`",
-                    "aliases are not allowed (YAML bombs); write values out, quote a `*glob`",
+                    line=at,
+                    code="alias",
+                    message=f"YAML alias `*{event.anchor}`",
+                    hint="aliases are not allowed (YAML bombs); write values out, quote a `*glob`",
                 )
             )
         elif isinstance(event, yaml.NodeEvent) and event.anchor is not None:
             found.append(
                 Finding(
-                    at,
-                    "anchor",
-                    f"YAML anchor `&{event.anchor}`",
-                    "anchors are not allowed; write values out",
+                    line=at,
+                    code="anchor",
+                    message=f"YAML anchor `&{event.anchor}`",
+                    hint="anchors are not allowed; write values out",
                 )
             )
         if (
             isinstance(event, (yaml.ScalarEvent, yaml.CollectionStartEvent))
             and event.tag is not None
         ):
-            found.append(Finding(at, "tag", f"explicit YAML tag `{event.tag}`", "remove the tag"))
+            found.append(
+                Finding(
+                    line=at,
+                    code="tag",
+                    message=f"explicit YAML tag `{event.tag}`",
+                    hint="remove the tag",
+                )
+            )
     return found
 
 
@@ -234,10 +250,10 @@ def event_fields(text: str, first: int) -> tuple[dict[str, object], dict[str, in
             {},
             [
                 Finding(
-                    first,
-                    "structure",
-                    "entry is not one mapping in the top-level list",
-                    f"start the entry with `{ENTRY_START}` and indent its keys by 2",
+                    line=first,
+                    code="structure",
+                    message="entry is not one mapping in the top-level list",
+                    hint=f"start the entry with `{ENTRY_START}` and indent its keys by 2",
                 )
             ],
         )
@@ -260,7 +276,10 @@ def indent_findings(first: int, count: int, indent: int, severity: str = ERROR) 
     """One finding for each of `count` list items from line `first`, indented by `indent`."""
     message = f"list item indented by {indent} spaces"
     hint = "indent list items by exactly 4 spaces"
-    return [Finding(first + k, "indent", message, hint, severity) for k in range(count)]
+    return [
+        Finding(line=first + k, code="indent", message=message, hint=hint, severity=severity)
+        for k in range(count)
+    ]
 
 
 def _layout(lines: Sequence[str], first: int) -> list[Finding]:
@@ -271,20 +290,20 @@ def _layout(lines: Sequence[str], first: int) -> list[Finding]:
         if not line.strip(" "):  # never the first line: an entry starts with `- `
             found.append(
                 Finding(
-                    number,
-                    "blank-in-entry",
-                    "blank line inside an entry",
-                    "entries have no blank lines inside; remove it",
+                    line=number,
+                    code="blank-in-entry",
+                    message="blank line inside an entry",
+                    hint="entries have no blank lines inside; remove it",
                 )
             )
             continue
         if line != line.rstrip(" "):
             found.append(
                 Finding(
-                    number,
-                    "trailing-whitespace",
-                    "trailing whitespace",
-                    "remove the spaces at the end of the line",
+                    line=number,
+                    code="trailing-whitespace",
+                    message="trailing whitespace",
+                    hint="remove the spaces at the end of the line",
                 )
             )
         if offset == 0:
@@ -299,10 +318,10 @@ def _layout(lines: Sequence[str], first: int) -> list[Finding]:
         elif indent != 2:
             found.append(
                 Finding(
-                    number,
-                    "continuation",
-                    "value continued on its own line",
-                    "write each key and value on one line (keys indented by 2)",
+                    line=number,
+                    code="continuation",
+                    message="value continued on its own line",
+                    hint="write each key and value on one line (keys indented by 2)",
                 )
             )
     return found
@@ -322,10 +341,10 @@ def parse_block(
     if not lines[0].startswith(ENTRY_START):
         found.append(
             Finding(
-                first,
-                "structure",
-                f"entry does not start with `{ENTRY_START}`",
-                f"start every entry at column 0 with `{ENTRY_START}` on its own line",
+                line=first,
+                code="structure",
+                message=f"entry does not start with `{ENTRY_START}`",
+                hint=f"start every entry at column 0 with `{ENTRY_START}` on its own line",
             )
         )
         return {}, {}, None, tuple(found)
@@ -338,11 +357,12 @@ def parse_block(
             # a parse (a documented exception to parity; no real entry comes near it).
             found.append(
                 Finding(
-                    first,
-                    "size",
-                    f"entry is {size} bytes and not in the house style, over the "
+                    line=first,
+                    code="size",
+                    message=f"entry is {size} bytes and not in the house style, over the "
                     f"{MAX_FALLBACK_ENTRY_BYTES}-byte cap for the YAML parser",
-                    "write the entry in the house style (keys at 2, `- ` items at 4, one a line)",
+                    hint="write the entry in the house style "
+                    "(keys at 2, `- ` items at 4, one a line)",
                 )
             )
             return {}, {}, None, tuple(found)

@@ -137,23 +137,29 @@ def _byte_findings(data: bytes, first: int) -> tuple[str | None, list[Finding]]:
     if len(data) > MAX_FILE_BYTES:
         return None, [
             Finding(
-                0,
-                "size",
-                f"file is {len(data)} bytes, over the {MAX_FILE_BYTES}-byte cap",
-                "this is not a perf-changelog; check the file",
+                line=0,
+                code="size",
+                message=f"file is {len(data)} bytes, over the {MAX_FILE_BYTES}-byte cap",
+                hint="this is not a perf-changelog; check the file",
             )
         ]
     if b"\0" in data:
         found.append(
-            Finding(base + _first_line(data, b"\0"), "nul", "NUL byte", "remove binary content")
+            Finding(
+                line=base + _first_line(data, b"\0"),
+                code="nul",
+                message="NUL byte",
+                hint="remove binary content",
+            )
         )
     if b"\r" in data:
         found.append(
             Finding(
-                base + _first_line(data, b"\r"),
-                "crlf",
-                "CR line ending (CRLF)",
-                "convert line endings to LF (e.g. `dos2unix`, or git config core.autocrlf input)",
+                line=base + _first_line(data, b"\r"),
+                code="crlf",
+                message="CR line ending (CRLF)",
+                hint="convert line endings to LF "
+                "(e.g. `dos2unix`, or git config core.autocrlf input)",
             )
         )
     try:
@@ -161,7 +167,10 @@ def _byte_findings(data: bytes, first: int) -> tuple[str | None, list[Finding]]:
     except UnicodeDecodeError as exc:
         found.append(
             Finding(
-                base + _line_of(data, exc.start), "utf8", "invalid UTF-8", "save the file as UTF-8"
+                line=base + _line_of(data, exc.start),
+                code="utf8",
+                message="invalid UTF-8",
+                hint="save the file as UTF-8",
             )
         )
         return None, found
@@ -176,15 +185,20 @@ def _text_findings(data: bytes, text: str, first: int) -> list[Finding]:
     base = first - 1
     if text.startswith("\ufeff"):
         found.append(
-            Finding(first, "bom", "UTF-8 byte-order mark", "save the file as UTF-8 without BOM")
+            Finding(
+                line=first,
+                code="bom",
+                message="UTF-8 byte-order mark",
+                hint="save the file as UTF-8 without BOM",
+            )
         )
     if "\t" in text:
         found.append(
             Finding(
-                base + _line_of(text, text.index("\t")),
-                "tab",
-                "tab character",
-                "indent and separate with spaces only",
+                line=base + _line_of(text, text.index("\t")),
+                code="tab",
+                message="tab character",
+                hint="indent and separate with spaces only",
             )
         )
     if not data.isascii():
@@ -194,10 +208,10 @@ def _text_findings(data: bytes, text: str, first: int) -> list[Finding]:
         if char is not None:
             found.append(
                 Finding(
-                    base + _line_of(text, text.index(char)),
-                    "unsafe-char",
-                    f"invisible, private-use or unassigned character U+{ord(char):04X}",
-                    "remove it (bidi controls and zero-width characters hide what a "
+                    line=base + _line_of(text, text.index(char)),
+                    code="unsafe-char",
+                    message=f"invisible, private-use or unassigned character U+{ord(char):04X}",
+                    hint="remove it (bidi controls and zero-width characters hide what a "
                     "reviewer reads)",
                 )
             )
@@ -206,29 +220,29 @@ def _text_findings(data: bytes, text: str, first: int) -> list[Finding]:
         char = odd.group(0).decode("utf-8")
         found.append(
             Finding(
-                base + _line_of(data, odd.start()),
-                "non-printable",
-                f"non-printable or line-break character U+{ord(char):04X}",
-                "remove it, or write it as an escape inside a double-quoted string",
+                line=base + _line_of(data, odd.start()),
+                code="non-printable",
+                message=f"non-printable or line-break character U+{ord(char):04X}",
+                hint="remove it, or write it as an escape inside a double-quoted string",
             )
         )
     conflict = _CONFLICT.search(text) if any(m in data for m in _CONFLICT_BYTES) else None
     if conflict is not None:
         found.append(
             Finding(
-                base + _line_of(text, conflict.start()),
-                "conflict-marker",
-                f"merge conflict marker `{conflict.group(0).strip()}`",
-                "resolve the merge conflict and delete the <<<<<<< ======= >>>>>>> lines",
+                line=base + _line_of(text, conflict.start()),
+                code="conflict-marker",
+                message=f"merge conflict marker `{conflict.group(0).strip()}`",
+                hint="resolve the merge conflict and delete the <<<<<<< ======= >>>>>>> lines",
             )
         )
     if not data.endswith(b"\n"):
         found.append(
             Finding(
-                base + data.count(b"\n") + 1,
-                "final-newline",
-                "no newline at end of file",
-                "end the file with exactly one newline",
+                line=base + data.count(b"\n") + 1,
+                code="final-newline",
+                message="no newline at end of file",
+                hint="end the file with exactly one newline",
             )
         )
     elif data[len(data.rstrip(b" \n")) :].count(b"\n") > 1:
@@ -236,12 +250,12 @@ def _text_findings(data: bytes, text: str, first: int) -> list[Finding]:
         # before the final newline are only style there.
         found.append(
             Finding(
-                base + len(data.rstrip(b" \n").split(b"\n")) + 1,
-                "trailing-blank-lines" if data.endswith(b"\n\n") else "trailing-whitespace",
-                "blank lines at end of file"
+                line=base + len(data.rstrip(b" \n").split(b"\n")) + 1,
+                code="trailing-blank-lines" if data.endswith(b"\n\n") else "trailing-whitespace",
+                message="blank lines at end of file"
                 if data.endswith(b"\n\n")
                 else "whitespace-only lines at end of file",
-                "end the file with exactly one newline",
+                hint="end the file with exactly one newline",
             )
         )
     return found
@@ -263,7 +277,12 @@ def _readable(text: str | None, found: list[Finding]) -> str | None:
 def _gap_findings(gap: Sequence[str], first: int) -> list[Finding]:
     """The separator before an entry must be exactly one empty line."""
     found = [
-        Finding(first + k, "whitespace-line", "whitespace-only line", "make separator lines empty")
+        Finding(
+            line=first + k,
+            code="whitespace-line",
+            message="whitespace-only line",
+            hint="make separator lines empty",
+        )
         for k, line in enumerate(gap)
         if line
     ]
@@ -273,17 +292,17 @@ def _gap_findings(gap: Sequence[str], first: int) -> list[Finding]:
         )
         found.append(
             Finding(
-                first + len(gap),
-                "separator",
-                message,
-                "separate entries with exactly one empty line",
+                line=first + len(gap),
+                code="separator",
+                message=message,
+                hint="separate entries with exactly one empty line",
             )
         )
     return found
 
 
 def _structure(line: int, message: str, hint: str) -> Finding:
-    return Finding(line, "structure", message, hint)
+    return Finding(line=line, code="structure", message=message, hint=hint)
 
 
 def _lead_findings(text: str, pos: int, first_line: int, leading_blank: bool) -> list[Finding]:
@@ -315,10 +334,12 @@ def _lead_findings(text: str, pos: int, first_line: int, leading_blank: bool) ->
     )
     return [
         Finding(
-            first_line,
-            "comment" if comments_only else "structure",
-            "comments before the first entry" if comments_only else "text before the first entry",
-            f"start the file with `{ENTRY_START}`",
+            line=first_line,
+            code="comment" if comments_only else "structure",
+            message="comments before the first entry"
+            if comments_only
+            else "text before the first entry",
+            hint=f"start the file with `{ENTRY_START}`",
         )
     ]
 
@@ -416,10 +437,10 @@ class _Scan:
         if body in self.seen:
             self.found.append(
                 Finding(
-                    self.line,
-                    "duplicate-entry",
-                    f"exact duplicate of the entry at line {self.seen[body]}",
-                    "remove the repeated entry",
+                    line=self.line,
+                    code="duplicate-entry",
+                    message=f"exact duplicate of the entry at line {self.seen[body]}",
+                    hint="remove the repeated entry",
                 )
             )
         else:
@@ -486,10 +507,10 @@ def _long_line(data: bytes, first_line: int) -> Finding | None:
         return None
     lengths = [len(line) for line in data.split(b"\n")]
     return Finding(
-        first_line + lengths.index(longest),
-        "line-length",
-        f"line is {longest} bytes long",
-        f"keep lines under {MAX_LINE_BYTES} bytes",
+        line=first_line + lengths.index(longest),
+        code="line-length",
+        message=f"line is {longest} bytes long",
+        hint=f"keep lines under {MAX_LINE_BYTES} bytes",
     )
 
 
@@ -596,10 +617,10 @@ def parse_appended(base: bytes, head: bytes, path: str = "perf-changelog.yaml") 
         if not base.endswith(b"\n"):
             found.append(
                 Finding(
-                    first,
-                    "final-newline",
-                    "the history does not end with a newline",
-                    "restore the history as it is in the base",
+                    line=first,
+                    code="final-newline",
+                    message="the history does not end with a newline",
+                    hint="restore the history as it is in the base",
                 )
             )
         last_start = base.rfind(b"\n- config-keys:") + 1
@@ -619,7 +640,9 @@ def parse_appended(base: bytes, head: bytes, path: str = "perf-changelog.yaml") 
 def as_warnings(findings: Iterable[Finding]) -> list[Finding]:
     """History findings: entry-level problems become warnings, file-level ones stay errors."""
     return [
-        Finding(f.line, f.code, f.message, f.hint, WARNING) if f.code in ENTRY_CODES else f
+        Finding(line=f.line, code=f.code, message=f.message, hint=f.hint, severity=WARNING)
+        if f.code in ENTRY_CODES
+        else f
         for f in findings
     ]
 

@@ -144,11 +144,11 @@ def ambiguity_finding(key: str, kind: str, text: str, line: int, severity: str =
     else:
         hint = f'write the integer in decimal without leading zeros, or quote "{text}"'
     return Finding(
-        line,
-        "yaml-ambiguous",
-        f"`{key}` value `{text}` is read differently by YAML 1.1 and 1.2",
-        hint,
-        severity,
+        line=line,
+        code="yaml-ambiguous",
+        message=f"`{key}` value `{text}` is read differently by YAML 1.1 and 1.2",
+        hint=hint,
+        severity=severity,
     )
 
 
@@ -224,10 +224,10 @@ def _entry_level(fields: Mapping[str, object], at: Callable[[str], int]) -> list
     """Unknown and missing keys: then the fields are not judged one by one."""
     found: list[Finding] = [
         RuleFinding(
-            at(key),
-            "schema",
-            f"unknown key `{key}`",
-            f"allowed keys: {', '.join(KEY_ORDER)}",
+            line=at(key),
+            code="schema",
+            message=f"unknown key `{key}`",
+            hint=f"allowed keys: {', '.join(KEY_ORDER)}",
             rule="entry.unknown-key",
         )
         for key in fields
@@ -235,10 +235,10 @@ def _entry_level(fields: Mapping[str, object], at: Callable[[str], int]) -> list
     ]
     found.extend(
         RuleFinding(
-            at(f.key),
-            "schema",
-            f"entry has no `{f.key}`",
-            f"add `{f.key}:` to the entry",
+            line=at(f.key),
+            code="schema",
+            message=f"entry has no `{f.key}`",
+            hint=f"add `{f.key}:` to the entry",
             rule="entry.missing-key",
         )
         for f in FIELDS
@@ -270,13 +270,25 @@ def schema(
         except _Bad as bad:
             rule, message, hint = bad.args
             found.append(
-                RuleFinding(at(f.key), f.code(rule), message, hint, rule=f"{f.key}.{rule}")
+                RuleFinding(
+                    line=at(f.key),
+                    code=f.code(rule),
+                    message=message,
+                    hint=hint,
+                    rule=f"{f.key}.{rule}",
+                )
             )
             continue
         if coerced is not None:
             message, hint = coerced
             style.append(
-                RuleFinding(at(f.key), "style-value", message, hint, rule=f"{f.key}.coerced")
+                RuleFinding(
+                    line=at(f.key),
+                    code="style-value",
+                    message=message,
+                    hint=hint,
+                    rule=f"{f.key}.coerced",
+                )
             )
     if found:
         return None, found + style
@@ -284,7 +296,9 @@ def schema(
     for f, rule, message in problems(entry):
         code = f.code(rule)
         hint = "fix the value" if code != "schema" else "fix the value as the message says"
-        finding = RuleFinding(at(f.key), code, message, hint, rule=f"{f.key}.{rule}")
+        finding = RuleFinding(
+            line=at(f.key), code=code, message=message, hint=hint, rule=f"{f.key}.{rule}"
+        )
         (found if code == "schema" else style).append(finding)
     return (None if found else entry), found + style
 

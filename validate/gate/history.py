@@ -130,10 +130,10 @@ def compare(
             at = new[j1].line if j1 < len(new) else end_line
             found.append(
                 Finding(
-                    at,
-                    "deleted",
-                    f"existing entry deleted ({_summary(o)})",
-                    "history is append-only: restore it; to undo a change, append a new entry "
+                    line=at,
+                    code="deleted",
+                    message=f"existing entry deleted ({_summary(o)})",
+                    hint="history is append-only: restore it; to undo a change, append a new entry "
                     "that reverts it",
                 )
             )
@@ -144,10 +144,10 @@ def compare(
             for n in new[j1:j2]:
                 found.append(
                     Finding(
-                        n.line,
-                        "inserted",
-                        "entry inserted before existing entries",
-                        f"move it to the end of the file (after line {end_line}); history "
+                        line=n.line,
+                        code="inserted",
+                        message="entry inserted before existing entries",
+                        hint=f"move it to the end of the file (after line {end_line}); history "
                         "above stays as it is",
                     )
                 )
@@ -161,10 +161,10 @@ def compare(
 def _changed(old: Block, new: Block, at_end: bool) -> Finding:
     behind = " (if your branch is behind the base, rebase onto it)" if at_end else ""
     return Finding(
-        _first_diff_line(old, new),
-        "changed",
-        f"existing entry changed ({_summary(old)})",
-        f"history is immutable: restore the entry and append a new one instead{behind}",
+        line=_first_diff_line(old, new),
+        code="changed",
+        message=f"existing entry changed ({_summary(old)})",
+        hint=f"history is immutable: restore the entry and append a new one instead{behind}",
     )
 
 
@@ -173,18 +173,18 @@ def _missing_tail(first: Block, count: int, at: int, behind: bool) -> Finding:
     base when the head has other entries in their place, else deleted."""
     if behind:
         return Finding(
-            at,
-            "stale",
-            f"the head lacks the last {count} entries of the base "
+            line=at,
+            code="stale",
+            message=f"the head lacks the last {count} entries of the base "
             f"(from {_summary(first)}): the branch is behind the base",
-            "rebase onto the base (e.g. `git pull --rebase` / `git rebase origin/main`) "
+            hint="rebase onto the base (e.g. `git pull --rebase` / `git rebase origin/main`) "
             "and keep your new entries at the end",
         )
     return Finding(
-        at,
-        "deleted",
-        f"the last {count} entries of the base are missing (from {_summary(first)})",
-        "history is append-only: restore them (to undo a change, append an entry "
+        line=at,
+        code="deleted",
+        message=f"the last {count} entries of the base are missing (from {_summary(first)})",
+        hint="history is append-only: restore them (to undo a change, append an entry "
         "that reverts it); if the branch is behind the base, rebase onto it",
     )
 
@@ -202,10 +202,10 @@ def _separators(
     index = _common_prefix(bytes(rebuilt[:cut]), base)
     return [
         Finding(
-            head.count(b"\n", 0, min(index, len(head))) + 1,
-            "history-bytes",
-            "history changed between entries (blank or whitespace lines)",
-            "restore the lines exactly as they are in the base",
+            line=head.count(b"\n", 0, min(index, len(head))) + 1,
+            code="history-bytes",
+            message="history changed between entries (blank or whitespace lines)",
+            hint="restore the lines exactly as they are in the base",
         )
     ]
 
@@ -216,10 +216,10 @@ def _without_link(fields: Mapping[str, object]) -> dict[str, object]:
 
 def _mixed(line: int) -> Finding:
     return Finding(
-        line,
-        "mixed",
-        "pr-link corrections mixed with new entries",
-        "commit the pr-link correction and the new entries separately",
+        line=line,
+        code="mixed",
+        message="pr-link corrections mixed with new entries",
+        hint="commit the pr-link correction and the new entries separately",
     )
 
 
@@ -234,19 +234,19 @@ def _correction_lines(base: bytes, head: bytes, at: int) -> list[Finding]:
     if len(base_lines) != len(head_lines):
         return [
             Finding(
-                at,
-                "history-bytes",
-                "a pr-link correction adds or deletes lines",
-                "change only the `  pr-link:` line of the entry, in place",
+                line=at,
+                code="history-bytes",
+                message="a pr-link correction adds or deletes lines",
+                hint="change only the `  pr-link:` line of the entry, in place",
             )
         ]
     return [
         Finding(
-            number,
-            "history-bytes",
-            "history changed outside a pr-link line",
-            "restore the line as it is in the base; a correction changes only the `  pr-link:` "
-            "line",
+            line=number,
+            code="history-bytes",
+            message="history changed outside a pr-link line",
+            hint="restore the line as it is in the base; a correction changes only the "
+            "`  pr-link:` line",
         )
         for number, (a, b) in enumerate(zip(base_lines, head_lines, strict=True), start=1)
         if a != b
@@ -285,10 +285,12 @@ def positional(
         if not isinstance(link, str) or not canonical_link(rules.repo_url).fullmatch(link):
             found.append(
                 Finding(
-                    line,
-                    "pr-link",
-                    f"pr-link correction is not canonical: `{link}` (entry {old.index(o) + 1})",
-                    f"a correction of an existing entry must be `{rules.repo_url}/pull/<number>`",
+                    line=line,
+                    code="pr-link",
+                    message=f"pr-link correction is not canonical: `{link}` "
+                    f"(entry {old.index(o) + 1})",
+                    hint="a correction of an existing entry must be "
+                    f"`{rules.repo_url}/pull/<number>`",
                 )
             )
         else:
@@ -300,11 +302,11 @@ def positional(
     if appended:
         found.append(
             Finding(
-                at,
-                "history-bytes",
-                "history changed above the appended entries (whitespace or formatting at this "
-                "line differs from the base)",
-                "restore the base's lines byte for byte and only append at the end",
+                line=at,
+                code="history-bytes",
+                message="history changed above the appended entries "
+                "(whitespace or formatting at this line differs from the base)",
+                hint="restore the base's lines byte for byte and only append at the end",
             )
         )
     elif corrected:
@@ -312,11 +314,11 @@ def positional(
     elif not found:
         found.append(
             Finding(
-                at,
-                "history-bytes",
-                "history changed without a new entry or pr-link correction (whitespace or "
+                line=at,
+                code="history-bytes",
+                message="history changed without a new entry or pr-link correction (whitespace or "
                 "formatting)",
-                "restore the line as it is in the base: historical bytes are immutable",
+                hint="restore the line as it is in the base: historical bytes are immutable",
             )
         )
     return appended, corrected, found

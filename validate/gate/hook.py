@@ -114,7 +114,13 @@ def _graded(findings: Sequence[Finding], rules: Rules, history: bool = False) ->
     return [
         f
         if f.severity == severity.get(f.code, ERROR)
-        else Finding(f.line, f.code, f.message, f.hint, severity.get(f.code, ERROR))
+        else Finding(
+            line=f.line,
+            code=f.code,
+            message=f.message,
+            hint=f.hint,
+            severity=severity.get(f.code, ERROR),
+        )
         for f in findings
     ]
 
@@ -153,18 +159,18 @@ def _pr_link_finding(block: Block, rules: Rules, path: str) -> Finding | None:
         if link in (expected, *PLACEHOLDERS, f"{rules.repo_url}/pull/XXX"):
             return None
         return Finding(
-            line,
-            "pr-link",
-            f"pr-link `{link}` is not this PR's link",
-            f"write `pr-link: {expected}` (or the XXX placeholder until the PR exists)",
+            line=line,
+            code="pr-link",
+            message=f"pr-link `{link}` is not this PR's link",
+            hint=f"write `pr-link: {expected}` (or the XXX placeholder until the PR exists)",
         )
     if canonical.fullmatch(link):
         return None
     return Finding(
-        line,
-        "pr-link",
-        f"pr-link `{link}` is not a canonical PR link",
-        f"write `pr-link: {rules.repo_url}/pull/<number>`; placeholders such as XXX are "
+        line=line,
+        code="pr-link",
+        message=f"pr-link `{link}` is not a canonical PR link",
+        hint=f"write `pr-link: {rules.repo_url}/pull/<number>`; placeholders such as XXX are "
         "accepted only in PR mode (--pr-number N)",
     )
 
@@ -180,10 +186,10 @@ def _config_findings(block: Block, keys: Sequence[str]) -> list[Finding]:
         except ChangelogError as exc:
             found.append(
                 Finding(
-                    _item_line(block, "config-keys", index),
-                    "config-key",
-                    str(exc).split(";")[0],
-                    "use a key defined in the master configs (or a `*` glob that matches one)",
+                    line=_item_line(block, "config-keys", index),
+                    code="config-key",
+                    message=str(exc).split(";")[0],
+                    hint="use a key defined in the master configs (or a `*` glob that matches one)",
                 )
             )
     return found
@@ -194,11 +200,12 @@ def _schema_2026_08(block: Block) -> Finding | None:
     if f"\n  {NO_EVALS}" not in block.text or NO_EVALS not in block.fields:
         return None
     return Finding(
-        block.key_lines.get(NO_EVALS, block.line),
-        "schema",
-        f"unknown key `{NO_EVALS}` (InferenceX added it in 2026-10; this repository's layout "
+        line=block.key_lines.get(NO_EVALS, block.line),
+        code="schema",
+        message=f"unknown key `{NO_EVALS}` (InferenceX added it in 2026-10; "
+        "this repository's layout "
         "validates entries with the 2026-08 ChangelogEntry)",
-        f"remove `{NO_EVALS}`, or move the repository to the 2026-10 layout first",
+        hint=f"remove `{NO_EVALS}`, or move the repository to the 2026-10 layout first",
     )
 
 
@@ -247,11 +254,11 @@ def _base_rejected(base: Changelog, path: str) -> list[Finding]:
     never counts. The finding names the base's line and says it is the base."""
     return [
         Finding(
-            f.line,
-            "base",
-            f"the base version is rejected by InferenceX's validator (base line {f.line}: "
+            line=f.line,
+            code="base",
+            message=f"the base version is rejected by InferenceX's validator (base line {f.line}: "
             f"{f.message})",
-            "fix the base branch first (InferenceX rejects every change while its base has "
+            hint="fix the base branch first (InferenceX rejects every change while its base has "
             "this); check --base-ref",
         )
         for f in base.findings
@@ -271,20 +278,20 @@ def _sweep_findings(blocks: Sequence[Block], rules: Rules) -> list[Finding]:
     if append_only and len(append_only) != len(entries):
         found.append(
             Finding(
-                append_only[0].key_lines.get("append-only", append_only[0].line),
-                "append-only",
-                "append-only entries cannot share a sweep with regular changelog entries",
-                "commit the append-only entry in a PR of its own",
+                line=append_only[0].key_lines.get("append-only", append_only[0].line),
+                code="append-only",
+                message="append-only entries cannot share a sweep with regular changelog entries",
+                hint="commit the append-only entry in a PR of its own",
             )
         )
     if append_only and (rules.all_evals or rules.evals_only):
         label = "all-evals" if rules.all_evals else "evals-only"
         found.append(
             Finding(
-                append_only[0].key_lines.get("append-only", append_only[0].line),
-                "append-only",
-                f"append-only sweeps cannot use the {label} modifier",
-                f"remove the `{label}` label from the PR, or drop `append-only: true`",
+                line=append_only[0].key_lines.get("append-only", append_only[0].line),
+                code="append-only",
+                message=f"append-only sweeps cannot use the {label} modifier",
+                hint=f"remove the `{label}` label from the PR, or drop `append-only: true`",
             )
         )
     if append_only and not found and rules.revisions is not None:
@@ -318,13 +325,18 @@ def _append_only_findings(
         # process_changelog.py cannot load the masters either: the sweep fails in CI.
         line = blocks[0].key_lines.get("append-only", blocks[0].line)
         message = f"append-only needs the master configs: {exc}"
-        return [Finding(line, "append-only", message, "fix the master configs")]
+        return [
+            Finding(line=line, code="append-only", message=message, hint="fix the master configs")
+        ]
     if bad is None:
         return []
     block = blocks[bad.entry]
     return [
         Finding(
-            block.key_lines.get("append-only", block.line), "append-only", bad.message, bad.hint
+            line=block.key_lines.get("append-only", block.line),
+            code="append-only",
+            message=bad.message,
+            hint=bad.hint,
         )
     ]
 
@@ -348,10 +360,11 @@ def _appended(
         if appended and not head[len(base) :].startswith(b"- config-keys:"):
             found.append(
                 Finding(
-                    first_entry,
-                    "separator",
-                    "the base already ends in a blank line: the new entry must follow it directly",
-                    "remove the blank lines before the new entry",
+                    line=first_entry,
+                    code="separator",
+                    message="the base already ends in a blank line: "
+                    "the new entry must follow it directly",
+                    hint="remove the blank lines before the new entry",
                 )
             )
     return appended, _lenient_gaps(_graded(found, rules), head, appended, rules)
@@ -371,7 +384,7 @@ def _lenient_gaps(
         return found
     style = _style_severity(rules)
     return [
-        Finding(f.line, f.code, f.message, f.hint, style)
+        Finding(line=f.line, code=f.code, message=f.message, hint=f.hint, severity=style)
         if f.code in ("whitespace-line", "separator") and f.line in lines
         else f
         for f in found
@@ -396,10 +409,10 @@ def _diff(
         if not any(f.severity == ERROR for f in found):
             found.append(
                 Finding(
-                    new.blocks[0].line if new.blocks else 1,
-                    "changed",
-                    "existing entries changed",
-                    "history is immutable: restore the base's entries, append new ones",
+                    line=new.blocks[0].line if new.blocks else 1,
+                    code="changed",
+                    message="existing entries changed",
+                    hint="history is immutable: restore the base's entries, append new ones",
                 )
             )
     else:
