@@ -3,7 +3,7 @@ the engine commits between it and the last good one with their precision categor
 
 GOOD and BAD are tags of one repository (`rocm/atom-dev:nightly_202610010000`, or a bare tag with
 `--repository`); every nightly tag between them is a candidate. Each probe qualifies a tag with
-the key (cached stages are reused, so an interrupted bisect resumes cheaply; its verdicts are
+the key, bad when its verdict FAILs (or WARNs, with --strict) (cached stages are reused, so an interrupted bisect resumes cheaply; its verdicts are
 also journaled under STATE/bisect/). Exit 0 when the pair is found, 2 on bad input.
 """
 
@@ -13,7 +13,6 @@ import json
 import sys
 from collections.abc import Sequence
 
-from relpipe.core.status import FAIL
 from relpipe.pipeline.bisect import Journal, between, commits_of, search
 from relpipe.pipeline.errors import PipelineError
 
@@ -29,22 +28,27 @@ def _split(ref: str, repository: str | None) -> tuple[str, str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from relpipe.images.nightly import DEFAULT_PATTERN
-    from relpipe.images.options import apply_registry_args
+    from relpipe.images.options import add_registry_args, apply_registry_args
     from relpipe.images.reference import parse
     from relpipe.images.registry import RegistryClient
     from relpipe.pipeline.commands.parser import parser
-    from relpipe.pipeline.commands.qualify import add_args, options_from, workspace_from
-    from relpipe.pipeline.run import RunResult, qualify, state_dir
+    from relpipe.pipeline.run import (
+        RunResult,
+        add_qualify_args,
+        options_from,
+        qualify,
+        state_dir,
+        workspace_from,
+    )
 
     p = parser("relpipe bisect", __doc__)
     p.add_argument("good", metavar="GOOD", help="a nightly known to pass (REPOSITORY:TAG)")
     p.add_argument("bad", metavar="BAD", help="a later nightly known to fail (REPOSITORY:TAG)")
     p.add_argument("--repository", metavar="REPO", default=None, help="for bare tags")
     p.add_argument("--pattern", metavar="TAG_PATTERN", default=DEFAULT_PATTERN, help="nightly tags")
-    add_args(p)
+    add_qualify_args(p, release=True)  # the key is required; each probe's baseline is its pin
+    add_registry_args(p)
     args = p.parse_args(argv)
-    if not args.config_key:
-        raise PipelineError("bisect needs --config-key K (the key whose verdict changed)")
     apply_registry_args(args)
     (repo, good), (repo_bad, bad) = (
         _split(args.good, args.repository),
@@ -72,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def judge(tag: str) -> bool:
         verdict = run(tag, None).verdict
-        return verdict is not None and verdict.overall == FAIL
+        return verdict is not None and verdict.exit_code != 0  # FAIL (or WARN with --strict)
 
     say(f"bisect: {len(tags) - 2} nightly tag(s) between {good} and {bad}")
     journal = Journal.open(state, args.config_key, f"{repo}:{good}", f"{repo}:{bad}")
