@@ -3,8 +3,9 @@ the engine commits between it and the last good one with their precision categor
 
 GOOD and BAD are tags of one repository (`rocm/atom-dev:nightly_202610010000`, or a bare tag with
 `--repository`); every nightly tag between them is a candidate. Each probe qualifies a tag with
-the key, bad when its verdict FAILs (or WARNs, with --strict) (cached stages are reused, so an interrupted bisect resumes cheaply; its verdicts are
-also journaled under STATE/bisect/). Exit 0 when the pair is found, 2 on bad input.
+the key and is bad when its verdict FAILs (or WARNs, with --strict). Cached stages are reused and
+verdicts are journaled under STATE/bisect/, so an interrupted bisect resumes where it stopped.
+Exit 0 when the pair is found, 2 on bad input.
 """
 
 from __future__ import annotations
