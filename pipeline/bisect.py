@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from relpipe.core import jsonload
 from relpipe.core.files import write_atomic
 from relpipe.pipeline.errors import PipelineError
 
@@ -40,7 +41,10 @@ class Journal:
         path = state / "bisect" / f"{name}.json"
         verdicts: dict[str, bool] = {}
         if path.is_file():
-            data = json.loads(path.read_text(encoding="utf-8"))
+            try:
+                data = jsonload.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, ValueError):
+                data = None
             if not isinstance(data, dict) or not all(isinstance(v, bool) for v in data.values()):
                 raise PipelineError(f"{path} is not a bisect journal; remove it to start over")
             verdicts = dict(data)

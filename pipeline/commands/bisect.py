@@ -10,10 +10,10 @@ Exit 0 when the pair is found, 2 on bad input.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 
+from relpipe.core import jsonload, sanitize
 from relpipe.pipeline.bisect import Journal, between, commits_of, search
 from relpipe.pipeline.errors import PipelineError
 
@@ -84,13 +84,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     last_good, first_bad = search(tags, judge, journal, say)
     say(f"bisect: {last_good} is the last good nightly, {first_bad} the first bad one")
     pair = run(first_bad, f"{repo}:{last_good}")
-    report = json.loads(pair.reports["report.json"].read_text(encoding="utf-8"))
+    report = jsonload.loads(pair.reports["report.json"].read_text(encoding="utf-8"))
     commits = commits_of(report.get("precision"))
     doc = {"good": f"{repo}:{last_good}", "bad": f"{repo}:{first_bad}", "commits": commits}
     if args.json:
-        print(json.dumps(doc, indent=2, sort_keys=True))
+        print(sanitize.json_text(doc, indent=2, sort_keys=True))
     else:
         print(f"last good: {doc['good']}\nfirst bad: {doc['bad']}")
-        for c in commits:
-            print(f"  {str(c['sha'])[:12]} {', '.join(c['categories'])}: {c['subject']}")
+        for c in commits:  # subjects are upstream text: one clean line each
+            line = f"  {str(c['sha'])[:12]} {', '.join(c['categories'])}: {c['subject']}"
+            print(sanitize.terminal(line, limit=300))
     return 0
