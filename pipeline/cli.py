@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "history": ("history", "results history: ingest result files, per-point regressions"),
     "pr": ("pr", "open, update or inspect the bump pull request of a release (GitHub)"),
     "revert": ("revert", "restore a config key's previous pinned image and open its PR"),
+    "bisect": ("bisect", "find the nightly that broke a config key, and its engine commits"),
 }
 
 USAGE = "usage: relpipe [-h] [--version] COMMAND [ARGS ...]"

@@ -32,6 +32,7 @@ from relpipe.core.status import FAIL
 from relpipe.images.reference import parse
 from relpipe.pipeline import history
 from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.history import HistoryOutput
 from relpipe.pipeline.outputs import EngineFacts, ReleaseChecks, ValidatorOutput, run_stage
 from relpipe.pipeline.record import (
     RunRecord,
@@ -585,6 +586,8 @@ def render_release(
     and its reports.
     """
     full = replace(outcome, changelog=checks.changelog, notes=checks.notes, golden=checks.golden)
+    if full.history is not None and not force:
+        history.save(full.history, record.root)  # what C11/C12 saw, for `relpipe report`
     verdict = evaluate(full, strict=strict)
     title = f"release {inputs['request']['config_key']} -> {plan.image.ref}"
     return verdict, render_all(
@@ -614,4 +617,6 @@ def rerender_release(run_dir: Path, strict: bool = False) -> tuple[Verdict, dict
         _never_run,
         "release checks",
     )
-    return render_release(plan, assemble(plan, outputs), checks, inputs, record, strict, force=True)
+    seen = history.load(run_dir) or HistoryOutput(status="n/a", reason="not recorded")
+    outcome = replace(assemble(plan, outputs), history=seen)
+    return render_release(plan, outcome, checks, inputs, record, strict, force=True)

@@ -96,18 +96,21 @@ def execute(
     if shard is not None:
         return RunResult(plan, record, None, None, {}, tuple(runner.ran), tuple(runner.hits))
     outcome = assemble(plan, outputs)
-    outcome = replace(outcome, history=_history(plan, record, outcome, offline=offline))
+    reread = offline and force_render  # `relpipe report`: the record's own history.json
+    outcome = replace(outcome, history=_history(plan, record, outcome, reread=reread))
     verdict = evaluate(outcome, strict=strict)
     data = ReportData(plan.run_id, plan.title, plan.to_json(), outcome, verdict)
     reports = render_all(data, record.root, force=force_render)
     return RunResult(plan, record, verdict, outcome, reports, tuple(runner.ran), tuple(runner.hits))
 
 
-def _history(plan: Plan, record: RunRecord, outcome: Outcome, *, offline: bool) -> HistoryOutput:
-    """C11/C12's input: read back from the record when re-rendering, else compared and saved."""
-    if offline:
+def _history(plan: Plan, record: RunRecord, outcome: Outcome, *, reread: bool) -> HistoryOutput:
+    """C11/C12's input: read back from the record when re-rendering, else compared and saved
+    (a merge of shards compares as the unsharded run does: the same store gives the same verdict).
+    """
+    if reread:
         return history.load(record.root) or HistoryOutput(status="n/a", reason="not recorded")
-    state = record.cache.parent.parent if record.cache else record.root.parent.parent
+    state = record.cache.parent.parent if record.cache else state_dir(None, None)
     shape = {
         "image": plan.image.to_json(),
         "config": plan.config.to_json() if plan.config else None,

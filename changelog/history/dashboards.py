@@ -146,7 +146,10 @@ def _name(name: str) -> tuple[str, str, str, str, str]:
     if m is None:
         return name, "-", "value", OTHER, HIGHER
     metric = _UNIT.sub("", m["metric"]).strip().lower()
-    return m["series"].removesuffix("::"), m["point"], metric, *_perf_kind(metric)
+    series = m["series"].removesuffix("::")
+    if metric in ("accept length", "acceptance rate"):  # measured per perf point (DSpark runs)
+        return series, m["point"], metric.replace(" ", "_"), ACCEPTANCE, HIGHER
+    return series, m["point"], metric, *_perf_kind(metric)
 
 
 def _perf_kind(metric: str) -> tuple[str, str]:

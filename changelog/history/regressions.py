@@ -14,10 +14,12 @@ kind of metric:
   never goes below `MIN_BAND`.
 * accuracy: the drop is judged with the standard errors of both scores (a two-sample z-test at
   `Z_EVAL`), and every score below its own threshold is `below-threshold` whatever the change.
-* acceptance additionally: a rate that falls to under half, or an accept length at 1.0 token per
-  forward (nothing accepted), is a collapse, a regression whatever the band.
+* acceptance additionally: a rate that falls to under half of the previous image's is a
+  regression whatever the band; a run that accepted nothing (rate under 1 %, accept length 1.0
+  token per forward) is a collapse judged on its own, with or without an earlier image: `failed`
+  when most runs of the image collapsed, `regression` when some did.
 * an image whose only results at a point failed, or that ran the series (at least one point the
-  previous image ran too) but not the point, is `failed`.
+  previous image ran too) and the metric at other points but not at this one, is `failed`.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ MIN_BAND = 0.01
 Z_EVAL = 2.58  # one-sided 99.5 %: two runs of one image differ by sampling alone far less often
 COLLAPSE_RATIO = 0.5
 COLLAPSED_LENGTH = 1.0
+NOTHING_ACCEPTED = 0.01  # an acceptance rate under 1 %: the draft model's tokens are all refused
 
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
@@ -262,6 +265,14 @@ def _judge(
     if new_value is None:
         why = new.notes[-1] if new.notes else "no result"
         return [_finding(base, FAILED_KIND, old_value, None, None, "", f"every run failed: {why}")]
+    if kind[0] == ACCEPTANCE:
+        dead = sum(_nothing_accepted(metric, v) for v in new.values)
+        if dead:
+            # A collapse is judged on its own: no baseline, band or accuracy can excuse it.
+            kind_found = FAILED_KIND if _nothing_accepted(metric, new_value) else REGRESSION
+            note = f"acceptance collapsed (nothing accepted) in {dead} of {len(new.values)} runs"
+            change = (new_value - old_value) / old_value if old_value else None
+            return [_finding(base, kind_found, old_value, new_value, None, "", note, change=change)]
     if kind[0] == ACCURACY and new.thresholds and new_value < min(new.thresholds):
         note = f"{new_value:.4g} below the threshold {min(new.thresholds):g}"
         out.append(_finding(base, BELOW, old_value, new_value, None, "its own threshold", note))
@@ -333,6 +344,10 @@ def _binomial_fallback(a: float, b: float) -> float:
     return math.sqrt(p * (1 - p) / 1319)
 
 
+def _nothing_accepted(metric: str, value: float) -> bool:
+    return value <= COLLAPSED_LENGTH if metric == "accept_length" else value < NOTHING_ACCEPTED
+
+
 def _collapsed(metric: str, old_value: float, new_value: float) -> bool:
     if metric == "accept_length":
         return new_value <= COLLAPSED_LENGTH < old_value
@@ -356,8 +371,9 @@ def _missing(
         for old, new in pairs if every else pairs[-1:]:
             if not by_image[old] & by_image[new]:
                 continue  # no point in common: another sweep shape, not a point dropped
+            ran = {k[2] for k in by_image[new]}  # a metric the new image measured elsewhere
             for key in sorted(by_image[old] - by_image[new]):
-                if kinds[key][0] == OTHER:
+                if kinds[key][0] == OTHER or key[2] not in ran:
                     continue
                 values = groups[key][old].values
                 base: dict[str, object] = {

@@ -86,11 +86,48 @@ def test_replay_finds_the_acceptance_collapse_and_scores_below_threshold(results
             0.64375,
         )
     ]
+    # Qwen3.5-397B MTP: spec decoding accepts nothing on every image from 05-19 on, while GSM8K
+    # stays at 0.82-0.85 (an accuracy-only gate passes it): a collapse, judged on its own
+    collapsed = {
+        (f.series, f.new_image)
+        for f in found
+        if f.metric_kind == "acceptance" and f.kind == "failed" and "collapsed" in f.note
+    }
+    images = [
+        "rocm/atom-dev@sha256:eba8c90854e5ce6a6f5b5ac4d35d41f7df76981229e5d91f32a9d2176c52a2e8",
+        "rocm/atom-dev:nightly_202605201600",
+        "rocm/atom-dev@sha256:e8f24d74ba5a0f19fa344b338be7d2da32382ac60bbe10472fba28b479f02bfe",
+        "rocm/atom-dev:nightly_202605221558",
+        "rocm/atom-dev:nightly_202605231519",
+    ]
+    assert collapsed == {
+        (f"ATOM::Qwen3.5-397B-A17B-{q} MTP", image) for q in ("FP8", "MXFP4") for image in images
+    }
     below = {(f.series, f.new_image) for f in found if f.kind == "below-threshold"}
     assert (
         "ATOM-vLLM::Qwen3.5-397B-A17B-FP8 TP8",
         "rocm/atom-dev:vllm-v0.19.0-nightly_20260520",
     ) in below
+
+
+def test_replay_flags_the_dspark_runs_whose_acceptance_collapsed(results: Path) -> None:
+    samples = ingest.ingest([results / "atom-dashboards" / "benchmark-dashboard.js"]).samples
+    found = regressions.compare(samples, every=True)
+    dspark = sorted(
+        (f.metric, f.new_image, f.note)
+        for f in found
+        if f.series == "ATOM::DeepSeek-V4-Pro DSpark" and f.kind == "regression"
+    )
+    note = "acceptance collapsed (nothing accepted) in 1 of 3 runs"
+    assert dspark == [
+        (metric, f"rocm/atom-dev:nightly_{tag}", note)
+        for metric in ("accept_length", "acceptance_rate")
+        for tag in ("202608071513", "202608091507")
+    ]
+    # ... while GSM8K, whose median over the three runs of each image held, is no regression
+    assert not [
+        f for f in found if f.series == "ATOM::DeepSeek-V4-Pro DSpark" and f.metric == "accuracy"
+    ]
 
 
 def test_failed_inferencex_point_is_recorded_failed(results: Path) -> None:

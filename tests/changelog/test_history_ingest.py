@@ -69,3 +69,23 @@ def test_unreadable_files_are_one_line_each_and_exit_1(tmp_path: Path, capsys) -
     assert len(err) == 4
     assert any("nul.json: not ingested: contains a NUL byte" in line for line in err)
     assert any("nan.json: not ingested: NaN is not a JSON number" in line for line in err)
+
+
+def test_regressions_text_lists_each_finding_on_one_line(tmp_path: Path, capsys) -> None:
+    old, new = "rocm/atom-dev:nightly_1", "rocm/atom-dev:nightly_2"
+    runs = [
+        [_bench("A::M 1024/1024 c=4 throughput (tok/s)", v, "tok/s", old)]
+        for v in (100, 101, 99, 100, 100.5, 99.5)
+    ]
+    runs.append([_bench("A::M 1024/1024 c=4 throughput (tok/s)", 70, "tok/s", new)])
+    path = tmp_path / "data.js"
+    path.write_text(_dash(runs), encoding="utf-8")
+    store = str(tmp_path / "h.sqlite")
+    assert cli.main(["history", "ingest", "--history", store, str(path)]) == 0
+    capsys.readouterr()
+    assert cli.main(["history", "regressions", "--history", store]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(
+        f"regression: A::M | 1024/1024 c=4 | throughput: {old} 100 -> {new} 70 (-30.0%) band "
+    )
+    assert out[-1] == f"1 findings, 1 regressions/failures in {store}"

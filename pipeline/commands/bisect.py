@@ -1,0 +1,97 @@
+"""`relpipe bisect --config-key K GOOD BAD`: find the nightly that broke a config key, then list
+the engine commits between it and the last good one with their precision categories.
+
+GOOD and BAD are tags of one repository (`rocm/atom-dev:nightly_202610010000`, or a bare tag with
+`--repository`); every nightly tag between them is a candidate. Each probe qualifies a tag with
+the key and is bad when its verdict FAILs (or WARNs, with --strict). Cached stages are reused and
+verdicts are journaled under STATE/bisect/, so an interrupted bisect resumes where it stopped.
+Exit 0 when the pair is found, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from relpipe.core import jsonload, sanitize
+from relpipe.pipeline.bisect import Journal, between, commits_of, search
+from relpipe.pipeline.errors import PipelineError
+
+
+def _split(ref: str, repository: str | None) -> tuple[str, str]:
+    repo, sep, tag = ref.rpartition(":")
+    if not sep or "/" in tag:
+        if repository is None:
+            raise PipelineError(f"{ref}: give REPOSITORY:TAG, or a bare tag with --repository")
+        return repository, ref
+    return repo, tag
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from relpipe.images.nightly import DEFAULT_PATTERN
+    from relpipe.images.options import add_registry_args, apply_registry_args
+    from relpipe.images.reference import parse
+    from relpipe.images.registry import RegistryClient
+    from relpipe.pipeline.commands.parser import parser
+    from relpipe.pipeline.run import (
+        RunResult,
+        add_qualify_args,
+        options_from,
+        qualify,
+        state_dir,
+        workspace_from,
+    )
+
+    p = parser("relpipe bisect", __doc__)
+    p.add_argument("good", metavar="GOOD", help="a nightly known to pass (REPOSITORY:TAG)")
+    p.add_argument("bad", metavar="BAD", help="a later nightly known to fail (REPOSITORY:TAG)")
+    p.add_argument("--repository", metavar="REPO", default=None, help="for bare tags")
+    p.add_argument("--pattern", metavar="TAG_PATTERN", default=DEFAULT_PATTERN, help="nightly tags")
+    add_qualify_args(p, release=True)  # the key is required; each probe's baseline is its pin
+    add_registry_args(p)
+    args = p.parse_args(argv)
+    apply_registry_args(args)
+    (repo, good), (repo_bad, bad) = (
+        _split(args.good, args.repository),
+        _split(args.bad, args.repository),
+    )
+    if repo != repo_bad:
+        raise PipelineError(f"GOOD and BAD are in different repositories ({repo}, {repo_bad})")
+    with RegistryClient() as client:
+        tags = between(client.list_tags(parse(repo)), good, bad, args.pattern)
+    ws, options = workspace_from(args), options_from(args)
+    state = state_dir(ws, args.state)
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    def run(tag: str, baseline: str | None) -> RunResult:
+        return qualify(
+            f"{repo}:{tag}",
+            baseline=baseline,
+            config_key=args.config_key,
+            ws=ws,
+            options=options,
+            state=args.state,
+        )  # fmt: skip - one call
+
+    def judge(tag: str) -> bool:
+        verdict = run(tag, None).verdict
+        return verdict is not None and verdict.exit_code != 0  # FAIL (or WARN with --strict)
+
+    say(f"bisect: {len(tags) - 2} nightly tag(s) between {good} and {bad}")
+    journal = Journal.open(state, args.config_key, f"{repo}:{good}", f"{repo}:{bad}")
+    last_good, first_bad = search(tags, judge, journal, say)
+    say(f"bisect: {last_good} is the last good nightly, {first_bad} the first bad one")
+    pair = run(first_bad, f"{repo}:{last_good}")
+    report = jsonload.loads(pair.reports["report.json"].read_text(encoding="utf-8"))
+    commits = commits_of(report.get("precision"))
+    doc = {"good": f"{repo}:{last_good}", "bad": f"{repo}:{first_bad}", "commits": commits}
+    if args.json:
+        print(sanitize.json_text(doc, indent=2, sort_keys=True))
+    else:
+        print(f"last good: {doc['good']}\nfirst bad: {doc['bad']}")
+        for c in commits:  # subjects are upstream text: one clean line each
+            line = f"  {str(c['sha'])[:12]} {', '.join(c['categories'])}: {c['subject']}"
+            print(sanitize.terminal(line, limit=300))
+    return 0
