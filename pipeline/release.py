@@ -417,6 +417,8 @@ def release(
     }
     record = RunRecord(state_dir(ws, state) / "releases" / digest_of(inputs)[:32])
     record.write_inputs(inputs)
+    if outcome.history is not None:  # C11/C12's input, for a re-render of this record
+        history.save(outcome.history, record.root)
     with tempfile.TemporaryDirectory(prefix="relpipe-release-") as tmp:
         staged = stage_release(ws, req, plan, outcome, q.verdict, Path(tmp) / "repo")
         # Always the checks of this staging (never a cached copy): they are what the verdict says.
@@ -614,4 +616,5 @@ def rerender_release(run_dir: Path, strict: bool = False) -> tuple[Verdict, dict
         _never_run,
         "release checks",
     )
-    return render_release(plan, assemble(plan, outputs), checks, inputs, record, strict, force=True)
+    outcome = replace(assemble(plan, outputs), history=history.load(run_dir))
+    return render_release(plan, outcome, checks, inputs, record, strict, force=True)
