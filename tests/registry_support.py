@@ -373,21 +373,8 @@ class FaultProxy:
                 ]
                 headers.append(("Docker-Content-Digest", sha256_digest(data)))
                 headers.append(("Content-Type", fault.media_type))
-            elif fault.kind == "deep-json":  # valid JSON 100,000 arrays deep, served as found
-                data, status = b"[" * 100_000 + b"]" * 100_000, 200
-                headers = [
-                    (k, v)
-                    for k, v in headers
-                    if k.lower() not in ("docker-content-digest", "content-type")
-                ]
-                headers.append(("Docker-Content-Digest", sha256_digest(data)))
-                headers.append(("Content-Type", fault.media_type or "application/json"))
-            elif fault.kind == "invalid-json":
-                data = b'{"schemaVersion": 2, "mediaType": '
-                headers = [
-                    (k, v) for k, v in headers if k.lower() not in ("docker-content-digest",)
-                ]
-                headers.append(("Docker-Content-Digest", sha256_digest(data)))
+            elif fault.kind in ("invalid-json", "deep-json"):
+                status, headers, data = self._bad_json(status, headers, fault)
             self._reply(h, status, headers, data)
 
     @staticmethod
@@ -407,6 +394,23 @@ class FaultProxy:
             nxt = urllib.parse.urlencode({"n": n, "last": page[-1]})
             headers.append(("Link", f'<{parts.path}?{nxt}>; rel="next"'))
         return headers, json.dumps({"name": doc["name"], "tags": page}).encode()
+
+    @staticmethod
+    def _bad_json(
+        status: int, headers: list[tuple[str, str]], fault: Fault
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        """invalid-json: a truncated document; deep-json: valid JSON 100,000 arrays deep, served
+        as found (200, `fault.media_type`). Either with its own digest."""
+        drop = ("docker-content-digest",)
+        if fault.kind == "invalid-json":
+            data = b'{"schemaVersion": 2, "mediaType": '
+        else:
+            data, status, drop = b"[" * 100_000 + b"]" * 100_000, 200, (*drop, "content-type")
+        kept = [(k, v) for k, v in headers if k.lower() not in drop]
+        kept.append(("Docker-Content-Digest", sha256_digest(data)))
+        if fault.kind == "deep-json":
+            kept.append(("Content-Type", fault.media_type or "application/json"))
+        return status, kept, data
 
     @staticmethod
     def _drain(h: http.server.BaseHTTPRequestHandler) -> None:

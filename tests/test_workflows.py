@@ -1,8 +1,9 @@
 """What the GitHub workflows (and the workflow examples in docs/) promise about secrets, pins and
 scripts (issue 27.10).
 
-- Registry secrets are set on the steps that talk to the registry only: never workflow- or
-  job-wide, never on a step that installs packages or runs a third-party action.
+- Registry secrets are set on the steps that talk to the registry only, and the PR token on the
+  step that pushes and opens the PR: never workflow- or job-wide, never on a step that installs
+  packages, never to an action but a checkout's `token` (which, not persisted, only fetches).
 - Every third-party action is pinned by a full commit SHA with its tag in a comment, and the pair
   is one of VERIFIED: SHAs read from the actions' own repositories (`git rev-parse TAG^{commit}`
   in a mirror of github.com/actions/checkout, upload-artifact and download-artifact).
@@ -107,13 +108,20 @@ def test_secrets_reach_only_the_steps_that_use_them(where: str, text: str, doc: 
         if "secrets." not in str(step.get("env") or {}) + str(step.get("with") or {}):
             continue
         label = f"{where}/{job_name}/{step.get('name', step.get('uses'))}"
-        assert "uses" not in step, f"{label}: a secret handed to an action"
-        assert not _INSTALLS.search(str(step.get("run", ""))), (
-            f"{label}: a secret next to an install"
-        )
-        # The registry secrets go to relpipe commands that pull or pin images, nothing else.
+        if "uses" in step:
+            # One exception: a checkout's `token` fetches a private repository and is not kept.
+            given = {k for k, v in (step.get("with") or {}).items() if "secrets." in str(v)}
+            assert str(step["uses"]).startswith("actions/checkout@") and given == {"token"}, label
+            assert step["with"].get("persist-credentials") is False, label
+            continue
+        run = str(step.get("run", ""))
+        assert not _INSTALLS.search(run), f"{label}: a secret next to an install"
+        # The registry secrets go to relpipe commands that pull or pin images; the PR token to
+        # the command that pushes and opens the PR; nothing else.
         if "RELPIPE_REGISTRY" in str(step.get("env")):
-            assert re.search(r"\brelpipe (?:nightly|qualify)\b", str(step.get("run", ""))), label
+            assert re.search(r"\brelpipe (?:nightly|qualify|release)\b", run), label
+        if "RELPIPE_PR_TOKEN" in str(step.get("env")):
+            assert re.search(r"\brelpipe pr\b", run), label
 
 
 def test_the_nightly_registry_secrets_are_on_exactly_the_pulling_steps() -> None:
@@ -125,5 +133,12 @@ def test_the_nightly_registry_secrets_are_on_exactly_the_pulling_steps() -> None
     )
     assert with_secret == [
         ("plan", "Pin the newest nightly and plan the shards"),
+        ("pull-request", "Release the qualified image in the benchmark checkout"),
         ("qualify", "Qualify the shard"),
     ]
+    with_token = [
+        (job, step.get("name") or step.get("uses"))
+        for job, _, step in _steps(doc)
+        if "secrets.RELPIPE_PR_TOKEN" in str(step.get("env") or {})
+    ]
+    assert with_token == [("pull-request", "Open or update the bump pull request")]
