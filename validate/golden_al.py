@@ -586,8 +586,18 @@ def _thinking(code: str) -> tuple[str, bool]:
 
 
 def _satisfied(req: tuple[str, str], code: str) -> bool:
-    name, value = (re.escape(x) for x in req)
-    return re.search(name + r"""[\\"'\s:=]*""" + value + r"\b", code) is not None
+    """The sources state the curve's measured setting. A forced acceptance replaces the
+    rejection sampler (vLLM's `rejection_sample_method: synthetic`, which InferenceX's injector
+    sets for `SYNTHETIC_ACCEPTANCE_LENGTH`), so a curve's rejection method only rules a source
+    out when the source names another real method; the draft's sample method must be stated.
+    (The Kimi-K3 recipes run `draft_sample_method: probabilistic`: their curve is
+    kimik3_dspark_probabilistic_sample_method_block_rejection_sample_method.yaml.)"""
+    name, value = req
+    said = re.compile(re.escape(name) + r"""[\\"'\s:=]*([A-Za-z_]\w*)""")
+    stated = {m.group(1) for m in said.finditer(code)}
+    if name.endswith("rejection_sample_method"):
+        return not (stated - {value, "synthetic"})
+    return value in stated
 
 
 def _choose(
