@@ -31,10 +31,11 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.configs.load import MasterConfigs, load_masters, load_yaml
 from relpipe.changelog.errors import ChangelogError
 from relpipe.core.files import read_capped
@@ -128,6 +129,8 @@ def load_golden(golden_dir: str | Path) -> tuple[GoldenFile, ...]:
             raise ValidateError(f"cannot read golden file {path}: {exc}") from None
         except ChangelogError as exc:
             raise ValidateError(str(exc)) from None
+        if isinstance(doc, dict):  # 2026-10 files carry `_metadata: {draft-model: ...}` too
+            doc = {k: v for k, v in doc.items() if not str(k).startswith("_")}
         if not isinstance(doc, dict) or len(doc) != 1:
             raise ValidateError(f"golden file {path} must map exactly one model to thinking modes")
         ((model, modes),) = doc.items()
@@ -376,8 +379,6 @@ def check_paths(paths: Iterable[str | Path], golden_dir: str | Path) -> list[Fin
 # draft length K is the stated one nearest to the setting (vLLM `num_speculative_tokens`, SGLang
 # `speculative-num-steps`, ATOM `--num-speculative-tokens`, TensorRT-LLM `max_draft_len`).
 
-RECIPES = "benchmarks/multi_node/srt-slurm-recipes"
-AGENTIC_SCRIPTS = "benchmarks/single_node/agentic"
 _TOLERANCE = Decimal("0.005")  # golden values have two decimals
 # A value as written: a number, or a shell variable (`$X`, `${X}`, `${X:-default}`).
 _V = r"""[\\"']*(\$\{[A-Za-z_]\w*(?::?-[^}]*)?\}|\$[A-Za-z_]\w*|[0-9]+(?:\.[0-9]+)?)"""
@@ -397,6 +398,7 @@ KEY_SPELLINGS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         "drafts",
     ),
 )
+_SRT_RECIPE = re.compile(r"(?<![\w-])srt-recipe\s*:\s*([^\s,}#]+)")
 _INJECTED = re.compile(r"SYNTHETIC_ACCEPTANCE_LENGTH" + _SEP + _V)
 _K_SPELLINGS = (
     re.compile(r"num_speculative_tokens" + _SEP + _V),
@@ -410,7 +412,6 @@ _ASSIGN = re.compile(
     r"^\s*(?:export\s+|local\s+|readonly\s+|declare\s+(?:-\w+\s+)*)?([A-Za-z_]\w*)=(\S*)"
 )
 _VAR = re.compile(r"^\$\{?([A-Za-z_]\w*)(?::?-([^}]*))?\}?$")
-_CONFIG_FILE = re.compile(r"CONFIG_FILE=([^\s\"']+)")
 _SYNTHETIC_ON = re.compile(r"SYNTHETIC_ACCEPTANCE=true\b")
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 
@@ -640,21 +641,6 @@ def _read_repo_file(repo: Path, rel: str) -> str | None:
         return None
 
 
-def _recipe_path(value: str) -> str:
-    value = value.split(":", 1)[0]  # `file.yaml:zip_override_x[1]`: the selector is not a path
-    return f"{RECIPES}/{value[len('recipes/') :]}" if value.startswith("recipes/") else value
-
-
-def _script_candidates(cfg: Mapping[str, object], spec: str) -> list[str]:
-    prefix, precision = str(cfg.get("model-prefix", "")), str(cfg.get("precision", ""))
-    framework = str(cfg.get("framework", ""))
-    hw = str(cfg.get("runner", "")).removeprefix("cluster:").split("-")[0].split("_")[0]
-    mtp = "_mtp" if spec == "mtp" else ""
-    base = f"{AGENTIC_SCRIPTS}/{prefix}_{precision}_{hw}"
-    trt = "_trt" if framework == "trt" else ""
-    return list(dict.fromkeys([f"{base}_{framework}{mtp}.sh", f"{base}{trt}{mtp}.sh"]))
-
-
 def _engine_of(framework: str) -> str:
     for word, engine in (("atom", "ATOM"), ("sglang", "SGLang"), ("trt", "TensorRT-LLM")):
         if word in framework:
@@ -781,11 +767,12 @@ def check(repo: str | Path, keys: Iterable[str]) -> list[KeySetting]:
 def inputs_digest(repo: str | Path, keys: Iterable[str]) -> str:
     """SHA-256 over everything `check(repo, keys)` reads (golden files, masters, the keys'
     recipes and scripts): a cache key that changes whenever the verdict could."""
-    root = Path(repo)
+    found = benchrepo.open_repo(repo)
+    root = found.root
     _, read = _run(root, list(keys))
     h = hashlib.sha256()
-    golden_dir = root / "golden_al_distribution"
-    paths = sorted((root / "configs").glob("*-master.yaml"))
+    golden_dir = root / found.layout.golden
+    paths = found.masters()
     paths += sorted(golden_dir.glob("*.yaml")) if golden_dir.is_dir() else []
     for path in paths:
         h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
@@ -796,13 +783,14 @@ def inputs_digest(repo: str | Path, keys: Iterable[str]) -> str:
 
 
 def _run(root: Path, keys: list[str]) -> tuple[list[KeySetting], dict[str, _Text | None]]:
-    golden_dir = root / "golden_al_distribution"
-    golden = load_golden(golden_dir) if golden_dir.is_dir() else ()
-    masters_paths = sorted((root / "configs").glob("*-master.yaml"))
     try:
-        masters = load_masters(masters_paths)
+        found = benchrepo.open_repo(root)
+        root = found.root
+        masters = load_masters(found.masters())
     except ChangelogError as exc:
         raise ValidateError(str(exc)) from None
+    golden_dir = root / found.layout.golden
+    golden = load_golden(golden_dir) if golden_dir.is_dir() else ()
     out: list[KeySetting] = []
     texts: dict[str, _Text | None] = {}
 
@@ -814,15 +802,17 @@ def _run(root: Path, keys: list[str]) -> tuple[list[KeySetting], dict[str, _Text
 
     for key in keys:
         if key not in masters.configs:
-            raise ValidateError(f"config key {key!r} is not in configs/*-master.yaml under {root}")
-        out += _check_key(key, masters, root, scanned, golden)
+            raise ValidateError(
+                f"config key {key!r} is not in {found.layout.masters}/*-master.yaml under {root}"
+            )
+        out += _check_key(key, masters, found, scanned, golden)
     return out, texts
 
 
 def _check_key(
     key: str,
     masters: MasterConfigs,
-    root: Path,
+    bench: benchrepo.Repo,
     scanned: Callable[[str], _Text | None],
     golden: tuple[GoldenFile, ...],
 ) -> list[KeySetting]:
@@ -831,7 +821,8 @@ def _check_key(
     if not items:
         return []
     master = masters.origin[key]
-    master_rel = master.relative_to(root).as_posix()
+    master_rel = master.relative_to(bench.root).as_posix()
+    layout = bench.layout
     lines = master.read_text(encoding="utf-8").split("\n")
     start, end = _key_block(lines, key)
     block = _Text(
@@ -846,13 +837,17 @@ def _check_key(
     sources: list[_Text] = []
     missing: list[str] = []
     recipes: list[tuple[int, _Text]] = []  # (master line, recipe)
+    srt = False  # srt-slurm rows (2026-10) run their recipe, not a single-node launch script
     for offset, line in enumerate(block.code):
-        for m in _CONFIG_FILE.finditer(line):
-            rel = _recipe_path(m.group(1))
-            recipe = scanned(rel)
+        refs = [p for p, _, _ in benchrepo.config_file_recipes(layout, [line])]
+        srt = srt or bool(_SRT_RECIPE.search(line))
+        for ref in _SRT_RECIPE.findall(line):
+            refs.append(benchrepo.srt_recipe(layout, cfg, ref.strip("'\""))[0])
+        for rel in dict.fromkeys(refs):
+            recipe = None if benchrepo.outside(rel) else scanned(rel)
             if recipe is None:
                 missing.append(f"{rel} (named at {master_rel}:{start + offset})")
-            else:
+            elif all(recipe is not r for _, r in recipes):
                 recipes.append((start + offset, recipe))
     # A master block may state the setting itself (relpipe's own example repository does:
     # `num-speculative-tokens: 3, spec-decode-acceptance-length: 2.80` in the arm).
@@ -860,10 +855,11 @@ def _check_key(
     if in_block:
         sources.append(block)
     script = None
-    if cfg.get("multinode") is not True:
+    if cfg.get("multinode") is not True and not srt:
         specs = sorted({str(i.get("spec-decoding")) for i in items})
+        hw = benchrepo.runner_hardware(str(cfg.get("runner", "")))
         for spec in specs:
-            candidates = _script_candidates(cfg, spec)
+            candidates = benchrepo.script_candidates(layout, cfg, "agentic-coding", spec, hw)
             script = next((s for s in map(scanned, candidates) if s is not None), None)
             if script is None and not in_block:
                 missing.append(" or ".join(candidates))
@@ -959,11 +955,45 @@ def _check_key(
             if auto
             else f"no forced acceptance length in {named}: drafts are accepted as they are"
         )
-        out.append(_unchecked(key, master_rel, start, framework, NA, reason))
+        curve = None if auto else _real_curve(sources, prefix, golden)
+        if curve is not None:
+            gold, (k_path, k_val, k_line), golden_al, mode = curve
+            row = _unchecked(key, master_rel, start, framework, PASS, reason)
+            out.append(
+                replace(
+                    row,
+                    k=k_val,
+                    k_source=f"{k_path}:{k_line}",
+                    golden=golden_al,
+                    golden_file=gold.name,
+                    thinking=mode,
+                    reason=f"{reason}; their golden curve: {gold.name} {mode} K={k_val} "
+                    f"AL {golden_al}",
+                )
+            )
+        else:
+            out.append(_unchecked(key, master_rel, start, framework, NA, reason))
     for rel in missing:
         reason = f"cannot check: source not found or unreadable: {rel}"
         out.append(_unchecked(key, master_rel, start, framework, WARN, reason))
     return out
+
+
+def _real_curve(
+    sources: list[_Text], prefix: str, golden: tuple[GoldenFile, ...]
+) -> tuple[GoldenFile, tuple[str, int, int], Decimal, str] | None:
+    """For real drafting (nothing forced): the one golden value the sources' K, thinking mode
+    and draft method select, as evidence that the key runs a measured configuration."""
+    drafts = {(t.path, k, line) for t in sources for line, k in _drafts(t)}
+    if len({k for _, k, _ in drafts}) != 1:
+        return None
+    k = min(drafts)
+    thinking, _ = _thinking("\n".join(c for t in sources for c in t.code))
+    chosen, _ = _choose(golden, prefix, sources)
+    known = [(g, g.values[(thinking, k[1])]) for g in chosen if (thinking, k[1]) in g.values]
+    if len(known) != 1:
+        return None
+    return known[0][0], k, known[0][1], thinking
 
 
 def _unchecked(

@@ -55,7 +55,8 @@ _ARCH = re.compile(
 )
 _MODEL_CONFIG_EDIT = re.compile(r"\b(?:sed\s+-\w*i|jq\b)[^\n]*config\.json")
 _CHAT_ON = re.compile(
-    r"--use-chat-template(?!\))|use_chat_template\s*:\s*true|AIPERF_APPLY_CHAT_TEMPLATE=\S*(?:1|true)|"
+    r"--use-chat-template(?!\))|use_chat_template\s*:\s*true|"
+    r"AIPERF_APPLY_CHAT_TEMPLATE[\"']?\s*[=:]\s*[\"']?(?:1|true)|"
     r"--endpoint-type\s+chat|--apply[-_]chat[-_]template",
     re.IGNORECASE,
 )
