@@ -231,6 +231,15 @@ def open_repo(path: str | os.PathLike[str]) -> Repo:
     return Repo(root, detect(_has_masters(root), read_override(root), str(given)))
 
 
+def is_checkout(path: Path) -> bool:
+    """Whether `path` holds a benchmark repository of a known layout (no error either way)."""
+    try:
+        open_repo(path)
+    except ChangelogError:
+        return False
+    return True
+
+
 # ---------------------------------------------------------------- key -> launch files
 
 
@@ -301,3 +310,45 @@ def cluster_hook(layout: Layout, runner: str) -> str | None:
 def agentic_client(layout: Layout) -> str:
     """The srt-slurm agentic benchmark client (2026-10's AgentX wrapper)."""
     return layout.at("benchmarks/srt_agentic.sh")
+
+
+def check_key(repo: Repo, master: Path, key: str, cfg: Mapping[str, Any], lines: list[str]) -> None:
+    """Refuse a key relpipe cannot read faithfully, in one line naming the file and line: a
+    master field no known schema has, or an `srt-recipe` row that leaves the repository or
+    names a missing file (2026-10's validator rejects both too)."""
+    from relpipe.changelog.configs.schema import line_of, line_with, unknown_fields
+
+    rel = master.relative_to(repo.root).as_posix() if master.is_absolute() else str(master)
+    start = line_of(lines, 1, key)
+    for place, name in unknown_fields(key, cfg):
+        if name not in repo.layout.extra_fields:
+            raise ChangelogError(
+                f"{rel}:{line_of(lines, start, name)}: unknown master field {name!r}"
+                f"{f' in {place}' if place else ''} of {key}; relpipe does not know what it "
+                "means (run `relpipe doctor`, or list it in .relpipe.toml [tool.relpipe] "
+                "extra-fields)"
+            )
+    for ref in _srt_refs(cfg):
+        path, _ = srt_recipe(repo.layout, cfg, ref)
+        where = f"{rel}:{line_with(lines, start, ref)}"
+        if outside(path):
+            raise ChangelogError(f"{where}: srt-recipe {ref} of {key} leaves the repository")
+        full = repo.root / path
+        if not full.resolve().is_relative_to(repo.root.resolve()):
+            raise ChangelogError(f"{where}: srt-recipe {ref} of {key} links out of the repository")
+        if not full.is_file():
+            raise ChangelogError(f"{where}: srt-recipe {ref} of {key}: {path} does not exist")
+
+
+def _srt_refs(cfg: Mapping[str, Any]) -> list[str]:
+    scenarios = cfg.get("scenarios")
+    out = []
+    for arms in scenarios.values() if isinstance(scenarios, Mapping) else []:
+        for arm in arms if isinstance(arms, list) else []:
+            space = arm.get("search-space") if isinstance(arm, Mapping) else None
+            for item in space if isinstance(space, list) else []:
+                for name in ("srt-recipe", "eval-srt-recipe"):
+                    ref = item.get(name) if isinstance(item, Mapping) else None
+                    if isinstance(ref, str) and ref:
+                        out.append(ref.partition(":")[0])
+    return list(dict.fromkeys(out))

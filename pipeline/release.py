@@ -54,7 +54,7 @@ from relpipe.pipeline.stages import (
     run_units,
 )
 from relpipe.pipeline.verdict import Outcome, Verdict, evaluate
-from relpipe.pipeline.workspace import CHANGELOG, LOCK, Workspace
+from relpipe.pipeline.workspace import Workspace
 
 if TYPE_CHECKING:
     from relpipe.changelog.entry import Entry
@@ -259,12 +259,12 @@ def stage_release(
     facts = ReleaseFacts.from_json(facts_json)
     lines = tuple(description_lines(facts)) + req.descriptions
     entry = make_entry(req, lines, plan)
-    apply_changelog(scratch / CHANGELOG, entry)
-    pin_lock(scratch / LOCK, plan.image.pinned.split("@", 1)[0], outcome)
+    apply_changelog(scratch / ws.changelog, entry)
+    pin_lock(scratch / ws.lock, plan.image.pinned.split("@", 1)[0], outcome)
     title = render_title(facts)
     notes = f"# {title}\n\n{render(facts, 'both')}"
     checks = validate_staged(ws, req, scratch, facts_json, notes)
-    files = tuple(str(p) for p in (plan.config.master, CHANGELOG, LOCK))
+    files = tuple(str(p) for p in (plan.config.master, ws.changelog, ws.lock))
     return Staged(
         root=scratch,
         files=files,
@@ -331,29 +331,31 @@ def validate_staged(
     """Run the perf-changelog hook (C7), notes check (C8) and golden AL (C9) on the staged copy."""
     golden = (
         golden_al_result(Workspace(scratch), req.config_key)
-        if (scratch / "golden_al_distribution").is_dir()
+        if (scratch / ws.layout.golden).is_dir()
         else NO_GOLDEN
     )
     return ReleaseChecks(
-        changelog=hook_result(ws.root / CHANGELOG, scratch, req),
+        changelog=hook_result(ws, scratch, req),
         notes=notes_result(notes, facts),
         golden=golden,
     )
 
 
-def hook_result(base: Path, scratch: Path, req: Request) -> ValidatorOutput:
+def hook_result(ws: Workspace, scratch: Path, req: Request) -> ValidatorOutput:
     """The `validate_perf_changelog` checks, base = the repository's file, head = the staged one."""
     from relpipe.changelog.configs.load import master_keys
     from relpipe.changelog.entry import ERROR
     from relpipe.validate.gate import hook as perf_changelog
 
-    keys = [k for m in sorted((scratch / "configs").glob("*-master.yaml")) for k in master_keys(m)]
+    changelog = ws.changelog
+    base = ws.root / changelog
+    keys = [k for m in Workspace(scratch).masters() for k in master_keys(m)]
     rules = perf_changelog.Rules(req.repo_url, req.pr_number, keys)
-    head = (scratch / CHANGELOG).read_bytes()
+    head = (scratch / changelog).read_bytes()
     report = perf_changelog.check(
-        base.read_bytes() if base.exists() else b"", head, rules, str(CHANGELOG)
+        base.read_bytes() if base.exists() else b"", head, rules, str(changelog)
     )
-    problems = [f.format(str(CHANGELOG)) for f in report.findings if f.severity == ERROR]
+    problems = [f.format(str(changelog)) for f in report.findings if f.severity == ERROR]
     evidence: dict[str, str | int] = {
         "mode": report.mode,
         "entries": report.entries,
@@ -505,9 +507,9 @@ def repo_state(root: Path) -> dict[str, str | None]:
     """Hashes of what a release rewrites (configs/, changelog, lock file) in the tree at `root`."""
     ws = Workspace(root)
     return {
-        "configs": ws.tree_hash("configs"),
-        "changelog": ws.file_hash(CHANGELOG),
-        "lock": ws.file_hash(LOCK),
+        "configs": ws.tree_hash(ws.layout.masters),
+        "changelog": ws.file_hash(ws.changelog),
+        "lock": ws.file_hash(ws.lock),
     }
 
 
@@ -521,7 +523,7 @@ def repository_lock(ws: Workspace) -> Iterator[None]:
 
     with (
         file_lock(ws.root, what="repository lock", error=PipelineError),
-        lock.locked(ws.root / LOCK),
+        lock.locked(ws.root / ws.lock),
     ):
         yield
 
@@ -551,15 +553,15 @@ def write_staged(ws: Workspace, staged: Staged) -> None:
                 "the benchmark repository changed while the release was staged (another release "
                 "or writer got there first); nothing written; run release again"
             )
-        path = ws.root / CHANGELOG
+        path = ws.root / ws.changelog
         old = path.read_bytes() if path.exists() else b""
         try:
             new = appended_bytes(path, old, staged.entry)
         except ChangelogError as exc:
             raise ReleaseRefused(f"{exc}; nothing written") from None
-        if new != (staged.root / CHANGELOG).read_bytes():
+        if new != (staged.root / ws.changelog).read_bytes():
             raise ReleaseRefused(
-                f"{CHANGELOG}: the staged file is not the entry appended to the repository's; "
+                f"{ws.changelog}: the staged file is not the entry appended to the repository's; "
                 "nothing written; run release again"
             )
         changes = [

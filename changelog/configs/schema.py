@@ -128,3 +128,11 @@ def line_of(lines: list[str], start: int, field: str) -> int:
         if pattern.search(lines[n - 1]):
             return n
     return start
+
+
+def line_with(lines: list[str], start: int, text: str) -> int:
+    """The first line at or after `start` (1-based) that contains `text` (a value's line)."""
+    for n in range(max(start, 1), len(lines) + 1):
+        if text in lines[n - 1]:
+            return n
+    return start
