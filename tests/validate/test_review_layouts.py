@@ -30,8 +30,12 @@ NOT_FROM_FILES = {"owners", "checklist", "pareto", "notes", "upstream-images", "
 @pytest.fixture(scope="module")
 def pr3750(inferencex_tree_2026_10: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = tmp_path_factory.mktemp("pr3750") / "InferenceX"
+    skip = {"_derived", "_versions"}  # the reconstruction's notes, not repository files
     shutil.copytree(
-        inferencex_tree_2026_10, repo, symlinks=True, ignore=shutil.ignore_patterns("_*")
+        inferencex_tree_2026_10,
+        repo,
+        symlinks=True,
+        ignore=lambda folder, names: [n for n in names if n in skip],
     )
     derived = inferencex_tree_2026_10 / "_derived"
     changelog = repo / E2E / "perf-changelog.yaml"
