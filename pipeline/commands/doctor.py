@@ -46,7 +46,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         repo = benchrepo.open_repo(Path(args.repo))
     except ChangelogError as exc:
         raise PipelineError(str(exc)) from None
-    found = doctor.diagnose(repo, doctor.isolated_python(args.python))
+    if repo.layout.validator:
+        found = doctor.diagnose(repo, doctor.isolated_python(args.python))
+    else:  # .relpipe.toml says the repository has no rules of its own to compare
+        found = doctor.Diagnosis(
+            disagreements=(),
+            compared=("nothing",),
+            skipped=(f"the repository declares no validator ({benchrepo.OVERRIDE})",),
+        )
     if args.json:
         document = {
             "repository": str(repo.root),
