@@ -186,7 +186,7 @@ def diagnose(repo: benchrepo.Repo, python: str) -> Diagnosis:
     if not (repo.root / repo.layout.validator).is_file():
         raise PipelineError(
             f"{repo.layout.validator} (the repository's validator) is missing; if the "
-            f"repository has none, say so in {benchrepo.OVERRIDE} ([tool.relpipe] validator = \"\")"
+            f'repository has none, say so in {benchrepo.OVERRIDE} ([tool.relpipe] validator = "")'
         )
     all_cases = cases(path.read_bytes())
     answer = probe(python, repo, all_cases)
