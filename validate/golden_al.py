@@ -45,18 +45,27 @@ from relpipe.validate.errors import ValidateError
 
 MAX_FILE = 16 * 1024 * 1024
 _NUM = r"\"?'?([0-9]+(?:\.[0-9]+)?)"
-# (engine, pattern, accepted-drafts offset): AL = value + offset
-SPELLINGS: tuple[tuple[str, re.Pattern[str], int], ...] = (
-    ("ATOM", re.compile(r"--spec-decode-acceptance-length(?:=|\s+)" + _NUM), 0),
-    ("ATOM", re.compile(r"(?<![\w-])spec-decode-acceptance-length\s*:\s*" + _NUM), 0),
-    ("vLLM", re.compile(r"synthetic_acceptance_length\"?'?\s*[:=]\s*" + _NUM), 0),
-    ("SGLang", re.compile(r"SGLANG_SIMULATE_ACC_LEN\"?'?\s*[:=]\s*" + _NUM), 0),
-    (
-        "TensorRT-LLM",
-        re.compile(r"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS\"?'?\s*[:=]\s*" + _NUM),
-        1,
-    ),
-    ("InferenceX", re.compile(r"SYNTHETIC_ACCEPTANCE_LENGTH\"?'?\s*[:=]\s*" + _NUM), 0),
+_SEP = r"""[\\"']*\s*[:=]\s*"""
+# Every engine's spelling of a forced acceptance, declared once: (engine, name and separator,
+# kind). Kind "al" is the AL itself, "rate" ATOM's (AL - 1) / K, "drafts" the accepted drafts
+# TensorRT-LLM forces (AL - 1), "injected" InferenceX's SYNTHETIC_ACCEPTANCE_LENGTH (master
+# additional-settings; the injector writes it into the recipe). Both scanners compile from it.
+ACCEPTANCE: tuple[tuple[str, str, str], ...] = (
+    ("ATOM", r"--spec-decode-acceptance-length(?:=|\s+)", "al"),
+    ("ATOM", r"(?<![\w-])spec-decode-acceptance-length\s*:\s*", "al"),
+    ("ATOM", r"--spec-decode-acceptance-rate(?:=|\s+)", "rate"),
+    ("ATOM", r"(?<![\w])SIMULATE_ACC_LEN" + _SEP, "al"),
+    ("SGLang", r"SGLANG_SIMULATE_ACC_LEN" + _SEP, "al"),
+    ("vLLM", r"synthetic_acceptance_length" + _SEP, "al"),
+    ("TensorRT-LLM", r"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS" + _SEP, "drafts"),
+    ("InferenceX", r"SYNTHETIC_ACCEPTANCE_LENGTH" + _SEP, "injected"),
+)
+# (engine, pattern, accepted-drafts offset): AL = value + offset. The file scanner (`evaluate`)
+# reads numbers only and does not know K, so ATOM's rate is not among them.
+SPELLINGS: tuple[tuple[str, re.Pattern[str], int], ...] = tuple(
+    (engine, re.compile(name + _NUM), 1 if kind == "drafts" else 0)
+    for engine, name, kind in ACCEPTANCE
+    if kind != "rate"
 )
 _DRAFT = re.compile(
     r"num_speculative_tokens\"?'?\s*[:=]\s*(\d+)|--num-speculative-tokens(?:=|\s+)(\d+)"
@@ -382,24 +391,12 @@ def check_paths(paths: Iterable[str | Path], golden_dir: str | Path) -> list[Fin
 _TOLERANCE = Decimal("0.005")  # golden values have two decimals
 # A value as written: a number, or a shell variable (`$X`, `${X}`, `${X:-default}`).
 _V = r"""[\\"']*(\$\{[A-Za-z_]\w*(?::?-[^}]*)?\}|\$[A-Za-z_]\w*|[0-9]+(?:\.[0-9]+)?)"""
-_SEP = r"""[\\"']*\s*[:=]\s*"""
-# (engine, pattern, kind): kind "al" is the AL itself, "rate" ATOM's (AL - 1) / K, "drafts" the
-# accepted drafts TensorRT-LLM forces (AL - 1).
-KEY_SPELLINGS: tuple[tuple[str, re.Pattern[str], str], ...] = (
-    ("ATOM", re.compile(r"--spec-decode-acceptance-length(?:=|\s+)" + _V), "al"),
-    ("ATOM", re.compile(r"(?<![\w-])spec-decode-acceptance-length\s*:\s*" + _V), "al"),
-    ("ATOM", re.compile(r"--spec-decode-acceptance-rate(?:=|\s+)" + _V), "rate"),
-    ("ATOM", re.compile(r"(?<![\w])SIMULATE_ACC_LEN" + _SEP + _V), "al"),
-    ("SGLang", re.compile(r"SGLANG_SIMULATE_ACC_LEN" + _SEP + _V), "al"),
-    ("vLLM", re.compile(r"synthetic_acceptance_length" + _SEP + _V), "al"),
-    (
-        "TensorRT-LLM",
-        re.compile(r"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS" + _SEP + _V),
-        "drafts",
-    ),
+# The scoped scanner also resolves shell variables (`$X`, `${X:-2}`) as values.
+KEY_SPELLINGS: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
+    (engine, re.compile(name + _V), kind) for engine, name, kind in ACCEPTANCE if kind != "injected"
 )
+_INJECTED = next(re.compile(name + _V) for _, name, kind in ACCEPTANCE if kind == "injected")
 _SRT_RECIPE = re.compile(r"(?<![\w-])srt-recipe\s*:\s*([^\s,}#]+)")
-_INJECTED = re.compile(r"SYNTHETIC_ACCEPTANCE_LENGTH" + _SEP + _V)
 _K_SPELLINGS = (
     re.compile(r"num_speculative_tokens" + _SEP + _V),
     re.compile(r"--num-speculative-tokens(?:=|\s+)" + _V),

@@ -32,47 +32,33 @@ TOP = frozenset(
 )
 SCENARIOS = frozenset({"fixed-seq-len", "agentic-coding"})
 ARM = frozenset({"isl", "osl", "require-power", "search-space", "dram-utilization"})
-WORKER = frozenset(
-    {
-        "num-worker",
-        "tp",
-        "pp",
-        "dcp-size",
-        "pcp-size",
-        "ep",
-        "dp-attn",
-        "hardware",
-        "additional-settings",
-        "batch-size",
-        "max-num-tokens",
-    }
-)
-ITEM = frozenset(
-    {
-        "tp",
-        "pp",
-        "dcp-size",
-        "pcp-size",
-        "ep",
-        "dp-attn",
-        "spec-decoding",
-        "srt-recipe",
-        "eval-srt-recipe",
-        "power",
-        "worker",
-        "prefill",
-        "decode",
-        "num-nodes",
-        "kv-offloading",
-        "kv-offload-backend",
-        "router",
-        "kv-p2p-transfer",
-        "conc-start",
-        "conc-end",
-        "conc-list",
-        "additional-settings",
-    }
-)
+# A worker's or a single-node item's parallelism (2026-10 added pp, dcp-size, pcp-size).
+PARALLELISM = frozenset({"tp", "pp", "dcp-size", "pcp-size", "ep", "dp-attn"})
+WORKER = PARALLELISM | {
+    "num-worker",
+    "hardware",
+    "additional-settings",
+    "batch-size",
+    "max-num-tokens",
+}
+ITEM = PARALLELISM | {
+    "spec-decoding",
+    "srt-recipe",
+    "eval-srt-recipe",
+    "power",
+    "worker",
+    "prefill",
+    "decode",
+    "num-nodes",
+    "kv-offloading",
+    "kv-offload-backend",
+    "router",
+    "kv-p2p-transfer",
+    "conc-start",
+    "conc-end",
+    "conc-list",
+    "additional-settings",
+}
 COMPONENT = frozenset({"name", "version"})
 RUNNERS_TOP = frozenset({"labels", "clusters"})
 # Every name relpipe knows at any level (what `relpipe doctor` compares with the repository's
