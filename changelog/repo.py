@@ -23,12 +23,12 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-import tomllib
 from relpipe.changelog.errors import ChangelogError
 
 OVERRIDE = ".relpipe.toml"

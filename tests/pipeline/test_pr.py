@@ -16,7 +16,7 @@ import github_api
 import pytest
 from pr_support import (
     BRANCH,
-    EXAMPLE,
+    CHANGELOG,
     KEY,
     MASTER,
     REPO,
@@ -33,11 +33,7 @@ from pr_support import (
 from relpipe.changelog.append import append
 from relpipe.changelog.entry import render
 from relpipe.pipeline.cli import main as relpipe
-from relpipe.pipeline.workspace import Workspace
 from support import git
-
-# Where the example repository keeps its changelog (its layout; the tests' world is a copy of it).
-CHANGELOG = Workspace(EXAMPLE).changelog
 
 
 def test_open_pushes_one_commit_and_opens_a_labelled_pr(

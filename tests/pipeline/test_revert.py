@@ -8,13 +8,9 @@ from pathlib import Path
 
 import github_api
 import pytest
-from pr_support import EXAMPLE, KEY, MASTER, REPO, TOKEN, fetch, hook_passes, remote_file
+from pr_support import CHANGELOG, KEY, MASTER, REPO, TOKEN, fetch, hook_passes, remote_file
 from relpipe.pipeline.cli import main as relpipe
-from relpipe.pipeline.workspace import Workspace
 from support import git
-
-# Where the example repository keeps its changelog (its layout; the tests' world is a copy of it).
-CHANGELOG = Workspace(EXAMPLE).changelog
 
 BRANCH = f"relpipe/revert/{KEY}"
 REASON = "gsm8k dropped 3 points at conc 8 (#131)"
