@@ -11,7 +11,6 @@ they do not, 2 when the repository or its code cannot be read.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -20,21 +19,18 @@ from pathlib import Path
 from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.errors import ChangelogError
 from relpipe.pipeline import doctor
+from relpipe.pipeline.commands.parser import Parser, parser
 from relpipe.pipeline.errors import PipelineError
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="relpipe doctor",
-        description="Compare the benchmark repository's own rules with relpipe's, on its data.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
+def _parser() -> Parser:
+    p = parser("relpipe doctor", __doc__)
     p.add_argument("--repo", metavar="PATH", default=".", help="the benchmark repository checkout")
     p.add_argument(
         "--python",
         metavar="PY",
-        help="a Python with the repository's dependencies (pydantic, PyYAML); "
-        f"default: a venv built once under {doctor.CACHE}",
+        help="a Python with the repository's dependencies, pydantic and PyYAML "
+        f"(default: a venv built once under {doctor.CACHE})",
     )
     p.add_argument("--json", action="store_true", help="one JSON document")
     return p
