@@ -393,6 +393,9 @@ def unified_diff(ws: Workspace, staged: Staged) -> str:
 def release(
     ws: Workspace, req: Request, options: Options, state: Path | None = None
 ) -> ReleaseResult | AlreadyReleased:
+    # A key relpipe cannot read faithfully (an unknown master field, a recipe outside the
+    # repository or missing) is refused before anything, the locks' files included, is written.
+    ws.config_key(req.config_key, 1)
     with repository_lock(ws):  # stage from a whole repository, never a half-written release
         recover_interrupted(ws)
     done = released_line(ws, req)

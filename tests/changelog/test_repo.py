@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from relpipe.changelog import repo as benchrepo
+from relpipe.changelog.configs.pin import edit_image
 from relpipe.changelog.errors import ChangelogError
 from relpipe.pipeline.cli import main as cli
 from relpipe.pipeline.errors import PipelineError
@@ -166,7 +167,12 @@ def test_a_checkout_mixing_layouts_or_matching_none_is_one_line(
     ],
 )
 def test_bad_masters_are_one_line_and_nothing_is_written(
-    tree10: Path, tmp_path: Path, old: str, new: str, message: str
+    tree10: Path,
+    tmp_path: Path,
+    old: str,
+    new: str,
+    message: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     repo = tmp_path / "repo"
     shutil.copytree(tree10, repo, symlinks=True)
@@ -179,5 +185,35 @@ def test_bad_masters_are_one_line_and_nothing_is_written(
         Workspace(repo).config_key(KEY_10, 16)
     assert str(exc.value).startswith("inferencex-e2e/configs/amd-master.yaml" + message)
     assert "\n" not in str(exc.value)
+    image = "rocm/atom-dev:nightly_202610070333"
+    argv = ["release", "--repo", str(repo), "--config-key", KEY_10, "--image", image]
+    assert cli(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(exc.value) in err and "Traceback" not in err
     after = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file()}
-    assert after == before
+    assert after == before  # not even a lock file
+
+
+@pytest.mark.parametrize(
+    ("tree", "master", "key"),
+    [
+        ("tree", "configs/amd-master.yaml", "dsv4-fp4-mi355x-atom-agentic-mtp"),
+        ("tree-2026-10", "inferencex-e2e/configs/amd-master.yaml", KEY_10),  # srt-recipe-dir
+        (  # the same key in the full-path `srt-recipe:` form of the same month
+            "tree-2026-10",
+            "_versions/inferencex-e2e/configs/amd-master.yaml@010af3bb",
+            KEY_10,
+        ),
+    ],
+)
+def test_a_release_edit_is_one_line_in_every_schema(
+    corpus_dir: Path, tree: str, master: str, key: str
+) -> None:
+    path = corpus_dir / tree / master
+    old = path.read_text(encoding="utf-8")
+    image = "rocm/atom-dev:nightly_209912310000"
+    new, _ = edit_image(old, key, image, master)
+    before, after = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+    assert len(changed) == 1  # the image line; every other byte as it was
+    assert after[changed[0]] == f"  image: {image}\n"
