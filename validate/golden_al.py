@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any
 
 from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.configs.load import MasterConfigs, load_masters, load_yaml
@@ -806,6 +807,37 @@ def _run(root: Path, keys: list[str]) -> tuple[list[KeySetting], dict[str, _Text
     return out, texts
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Key:
+    """One key being checked: its master block and what every row of it shares."""
+
+    key: str
+    block: _Text
+    prefix: str
+    framework: str
+    golden: tuple[GoldenFile, ...]
+
+    def judge(self, **what: Any) -> KeySetting:
+        """`_judge_key` for this key (the setting's own fields in `what`)."""
+        return _judge_key(key=self.key, prefix=self.prefix, golden=self.golden, **what)
+
+    def row(self, verdict: str, reason: str) -> KeySetting:
+        return _unchecked(
+            self.key, self.block.path, self.block.first, self.framework, verdict, reason
+        )
+
+
+@dataclass
+class _Sources:
+    """The files a key's settings live in: recipes (with the master line naming each), the
+    single-node launch script, the master block itself; and what was named but not read."""
+
+    recipes: list[tuple[int, _Text]]
+    script: _Text | None
+    texts: list[_Text]
+    missing: list[str]
+
+
 def _check_key(
     key: str,
     masters: MasterConfigs,
@@ -818,24 +850,50 @@ def _check_key(
     if not items:
         return []
     master = masters.origin[key]
-    master_rel = master.relative_to(bench.root).as_posix()
-    layout = bench.layout
     lines = master.read_text(encoding="utf-8").split("\n")
     start, end = _key_block(lines, key)
     block = _Text(
-        master_rel,
+        master.relative_to(bench.root).as_posix(),
         tuple(lines[start - 1 : end]),
         tuple(_uncomment(line, "")[0] for line in lines[start - 1 : end]),
         start,
     )
-    prefix = str(cfg.get("model-prefix", ""))
-    framework = str(cfg.get("framework", ""))
-    out: list[KeySetting] = []
-    sources: list[_Text] = []
-    missing: list[str] = []
-    recipes: list[tuple[int, _Text]] = []  # (master line, recipe)
+    this = _Key(
+        key=key,
+        block=block,
+        prefix=str(cfg.get("model-prefix", "")),
+        framework=str(cfg.get("framework", "")),
+        golden=golden,
+    )
+    found = _sources(this, cfg, items, bench.layout, scanned)
+    out = _injected(this, found)
+    for text in found.texts:
+        out += _written(this, text)
+    missing = found.missing
+    if not out and not found.texts:
+        # e.g. AMD's multinode wrappers, which derive the AL from K in shell `case` tables
+        missing = missing or [
+            "no CONFIG_FILE recipe or single-node launch script for this key (a multinode "
+            "wrapper's settings are not resolved)"
+        ]
+    elif not out:
+        out.append(_unforced(this, found.texts))
+    for rel in missing:
+        out.append(this.row(WARN, f"cannot check: source not found or unreadable: {rel}"))
+    return out
+
+
+def _sources(
+    this: _Key,
+    cfg: Mapping[str, object],
+    items: list[Mapping[str, object]],
+    layout: benchrepo.Layout,
+    scanned: Callable[[str], _Text | None],
+) -> _Sources:
+    block = this.block
+    found = _Sources(recipes=[], script=None, texts=[], missing=[])
     srt = False  # srt-slurm rows (2026-10) run their recipe, not a single-node launch script
-    for offset, line in enumerate(block.code):
+    for n, line in enumerate(block.code, block.first):
         refs = [p for p, _, _ in benchrepo.config_file_recipes(layout, [line])]
         srt = srt or bool(_SRT_RECIPE.search(line))
         for ref in _SRT_RECIPE.findall(line):
@@ -843,137 +901,122 @@ def _check_key(
         for rel in dict.fromkeys(refs):
             recipe = None if benchrepo.outside(rel) else scanned(rel)
             if recipe is None:
-                missing.append(f"{rel} (named at {master_rel}:{start + offset})")
-            elif all(recipe is not r for _, r in recipes):
-                recipes.append((start + offset, recipe))
+                found.missing.append(f"{rel} (named at {block.path}:{n})")
+            elif all(recipe is not r for _, r in found.recipes):
+                found.recipes.append((n, recipe))
     # A master block may state the setting itself (relpipe's own example repository does:
     # `num-speculative-tokens: 3, spec-decode-acceptance-length: 2.80` in the arm).
     in_block = any(p.search(line) for _, p, _ in KEY_SPELLINGS for line in block.code)
     if in_block:
-        sources.append(block)
-    script = None
+        found.texts.append(block)
     if cfg.get("multinode") is not True and not srt:
-        specs = sorted({str(i.get("spec-decoding")) for i in items})
         hw = benchrepo.runner_hardware(str(cfg.get("runner", "")))
-        for spec in specs:
+        for spec in sorted({str(i.get("spec-decoding")) for i in items}):
             candidates = benchrepo.script_candidates(layout, cfg, "agentic-coding", spec, hw)
-            script = next((s for s in map(scanned, candidates) if s is not None), None)
-            if script is None and not in_block:
-                missing.append(" or ".join(candidates))
-    for _, recipe in recipes:
-        if recipe not in sources:
-            sources.append(recipe)
-    if script is not None:
-        sources.append(script)
-    # 1. InferenceX's injected value in the master block; K from the item's recipe or script.
-    for offset, line in enumerate(block.code):
+            found.script = next((s for s in map(scanned, candidates) if s is not None), None)
+            if found.script is None and not in_block:
+                found.missing.append(" or ".join(candidates))
+    for _, recipe in found.recipes:
+        if recipe not in found.texts:
+            found.texts.append(recipe)
+    if found.script is not None:
+        found.texts.append(found.script)
+    return found
+
+
+def _injected(this: _Key, found: _Sources) -> list[KeySetting]:
+    """InferenceX's injected value in the master block; K from the item's recipe or script."""
+    out = []
+    for n, line in enumerate(this.block.code, this.block.first):
         for m in _INJECTED.finditer(line):
-            at = start + offset
-            item = min(recipes, key=lambda r: (abs(r[0] - at), r[0]), default=None)
-            k_text = item[1] if item else script
+            item = min(found.recipes, key=lambda r: (abs(r[0] - n), r[0]), default=None)
+            k_text = item[1] if item else found.script
             drafts = _drafts(k_text) if k_text else []
             distinct = {d[1] for d in drafts}
             k = (k_text.path, drafts[0][0], drafts[0][1]) if k_text and len(distinct) == 1 else None
             out.append(
-                _judge_key(
-                    key=key,
-                    text=block,
-                    line=at,
-                    engine=_engine_of(framework),
+                this.judge(
+                    text=this.block,
+                    line=n,
+                    engine=_engine_of(this.framework),
                     written=m.group(1).strip("\\\"'"),
                     kind="al",
                     k=k,
-                    prefix=prefix,
-                    context=[block] + ([k_text] if k_text else []),
-                    golden=golden,
+                    context=[this.block] + ([k_text] if k_text else []),
                 )
             )
-    # 2. Settings written in the recipes and the launch script.
-    for text in sources:
-        drafts = _drafts(text)
-        seen: set[tuple[int, str]] = set()
-        unresolved: list[tuple[int, str, str]] = []
-        found = 0
-        for n, line in enumerate(text.code, text.first):
-            for engine, pattern, kind in KEY_SPELLINGS:
-                for m in pattern.finditer(line):
-                    values = _values(m.group(1), text, n)
-                    if not values or not all(_NUMBER.fullmatch(v) for _, v in values):
-                        unresolved.append((n, engine, m.group(1)))
-                        continue
-                    for at, value in values:
-                        if (at, kind) in seen:
-                            continue
-                        seen.add((at, kind))
-                        found += 1
-                        near = _nearest_k(text, drafts, at)
-                        out.append(
-                            _judge_key(
-                                key=key,
-                                text=text,
-                                line=at,
-                                engine=engine,
-                                written=value,
-                                kind=kind,
-                                k=(text.path, near[0], near[1]) if near else None,
-                                prefix=prefix,
-                                context=[text, block],
-                                golden=golden,
-                            )
-                        )
-        if not found:
-            for n, engine, token in unresolved[:1]:  # a derived value (e.g. awk) alone
-                out.append(
-                    _judge_key(
-                        key=key,
-                        text=text,
-                        line=n,
-                        engine=engine,
-                        written=token,
-                        kind="al",
-                        k=None,
-                        prefix=prefix,
-                        context=[text, block],
-                        golden=golden,
-                    )
-                )
-    if not out and not sources:
-        # e.g. AMD's multinode wrappers, which derive the AL from K in shell `case` tables
-        missing = missing or [
-            "no CONFIG_FILE recipe or single-node launch script for this key (a multinode "
-            "wrapper's settings are not resolved)"
-        ]
-    elif not out:
-        named = ", ".join(t.path for t in sources)
-        auto = any(_SYNTHETIC_ON.search(line) for line in block.code)
-        reason = (
-            "SYNTHETIC_ACCEPTANCE=true without a length: InferenceX resolves it from the golden "
-            "files at run time"
-            if auto
-            else f"no forced acceptance length in {named}: drafts are accepted as they are"
-        )
-        curve = None if auto else _real_curve(sources, prefix, golden)
-        if curve is not None:
-            gold, (k_path, k_val, k_line), golden_al, mode = curve
-            row = _unchecked(key, master_rel, start, framework, PASS, reason)
-            out.append(
-                replace(
-                    row,
-                    k=k_val,
-                    k_source=f"{k_path}:{k_line}",
-                    golden=golden_al,
-                    golden_file=gold.name,
-                    thinking=mode,
-                    reason=f"{reason}; their golden curve: {gold.name} {mode} K={k_val} "
-                    f"AL {golden_al}",
-                )
-            )
-        else:
-            out.append(_unchecked(key, master_rel, start, framework, NA, reason))
-    for rel in missing:
-        reason = f"cannot check: source not found or unreadable: {rel}"
-        out.append(_unchecked(key, master_rel, start, framework, WARN, reason))
     return out
+
+
+def _written(this: _Key, text: _Text) -> list[KeySetting]:
+    """The settings written in one recipe, launch script or master block."""
+    drafts = _drafts(text)
+    seen: set[tuple[int, str]] = set()
+    unresolved: list[tuple[int, str, str]] = []
+    out = []
+    for n, line in enumerate(text.code, text.first):
+        for engine, pattern, kind in KEY_SPELLINGS:
+            for m in pattern.finditer(line):
+                values = _values(m.group(1), text, n)
+                if not values or not all(_NUMBER.fullmatch(v) for _, v in values):
+                    unresolved.append((n, engine, m.group(1)))
+                    continue
+                for at, value in values:
+                    if (at, kind) in seen:
+                        continue
+                    seen.add((at, kind))
+                    near = _nearest_k(text, drafts, at)
+                    out.append(
+                        this.judge(
+                            text=text,
+                            line=at,
+                            engine=engine,
+                            written=value,
+                            kind=kind,
+                            k=(text.path, near[0], near[1]) if near else None,
+                            context=[text, this.block],
+                        )
+                    )
+    if not out:
+        for n, engine, token in unresolved[:1]:  # a derived value (e.g. awk) alone
+            out.append(
+                this.judge(
+                    text=text,
+                    line=n,
+                    engine=engine,
+                    written=token,
+                    kind="al",
+                    k=None,
+                    context=[text, this.block],
+                )
+            )
+    return out
+
+
+def _unforced(this: _Key, texts: list[_Text]) -> KeySetting:
+    """The key's row when its sources force no acceptance: N/A, or PASS with the curve that
+    real drafting runs on as evidence."""
+    named = ", ".join(t.path for t in texts)
+    auto = any(_SYNTHETIC_ON.search(line) for line in this.block.code)
+    reason = (
+        "SYNTHETIC_ACCEPTANCE=true without a length: InferenceX resolves it from the golden "
+        "files at run time"
+        if auto
+        else f"no forced acceptance length in {named}: drafts are accepted as they are"
+    )
+    curve = None if auto else _real_curve(texts, this.prefix, this.golden)
+    if curve is None:
+        return this.row(NA, reason)
+    gold, (k_path, k_val, k_line), golden_al, mode = curve
+    return replace(
+        this.row(PASS, reason),
+        k=k_val,
+        k_source=f"{k_path}:{k_line}",
+        golden=golden_al,
+        golden_file=gold.name,
+        thinking=mode,
+        reason=f"{reason}; their golden curve: {gold.name} {mode} K={k_val} AL {golden_al}",
+    )
 
 
 def _real_curve(
