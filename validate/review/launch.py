@@ -230,12 +230,9 @@ def _changed(review: Review, hit: Hit) -> bool:
 
 
 def _coverage(review: Review, fam: str) -> list[Evidence]:
-    """Launch-path files named but not in the tree or not readable: a few rows and a count."""
-    gaps = list(dict.fromkeys(review.unresolved()))
-    rows = [Evidence(e.where, f"not checked: {e.what}") for e in gaps[:5]]
-    if len(gaps) > 5:
-        rows.append(Evidence("...", f"not checked: {len(gaps) - 5} more launch-path file(s)"))
-    return rows
+    """Launch-path files named but not in the tree or not readable, every one (the Markdown
+    comment shows the first rows of a check, `--json` all of them)."""
+    return [Evidence(e.where, f"not checked: {e.what}") for e in dict.fromkeys(review.unresolved())]
 
 
 def _none_in_scope(cid: str) -> Result:
