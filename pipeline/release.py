@@ -21,7 +21,7 @@ import contextlib
 import difflib
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -467,24 +467,28 @@ def journal_of(ws: Workspace) -> Path:
     return journal.journal_path(ws.root, JOURNAL)
 
 
-def admit(rel: str, old: bytes | None, new: bytes) -> str | None:
-    """Why a journalled release may not write `new` to `rel`: a release writes one master config,
+def admitter(ws: Workspace) -> Callable[[str, bytes | None, bytes], str | None]:
+    """The journal's admission rule for `ws`: a release writes one master config of its layout,
     the lock file and the changelog, and the changelog only by appending entries to it."""
+    from relpipe.changelog import repo as benchrepo
     from relpipe.changelog.entry import parse_appended
     from relpipe.changelog.errors import ChangelogError
 
-    parts = rel.split("/")
-    is_master = len(parts) == 2 and parts[0] == "configs" and parts[1].endswith("-master.yaml")
-    if rel not in (str(CHANGELOG), str(LOCK)) and not is_master:
-        return "a release writes only configs/*-master.yaml, the changelog and the lock file"
-    if rel == str(CHANGELOG):
-        try:
-            errors = parse_appended(old or b"", new, rel).errors
-        except ChangelogError as exc:
-            return str(exc)
-        if errors:
-            return f"not entries appended to the changelog ({errors[0].format(rel)})"
-    return None
+    changelog, lock_file, masters = str(ws.changelog), str(ws.lock), ws.layout.masters
+
+    def admit(rel: str, old: bytes | None, new: bytes) -> str | None:
+        if rel not in (changelog, lock_file) and not benchrepo.is_master(rel, masters):
+            return f"a release writes only {masters}/*-master.yaml, the changelog and the lock file"
+        if rel == changelog:
+            try:
+                errors = parse_appended(old or b"", new, rel).errors
+            except ChangelogError as exc:
+                return str(exc)
+            if errors:
+                return f"not entries appended to the changelog ({errors[0].format(rel)})"
+        return None
+
+    return admit
 
 
 def released_line(ws: Workspace, req: Request) -> str | None:
@@ -494,9 +498,9 @@ def released_line(ws: Workspace, req: Request) -> str | None:
     from relpipe.images.registry import RegistryClient
 
     pinned = ws.config_key(req.config_key, 1).image
-    if pinned != new_image_text(pinned, req.image) or not (ws.root / LOCK).is_file():
+    if pinned != new_image_text(pinned, req.image) or not (ws.root / ws.lock).is_file():
         return None
-    entry = lock.lookup(lock.load(ws.root / LOCK), req.image)
+    entry = lock.lookup(lock.load(ws.root / ws.lock), req.image)
     if entry is None:
         return None
     with RegistryClient() as client:
@@ -533,7 +537,7 @@ def repository_lock(ws: Workspace) -> Iterator[None]:
 
 def recover_interrupted(ws: Workspace) -> list[str]:
     """Finish a release a crash interrupted (its journal survived); the caller holds the lock."""
-    return journal.recover(journal_of(ws), ws.root, error=PipelineError, admit=admit)
+    return journal.recover(journal_of(ws), ws.root, error=PipelineError, admit=admitter(ws))
 
 
 def write_staged(ws: Workspace, staged: Staged) -> None:
@@ -575,7 +579,7 @@ def write_staged(ws: Workspace, staged: Staged) -> None:
             )
             for rel in staged.files
         ]
-        journal.commit(journal_of(ws), ws.root, changes, error=PipelineError, admit=admit)
+        journal.commit(journal_of(ws), ws.root, changes, error=PipelineError, admit=admitter(ws))
 
 
 def render_release(
