@@ -65,7 +65,11 @@ class Layout:
 
 
 _CODEOWNERS = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
-_ROOT = dict(
+_E2E = PROJECT_2026_10
+_2026_08 = Layout(
+    name="2026-08",
+    masters="configs",
+    runners="configs/runners.yaml",
     changelog="perf-changelog.yaml",
     thresholds="utils/evals/thresholds.yaml",
     golden="golden_al_distribution",
@@ -79,9 +83,8 @@ _ROOT = dict(
     single_recipes="benchmarks/single_node/srt-slurm-recipes",
     multi_recipes="benchmarks/multi_node/srt-slurm-recipes",
 )
-_E2E = PROJECT_2026_10
 LAYOUTS: tuple[Layout, ...] = (
-    Layout(name="2026-08", masters="configs", runners="configs/runners.yaml", **_ROOT),  # type: ignore[arg-type]
+    _2026_08,
     Layout(
         name="2026-10",
         project=_E2E,
@@ -100,11 +103,12 @@ LAYOUTS: tuple[Layout, ...] = (
         single_recipes=f"{_E2E}/benchmarks/single_node/srt-slurm-recipes",
         multi_recipes=f"{_E2E}/benchmarks/multi_node/srt-slurm-recipes",
     ),
-    Layout(
+    # Before 2026-07-02 the masters and runners lived under .github/; the rest as in 2026-08.
+    replace(
+        _2026_08,
         name="pre-2026-07",
         masters=".github/configs",
         runners=".github/configs/runners.yaml",
-        **_ROOT,  # type: ignore[arg-type]
     ),
 )
 _BY_NAME = {layout.name: layout for layout in LAYOUTS}
