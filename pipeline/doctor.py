@@ -127,7 +127,7 @@ def cases(changelog: bytes) -> list[Case]:
 
 
 def relpipe_verdict(case: Case) -> tuple[bool, str]:
-    from relpipe.changelog.entries import ERROR
+    from relpipe.changelog.entry import ERROR
     from relpipe.validate.gate import hook
 
     report = hook.check(case.base, case.head, hook.Rules(case.repo_url, case.pr, None))
