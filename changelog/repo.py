@@ -29,6 +29,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from relpipe.changelog import layout as files
 from relpipe.changelog.errors import ChangelogError
 
 OVERRIDE = ".relpipe.toml"
@@ -66,11 +67,29 @@ class Layout:
 
 _CODEOWNERS = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
 _E2E = PROJECT_2026_10
+# The changelog and masters folders of each layout are the commit hook's (`changelog.layout`,
+# standard library only); this module adds everything else relpipe reads.
+_FOLDERS = {name: (changelog, masters) for name, changelog, masters in files.LAYOUTS}
+
+
+def _where(name: str) -> tuple[str, str, str]:
+    """(changelog, masters folder, runners file) of one of `changelog.layout`'s layouts."""
+    changelog, masters = _FOLDERS[name]
+    return (
+        posixpath.join(changelog, files.CHANGELOG),
+        masters,
+        posixpath.join(masters, "runners.yaml"),
+    )
+
+
+_ROOT, _E2E_FILES, _GITHUB = _where("root"), _where("e2e"), _where("github")
+
+
 _2026_08 = Layout(
     name="2026-08",
-    masters="configs",
-    runners="configs/runners.yaml",
-    changelog="perf-changelog.yaml",
+    changelog=_ROOT[0],
+    masters=_ROOT[1],
+    runners=_ROOT[2],
     thresholds="utils/evals/thresholds.yaml",
     golden="golden_al_distribution",
     validator="utils/validate_perf_changelog.py",
@@ -88,9 +107,9 @@ LAYOUTS: tuple[Layout, ...] = (
     Layout(
         name="2026-10",
         project=_E2E,
-        masters=f"{_E2E}/configs",
-        runners=f"{_E2E}/configs/runners.yaml",
-        changelog=f"{_E2E}/perf-changelog.yaml",
+        changelog=_E2E_FILES[0],
+        masters=_E2E_FILES[1],
+        runners=_E2E_FILES[2],
         thresholds=f"{_E2E}/infx/evals/thresholds.yaml",
         golden=f"{_E2E}/infx/golden_al_distribution",
         validator=f"{_E2E}/infx/workflows/validate_perf_changelog.py",
@@ -107,8 +126,9 @@ LAYOUTS: tuple[Layout, ...] = (
     replace(
         _2026_08,
         name="pre-2026-07",
-        masters=".github/configs",
-        runners=".github/configs/runners.yaml",
+        changelog=_GITHUB[0],
+        masters=_GITHUB[1],
+        runners=_GITHUB[2],
     ),
 )
 _BY_NAME = {layout.name: layout for layout in LAYOUTS}
