@@ -34,6 +34,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pr": ("pr", "open, update or inspect the bump pull request of a release (GitHub)"),
     "revert": ("revert", "restore a config key's previous pinned image and open its PR"),
     "bisect": ("bisect", "find the nightly that broke a config key, and its engine commits"),
+    "doctor": (
+        "doctor",
+        "compare the benchmark repository's own rules with relpipe's, on its data",
+    ),
 }
 
 USAGE = "usage: relpipe [-h] [--version] COMMAND [ARGS ...]"

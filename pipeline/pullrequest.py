@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from relpipe.core import jsonload, process
 from relpipe.pipeline import github as gh
 from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.workspace import CHANGELOG, LOCK
+from relpipe.pipeline.workspace import Workspace
 
 if TYPE_CHECKING:
     from relpipe.changelog.entry import Entry
@@ -154,7 +154,9 @@ def remote_sha(root: Path, remote: str, branch: str) -> str | None:
     return out.split()[0] if out.strip() else None
 
 
-RELEASE_FILES = ("configs/", str(CHANGELOG), str(LOCK))  # what a release or revert writes
+def release_files(ws: Workspace) -> tuple[str, str, str]:
+    """What a release or revert writes: the master configs, the changelog, the lock file."""
+    return (ws.layout.masters + "/", str(ws.changelog), str(ws.lock))
 
 
 def read_bump(root: Path, config_key: str, title: str, body: str) -> Bump:
@@ -164,9 +166,11 @@ def read_bump(root: Path, config_key: str, title: str, body: str) -> Bump:
     the rest of the working tree (relpipe's own `.relpipe/` state, say) is not the PR's. The patch
     is made through a temporary index, so the user's index is left as it was.
     """
+    ws = Workspace(root)
+    changelog = str(ws.changelog)
     listed = git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all")
     paths = sorted(
-        {e[3:] for e in listed.split("\0") if len(e) > 3 and e[3:].startswith(RELEASE_FILES)}
+        {e[3:] for e in listed.split("\0") if len(e) > 3 and e[3:].startswith(release_files(ws))}
     )
     if not paths:
         raise PullRequestRefused(
@@ -177,12 +181,12 @@ def read_bump(root: Path, config_key: str, title: str, body: str) -> Bump:
         env = {**os.environ, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
         for args in (["read-tree", "HEAD"], ["add", "-A", "--", *paths]):
             git_bytes(root, args, env=env)
-        others = [p for p in paths if p != str(CHANGELOG)]
+        others = [p for p in paths if p != changelog]
         patch = git_bytes(root, ["diff", "--cached", "--binary", "HEAD", "--", *others], env=env)
     entries: tuple[Entry, ...] = ()
-    if str(CHANGELOG) in paths:
+    if changelog in paths:
         entries = appended_entries(
-            git_blob(root, f"HEAD:{CHANGELOG}"), (root / CHANGELOG).read_bytes()
+            git_blob(root, f"HEAD:{changelog}"), (root / changelog).read_bytes(), changelog
         )
     return Bump(
         config_key=config_key,
@@ -193,18 +197,18 @@ def read_bump(root: Path, config_key: str, title: str, body: str) -> Bump:
     )
 
 
-def appended_entries(old: bytes, new: bytes) -> tuple[Entry, ...]:
+def appended_entries(old: bytes, new: bytes, changelog: str) -> tuple[Entry, ...]:
     from relpipe.changelog.entry import parse_appended
     from relpipe.changelog.errors import ChangelogError
 
     try:
-        parsed = parse_appended(old, new, str(CHANGELOG))
+        parsed = parse_appended(old, new, changelog)
     except ChangelogError as exc:
         raise PullRequestRefused(f"{exc}; the PR only appends entries") from None
     problems = [f for f in parsed.findings if f.severity == "error"]
     if problems or any(b.entry is None for b in parsed.blocks):
         raise PullRequestRefused(
-            f"{CHANGELOG}: the appended text is not valid entries; run the hook to see why"
+            f"{changelog}: the appended text is not valid entries; run the hook to see why"
         )
     return tuple(b.entry for b in parsed.blocks if b.entry is not None)
 
@@ -250,7 +254,7 @@ def apply_bump(work: Path, bump: Bump) -> None:
                 "run `relpipe release` again on an up-to-date checkout"
             ) from None
     if bump.entries:
-        path = work / CHANGELOG
+        path = work / Workspace(work).changelog
         data = path.read_bytes() if path.exists() else b""
         try:
             for entry in bump.entries:

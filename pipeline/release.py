@@ -21,7 +21,7 @@ import contextlib
 import difflib
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,7 +54,7 @@ from relpipe.pipeline.stages import (
     run_units,
 )
 from relpipe.pipeline.verdict import Outcome, Verdict, evaluate
-from relpipe.pipeline.workspace import CHANGELOG, LOCK, Workspace
+from relpipe.pipeline.workspace import Workspace
 
 if TYPE_CHECKING:
     from relpipe.changelog.entry import Entry
@@ -259,12 +259,12 @@ def stage_release(
     facts = ReleaseFacts.from_json(facts_json)
     lines = tuple(description_lines(facts)) + req.descriptions
     entry = make_entry(req, lines, plan)
-    apply_changelog(scratch / CHANGELOG, entry)
-    pin_lock(scratch / LOCK, plan.image.pinned.split("@", 1)[0], outcome)
+    apply_changelog(scratch / ws.changelog, entry)
+    pin_lock(scratch / ws.lock, plan.image.pinned.split("@", 1)[0], outcome)
     title = render_title(facts)
     notes = f"# {title}\n\n{render(facts, 'both')}"
     checks = validate_staged(ws, req, scratch, facts_json, notes)
-    files = tuple(str(p) for p in (plan.config.master, CHANGELOG, LOCK))
+    files = tuple(str(p) for p in (plan.config.master, ws.changelog, ws.lock))
     return Staged(
         root=scratch,
         files=files,
@@ -331,29 +331,31 @@ def validate_staged(
     """Run the perf-changelog hook (C7), notes check (C8) and golden AL (C9) on the staged copy."""
     golden = (
         golden_al_result(Workspace(scratch), req.config_key)
-        if (scratch / "golden_al_distribution").is_dir()
+        if (scratch / ws.layout.golden).is_dir()
         else NO_GOLDEN
     )
     return ReleaseChecks(
-        changelog=hook_result(ws.root / CHANGELOG, scratch, req),
+        changelog=hook_result(ws, scratch, req),
         notes=notes_result(notes, facts),
         golden=golden,
     )
 
 
-def hook_result(base: Path, scratch: Path, req: Request) -> ValidatorOutput:
+def hook_result(ws: Workspace, scratch: Path, req: Request) -> ValidatorOutput:
     """The `validate_perf_changelog` checks, base = the repository's file, head = the staged one."""
     from relpipe.changelog.configs.load import master_keys
     from relpipe.changelog.entry import ERROR
     from relpipe.validate.gate import hook as perf_changelog
 
-    keys = [k for m in sorted((scratch / "configs").glob("*-master.yaml")) for k in master_keys(m)]
+    changelog = ws.changelog
+    base = ws.root / changelog
+    keys = [k for m in Workspace(scratch).masters() for k in master_keys(m)]
     rules = perf_changelog.Rules(req.repo_url, req.pr_number, keys)
-    head = (scratch / CHANGELOG).read_bytes()
+    head = (scratch / changelog).read_bytes()
     report = perf_changelog.check(
-        base.read_bytes() if base.exists() else b"", head, rules, str(CHANGELOG)
+        base.read_bytes() if base.exists() else b"", head, rules, str(changelog)
     )
-    problems = [f.format(str(CHANGELOG)) for f in report.findings if f.severity == ERROR]
+    problems = [f.format(str(changelog)) for f in report.findings if f.severity == ERROR]
     evidence: dict[str, str | int] = {
         "mode": report.mode,
         "entries": report.entries,
@@ -391,6 +393,9 @@ def unified_diff(ws: Workspace, staged: Staged) -> str:
 def release(
     ws: Workspace, req: Request, options: Options, state: Path | None = None
 ) -> ReleaseResult | AlreadyReleased:
+    # A key relpipe cannot read faithfully (an unknown master field, a recipe outside the
+    # repository or missing) is refused before anything, the locks' files included, is written.
+    ws.config_key(req.config_key, 1)
     with repository_lock(ws):  # stage from a whole repository, never a half-written release
         recover_interrupted(ws)
     done = released_line(ws, req)
@@ -462,24 +467,28 @@ def journal_of(ws: Workspace) -> Path:
     return journal.journal_path(ws.root, JOURNAL)
 
 
-def admit(rel: str, old: bytes | None, new: bytes) -> str | None:
-    """Why a journalled release may not write `new` to `rel`: a release writes one master config,
+def admitter(ws: Workspace) -> Callable[[str, bytes | None, bytes], str | None]:
+    """The journal's admission rule for `ws`: a release writes one master config of its layout,
     the lock file and the changelog, and the changelog only by appending entries to it."""
+    from relpipe.changelog import repo as benchrepo
     from relpipe.changelog.entry import parse_appended
     from relpipe.changelog.errors import ChangelogError
 
-    parts = rel.split("/")
-    is_master = len(parts) == 2 and parts[0] == "configs" and parts[1].endswith("-master.yaml")
-    if rel not in (str(CHANGELOG), str(LOCK)) and not is_master:
-        return "a release writes only configs/*-master.yaml, the changelog and the lock file"
-    if rel == str(CHANGELOG):
-        try:
-            errors = parse_appended(old or b"", new, rel).errors
-        except ChangelogError as exc:
-            return str(exc)
-        if errors:
-            return f"not entries appended to the changelog ({errors[0].format(rel)})"
-    return None
+    changelog, lock_file, masters = str(ws.changelog), str(ws.lock), ws.layout.masters
+
+    def admit(rel: str, old: bytes | None, new: bytes) -> str | None:
+        if rel not in (changelog, lock_file) and not benchrepo.is_master(rel, masters):
+            return f"a release writes only {masters}/*-master.yaml, the changelog and the lock file"
+        if rel == changelog:
+            try:
+                errors = parse_appended(old or b"", new, rel).errors
+            except ChangelogError as exc:
+                return str(exc)
+            if errors:
+                return f"not entries appended to the changelog ({errors[0].format(rel)})"
+        return None
+
+    return admit
 
 
 def released_line(ws: Workspace, req: Request) -> str | None:
@@ -489,9 +498,9 @@ def released_line(ws: Workspace, req: Request) -> str | None:
     from relpipe.images.registry import RegistryClient
 
     pinned = ws.config_key(req.config_key, 1).image
-    if pinned != new_image_text(pinned, req.image) or not (ws.root / LOCK).is_file():
+    if pinned != new_image_text(pinned, req.image) or not (ws.root / ws.lock).is_file():
         return None
-    entry = lock.lookup(lock.load(ws.root / LOCK), req.image)
+    entry = lock.lookup(lock.load(ws.root / ws.lock), req.image)
     if entry is None:
         return None
     with RegistryClient() as client:
@@ -505,9 +514,9 @@ def repo_state(root: Path) -> dict[str, str | None]:
     """Hashes of what a release rewrites (configs/, changelog, lock file) in the tree at `root`."""
     ws = Workspace(root)
     return {
-        "configs": ws.tree_hash("configs"),
-        "changelog": ws.file_hash(CHANGELOG),
-        "lock": ws.file_hash(LOCK),
+        "configs": ws.tree_hash(ws.layout.masters),
+        "changelog": ws.file_hash(ws.changelog),
+        "lock": ws.file_hash(ws.lock),
     }
 
 
@@ -521,14 +530,14 @@ def repository_lock(ws: Workspace) -> Iterator[None]:
 
     with (
         file_lock(ws.root, what="repository lock", error=PipelineError),
-        lock.locked(ws.root / LOCK),
+        lock.locked(ws.root / ws.lock),
     ):
         yield
 
 
 def recover_interrupted(ws: Workspace) -> list[str]:
     """Finish a release a crash interrupted (its journal survived); the caller holds the lock."""
-    return journal.recover(journal_of(ws), ws.root, error=PipelineError, admit=admit)
+    return journal.recover(journal_of(ws), ws.root, error=PipelineError, admit=admitter(ws))
 
 
 def write_staged(ws: Workspace, staged: Staged) -> None:
@@ -551,15 +560,15 @@ def write_staged(ws: Workspace, staged: Staged) -> None:
                 "the benchmark repository changed while the release was staged (another release "
                 "or writer got there first); nothing written; run release again"
             )
-        path = ws.root / CHANGELOG
+        path = ws.root / ws.changelog
         old = path.read_bytes() if path.exists() else b""
         try:
             new = appended_bytes(path, old, staged.entry)
         except ChangelogError as exc:
             raise ReleaseRefused(f"{exc}; nothing written") from None
-        if new != (staged.root / CHANGELOG).read_bytes():
+        if new != (staged.root / ws.changelog).read_bytes():
             raise ReleaseRefused(
-                f"{CHANGELOG}: the staged file is not the entry appended to the repository's; "
+                f"{ws.changelog}: the staged file is not the entry appended to the repository's; "
                 "nothing written; run release again"
             )
         changes = [
@@ -570,7 +579,7 @@ def write_staged(ws: Workspace, staged: Staged) -> None:
             )
             for rel in staged.files
         ]
-        journal.commit(journal_of(ws), ws.root, changes, error=PipelineError, admit=admit)
+        journal.commit(journal_of(ws), ws.root, changes, error=PipelineError, admit=admitter(ws))
 
 
 def render_release(

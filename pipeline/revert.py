@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.workspace import CHANGELOG, LOCK, Workspace
+from relpipe.pipeline.workspace import Workspace
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,6 +33,7 @@ def previous_image(root: Path, current: str, to: str | None) -> tuple[str, str]:
     from relpipe.images import lock
     from relpipe.images.reference import parse
 
+    LOCK = Workspace(root).lock  # noqa: N806 (the lock file's path in every message)
     entries = lock.load(root / LOCK)
     now = lock.lookup(entries, current)
     if now is None:
@@ -95,7 +96,7 @@ def write_revert(ws: Workspace, rev: Revert, repo_url: str) -> None:
         scenario_type=tuple(scenarios) or None,
     )
     write_atomic(master, text.encode("utf-8"))
-    append(ws.root / CHANGELOG, entry)
+    append(ws.root / ws.changelog, entry)
 
 
 def title_and_body(rev: Revert) -> tuple[str, str]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from relpipe.changelog.repo import find_root, is_checkout
 from relpipe.core import sanitize
 from relpipe.images.registry import RegistryClient
 from relpipe.pipeline import history
@@ -256,9 +257,11 @@ def workspace_from(args: argparse.Namespace) -> Workspace | None:
     root = args.repo if args.repo is not None else Path.cwd()
     if args.repo is not None and not root.is_dir():
         raise PipelineError(f"--repo {root}: not a folder")
-    if args.repo is None and not (root / "configs").is_dir():
+    if args.repo is None and not is_checkout(root):
         return None  # plain `qualify REF` outside a benchmark repository
-    return Workspace(root.resolve())
+    ws = Workspace(find_root(root))
+    ws.layout  # noqa: B018 (a checkout of no known layout fails here, in one line)
+    return ws
 
 
 def options_from(args: argparse.Namespace) -> Options:

@@ -210,7 +210,7 @@ def make_plan(
     if ws is not None:
         thresholds = ws.thresholds()
         golden = {
-            "files": ws.tree_hash("golden_al_distribution"),
+            "files": ws.tree_hash(ws.layout.golden),
             "key": config.key if config else None,
             # everything C9 reads for the key (masters, its recipes and launch scripts)
             "sources": golden_inputs(ws, config.key) if config else None,
@@ -241,9 +241,9 @@ def locked_ref(ws: Workspace | None, ref: str) -> str:
     from relpipe.images import lock
     from relpipe.images.reference import parse
 
-    if ws is None or not (ws.root / "images.lock.yaml").is_file():
+    if ws is None or not (ws.root / ws.lock).is_file():
         return ref
-    entry = lock.lookup(lock.load(ws.root / "images.lock.yaml"), ref)
+    entry = lock.lookup(lock.load(ws.root / ws.lock), ref)
     if entry is None:
         return ref
     # Pinning `tag@digest` re-hashes the locked digest: a tag that moved does not move the baseline.
@@ -490,7 +490,7 @@ def golden_inputs(ws: Workspace, key: str) -> str | None:
     from relpipe.validate import golden_al
     from relpipe.validate.errors import ValidateError
 
-    if not (ws.root / "golden_al_distribution").is_dir():
+    if not (ws.root / ws.layout.golden).is_dir():
         return None
     try:
         return golden_al.inputs_digest(ws.root, [key])

@@ -1,14 +1,9 @@
 """The benchmark repository a pipeline command works in (InferenceX layout) and what it reads there.
 
-Layout (all paths relative to the repository root; every file is optional except where a command
-needs it):
-
-    configs/*-master.yaml                master configs (config keys, images, search spaces)
-    perf-changelog.yaml                  the append-only changelog
-    utils/evals/thresholds.yaml          eval thresholds (InferenceX shape: default + models)
-    golden_al_distribution/*.yaml        golden acceptance lengths
-    images.lock.yaml                     pinned digests and facts
-    .relpipe/                            run records and the stage cache (gitignored)
+Where the masters, changelog, thresholds (InferenceX shape: default + models), golden acceptance
+lengths and relpipe's `images.lock.yaml` are is the repository's layout, which `changelog.repo`
+detects (every layout InferenceX has had); `.relpipe/` under the root holds run records and the
+stage cache (gitignored). Every file is optional except where a command needs it.
 
 Everything read here is untrusted input: YAML goes through the strict loader of
 `changelog.configs.semdiff` (duplicate keys, aliases and tabs rejected).
@@ -19,18 +14,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.configs.points import plan_key
 from relpipe.changelog.configs.semdiff import load_yaml
 from relpipe.changelog.errors import ChangelogError
 from relpipe.pipeline.errors import PipelineError
 
-THRESHOLDS = Path("utils/evals/thresholds.yaml")
-CHANGELOG = Path("perf-changelog.yaml")
-LOCK = Path("images.lock.yaml")
-GOLDEN_DIR = Path("golden_al_distribution")
 STATE = Path(".relpipe")
 _MAX_YAML = 16 * 1024 * 1024
 
@@ -69,8 +62,24 @@ class Workspace:
     def state(self) -> Path:
         return self.root / STATE
 
+    @cached_property
+    def layout(self) -> benchrepo.Layout:
+        """The repository's layout (`changelog.repo.detect`), read once."""
+        try:
+            return benchrepo.open_repo(self.root).layout
+        except ChangelogError as exc:
+            raise PipelineError(str(exc)) from None
+
+    @property
+    def changelog(self) -> Path:
+        return Path(self.layout.changelog)  # relative to the root, as the release writes it
+
+    @property
+    def lock(self) -> Path:
+        return Path(self.layout.lock)
+
     def masters(self) -> list[Path]:
-        return sorted((self.root / "configs").glob("*-master.yaml"))
+        return benchrepo.Repo(self.root, self.layout).masters()
 
     def read_yaml(self, path: Path) -> Any:
         try:
@@ -101,13 +110,20 @@ class Workspace:
             if isinstance(doc, dict) and isinstance(doc.get(key), dict):
                 found.append((master, doc[key]))
         if not found:
-            names = ", ".join(p.name for p in self.masters()) or "no configs/*-master.yaml"
+            names = ", ".join(p.name for p in self.masters()) or (
+                f"no {self.layout.masters}/*-master.yaml"
+            )
             raise PipelineError(f"config key {key!r} is not in {names} under {self.root}")
         if len(found) > 1:
             raise PipelineError(
                 f"config key {key!r} is defined in {len(found)} master configs; keep one"
             )
         master, cfg = found[0]
+        try:
+            lines = master.read_text(encoding="utf-8").splitlines()
+            benchrepo.check_key(benchrepo.Repo(self.root, self.layout), master, key, cfg, lines)
+        except ChangelogError as exc:
+            raise PipelineError(str(exc)) from None
         image = cfg.get("image")
         if not isinstance(image, str) or not image:
             raise PipelineError(f"{master.name}: config key {key} has no image")
@@ -125,7 +141,7 @@ class Workspace:
         from relpipe.engine.errors import EngineError
         from relpipe.engine.evals.thresholds import load
 
-        path = self.root / THRESHOLDS
+        path = self.root / self.layout.thresholds
         if not path.is_file():
             return {}
         try:

@@ -39,6 +39,12 @@ def inferencex_tree() -> Path:
 
 
 @pytest.fixture(scope="session")
+def inferencex_tree_2026_10() -> Path:
+    """InferenceX at the base of PR #3750 (2026-10 layout; read-only; copy it to change it)."""
+    return corpus.inferencex_tree_2026_10()
+
+
+@pytest.fixture(scope="session")
 def atom_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A clone of ATOM's real history, one per worker (read-only use: clone again to change it)."""
     return corpus.atom_clone(tmp_path_factory.mktemp("atom") / "ATOM")

@@ -71,6 +71,14 @@ def inferencex_tree() -> Path:
     return tree
 
 
+def inferencex_tree_2026_10() -> Path:
+    """InferenceX two months later (`inferencex-e2e/` + `infx/`), a partial reconstruction."""
+    tree = inferencex_dir() / "tree-2026-10"
+    if not (tree / "inferencex-e2e" / "configs" / "amd-master.yaml").is_file():
+        unavailable(f"InferenceX 2026-10 tree not found at {tree}")
+    return tree
+
+
 def atom_bundle() -> Path:
     """ATOM's real history as a git bundle."""
     path = Path(os.environ.get(ATOM_ENV, DATA / "atom" / "atom.bundle"))

@@ -19,11 +19,12 @@ from relpipe.changelog.entry import Entry
 from relpipe.changelog.notes import ReleaseFacts, render_title
 from relpipe.changelog.notes import render as render_notes
 from relpipe.pipeline.cli import main as relpipe
-from relpipe.pipeline.workspace import CHANGELOG
+from relpipe.pipeline.workspace import Workspace
 from support import git
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "benchmark-repo"
+CHANGELOG = Workspace(EXAMPLE).changelog  # where the example repository's layout keeps it
 FACTS = ROOT / "changelog" / "notes" / "example.json"
 MASTER = "configs/amd-master.yaml"
 KEY = "minimaxm3-fp4-mi355x-atom-agentic-mtp"

@@ -31,10 +31,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any
 
+from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.configs.load import MasterConfigs, load_masters, load_yaml
 from relpipe.changelog.errors import ChangelogError
 from relpipe.core.files import read_capped
@@ -44,18 +46,27 @@ from relpipe.validate.errors import ValidateError
 
 MAX_FILE = 16 * 1024 * 1024
 _NUM = r"\"?'?([0-9]+(?:\.[0-9]+)?)"
-# (engine, pattern, accepted-drafts offset): AL = value + offset
-SPELLINGS: tuple[tuple[str, re.Pattern[str], int], ...] = (
-    ("ATOM", re.compile(r"--spec-decode-acceptance-length(?:=|\s+)" + _NUM), 0),
-    ("ATOM", re.compile(r"(?<![\w-])spec-decode-acceptance-length\s*:\s*" + _NUM), 0),
-    ("vLLM", re.compile(r"synthetic_acceptance_length\"?'?\s*[:=]\s*" + _NUM), 0),
-    ("SGLang", re.compile(r"SGLANG_SIMULATE_ACC_LEN\"?'?\s*[:=]\s*" + _NUM), 0),
-    (
-        "TensorRT-LLM",
-        re.compile(r"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS\"?'?\s*[:=]\s*" + _NUM),
-        1,
-    ),
-    ("InferenceX", re.compile(r"SYNTHETIC_ACCEPTANCE_LENGTH\"?'?\s*[:=]\s*" + _NUM), 0),
+_SEP = r"""[\\"']*\s*[:=]\s*"""
+# Every engine's spelling of a forced acceptance, declared once: (engine, name and separator,
+# kind). Kind "al" is the AL itself, "rate" ATOM's (AL - 1) / K, "drafts" the accepted drafts
+# TensorRT-LLM forces (AL - 1), "injected" InferenceX's SYNTHETIC_ACCEPTANCE_LENGTH (master
+# additional-settings; the injector writes it into the recipe). Both scanners compile from it.
+ACCEPTANCE: tuple[tuple[str, str, str], ...] = (
+    ("ATOM", r"--spec-decode-acceptance-length(?:=|\s+)", "al"),
+    ("ATOM", r"(?<![\w-])spec-decode-acceptance-length\s*:\s*", "al"),
+    ("ATOM", r"--spec-decode-acceptance-rate(?:=|\s+)", "rate"),
+    ("ATOM", r"(?<![\w])SIMULATE_ACC_LEN" + _SEP, "al"),
+    ("SGLang", r"SGLANG_SIMULATE_ACC_LEN" + _SEP, "al"),
+    ("vLLM", r"synthetic_acceptance_length" + _SEP, "al"),
+    ("TensorRT-LLM", r"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS" + _SEP, "drafts"),
+    ("InferenceX", r"SYNTHETIC_ACCEPTANCE_LENGTH" + _SEP, "injected"),
+)
+# (engine, pattern, accepted-drafts offset): AL = value + offset. The file scanner (`evaluate`)
+# reads numbers only and does not know K, so ATOM's rate is not among them.
+SPELLINGS: tuple[tuple[str, re.Pattern[str], int], ...] = tuple(
+    (engine, re.compile(name + _NUM), 1 if kind == "drafts" else 0)
+    for engine, name, kind in ACCEPTANCE
+    if kind != "rate"
 )
 _DRAFT = re.compile(
     r"num_speculative_tokens\"?'?\s*[:=]\s*(\d+)|--num-speculative-tokens(?:=|\s+)(\d+)"
@@ -128,6 +139,8 @@ def load_golden(golden_dir: str | Path) -> tuple[GoldenFile, ...]:
             raise ValidateError(f"cannot read golden file {path}: {exc}") from None
         except ChangelogError as exc:
             raise ValidateError(str(exc)) from None
+        if isinstance(doc, dict):  # 2026-10 files carry `_metadata: {draft-model: ...}` too
+            doc = {k: v for k, v in doc.items() if not str(k).startswith("_")}
         if not isinstance(doc, dict) or len(doc) != 1:
             raise ValidateError(f"golden file {path} must map exactly one model to thinking modes")
         ((model, modes),) = doc.items()
@@ -376,28 +389,15 @@ def check_paths(paths: Iterable[str | Path], golden_dir: str | Path) -> list[Fin
 # draft length K is the stated one nearest to the setting (vLLM `num_speculative_tokens`, SGLang
 # `speculative-num-steps`, ATOM `--num-speculative-tokens`, TensorRT-LLM `max_draft_len`).
 
-RECIPES = "benchmarks/multi_node/srt-slurm-recipes"
-AGENTIC_SCRIPTS = "benchmarks/single_node/agentic"
 _TOLERANCE = Decimal("0.005")  # golden values have two decimals
 # A value as written: a number, or a shell variable (`$X`, `${X}`, `${X:-default}`).
 _V = r"""[\\"']*(\$\{[A-Za-z_]\w*(?::?-[^}]*)?\}|\$[A-Za-z_]\w*|[0-9]+(?:\.[0-9]+)?)"""
-_SEP = r"""[\\"']*\s*[:=]\s*"""
-# (engine, pattern, kind): kind "al" is the AL itself, "rate" ATOM's (AL - 1) / K, "drafts" the
-# accepted drafts TensorRT-LLM forces (AL - 1).
-KEY_SPELLINGS: tuple[tuple[str, re.Pattern[str], str], ...] = (
-    ("ATOM", re.compile(r"--spec-decode-acceptance-length(?:=|\s+)" + _V), "al"),
-    ("ATOM", re.compile(r"(?<![\w-])spec-decode-acceptance-length\s*:\s*" + _V), "al"),
-    ("ATOM", re.compile(r"--spec-decode-acceptance-rate(?:=|\s+)" + _V), "rate"),
-    ("ATOM", re.compile(r"(?<![\w])SIMULATE_ACC_LEN" + _SEP + _V), "al"),
-    ("SGLang", re.compile(r"SGLANG_SIMULATE_ACC_LEN" + _SEP + _V), "al"),
-    ("vLLM", re.compile(r"synthetic_acceptance_length" + _SEP + _V), "al"),
-    (
-        "TensorRT-LLM",
-        re.compile(r"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS" + _SEP + _V),
-        "drafts",
-    ),
+# The scoped scanner also resolves shell variables (`$X`, `${X:-2}`) as values.
+KEY_SPELLINGS: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
+    (engine, re.compile(name + _V), kind) for engine, name, kind in ACCEPTANCE if kind != "injected"
 )
-_INJECTED = re.compile(r"SYNTHETIC_ACCEPTANCE_LENGTH" + _SEP + _V)
+_INJECTED = next(re.compile(name + _V) for _, name, kind in ACCEPTANCE if kind == "injected")
+_SRT_RECIPE = re.compile(r"(?<![\w-])srt-recipe\s*:\s*([^\s,}#]+)")
 _K_SPELLINGS = (
     re.compile(r"num_speculative_tokens" + _SEP + _V),
     re.compile(r"--num-speculative-tokens(?:=|\s+)" + _V),
@@ -410,7 +410,6 @@ _ASSIGN = re.compile(
     r"^\s*(?:export\s+|local\s+|readonly\s+|declare\s+(?:-\w+\s+)*)?([A-Za-z_]\w*)=(\S*)"
 )
 _VAR = re.compile(r"^\$\{?([A-Za-z_]\w*)(?::?-([^}]*))?\}?$")
-_CONFIG_FILE = re.compile(r"CONFIG_FILE=([^\s\"']+)")
 _SYNTHETIC_ON = re.compile(r"SYNTHETIC_ACCEPTANCE=true\b")
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 
@@ -586,8 +585,18 @@ def _thinking(code: str) -> tuple[str, bool]:
 
 
 def _satisfied(req: tuple[str, str], code: str) -> bool:
-    name, value = (re.escape(x) for x in req)
-    return re.search(name + r"""[\\"'\s:=]*""" + value + r"\b", code) is not None
+    """The sources state the curve's measured setting. A forced acceptance replaces the
+    rejection sampler (vLLM's `rejection_sample_method: synthetic`, which InferenceX's injector
+    sets for `SYNTHETIC_ACCEPTANCE_LENGTH`), so a curve's rejection method only rules a source
+    out when the source names another real method; the draft's sample method must be stated.
+    (The Kimi-K3 recipes run `draft_sample_method: probabilistic`: their curve is
+    kimik3_dspark_probabilistic_sample_method_block_rejection_sample_method.yaml.)"""
+    name, value = req
+    said = re.compile(re.escape(name) + r"""[\\"'\s:=]*([A-Za-z_]\w*)""")
+    stated = {m.group(1) for m in said.finditer(code)}
+    if name.endswith("rejection_sample_method"):
+        return not (stated - {value, "synthetic"})
+    return value in stated
 
 
 def _choose(
@@ -628,21 +637,6 @@ def _read_repo_file(repo: Path, rel: str) -> str | None:
         return data.decode("utf-8")
     except (ValidateError, UnicodeDecodeError):
         return None
-
-
-def _recipe_path(value: str) -> str:
-    value = value.split(":", 1)[0]  # `file.yaml:zip_override_x[1]`: the selector is not a path
-    return f"{RECIPES}/{value[len('recipes/') :]}" if value.startswith("recipes/") else value
-
-
-def _script_candidates(cfg: Mapping[str, object], spec: str) -> list[str]:
-    prefix, precision = str(cfg.get("model-prefix", "")), str(cfg.get("precision", ""))
-    framework = str(cfg.get("framework", ""))
-    hw = str(cfg.get("runner", "")).removeprefix("cluster:").split("-")[0].split("_")[0]
-    mtp = "_mtp" if spec == "mtp" else ""
-    base = f"{AGENTIC_SCRIPTS}/{prefix}_{precision}_{hw}"
-    trt = "_trt" if framework == "trt" else ""
-    return list(dict.fromkeys([f"{base}_{framework}{mtp}.sh", f"{base}{trt}{mtp}.sh"]))
 
 
 def _engine_of(framework: str) -> str:
@@ -771,11 +765,12 @@ def check(repo: str | Path, keys: Iterable[str]) -> list[KeySetting]:
 def inputs_digest(repo: str | Path, keys: Iterable[str]) -> str:
     """SHA-256 over everything `check(repo, keys)` reads (golden files, masters, the keys'
     recipes and scripts): a cache key that changes whenever the verdict could."""
-    root = Path(repo)
+    found = benchrepo.open_repo(repo)
+    root = found.root
     _, read = _run(root, list(keys))
     h = hashlib.sha256()
-    golden_dir = root / "golden_al_distribution"
-    paths = sorted((root / "configs").glob("*-master.yaml"))
+    golden_dir = root / found.layout.golden
+    paths = found.masters()
     paths += sorted(golden_dir.glob("*.yaml")) if golden_dir.is_dir() else []
     for path in paths:
         h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
@@ -786,13 +781,14 @@ def inputs_digest(repo: str | Path, keys: Iterable[str]) -> str:
 
 
 def _run(root: Path, keys: list[str]) -> tuple[list[KeySetting], dict[str, _Text | None]]:
-    golden_dir = root / "golden_al_distribution"
-    golden = load_golden(golden_dir) if golden_dir.is_dir() else ()
-    masters_paths = sorted((root / "configs").glob("*-master.yaml"))
     try:
-        masters = load_masters(masters_paths)
+        found = benchrepo.open_repo(root)
+        root = found.root
+        masters = load_masters(found.masters())
     except ChangelogError as exc:
         raise ValidateError(str(exc)) from None
+    golden_dir = root / found.layout.golden
+    golden = load_golden(golden_dir) if golden_dir.is_dir() else ()
     out: list[KeySetting] = []
     texts: dict[str, _Text | None] = {}
 
@@ -804,15 +800,48 @@ def _run(root: Path, keys: list[str]) -> tuple[list[KeySetting], dict[str, _Text
 
     for key in keys:
         if key not in masters.configs:
-            raise ValidateError(f"config key {key!r} is not in configs/*-master.yaml under {root}")
-        out += _check_key(key, masters, root, scanned, golden)
+            raise ValidateError(
+                f"config key {key!r} is not in {found.layout.masters}/*-master.yaml under {root}"
+            )
+        out += _check_key(key, masters, found, scanned, golden)
     return out, texts
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Key:
+    """One key being checked: its master block and what every row of it shares."""
+
+    key: str
+    block: _Text
+    prefix: str
+    framework: str
+    golden: tuple[GoldenFile, ...]
+
+    def judge(self, **what: Any) -> KeySetting:
+        """`_judge_key` for this key (the setting's own fields in `what`)."""
+        return _judge_key(key=self.key, prefix=self.prefix, golden=self.golden, **what)
+
+    def row(self, verdict: str, reason: str) -> KeySetting:
+        return _unchecked(
+            self.key, self.block.path, self.block.first, self.framework, verdict, reason
+        )
+
+
+@dataclass
+class _Sources:
+    """The files a key's settings live in: recipes (with the master line naming each), the
+    single-node launch script, the master block itself; and what was named but not read."""
+
+    recipes: list[tuple[int, _Text]]
+    script: _Text | None
+    texts: list[_Text]
+    missing: list[str]
 
 
 def _check_key(
     key: str,
     masters: MasterConfigs,
-    root: Path,
+    bench: benchrepo.Repo,
     scanned: Callable[[str], _Text | None],
     golden: tuple[GoldenFile, ...],
 ) -> list[KeySetting]:
@@ -821,139 +850,190 @@ def _check_key(
     if not items:
         return []
     master = masters.origin[key]
-    master_rel = master.relative_to(root).as_posix()
     lines = master.read_text(encoding="utf-8").split("\n")
     start, end = _key_block(lines, key)
     block = _Text(
-        master_rel,
+        master.relative_to(bench.root).as_posix(),
         tuple(lines[start - 1 : end]),
         tuple(_uncomment(line, "")[0] for line in lines[start - 1 : end]),
         start,
     )
-    prefix = str(cfg.get("model-prefix", ""))
-    framework = str(cfg.get("framework", ""))
-    out: list[KeySetting] = []
-    sources: list[_Text] = []
-    missing: list[str] = []
-    recipes: list[tuple[int, _Text]] = []  # (master line, recipe)
-    for offset, line in enumerate(block.code):
-        for m in _CONFIG_FILE.finditer(line):
-            rel = _recipe_path(m.group(1))
-            recipe = scanned(rel)
-            if recipe is None:
-                missing.append(f"{rel} (named at {master_rel}:{start + offset})")
-            else:
-                recipes.append((start + offset, recipe))
-    # A master block may state the setting itself (relpipe's own example repository does:
-    # `num-speculative-tokens: 3, spec-decode-acceptance-length: 2.80` in the arm).
-    in_block = any(p.search(line) for _, p, _ in KEY_SPELLINGS for line in block.code)
-    if in_block:
-        sources.append(block)
-    script = None
-    if cfg.get("multinode") is not True:
-        specs = sorted({str(i.get("spec-decoding")) for i in items})
-        for spec in specs:
-            candidates = _script_candidates(cfg, spec)
-            script = next((s for s in map(scanned, candidates) if s is not None), None)
-            if script is None and not in_block:
-                missing.append(" or ".join(candidates))
-    for _, recipe in recipes:
-        if recipe not in sources:
-            sources.append(recipe)
-    if script is not None:
-        sources.append(script)
-    # 1. InferenceX's injected value in the master block; K from the item's recipe or script.
-    for offset, line in enumerate(block.code):
-        for m in _INJECTED.finditer(line):
-            at = start + offset
-            item = min(recipes, key=lambda r: (abs(r[0] - at), r[0]), default=None)
-            k_text = item[1] if item else script
-            drafts = _drafts(k_text) if k_text else []
-            distinct = {d[1] for d in drafts}
-            k = (k_text.path, drafts[0][0], drafts[0][1]) if k_text and len(distinct) == 1 else None
-            out.append(
-                _judge_key(
-                    key=key,
-                    text=block,
-                    line=at,
-                    engine=_engine_of(framework),
-                    written=m.group(1).strip("\\\"'"),
-                    kind="al",
-                    k=k,
-                    prefix=prefix,
-                    context=[block] + ([k_text] if k_text else []),
-                    golden=golden,
-                )
-            )
-    # 2. Settings written in the recipes and the launch script.
-    for text in sources:
-        drafts = _drafts(text)
-        seen: set[tuple[int, str]] = set()
-        unresolved: list[tuple[int, str, str]] = []
-        found = 0
-        for n, line in enumerate(text.code, text.first):
-            for engine, pattern, kind in KEY_SPELLINGS:
-                for m in pattern.finditer(line):
-                    values = _values(m.group(1), text, n)
-                    if not values or not all(_NUMBER.fullmatch(v) for _, v in values):
-                        unresolved.append((n, engine, m.group(1)))
-                        continue
-                    for at, value in values:
-                        if (at, kind) in seen:
-                            continue
-                        seen.add((at, kind))
-                        found += 1
-                        near = _nearest_k(text, drafts, at)
-                        out.append(
-                            _judge_key(
-                                key=key,
-                                text=text,
-                                line=at,
-                                engine=engine,
-                                written=value,
-                                kind=kind,
-                                k=(text.path, near[0], near[1]) if near else None,
-                                prefix=prefix,
-                                context=[text, block],
-                                golden=golden,
-                            )
-                        )
-        if not found:
-            for n, engine, token in unresolved[:1]:  # a derived value (e.g. awk) alone
-                out.append(
-                    _judge_key(
-                        key=key,
-                        text=text,
-                        line=n,
-                        engine=engine,
-                        written=token,
-                        kind="al",
-                        k=None,
-                        prefix=prefix,
-                        context=[text, block],
-                        golden=golden,
-                    )
-                )
-    if not out and not sources:
+    this = _Key(
+        key=key,
+        block=block,
+        prefix=str(cfg.get("model-prefix", "")),
+        framework=str(cfg.get("framework", "")),
+        golden=golden,
+    )
+    found = _sources(this, cfg, items, bench.layout, scanned)
+    out = _injected(this, found)
+    for text in found.texts:
+        out += _written(this, text)
+    missing = found.missing
+    if not out and not found.texts:
         # e.g. AMD's multinode wrappers, which derive the AL from K in shell `case` tables
         missing = missing or [
             "no CONFIG_FILE recipe or single-node launch script for this key (a multinode "
             "wrapper's settings are not resolved)"
         ]
     elif not out:
-        named = ", ".join(t.path for t in sources)
-        auto = any(_SYNTHETIC_ON.search(line) for line in block.code)
-        reason = (
-            "SYNTHETIC_ACCEPTANCE=true without a length: InferenceX resolves it from the golden "
-            "files at run time"
-            if auto
-            else f"no forced acceptance length in {named}: drafts are accepted as they are"
-        )
-        out.append(_unchecked(key, master_rel, start, framework, NA, reason))
+        out.append(_unforced(this, found.texts))
     for rel in missing:
-        reason = f"cannot check: source not found or unreadable: {rel}"
-        out.append(_unchecked(key, master_rel, start, framework, WARN, reason))
+        out.append(this.row(WARN, f"cannot check: source not found or unreadable: {rel}"))
     return out
+
+
+def _sources(
+    this: _Key,
+    cfg: Mapping[str, object],
+    items: list[Mapping[str, object]],
+    layout: benchrepo.Layout,
+    scanned: Callable[[str], _Text | None],
+) -> _Sources:
+    block = this.block
+    found = _Sources(recipes=[], script=None, texts=[], missing=[])
+    srt = False  # srt-slurm rows (2026-10) run their recipe, not a single-node launch script
+    for n, line in enumerate(block.code, block.first):
+        refs = [p for p, _, _ in benchrepo.config_file_recipes(layout, [line])]
+        srt = srt or bool(_SRT_RECIPE.search(line))
+        for ref in _SRT_RECIPE.findall(line):
+            refs.append(benchrepo.srt_recipe(layout, cfg, ref.strip("'\""))[0])
+        for rel in dict.fromkeys(refs):
+            recipe = None if benchrepo.outside(rel) else scanned(rel)
+            if recipe is None:
+                found.missing.append(f"{rel} (named at {block.path}:{n})")
+            elif all(recipe is not r for _, r in found.recipes):
+                found.recipes.append((n, recipe))
+    # A master block may state the setting itself (relpipe's own example repository does:
+    # `num-speculative-tokens: 3, spec-decode-acceptance-length: 2.80` in the arm).
+    in_block = any(p.search(line) for _, p, _ in KEY_SPELLINGS for line in block.code)
+    if in_block:
+        found.texts.append(block)
+    if cfg.get("multinode") is not True and not srt:
+        hw = benchrepo.runner_hardware(str(cfg.get("runner", "")))
+        for spec in sorted({str(i.get("spec-decoding")) for i in items}):
+            candidates = benchrepo.script_candidates(layout, cfg, "agentic-coding", spec, hw)
+            found.script = next((s for s in map(scanned, candidates) if s is not None), None)
+            if found.script is None and not in_block:
+                found.missing.append(" or ".join(candidates))
+    for _, recipe in found.recipes:
+        if recipe not in found.texts:
+            found.texts.append(recipe)
+    if found.script is not None:
+        found.texts.append(found.script)
+    return found
+
+
+def _injected(this: _Key, found: _Sources) -> list[KeySetting]:
+    """InferenceX's injected value in the master block; K from the item's recipe or script."""
+    out = []
+    for n, line in enumerate(this.block.code, this.block.first):
+        for m in _INJECTED.finditer(line):
+            item = min(found.recipes, key=lambda r: (abs(r[0] - n), r[0]), default=None)
+            k_text = item[1] if item else found.script
+            drafts = _drafts(k_text) if k_text else []
+            distinct = {d[1] for d in drafts}
+            k = (k_text.path, drafts[0][0], drafts[0][1]) if k_text and len(distinct) == 1 else None
+            out.append(
+                this.judge(
+                    text=this.block,
+                    line=n,
+                    engine=_engine_of(this.framework),
+                    written=m.group(1).strip("\\\"'"),
+                    kind="al",
+                    k=k,
+                    context=[this.block] + ([k_text] if k_text else []),
+                )
+            )
+    return out
+
+
+def _written(this: _Key, text: _Text) -> list[KeySetting]:
+    """The settings written in one recipe, launch script or master block."""
+    drafts = _drafts(text)
+    seen: set[tuple[int, str]] = set()
+    unresolved: list[tuple[int, str, str]] = []
+    out = []
+    for n, line in enumerate(text.code, text.first):
+        for engine, pattern, kind in KEY_SPELLINGS:
+            for m in pattern.finditer(line):
+                values = _values(m.group(1), text, n)
+                if not values or not all(_NUMBER.fullmatch(v) for _, v in values):
+                    unresolved.append((n, engine, m.group(1)))
+                    continue
+                for at, value in values:
+                    if (at, kind) in seen:
+                        continue
+                    seen.add((at, kind))
+                    near = _nearest_k(text, drafts, at)
+                    out.append(
+                        this.judge(
+                            text=text,
+                            line=at,
+                            engine=engine,
+                            written=value,
+                            kind=kind,
+                            k=(text.path, near[0], near[1]) if near else None,
+                            context=[text, this.block],
+                        )
+                    )
+    if not out:
+        for n, engine, token in unresolved[:1]:  # a derived value (e.g. awk) alone
+            out.append(
+                this.judge(
+                    text=text,
+                    line=n,
+                    engine=engine,
+                    written=token,
+                    kind="al",
+                    k=None,
+                    context=[text, this.block],
+                )
+            )
+    return out
+
+
+def _unforced(this: _Key, texts: list[_Text]) -> KeySetting:
+    """The key's row when its sources force no acceptance: N/A, or PASS with the curve that
+    real drafting runs on as evidence."""
+    named = ", ".join(t.path for t in texts)
+    auto = any(_SYNTHETIC_ON.search(line) for line in this.block.code)
+    reason = (
+        "SYNTHETIC_ACCEPTANCE=true without a length: InferenceX resolves it from the golden "
+        "files at run time"
+        if auto
+        else f"no forced acceptance length in {named}: drafts are accepted as they are"
+    )
+    curve = None if auto else _real_curve(texts, this.prefix, this.golden)
+    if curve is None:
+        return this.row(NA, reason)
+    gold, (k_path, k_val, k_line), golden_al, mode = curve
+    return replace(
+        this.row(PASS, reason),
+        k=k_val,
+        k_source=f"{k_path}:{k_line}",
+        golden=golden_al,
+        golden_file=gold.name,
+        thinking=mode,
+        reason=f"{reason}; their golden curve: {gold.name} {mode} K={k_val} AL {golden_al}",
+    )
+
+
+def _real_curve(
+    sources: list[_Text], prefix: str, golden: tuple[GoldenFile, ...]
+) -> tuple[GoldenFile, tuple[str, int, int], Decimal, str] | None:
+    """For real drafting (nothing forced): the one golden value the sources' K, thinking mode
+    and draft method select, as evidence that the key runs a measured configuration."""
+    drafts = {(t.path, k, line) for t in sources for line, k in _drafts(t)}
+    if len({k for _, k, _ in drafts}) != 1:
+        return None
+    k = min(drafts)
+    thinking, _ = _thinking("\n".join(c for t in sources for c in t.code))
+    chosen, _ = _choose(golden, prefix, sources)
+    known = [(g, g.values[(thinking, k[1])]) for g in chosen if (thinking, k[1]) in g.values]
+    if len(known) != 1:
+        return None
+    return known[0][0], k, known[0][1], thinking
 
 
 def _unchecked(

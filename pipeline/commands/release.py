@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ws = workspace_from(args)
     if ws is None:
         raise PipelineError(
-            f"{Path.cwd()} is not a benchmark repository (no configs/); pass --repo PATH"
+            f"{Path.cwd()} is not a benchmark repository of a known layout; pass --repo PATH"
         )
     req = Request(
         config_key=args.config_key,

@@ -20,7 +20,7 @@ from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.pipeline.commands.parser import Parser
 from relpipe.pipeline.errors import PipelineError
 from relpipe.validate.review.context import Options
-from relpipe.validate.review.result import Result
+from relpipe.validate.review.result import MAX_EVIDENCE, Result
 from relpipe.validate.review.run import CHECKS, FAST, run
 
 MAX_TEXT_INPUT = 1024 * 1024
@@ -173,7 +173,11 @@ def render_markdown(results: Sequence[Result], scope: str) -> str:
             "| where | what |",
             "|---|---|",
         ]
-        lines += [f"| {_where(e.where)} | {_cell(e.what)} |" for e in r.evidence]
+        shown = r.evidence[:MAX_EVIDENCE]
+        lines += [f"| {_where(e.where)} | {_cell(e.what)} |" for e in shown]
+        if len(r.evidence) > len(shown):
+            rest = len(r.evidence) - len(shown)
+            lines.append(f"| ... | {rest} more row(s) not shown here; `--json` lists them all |")
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 

@@ -16,6 +16,7 @@ import github_api
 import pytest
 from pr_support import (
     BRANCH,
+    CHANGELOG,
     KEY,
     MASTER,
     REPO,
@@ -32,7 +33,6 @@ from pr_support import (
 from relpipe.changelog.append import append
 from relpipe.changelog.entry import render
 from relpipe.pipeline.cli import main as relpipe
-from relpipe.pipeline.workspace import CHANGELOG
 from support import git
 
 

@@ -777,6 +777,7 @@ def test_nightly_workflow_plan_matrix_merge_steps_give_the_unsharded_verdict(
     )
     assert run.jobs["merge"]["outputs"]["verdict"] == qualified.report["verdict"]["overall"]
     ran = [(s.job, s.name) for s in run.steps if s.status == "ran"]
+    assert ("plan", "Check relpipe still reads the benchmark repository as it does") in ran
     assert ("plan", "Pin the newest nightly and plan the shards") in ran
     assert [name for job, name in ran if job == "qualify"].count("Qualify the shard") == 2
     assert ("merge", "Merge the shards into one verdict") in ran

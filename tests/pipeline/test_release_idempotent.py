@@ -33,11 +33,13 @@ from relpipe.pipeline.release import (
     write_staged,
     write_text,
 )
-from relpipe.pipeline.workspace import CHANGELOG, LOCK, Workspace
+from relpipe.pipeline.workspace import Workspace
 
 from tests.registry_support import push_image, unique_repo
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "benchmark-repo"
+# Where a release writes the changelog and lock file in the example repository (its layout).
+CHANGELOG, LOCK = Workspace(EXAMPLE).changelog, Workspace(EXAMPLE).lock
 MASTER = "configs/amd-master.yaml"
 KEY = "minimaxm3-fp4-mi355x-atom-agentic-mtp"
 WRITES = 4  # the journal, then the master config, the changelog and the lock file

@@ -25,11 +25,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.release import journal_of, recover_interrupted, repository_lock
-from relpipe.pipeline.workspace import CHANGELOG, LOCK, Workspace
+from relpipe.pipeline.workspace import Workspace
 
 from tests.support import git
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "benchmark-repo"
+# Where a release writes the changelog and lock file in the example repository (its layout).
+CHANGELOG, LOCK = Workspace(EXAMPLE).changelog, Workspace(EXAMPLE).lock
 MASTER = "configs/amd-master.yaml"
 KEY = "minimaxm3-fp4-mi355x-atom-agentic-mtp"
 

@@ -34,11 +34,13 @@ from relpipe.pipeline.release import (
     write_staged,
     write_text,
 )
-from relpipe.pipeline.workspace import CHANGELOG, LOCK, Workspace
+from relpipe.pipeline.workspace import Workspace
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "benchmark-repo"
 MASTER = "configs/amd-master.yaml"
 KEY = "minimaxm3-fp4-mi355x-atom-agentic-mtp"
+# Where a release writes the changelog and lock file in the example repository (its layout).
+CHANGELOG, LOCK = Workspace(EXAMPLE).changelog, Workspace(EXAMPLE).lock
 FILES = (MASTER, str(CHANGELOG), str(LOCK))
 THEIRS = Entry(
     config_keys=("qwen3.5-fp8-mi355x-atom",),

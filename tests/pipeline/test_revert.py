@@ -8,9 +8,8 @@ from pathlib import Path
 
 import github_api
 import pytest
-from pr_support import KEY, MASTER, REPO, TOKEN, fetch, hook_passes, remote_file
+from pr_support import CHANGELOG, KEY, MASTER, REPO, TOKEN, fetch, hook_passes, remote_file
 from relpipe.pipeline.cli import main as relpipe
-from relpipe.pipeline.workspace import CHANGELOG
 from support import git
 
 BRANCH = f"relpipe/revert/{KEY}"

@@ -26,8 +26,6 @@ from relpipe.validate.review.context import Review
 from relpipe.validate.review.result import Evidence, Result, plural, result
 from relpipe.validate.review.scope import load_masters, scope_key
 
-CHANGELOG = "perf-changelog.yaml"
-GOLDEN = "golden_al_distribution"
 MIN_FRONTIER = 5
 MAX_RESULT_FILES = 20_000
 MAX_RESULT_BYTES = 1024 * 1024
@@ -42,8 +40,9 @@ def check_golden(review: Review) -> Result:
         return result(cid, NA, "no config key in scope")
     if review.source.ref is not None:
         return result(cid, NA, "golden-al reads the working tree; review the head checked out")
-    if not (review.source.root / GOLDEN).is_dir():
-        return result(cid, NA, f"no {GOLDEN}/ in the repository")
+    golden = review.source.layout.golden
+    if not (review.source.root / golden).is_dir():
+        return result(cid, NA, f"no {golden}/ in the repository")
     settings = golden_al.check(review.source.root, [s.key for s in review.scopes])
     rows: list[Evidence] = []
     counts: dict[str, int] = {PASS: 0, WARN: 0, FAIL: 0, NA: 0}
@@ -80,15 +79,16 @@ def check_golden(review: Review) -> Result:
 def _appended(review: Review) -> tuple[list[Mapping[str, Any]], str | None]:
     """New changelog entries of the change (head minus base), or why they cannot be read."""
     assert review.base_source is not None
-    head = review.source.text(CHANGELOG) or ""
-    base = review.base_source.text(CHANGELOG) or ""
+    changelog = review.source.layout.changelog
+    head = review.source.text(changelog) or ""
+    base = review.base_source.text(changelog) or ""
     if head == base:
         return [], None
     if not head.startswith(base.rstrip("\n")):
-        return [], f"{CHANGELOG} changed other than by appending"
+        return [], f"{changelog} changed other than by appending"
     tail = head[len(base.rstrip("\n")) :]
     try:
-        doc = load_yaml(tail, f"{CHANGELOG} (appended part)")
+        doc = load_yaml(tail, f"{changelog} (appended part)")
     except ChangelogError as exc:
         return [], str(exc)
     entries = [e for e in doc or [] if isinstance(e, Mapping)] if isinstance(doc, list) else []

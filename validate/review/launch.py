@@ -55,7 +55,8 @@ _ARCH = re.compile(
 )
 _MODEL_CONFIG_EDIT = re.compile(r"\b(?:sed\s+-\w*i|jq\b)[^\n]*config\.json")
 _CHAT_ON = re.compile(
-    r"--use-chat-template(?!\))|use_chat_template\s*:\s*true|AIPERF_APPLY_CHAT_TEMPLATE=\S*(?:1|true)|"
+    r"--use-chat-template(?!\))|use_chat_template\s*:\s*true|"
+    r"AIPERF_APPLY_CHAT_TEMPLATE[\"']?\s*[=:]\s*[\"']?(?:1|true)|"
     r"--endpoint-type\s+chat|--apply[-_]chat[-_]template",
     re.IGNORECASE,
 )
@@ -229,12 +230,9 @@ def _changed(review: Review, hit: Hit) -> bool:
 
 
 def _coverage(review: Review, fam: str) -> list[Evidence]:
-    """Launch-path files named but not in the tree or not readable: a few rows and a count."""
-    gaps = list(dict.fromkeys(review.unresolved()))
-    rows = [Evidence(e.where, f"not checked: {e.what}") for e in gaps[:5]]
-    if len(gaps) > 5:
-        rows.append(Evidence("...", f"not checked: {len(gaps) - 5} more launch-path file(s)"))
-    return rows
+    """Launch-path files named but not in the tree or not readable, every one (the Markdown
+    comment shows the first rows of a check, `--json` all of them)."""
+    return [Evidence(e.where, f"not checked: {e.what}") for e in dict.fromkeys(review.unresolved())]
 
 
 def _none_in_scope(cid: str) -> Result:

@@ -21,7 +21,6 @@ from relpipe.validate.review.context import Review
 from relpipe.validate.review.result import Evidence, Result, plural, result
 from relpipe.validate.review.scope import KeyScope
 
-MODELS = "MODELS.md"
 _SEQ = re.compile(r"single-turn\s+(\d+)k(\d+)k", re.I)
 
 
@@ -109,9 +108,10 @@ def check_deprecated(review: Review) -> Result:
     cid = "deprecated"
     if not review.scopes:
         return result(cid, NA, "no config key in scope")
-    text = review.source.text(MODELS)
+    models_md = review.source.layout.models
+    text = review.source.text(models_md)
     if text is None:
-        return result(cid, NA, f"{MODELS} is not in the repository")
+        return result(cid, NA, f"{models_md} is not in the repository")
     policy = parse(text)
     rows: list[Evidence] = []
     pending: list[Evidence] = []
@@ -120,42 +120,42 @@ def check_deprecated(review: Review) -> Result:
         precision = str(scope.config.get("precision", "")).lower()
         at = Evidence.at(scope.master, scope.line, scope.key)
         if prefix in policy.retired:
-            rows += [at, Evidence.at(MODELS, policy.retired[prefix], f"{prefix} is retired")]
+            rows += [at, Evidence.at(models_md, policy.retired[prefix], f"{prefix} is retired")]
             continue
         for name, line in policy.precisions.get(prefix, []):
             if name == precision:
-                rows += [at, Evidence.at(MODELS, line, f"{prefix} {precision} is deprecated")]
+                rows += [at, Evidence.at(models_md, line, f"{prefix} {precision} is deprecated")]
         for arm, plain in arms(scope):
             for name, line in [*policy.everywhere, *policy.scenarios.get(prefix, [])]:
                 if name == arm:
-                    rows += [at, Evidence.at(MODELS, line, f"{prefix} {arm} is deprecated")]
+                    rows += [at, Evidence.at(models_md, line, f"{prefix} {arm} is deprecated")]
             for name, line in policy.nonspec.get(prefix, []):
                 if name == arm and plain:
-                    found = [at, Evidence.at(MODELS, line, f"{prefix} {arm} non-spec arm")]
-                    # MODELS.md says these arms still run until the retirement is enacted.
+                    found = [at, Evidence.at(models_md, line, f"{prefix} {arm} non-spec arm")]
+                    # models_md.md says these arms still run until the retirement is enacted.
                     (pending if policy.arms_pending else rows).extend(found)
     if rows:
         first = rows[0].what
-        n = len({r.what for r in rows if r.where.startswith("configs")})
+        n = len({r.what for r in rows if r.where.startswith(review.source.layout.masters)})
         return result(
             cid,
             FAIL,
-            f"deprecated per {MODELS}: {first} ({rows[1].what})"
+            f"deprecated per {models_md}: {first} ({rows[1].what})"
             + (f" (+{n - 1} more keys)" if n > 1 else ""),
             [*rows, *pending],
         )
     if pending:
-        note = Evidence.at(MODELS, policy.arms_pending, "non-spec arms: not yet enacted")
-        n = len({r.what for r in pending if r.where.startswith("configs")})
+        note = Evidence.at(models_md, policy.arms_pending, "non-spec arms: not yet enacted")
+        n = len({r.what for r in pending if r.where.startswith(review.source.layout.masters)})
         return result(
             cid,
             WARN,
-            f"{plural(n, 'key')} with a non-spec-decode arm that {MODELS} deprecates but says "
+            f"{plural(n, 'key')} with a non-spec-decode arm that {models_md} deprecates but says "
             f"still runs (not yet enacted): {pending[0].what}",
             [*pending, note],
         )
     return result(
         cid,
         PASS,
-        f"{plural(len(review.scopes), 'key')} use active models and scenarios per {MODELS}",
+        f"{plural(len(review.scopes), 'key')} use active models and scenarios per {models_md}",
     )

@@ -21,8 +21,6 @@ from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.context import Review
 from relpipe.validate.review.result import Evidence, Result, plural, result
 
-CODEOWNERS = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
-CHECKLIST = "docs/PR_REVIEW_CHECKLIST.md"
 _ITEM = re.compile(r"^(\s*)- \[([ xX])\]\s+(.*)$")
 _SIGNED = re.compile(r"^\s*Signed:\s*`?@?([^`\s]+)`?", re.M)
 _PLACEHOLDER = "FILL_IN_GITHUB_USERNAME"
@@ -64,7 +62,7 @@ def _compile(pattern: str) -> re.Pattern[str]:
 
 
 def codeowners(review: Review) -> tuple[str, list[Rule]] | None:
-    for path in CODEOWNERS:
+    for path in review.source.layout.codeowners:
         text = review.source.text(path)
         if text is None:
             continue
@@ -177,12 +175,13 @@ def template_items(text: str) -> list[tuple[int, str]]:
 
 def check_checklist(review: Review) -> Result:
     cid = "checklist"
-    template = review.source.text(CHECKLIST)
+    checklist = review.source.layout.checklist
+    template = review.source.text(checklist)
     if template is None:
-        return result(cid, NA, f"{CHECKLIST} is not in the repository")
+        return result(cid, NA, f"{checklist} is not in the repository")
     items = template_items(template)
     if not items:
-        return result(cid, WARN, f"{CHECKLIST} has no `## Template` block with items")
+        return result(cid, WARN, f"{checklist} has no `## Template` block with items")
     if review.options.signoff is None:
         return result(
             cid, NA, f"no sign-off given (--signoff); the template has {plural(len(items), 'item')}"
@@ -211,7 +210,11 @@ def check_checklist(review: Review) -> Result:
         short = text[:90]
         if best is None or score < MATCH_RATIO:
             missing.append(short)
-            rows.append(Evidence.at(CHECKLIST, line, f"missing from the sign-off: {short}"))
+            rows.append(
+                Evidence.at(
+                    review.source.layout.checklist, line, f"missing from the sign-off: {short}"
+                )
+            )
             continue
         used.add(best)
         n, ticked, _ = given[best]

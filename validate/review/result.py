@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-MAX_EVIDENCE = 40  # rows per check; the count of the rest is reported
+MAX_EVIDENCE = 40  # rows per check in the Markdown comment (JSON keeps every row)
 
 
 @dataclass(frozen=True, order=True)
@@ -33,12 +33,9 @@ class Result:
 
 
 def result(cid: str, status: str, reason: str, evidence: Iterable[Evidence] = ()) -> Result:
-    """A Result with evidence de-duplicated in first-seen order and capped at MAX_EVIDENCE rows."""
-    rows = list(dict.fromkeys(evidence))
-    if len(rows) > MAX_EVIDENCE:
-        rest = len(rows) - MAX_EVIDENCE
-        rows = [*rows[:MAX_EVIDENCE], Evidence("...", f"{rest} more row(s) not shown")]
-    return Result(cid, status, reason, tuple(rows))
+    """A Result with evidence de-duplicated in first-seen order (all of it: a reader of
+    `--json` sees every row; only the Markdown comment shows the first MAX_EVIDENCE)."""
+    return Result(cid, status, reason, tuple(dict.fromkeys(evidence)))
 
 
 def plural(n: int, word: str) -> str:

@@ -121,7 +121,7 @@ def run(
         scopes = scope_keys(source, masters, names)
         if base_ref:
             change = diff(source.root, base_ref, head_ref)
-            base_source = Source(root=source.root, ref=base_ref)
+            base_source = Source(root=source.root, ref=base_ref, layout=source.layout)
     else:
         try:
             gitio.run(source.root, "rev-parse", "--git-dir", what="rev-parse")
@@ -132,7 +132,7 @@ def run(
             ) from None
         base = base_ref or default_base(source.root)
         change = diff(source.root, base, head_ref)
-        base_source = Source(root=source.root, ref=base)
+        base_source = Source(root=source.root, ref=base, layout=source.layout)
         every = (
             scope_keys(source, masters, list(masters.configs))
             if not KEYLESS.issuperset(wanted)

@@ -12,6 +12,10 @@ Resolution follows InferenceX, with evidence for each step:
   `srt-slurm-recipes/configs/<name>`; a disagg wrapper `benchmarks/multi_node/<prefix>_<precision>_
   <hw>_<framework>.sh` when present.
 - helpers: `source`/`.`/`bash` of a repository `.sh` from a script, followed MAX_HOPS deep.
+- 2026-10 (`changelog.repo`): `srt-recipe`/`eval-srt-recipe` rows (under `srt-recipe-dir` when
+  the key has one), the cluster's srt-slurm hook `runners/srt-slurm/hooks/<cluster>/setup.sh`
+  (a `clusters:` entry of the runners file) and, for agentic rows, `benchmarks/srt_agentic.sh`.
+Every path comes from the source's layout, so the three layouts resolve the same way.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.configs.load import load_yaml, resolve_key
+from relpipe.changelog.configs.schema import line_of, unknown_fields
 from relpipe.changelog.errors import ChangelogError
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.review import shell
@@ -30,10 +36,8 @@ from relpipe.validate.review.recipe import Recipe, RecipeError, effective, locat
 from relpipe.validate.review.result import Evidence
 from relpipe.validate.review.source import Source
 
-RECIPES = "benchmarks/multi_node/srt-slurm-recipes"
 MAX_HOPS = 4
 _TOP_KEY = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"][^:]*?))\s*:\s*(?:#.*)?$""")
-_CONFIG_FILE = re.compile(r"CONFIG_FILE=([^\s\"':]+)(?::([^\s\"']+))?")
 _SOURCED = re.compile(r"(?:^|[;&|(]\s*|\$\(\s*)(?:source|\.|bash|sh)\s+(.*)$")
 _CD = re.compile(r"^cd\s+[\"']?([^\"'\s|;&)]+)")
 _SH_WORD = re.compile(r"""["']?([^\s"';|&]*\.sh)\b""")
@@ -120,7 +124,8 @@ def _strings(node: Any) -> Iterable[str]:
 
 
 def master_paths(source: Source) -> list[str]:
-    return [p for p in source.files("configs") if re.fullmatch(r"configs/[^/]+-master\.yaml", p)]
+    folder = source.layout.masters
+    return [p for p in source.files(folder) if benchrepo.is_master(p, folder)]
 
 
 _PARSED: dict[tuple[str, str], Any] = {}  # (path, sha256 of text) -> parsed master, per process
@@ -171,9 +176,27 @@ def load_masters(source: Source) -> Masters:
             if key in masters.configs:
                 raise ValidateError(f"config key {key} is defined in two master files")
             start, end = bounds.get(key, (1, len(lines)))
+            _known_fields(source.layout, path, lines, key, start, cfg)
             masters.configs[key] = cfg if isinstance(cfg, Mapping) else {}
             masters.where[key] = (path, start, end)
     return masters
+
+
+def _known_fields(
+    layout: benchrepo.Layout, path: str, lines: list[str], key: str, start: int, cfg: Any
+) -> None:
+    """A field no schema relpipe knows is a new rule it would ignore: one line, file:line."""
+    if not isinstance(cfg, Mapping):
+        return
+    extra = set(layout.extra_fields)
+    for place, name in unknown_fields(key, cfg):
+        if name not in extra:
+            where = f"{place} of " if place else ""
+            raise ValidateError(
+                f"{path}:{line_of(lines, start, name)}: unknown master field {name!r} in "
+                f"{where}{key}; relpipe does not know its meaning (run `relpipe doctor`, or "
+                f"list it in .relpipe.toml [tool.relpipe] extra-fields)"
+            )
 
 
 def select_keys(masters: Masters, patterns: Sequence[str]) -> list[str]:
@@ -188,22 +211,28 @@ def select_keys(masters: Masters, patterns: Sequence[str]) -> list[str]:
 
 
 def _runner_labels(source: Source) -> dict[str, list[tuple[str, int]]]:
-    """`labels:` of configs/runners.yaml as label -> [(node, line)], from a line scan."""
-    memo = source.memo.get(("labels", "configs/runners.yaml"))
+    """`labels:` of the runners file as label -> [(node, line)] and 2026-10's `clusters:` as
+    `cluster:<name>` -> [(name, line)], from a line scan."""
+    runners = source.layout.runners
+    memo = source.memo.get(("labels", runners))
     if isinstance(memo, dict):
         return memo
     labels: dict[str, list[tuple[str, int]]] = {}
     current: list[tuple[str, int]] | None = None
     section = ""
-    for i, line in enumerate(source.lines("configs/runners.yaml")):
+    for i, line in enumerate(source.lines(runners)):
         if line and not line.startswith((" ", "#")):
             section = line.split(":")[0]
             current = None
         elif section == "labels" and re.match(r"^  \S", line):
             current = labels.setdefault(line.strip().rstrip(":").strip("'\""), [])
+        elif section == "clusters" and re.match(r"^  [^\s#]", line):
+            name = line.strip().rstrip(":").strip("'\"")
+            labels[f"cluster:{name}"] = [(name, i + 1)]
+            current = None
         elif current is not None and line.strip().startswith("- "):
             current.append((line.strip()[2:].strip().strip("'\""), i + 1))
-    source.memo[("labels", "configs/runners.yaml")] = labels
+    source.memo[("labels", runners)] = labels
     return labels
 
 
@@ -241,7 +270,7 @@ def _edges(source: Source, path: str) -> list[FileUse]:
             word = cd.group(1)
             for prefix in _DIR_PREFIXES:
                 word = word.replace(prefix, "@DIR@/")
-            cwd = _resolve_script(word, here)
+            cwd = _resolve_script(word, here, source.layout)
         m = _SOURCED.search(line.text)
         if not m:
             continue
@@ -251,7 +280,7 @@ def _edges(source: Source, path: str) -> list[FileUse]:
         for word in _SH_WORD.findall(arg)[:1]:
             if cwd and word.startswith("./"):
                 word = "@DIR@/" + posixpath.relpath(posixpath.join(cwd, word[2:]), here)
-            target = _resolve_script(word, here)
+            target = _resolve_script(word, here, source.layout)
             if target and target != path and source.exists(target):
                 via = Evidence.at(path, line.number, line.text[:160])
                 edges.append(FileUse(target, "helper", via))
@@ -269,7 +298,7 @@ def _follow(source: Source, path: str, found: dict[str, FileUse], hops: int) -> 
             _follow(source, use.path, found, hops - 1)
 
 
-def _resolve_script(word: str, here: str) -> str | None:
+def _resolve_script(word: str, here: str, layout: benchrepo.Layout) -> str | None:
     if word.startswith("@DIR@/"):
         return _inside(posixpath.join(here, word[len("@DIR@/") :]))
     for prefix in _ROOT_PREFIXES:
@@ -277,9 +306,9 @@ def _resolve_script(word: str, here: str) -> str | None:
             return _inside(word[len(prefix) :])
     if "$" in word or word.startswith("/"):
         return None
-    return _inside(
-        word if word.startswith(("benchmarks/", "runners/")) else posixpath.join(here, word)
-    )
+    if word.startswith(("benchmarks/", "runners/")):
+        return _inside(layout.at(word))
+    return _inside(posixpath.join(here, word))
 
 
 def _inside(path: str) -> str | None:
@@ -287,114 +316,180 @@ def _inside(path: str) -> str | None:
     return None if norm.startswith(("../", "/")) or norm == ".." else norm
 
 
+@dataclass
+class _Scope:
+    """A key's resolution in progress (the files found so far and what could not be)."""
+
+    source: Source
+    masters: Masters
+    key: str
+    files: dict[str, FileUse] = field(default_factory=dict)
+    unresolved: list[Evidence] = field(default_factory=list)
+    recipes: list[Recipe] = field(default_factory=list)
+
+    @property
+    def layout(self) -> benchrepo.Layout:
+        return self.source.layout
+
+    def add(self, path: str, role: str, via: Evidence) -> None:
+        if path not in self.files and self.source.exists(path):
+            self.files[path] = FileUse(path, role, via)
+
+
 def scope_key(source: Source, masters: Masters, key: str) -> KeyScope:
     """Resolve one key's files (see the module docstring)."""
     cfg = masters.configs[key]
     master, start, end = masters.where[key]
-    files: dict[str, FileUse] = {}
-    unresolved: list[Evidence] = []
-    recipes: list[Recipe] = []
-    prefix, precision = str(cfg.get("model-prefix", "")), str(cfg.get("precision", ""))
-    framework, runner = str(cfg.get("framework", "")), str(cfg.get("runner", ""))
-    runner_line = _line_of(masters, key, "runner:")
+    work = _Scope(source, masters, key)
+    hws = _runners(work, cfg)
+    rows = _srt_rows(work, cfg)
+    _scripts(work, cfg, hws, srt=bool(rows))
+    texts = list(_strings(cfg.get("scenarios") or {}))
+    for path, selector, text in benchrepo.config_file_recipes(source.layout, texts):
+        _recipe(work, path, selector, Evidence.at(master, _line_of(masters, key, text), text))
+    for path, selector, via in rows:
+        _recipe(work, path, selector, via)
+    hooks = source.layout.at("runners/srt-slurm/hooks/")
+    for use in [f for f in work.files.values() if f.role == "script" or f.path.startswith(hooks)]:
+        _follow(source, use.path, work.files, MAX_HOPS)
+    return KeyScope(
+        key,
+        master,
+        start,
+        end,
+        cfg,
+        tuple(work.files.values()),
+        tuple(work.recipes),
+        tuple(work.unresolved),
+    )
+
+
+def _runners(work: _Scope, cfg: Mapping[str, Any]) -> list[str]:
+    """The runner's launchers (or a `cluster:` runner's srt-slurm hook); its hardware names."""
+    master = work.masters.where[work.key][0]
+    runner, layout = str(cfg.get("runner", "")), work.layout
+    runner_line = _line_of(work.masters, work.key, "runner:")
     hws: list[str] = []
-    nodes = _runner_labels(source).get(runner)
+    nodes = _runner_labels(work.source).get(runner)
+    if runner.startswith("cluster:") and nodes:
+        hws.append(benchrepo.runner_hardware(runner))
+        hook = benchrepo.cluster_hook(layout, runner)
+        if hook:
+            work.add(hook, "runner", Evidence.at(layout.runners, nodes[0][1], runner))
+        return hws
     if nodes is None:
         # Not a label of runners.yaml: GitHub matches it against the runner names' own prefix
         # (`gb300-nv` runs on `gb300-nv_0`), so the launcher is the one named after it.
         label = runner.removeprefix("cluster:")
+        prefix = layout.at(f"runners/launch_{label}")
         nodes = [
-            (p.removeprefix("runners/launch_").removesuffix(".sh"), 0)
-            for p in source.files("runners", (".sh",))
-            if p.startswith(f"runners/launch_{label}")
+            (posixpath.basename(p).removeprefix("launch_").removesuffix(".sh"), 0)
+            for p in work.source.files(layout.at("runners"), (".sh",))
+            if p.startswith(prefix)
         ]
     for node, line in nodes:
-        launcher = f"runners/launch_{node.split('_')[0]}.sh"
+        launcher = layout.at(f"runners/launch_{node.split('_')[0]}.sh")
         hw = node.split("_")[0].split("-")[0]
         if hw not in hws:
             hws.append(hw)
-        if launcher not in files and source.exists(launcher):
-            via = (
-                Evidence.at("configs/runners.yaml", line, node)
-                if line
-                else Evidence.at(master, runner_line, f"runner {runner} -> {launcher}")
-            )
-            files[launcher] = FileUse(launcher, "runner", via)
-    if not hws and runner:
-        hws.append(runner.removeprefix("cluster:").split("-")[0])
-        unresolved.append(
-            Evidence.at(master, runner_line, f"runner {runner} is not in configs/runners.yaml")
+        via = (
+            Evidence.at(layout.runners, line, node)
+            if line
+            else Evidence.at(master, runner_line, f"runner {runner} -> {launcher}")
         )
-    multinode = bool(cfg.get("multinode"))
+        work.add(launcher, "runner", via)
+    if not hws and runner:
+        hws.append(benchrepo.runner_hardware(runner))
+        work.unresolved.append(
+            Evidence.at(master, runner_line, f"runner {runner} is not in {layout.runners}")
+        )
+    return hws
+
+
+def _scripts(work: _Scope, cfg: Mapping[str, Any], hws: list[str], *, srt: bool) -> None:
+    """Single-node launch scripts (keys without srt-slurm rows) and multinode wrappers."""
+    master, start, _ = work.masters.where[work.key]
     scenarios = cfg.get("scenarios") or {}
+    multinode = bool(cfg.get("multinode"))
     for scenario, arms in scenarios.items() if isinstance(scenarios, Mapping) else []:
-        subdir = "agentic/" if scenario == "agentic-coding" else "fixed_seq_len/"
         specs = {
             str(item.get("spec-decoding", "none")) if isinstance(item, Mapping) else "none"
             for item in _items(arms)
         } or {"none"}
-        for spec in sorted(specs) if not multinode else []:
-            mtp = "_mtp" if spec == "mtp" else ""
+        for spec in sorted(specs) if not (multinode or srt) else []:
             for hw in hws:
-                base = f"benchmarks/single_node/{subdir}{prefix}_{precision}_{hw}"
-                candidates = [
-                    f"{base}_{framework}{mtp}.sh",
-                    f"{base}{'_trt' if framework == 'trt' else ''}{mtp}.sh",
-                ]
-                chosen = next((c for c in candidates if source.exists(c)), None)
+                candidates = benchrepo.script_candidates(work.layout, cfg, scenario, spec, hw)
+                chosen = next((c for c in candidates if work.source.exists(c)), None)
                 what = f"{scenario} spec-decoding={spec} on {hw}: {' or '.join(candidates)}"
                 if chosen is None:
-                    unresolved.append(Evidence.at(master, start, f"no launch script: {what}"))
-                elif chosen not in files:
-                    files[chosen] = FileUse(chosen, "script", Evidence.at(master, start, what))
+                    work.unresolved.append(Evidence.at(master, start, f"no launch script: {what}"))
+                else:
+                    work.add(chosen, "script", Evidence.at(master, start, what))
     if multinode:
         # runners/launch_mi355x-amds.sh: `benchmarks/multi_node[/agentic]/<prefix>_<precision>_
         # <hw>_<framework>.sh` (the agentic recipe lives under multi_node/agentic/).
+        prefix, precision = cfg.get("model-prefix", ""), cfg.get("precision", "")
         subdirs = ["agentic/" if s == "agentic-coding" else "" for s in scenarios]
         for hw in hws:
             for subdir in dict.fromkeys(subdirs):
-                wrapper = f"benchmarks/multi_node/{subdir}{prefix}_{precision}_{hw}_{framework}.sh"
-                if source.exists(wrapper) and wrapper not in files:
-                    via = Evidence.at(master, start, wrapper)
-                    files[wrapper] = FileUse(wrapper, "script", via)
-    for text in _strings(scenarios):
-        m = _CONFIG_FILE.search(text)
-        if not m:
-            continue
-        # `recipes/X` is srt-slurm's name for our copy; a repository path is taken as written.
-        named, selector = m.group(1), m.group(2)
-        path = f"{RECIPES}/{named[len('recipes/') :]}" if named.startswith("recipes/") else named
-        via = Evidence.at(master, _line_of(masters, key, text), text)
-        body = source.text(path)
-        if body is None:
-            why = source.problems.get(path)
-            unresolved.append(
-                Evidence(via.where, f"recipe {path}: {why.reason if why else 'not found'}")
-            )
-            continue
-        files.setdefault(path, FileUse(path, "recipe", via))
-        try:
-            tree = source.memo.get(("recipe", path))
-            if tree is None:
-                tree = located(body, path)
-                source.memo[("recipe", path)] = tree
-            recipe = effective(tree, path, selector)  # type: ignore[arg-type]
-        except RecipeError as exc:
-            unresolved.append(Evidence(via.where, str(exc)))
-            continue
-        recipes.append(recipe)
-        for leaf in recipe.leaves:
-            if leaf.path.endswith("setup_script") and re.fullmatch(r"[\w.-]+\.sh", leaf.value):
-                setup = f"{RECIPES}/configs/{leaf.value}"
-                if source.exists(setup) and setup not in files:
-                    files[setup] = FileUse(
-                        setup, "helper", Evidence.at(path, leaf.line, leaf.value)
-                    )
-    for use in [f for f in files.values() if f.role == "script"]:
-        _follow(source, use.path, files, MAX_HOPS)
-    return KeyScope(
-        key, master, start, end, cfg, tuple(files.values()), tuple(recipes), tuple(unresolved)
-    )
+                wrapper = work.layout.at(
+                    f"benchmarks/multi_node/{subdir}{prefix}_{precision}_{hw}_"
+                    f"{cfg.get('framework', '')}.sh"
+                )
+                work.add(wrapper, "script", Evidence.at(master, start, wrapper))
+    if srt and "agentic-coding" in scenarios:
+        client = benchrepo.agentic_client(work.layout)
+        work.add(client, "helper", Evidence.at(master, start, f"srt-slurm agentic client {client}"))
+
+
+def _srt_rows(work: _Scope, cfg: Mapping[str, Any]) -> list[tuple[str, str | None, Evidence]]:
+    """`srt-recipe` / `eval-srt-recipe` rows as (repository path, selector, evidence)."""
+    master = work.masters.where[work.key][0]
+    out = []
+    scenarios = cfg.get("scenarios") or {}
+    for arms in scenarios.values() if isinstance(scenarios, Mapping) else []:
+        for item in _items(arms):
+            for name in ("srt-recipe", "eval-srt-recipe"):
+                ref = item.get(name) if isinstance(item, Mapping) else None
+                if not isinstance(ref, str) or not ref:
+                    continue
+                path, selector = benchrepo.srt_recipe(work.layout, cfg, ref)
+                via = Evidence.at(master, _line_of(work.masters, work.key, ref), f"{name}: {ref}")
+                out.append((path, selector, via))
+    return list({(p, s): (p, s, v) for p, s, v in out}.values())
+
+
+def _recipe(work: _Scope, path: str, selector: str | None, via: Evidence) -> None:
+    """Read one recipe (its selected block, inherited settings included) and its setup script."""
+    source = work.source
+    body = None if benchrepo.outside(path) else source.text(path)
+    if body is None:
+        why = source.problems.get(path)
+        reason = (
+            "points outside the repository"
+            if benchrepo.outside(path)
+            else why.reason
+            if why
+            else "not found"
+        )
+        work.unresolved.append(Evidence(via.where, f"recipe {path}: {reason}"))
+        return
+    work.files.setdefault(path, FileUse(path, "recipe", via))
+    try:
+        tree = source.memo.get(("recipe", path))
+        if tree is None:
+            tree = located(body, path)
+            source.memo[("recipe", path)] = tree
+        recipe = effective(tree, path, selector)  # type: ignore[arg-type]
+    except RecipeError as exc:
+        work.unresolved.append(Evidence(via.where, str(exc)))
+        return
+    if recipe not in work.recipes:
+        work.recipes.append(recipe)
+    for leaf in recipe.leaves:
+        if leaf.path.endswith("setup_script") and re.fullmatch(r"[\w.-]+\.sh", leaf.value):
+            setup = f"{work.layout.multi_recipes}/configs/{leaf.value}"
+            work.add(setup, "helper", Evidence.at(path, leaf.line, leaf.value))
 
 
 def _items(arms: Any) -> list[Any]:

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from relpipe.changelog import repo as benchrepo
+from relpipe.changelog.errors import ChangelogError
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import gitio
 
@@ -36,6 +38,7 @@ class Source:
 
     root: Path
     ref: str | None = None
+    layout: benchrepo.Layout = benchrepo.LAYOUTS[0]  # where its files are (`open_source` detects)
     problems: dict[str, Problem] = field(default_factory=dict)
     _texts: dict[str, str | None] = field(default_factory=dict)
     _tree: dict[str, tuple[str, str, int]] | None = None  # path -> (mode, sha, size)
@@ -170,8 +173,18 @@ class Source:
 
 
 def open_source(repo: Path, ref: str | None) -> Source:
-    """A `Source` for `repo` (a directory) at `ref`, or its working tree when `ref` is None."""
-    root = repo.resolve()
-    if not root.is_dir():
+    """A `Source` for `repo` (a directory) at `ref`, or its working tree when `ref` is None; its
+    layout is detected from the files of that version (`changelog.repo.detect`)."""
+    if not repo.is_dir():
         raise ValidateError(f"--repo {repo} is not a directory; point it at an InferenceX checkout")
-    return Source(root=root, ref=ref)
+    root = benchrepo.find_root(repo)
+    source = Source(root=root, ref=ref)
+
+    def has_masters(folder: str) -> bool:
+        return any(benchrepo.is_master(p, folder) for p in source.files(folder))
+
+    try:
+        source.layout = benchrepo.detect(has_masters, benchrepo.read_override(root), str(repo))
+    except ChangelogError as exc:
+        raise ValidateError(str(exc)) from None
+    return source

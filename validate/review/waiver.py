@@ -45,16 +45,17 @@ class Waiver:
 
 
 def load_waivers(source: Source) -> list[Waiver]:
-    memo = source.memo.get(("waivers", "docs/waiver"))
+    folder = source.layout.waivers
+    memo = source.memo.get(("waivers", folder))
     if isinstance(memo, list):
         return memo
     out: list[Waiver] = []
-    for path in source.files("docs/waiver", (".md",)):
-        m = re.fullmatch(r"docs/waiver/(\d+)\.md", path)
+    for path in source.files(folder, (".md",)):
+        m = re.fullmatch(re.escape(folder) + r"/(\d+)\.md", path)
         text = source.text(path)
         if not m or text is None:
             continue
         missing = tuple(name for name, pattern in FIELDS if not pattern.search(text))
         out.append(Waiver(path, int(m.group(1)), text, missing))
-    source.memo[("waivers", "docs/waiver")] = out
+    source.memo[("waivers", folder)] = out
     return out

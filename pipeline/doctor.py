@@ -1,0 +1,279 @@
+"""`relpipe doctor`: the benchmark repository's own rules next to relpipe's, on the repository's
+own data, and every place they disagree.
+
+The repository's code runs in an isolated Python (a venv with its dependencies, pydantic and
+PyYAML, built once and cached under ~/.cache/relpipe/doctor/, or one given with --python):
+`pipeline/doctor_probe.py` imports its changelog validator, its matrix validation and, where
+present, its sweep generator. relpipe computes the same things in this process. Compared:
+- verdicts: each of the changelog's last entries appended to the entries before it, plus
+  mutations of the last one (an edited old entry, a pr-link to another PR, a duplicate key);
+- fields: every field the repository's master-config models know that relpipe's field table
+  (`changelog.configs.schema`) does not;
+- masters: the repository's check of its `srt-recipe` rows against relpipe's reading;
+- points per key: the generator's benchmark points against relpipe's plan (when importable).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from relpipe.changelog import repo as benchrepo
+from relpipe.changelog.configs.schema import KNOWN
+from relpipe.core.files import file_lock
+from relpipe.pipeline.errors import PipelineError
+
+REQUIREMENTS = ("pydantic>=2.7,<3", "PyYAML>=6.0")
+CACHE = Path(os.environ.get("RELPIPE_DOCTOR_CACHE", Path.home() / ".cache/relpipe/doctor"))
+PROBE = Path(__file__).with_name("doctor_probe.py")
+LAST_ENTRIES = 5
+_ENTRY = re.compile(rb"^- ", re.MULTILINE)
+_PR = re.compile(rb"pr-link:\s*(https://github\.com/[^/\s]+/[^/\s]+)/pull/(\d+)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Disagreement:
+    kind: str  # verdict | field | masters | points
+    subject: str  # the case, field or key
+    repository: str  # what the repository's own code says
+    relpipe: str  # what relpipe says
+
+    def line(self) -> str:
+        return (
+            f"{self.kind}: {self.subject}: repository: {self.repository}; relpipe: {self.relpipe}"
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    label: str
+    base: bytes
+    head: bytes
+    pr: int | None
+    repo_url: str | None
+
+
+def isolated_python(python: str | None) -> str:
+    """The interpreter that runs the repository's code: `python`, else a cached venv."""
+    if python:
+        return python
+    key = hashlib.sha256("\n".join((sys.version, *REQUIREMENTS)).encode()).hexdigest()[:12]
+    venv = CACHE / f"venv-{key}"
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with file_lock(CACHE / f"venv-{key}.lock", timeout_s=900, what="doctor venv lock"):
+        if not (venv / ".ready").is_file():
+            for argv in (
+                [sys.executable, "-m", "venv", "--clear", str(venv)],
+                [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *REQUIREMENTS],
+            ):
+                done = subprocess.run(argv, capture_output=True, text=True, check=False)
+                if done.returncode != 0:
+                    raise PipelineError(
+                        f"cannot build the doctor's venv ({' '.join(REQUIREMENTS)}): "
+                        f"{(done.stderr.strip().splitlines() or ['?'])[-1]}; give --python PY"
+                    )
+            (venv / ".ready").write_text("ok\n")
+    return str(venv / "bin" / "python")
+
+
+def cases(changelog: bytes) -> list[Case]:
+    """The last entries, each appended to the ones before it, and mutations of the last."""
+    starts = [m.start() for m in _ENTRY.finditer(changelog)]
+    bounds = [*starts, len(changelog)]
+    out = []
+    for i in range(max(0, len(starts) - LAST_ENTRIES), len(starts)):
+        head = changelog[: bounds[i + 1]].rstrip(b"\n") + b"\n"  # as committed: one newline
+        m = _PR.search(head, starts[i])
+        pr, url = (int(m.group(2)), m.group(1).decode()) if m else (None, None)
+        base = changelog[: starts[i]].rstrip(b"\n") + b"\n" if i else b""
+        out.append(Case(label=f"entry {i + 1}", base=base, head=head, pr=pr, repo_url=url))
+    if len(starts) >= 2 and out:
+        last = out[-1]
+        old = changelog[starts[0] : starts[1]]
+        edited = old.replace(b"\n  description:\n", b'\n  description:\n    - "edited"\n', 1)
+        first_pr = last.pr + 1 if last.pr is not None else None
+        out += [
+            Case(
+                label=f"{last.label} with entry 1 edited",
+                base=last.base,
+                head=last.head.replace(old, edited, 1),
+                pr=last.pr,
+                repo_url=last.repo_url,
+            ),
+            Case(
+                label=f"{last.label} checked as PR {first_pr}",
+                base=last.base,
+                head=last.head,
+                pr=first_pr,
+                repo_url=last.repo_url,
+            ),
+            Case(
+                label=f"{last.label} with a duplicate key",
+                base=last.base,
+                head=last.head.rstrip(b"\n") + b"\n  pr-link: x\n",
+                pr=last.pr,
+                repo_url=last.repo_url,
+            ),
+        ]
+    return out
+
+
+def relpipe_verdict(case: Case) -> tuple[bool, str]:
+    from relpipe.changelog.entry import ERROR
+    from relpipe.validate.gate import hook
+
+    report = hook.check(case.base, case.head, hook.Rules(case.repo_url, case.pr, None))
+    errors = [f for f in report.findings if f.severity == ERROR]
+    return not errors, errors[0].format(hook.DEFAULT_CHANGELOG) if errors else ""
+
+
+def probe(python: str, repo: benchrepo.Repo, all_cases: list[Case]) -> dict[str, Any]:
+    layout = repo.layout
+    request = {
+        "project": str(repo.root / layout.project) if layout.project else str(repo.root),
+        "validator": str(repo.root / layout.validator),
+        "masters": [str(p) for p in repo.masters()],
+        "runners": str(repo.root / layout.runners),
+        "cases": [
+            {
+                "base": base64.b64encode(c.base).decode(),
+                "head": base64.b64encode(c.head).decode(),
+                "pr": c.pr,
+            }
+            for c in all_cases
+        ],
+    }
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": ""}
+    done = subprocess.run(
+        [python, "-I", str(PROBE)],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        check=False,
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise PipelineError(f"the repository's validator did not run ({layout.validator}): {last}")
+    try:
+        answer: dict[str, Any] = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        raise PipelineError("the doctor probe printed no JSON answer") from None
+    return answer
+
+
+@dataclass(frozen=True, kw_only=True)
+class Diagnosis:
+    disagreements: tuple[Disagreement, ...]
+    compared: tuple[str, ...]  # what was compared, with counts
+    skipped: tuple[str, ...]  # what the repository's code could not run, and why
+
+
+def diagnose(repo: benchrepo.Repo, python: str) -> Diagnosis:
+    """Every disagreement between the repository's own code and relpipe on its own data."""
+    path = repo.root / repo.layout.changelog
+    if not path.is_file():
+        raise PipelineError(f"{repo.layout.changelog} is not in {repo.root}")
+    if not (repo.root / repo.layout.validator).is_file():
+        raise PipelineError(
+            f"{repo.layout.validator} (the repository's validator) is missing; if the "
+            f'repository has none, say so in {benchrepo.OVERRIDE} ([tool.relpipe] validator = "")'
+        )
+    all_cases = cases(path.read_bytes())
+    answer = probe(python, repo, all_cases)
+    found: list[Disagreement] = []
+    for case, (ok, reason) in zip(all_cases, answer["verdicts"], strict=True):
+        mine, why = relpipe_verdict(case)
+        if mine != ok:
+            theirs = "accepts" if ok else f"rejects ({reason})"
+            found.append(
+                Disagreement(
+                    kind="verdict",
+                    subject=case.label,
+                    repository=theirs,
+                    relpipe="accepts" if mine else f"rejects ({why})",
+                )
+            )
+    known = KNOWN | set(repo.layout.extra_fields)
+    for name in answer["fields"]:
+        if name not in known:
+            found.append(
+                Disagreement(
+                    kind="field",
+                    subject=name,
+                    repository="a master-config field",
+                    relpipe="unknown",
+                )
+            )
+    skipped = [f"fields: {answer['fields_error']}"] if answer.get("fields_error") else []
+    masters_ok, masters_why = _relpipe_masters(repo)
+    theirs_error = answer.get("masters_error")
+    if (theirs_error is None) != masters_ok:
+        found.append(
+            Disagreement(
+                kind="masters",
+                subject=repo.layout.masters,
+                repository=theirs_error or "accepts",
+                relpipe=masters_why or "accepts",
+            )
+        )
+    points = answer.get("points")
+    if points is None:
+        skipped.append(f"points: {answer.get('points_error')}")
+    else:
+        found += _points(repo, points)
+    compared = (
+        f"{len(all_cases)} changelog case(s)",
+        f"{len(answer['fields'])} master field(s)",
+        f"points of {len(points)} key(s)" if points is not None else "no points",
+    )
+    return Diagnosis(disagreements=tuple(found), compared=compared, skipped=tuple(skipped))
+
+
+def _relpipe_masters(repo: benchrepo.Repo) -> tuple[bool, str]:
+    from relpipe.changelog.configs.load import load_master
+    from relpipe.changelog.configs.schema import unknown_fields
+    from relpipe.changelog.errors import ChangelogError
+
+    try:
+        for master in repo.masters():
+            for key, cfg in load_master(master).items():
+                for _, name in unknown_fields(key, cfg):
+                    if name not in repo.layout.extra_fields:
+                        return False, f"{master.name}: unknown field {name!r} in {key}"
+    except ChangelogError as exc:
+        return False, str(exc)
+    return True, ""
+
+
+def _points(repo: benchrepo.Repo, theirs: dict[str, int]) -> list[Disagreement]:
+    from relpipe.changelog.configs.load import load_masters
+    from relpipe.changelog.configs.points import plan_key
+    from relpipe.changelog.errors import ChangelogError
+
+    configs = load_masters(repo.masters()).configs
+    out = []
+    for key, n in sorted(theirs.items()):
+        try:
+            mine = str(len(plan_key(key, configs[key]))) if key in configs else "no such key"
+        except ChangelogError as exc:
+            mine = f"error ({exc})"
+        if mine != str(n):
+            out.append(
+                Disagreement(
+                    kind="points",
+                    subject=key,
+                    repository=f"{n} point(s)",
+                    relpipe=f"{mine} point(s)",
+                )
+            )
+    return out
