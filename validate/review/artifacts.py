@@ -52,8 +52,17 @@ def check_golden(review: Review) -> Result:
     order: dict[str, int] = {FAIL: 0, WARN: 1, PASS: 2, NA: 3}
     for st in sorted(settings, key=lambda x: order.get(x.verdict, 1)):
         if st.verdict in (NA, PASS) and st.reason.startswith(golden_al.NO_TARGET):
-            # The checklist requires the golden value for agentic spec-decode workloads.
-            st = dataclasses.replace(st, verdict=FAIL, reason=f"{st.reason} (no synthetic target)")
+            # The checklist requires the golden value for agentic spec-decode workloads: FAIL
+            # when no synthetic-acceptance setting is written anywhere in the key's launch path,
+            # WARN when one is written but its value is not resolved (e.g. a printf format).
+            if _synthetic_written(review, st.key):
+                st = dataclasses.replace(
+                    st, verdict=WARN, reason=f"{st.reason} (a synthetic setting is not resolved)"
+                )
+            else:
+                st = dataclasses.replace(
+                    st, verdict=FAIL, reason=f"{st.reason} (no synthetic target)"
+                )
         counts[st.verdict if st.verdict in counts else WARN] += 1
         k = f"K={st.k} ({st.k_source})" if st.k is not None else "K unknown"
         rows.append(
@@ -80,6 +89,17 @@ def check_golden(review: Review) -> Result:
     if not counts[PASS]:
         return result(cid, NA, "no forced acceptance length in the keys' launch paths", rows)
     return result(cid, PASS, f"{plural(counts[PASS], 'setting')} equal the golden AL", rows)
+
+
+_SYNTHETIC = re.compile(
+    r"synthetic[-_]accept|SIMULATE_ACC_LEN|FORCE_NUM_ACCEPTED|SYNTHETIC_ACCEPT", re.IGNORECASE
+)
+
+
+def _synthetic_written(review: Review, key: str) -> bool:
+    scope = next((s for s in review.scopes if s.key == key), None)
+    paths = [u.path for u in scope.files] if scope else []
+    return any(_SYNTHETIC.search(review.source.text(p) or "") for p in paths)
 
 
 def appended(review: Review) -> tuple[list[Mapping[str, Any]], str | None]:
