@@ -90,6 +90,11 @@ _PREFIX = re.compile(
 _TOP_KEY = re.compile(r"^[^\s#-][^:]*:")
 
 
+# The reason of an agentic spec-decode key whose launch path sets no synthetic acceptance
+# target (the checklist requires one: `relpipe review` FAILs it).
+NO_TARGET = "no forced acceptance length"
+
+
 @dataclass(frozen=True)
 class GoldenFile:
     name: str  # file stem, e.g. minimaxm3_eagle3_gqa
@@ -1002,7 +1007,7 @@ def _unforced(this: _Key, texts: list[_Text]) -> KeySetting:
         "SYNTHETIC_ACCEPTANCE=true without a length: InferenceX resolves it from the golden "
         "files at run time"
         if auto
-        else f"no forced acceptance length in {named}: drafts are accepted as they are"
+        else f"{NO_TARGET} in {named}: drafts are accepted as they are"
     )
     curve = None if auto else _real_curve(texts, this.prefix, this.golden)
     if curve is None:

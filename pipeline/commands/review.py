@@ -35,6 +35,8 @@ TITLES = {
     "golden-al": "golden acceptance length",
     "append-only": "append-only keeps every existing point",
     "draft-as-shipped": "draft model runs as shipped",
+    "yaml-keys": "no duplicate key in the YAML files read",
+    "changelog-required": "a benchmark-affecting change has a changelog entry",
     "pareto": "Pareto coverage of each curve",
     "notes": "PR body matches the facts",
 }

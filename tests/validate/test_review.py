@@ -345,8 +345,15 @@ def test_options_defaults_name_the_checklist_exceptions() -> None:
 
 
 @pytest.mark.slow
-def test_pre_commit_hook_fails_a_staged_hf_override(tree: Path, tmp_path: Path) -> None:
-    """The `relpipe-review` hook id through the real pre-commit client, on the staged change."""
+@pytest.mark.parametrize(
+    ("hook", "check"),
+    [("relpipe-review", "arch-hacks"), ("relpipe-changelog-required", "changelog-required")],
+)
+def test_pre_commit_hook_fails_a_staged_hf_override(
+    tree: Path, tmp_path: Path, hook: str, check: str
+) -> None:
+    """Each review hook id through the real pre-commit client, on the staged change (a staged
+    script change without a changelog entry fails changelog-required too)."""
     import importlib.util
     import subprocess
     import sys
@@ -360,7 +367,7 @@ def test_pre_commit_hook_fails_a_staged_hf_override(tree: Path, tmp_path: Path) 
     bench = tmp_path / "bench"
     shutil.copytree(tree, bench, symlinks=True)
     (bench / ".pre-commit-config.yaml").write_text(
-        f"repos:\n  - repo: {hook_repo}\n    rev: {sha}\n    hooks:\n      - id: relpipe-review\n"
+        f"repos:\n  - repo: {hook_repo}\n    rev: {sha}\n    hooks:\n      - id: {hook}\n"
     )
     git(bench, "add", ".pre-commit-config.yaml")
     git(bench, "commit", "-q", "-m", "hook")
@@ -368,7 +375,7 @@ def test_pre_commit_hook_fails_a_staged_hf_override(tree: Path, tmp_path: Path) 
     git(bench, "add", SCRIPT)
     env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "home"), PRE_COMMIT_COLOR="never")
     done = subprocess.run(
-        [sys.executable, "-m", "pre_commit", "run", "relpipe-review"],
+        [sys.executable, "-m", "pre_commit", "run", hook],
         cwd=bench,
         env=env,
         capture_output=True,
@@ -377,7 +384,7 @@ def test_pre_commit_hook_fails_a_staged_hf_override(tree: Path, tmp_path: Path) 
         check=False,
     )
     assert done.returncode == 1, done.stdout + done.stderr
-    assert f"{SCRIPT}:41" in done.stdout and "arch-hacks" in done.stdout
+    assert f"{SCRIPT}:41" in done.stdout and check in done.stdout
 
 
 def _entry(key: str, append_only: bool) -> str:

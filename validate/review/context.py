@@ -37,6 +37,8 @@ class Options:
         "mi355x",
     )
     review_date: str | None = None  # YYYY-MM-DD; default today (UTC)
+    # --config-key/--all-keys audit everything; a change is judged on what it changes
+    audit: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,10 +21,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from relpipe.core.status import FAIL, NA, PASS, WARN
-from relpipe.validate.review import shell
+from relpipe.validate.errors import ValidateError
+from relpipe.validate.review import actions, bash
 from relpipe.validate.review.context import Review
 from relpipe.validate.review.result import Evidence, Result, plural, result
-from relpipe.validate.review.scope import KeyScope, lines_of
+from relpipe.validate.review.scope import KeyScope, load_masters
 from relpipe.validate.review.waiver import Waiver, load_waivers
 
 _ENGINE_PATH = re.compile(
@@ -110,74 +111,50 @@ def applies(hit: Hit, scope: KeyScope) -> bool:
     return all(values[var] in vals or any("*" in v for v in vals) for var, vals in tested.items())
 
 
-def _shell_hits(path: str, lines: list[shell.Line], raw: list[str]) -> list[Hit]:
-    hits: list[Hit] = []
-    variables = shell.assignments(lines)
-    last_clone = ""
-    for ln in lines:
-        text = ln.text
-
-        def add(kind: str, sev: str = FAIL, t: str = text, n: int = ln.number) -> None:
-            hits.append(Hit(path, n, kind, " ".join(t.split())[:200], sev, _guards(raw, n)))
-
-        if ln.heredoc:
-            if _ENGINE_PATH.search(text) and _WRITE.search(text):
-                add("patch: inline heredoc rewrites an installed file")
-            if _NEXTN in text:
-                add("draft: prohibited")
-            if re.search(r"hf[-_]overrides", text):
-                add("arch: hf_overrides")
-            continue
-        if re.match(r"(?:echo|printf|log|info|warn)\b", text):
+def shell_hits(path: str, text: str, raw: list[str]) -> list[Hit]:
+    """The facts of a launch script read as bash reads it (bash.py, actions.py)."""
+    script = bash.parse(text)
+    hits = [
+        Hit(path, f.line, f.kind, f.text, f.severity, _guards(raw, f.line))
+        for f in actions.facts(script)
+    ]
+    written: set[str] = set()  # kinds found where they are written (an assignment, an array)
+    for cmd in script.commands:
+        line = " ".join(cmd.text.split())
+        if cmd.argv and cmd.argv[0].rsplit("/", 1)[-1] in ("echo", "printf"):
             continue  # a message about a command is not the command
-        clone = _CLONE.search(text)
-        if clone:
-            last_clone = clone.group(1)
-        if re.search(r"\bgit\s+apply\b", text):
-            add("patch: git apply")
-        if re.search(r"(?:^|[;&|(]\s*|\bsudo\s+)patch\s+(?:-\w|--|<)", text):
-            add("patch: patch(1)")
-        if re.search(r"\S+\.patch\b", text) and not text.startswith("echo"):
-            add("patch: .patch file")
-        if _SED_I.search(text):
-            target = shell.expand(text, variables)
-            if _ENGINE_PATH.search(target) and "config.json" not in target:
-                add("patch: sed -i on an installed engine source")
-        if re.search(r"\bcat\s+>>?\s*\S+\s*<<|\btee\s+(?:-a\s+)?\S+", text):
-            if _INSTALLED.search(shell.expand(text, variables)):
-                add("patch: overwrites an installed file")
-        if re.match(r"(?:sudo\s+)?(?:cp|mv|install|ln)\s", text):
-            dest = shell.expand(text, variables).split()[-1]
-            if re.search(r"site-packages|dist-packages|/sgl-workspace", dest):
-                add("patch: overwrites a file inside the installed engine")
-        if re.search(r"sitecustomize|usercustomize|\.pth\b", text) and "eval" not in text:
-            add("patch: monkey-patching hook (sitecustomize/.pth)")
-        if _PIP.search(text):
-            args = text[_PIP.search(text).end() :]  # type: ignore[union-attr]
-            if re.search(r"(?:^|\s)-e\s+\.|\s\.(?:\s|$)", " " + args):
-                if _ENGINE_PKG.search(last_clone.rsplit("/", 1)[-1] + " "):
-                    add(f"patch: installs an engine package built from {last_clone}")
-                elif "srt-slurm" not in last_clone:
-                    add(f"patch: installs a package built from source ({last_clone or '?'})", WARN)
-            elif re.search(r"\.whl\b", args) or _ENGINE_PKG.search(
-                re.sub(r"https?://\S+|--\S+", " ", args)
-            ):
-                add("patch: installs an engine wheel over the pinned image")
-        if _NEXTN in text:
+        physical = raw[cmd.line - 1] if 0 < cmd.line <= len(raw) else ""
+
+        def add(
+            kind: str,
+            sev: str = FAIL,
+            t: str = line,
+            n: int = cmd.line,
+            here: str = physical,
+            assignment: bool = not cmd.argv,
+        ) -> None:
+            # A value reported where it was assigned is not reported again at each expansion
+            # (`"${VLLM_CMD[@]}"` of an array whose element has the flag).
+            token = kind.split(": ", 1)[1]
+            if kind in written and token not in here:
+                return
+            if assignment or token in here:
+                written.add(kind)
+            hits.append(Hit(path, n, kind, t[:200], sev, _guards(raw, n)))
+
+        if _NEXTN in line or (cmd.stdin and _NEXTN in cmd.stdin.text):
             add("draft: prohibited")
-        if _DRAFT_PRECISION.search(text):
+        if _DRAFT_PRECISION.search(line):
             add("draft: draft-model precision override")
-        if _ARCH.search(text):
-            add("arch: " + _ARCH.search(text).group(0))  # type: ignore[union-attr]
-        if _MODEL_CONFIG_EDIT.search(text):
-            add("arch: edits the model config")
-        if _CHAT_ON.search(text):
-            add("chat: " + _CHAT_ON.search(text).group(0), PASS)  # type: ignore[union-attr]
-        if _CHAT_KWARGS.search(text):
+        if _ARCH.search(line):
+            add("arch: " + _ARCH.search(line).group(0))  # type: ignore[union-attr]
+        if _CHAT_ON.search(line):
+            add("chat: " + _CHAT_ON.search(line).group(0), PASS)  # type: ignore[union-attr]
+        if _CHAT_KWARGS.search(line):
             add("chatkw: template kwargs", PASS)
-        if _COMPLETIONS.search(text):
+        if _COMPLETIONS.search(line):
             add("chat-off: raw completions endpoint", WARN)
-        if _REPLAY in text and not text.startswith(_REPLAY + "()"):
+        if cmd.argv and cmd.argv[0] == _REPLAY:
             add("chat-replay: agentic trace replay (chat endpoint)", PASS)
     return hits
 
@@ -206,7 +183,7 @@ def scan(review: Review, path: str) -> list[Hit]:
                 hits.append(Hit(path, n, "chat-replay: agentic_srt.sh replay", raw.strip(), PASS))
     else:
         source_lines = review.source.lines(path)
-        hits = _shell_hits(path, lines_of(review.source, path), source_lines)
+        hits = shell_hits(path, review.source.text(path) or "", source_lines)
     review.source.memo[key] = hits
     return hits
 
@@ -218,9 +195,35 @@ def _key_hits(review: Review, scope: KeyScope, prefix: str) -> list[Hit]:
         h.kind.startswith("chat-replay: agentic_srt") for p in paths for h in scan(review, p)
     ):
         paths.append("benchmarks/multi_node/agentic_srt.sh")
+    # What the parser could not read can hide a patch or an override: those checks WARN on it.
+    wanted = (prefix, "unread:") if prefix in ("patch:", "arch:") else (prefix,)
     for path in paths:
-        out += [h for h in scan(review, path) if h.kind.startswith(prefix) and applies(h, scope)]
-    return out
+        out += [h for h in scan(review, path) if h.kind.startswith(wanted) and applies(h, scope)]
+    return [_preexisting(review, scope, h) for h in out]
+
+
+def _preexisting(review: Review, scope: KeyScope, hit: Hit) -> Hit:
+    """A change is judged on what it changes: a FAIL on a line it did not touch, of a key that
+    already existed at the base, is listed as a pre-existing WARN (audits keep it a FAIL)."""
+    if hit.severity != FAIL or review.change is None or review.options.audit:
+        return hit
+    if _changed(review, hit) or scope.key not in _base_keys(review):
+        return hit
+    return Hit(hit.path, hit.line, hit.kind, f"pre-existing: {hit.text}", WARN, hit.guard)
+
+
+def _base_keys(review: Review) -> frozenset[str]:
+    base = review.base_source
+    if base is None:
+        return frozenset()
+    memo = base.memo.get(("keys", "base"))
+    if memo is None:
+        try:
+            memo = frozenset(load_masters(base).configs)
+        except ValidateError:
+            memo = frozenset()  # the base's keys unknown: every finding stays the change's
+        base.memo[("keys", "base")] = memo
+    return memo  # type: ignore[return-value]
 
 
 def _changed(review: Review, hit: Hit) -> bool:

@@ -35,6 +35,52 @@ class Policy:
     everywhere: list[tuple[str, int]] = field(default_factory=list)  # deprecated for all models
     # "**Status: not yet enacted.** Every non-spec-decode agentic arm above still runs."
     arms_pending: int = 0  # its line, 0 when MODELS.md has no such note
+    # Deprecation Notice: (prefix, scenario or precision, last day YYYY-MM-DD, line)
+    dated: list[tuple[str, str, str, int]] = field(default_factory=list)
+
+
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ],
+        start=1,
+    )
+}  # fmt: skip - one table
+_DAY_HEADING = re.compile(r"#{2,4}\s+(?:\w+,\s+)?([A-Za-z]+)\s+(\d{1,2}),\s+(\d{4})\s*$")
+_LAST_DAY = re.compile(
+    r"last day for the \*\*([^*]{1,80})\*\* scenario on [^(]{0,200}\(`([^`]{1,40})`\)"
+)
+
+
+def _heading_date(line: str) -> str | None:
+    m = _DAY_HEADING.match(line[:200])
+    if not m or m.group(1).lower() not in _MONTHS:
+        return None
+    return f"{m.group(3)}-{_MONTHS[m.group(1).lower()]:02d}-{int(m.group(2)):02d}"
+
+
+def _dated(policy: Policy, row: dict[str, str], day: str, n: int) -> None:
+    """A row of a dated Deprecation Notice table: `Model (`prefix`) | Deprecated | Remains`."""
+    for prefix in re.findall(r"`([^`]+)`", row.get("model", "")):
+        cell = row.get("deprecated", "")
+        for name in _scenario_names(cell):
+            policy.dated.append((prefix, name, day, n))
+        bf = re.search(r"all \**(\w+)\** recipes", cell, re.I)
+        if bf:
+            policy.dated.append((prefix, bf.group(1).lower(), day, n))
 
 
 def _scenario_names(cell: str) -> list[str]:
@@ -51,9 +97,16 @@ def _cells(line: str) -> list[str]:
 def parse(text: str) -> Policy:
     policy = Policy()
     header: list[str] = []
+    day: str | None = None  # the date heading of the Deprecation Notice section being read
     for n, line in enumerate(text.splitlines(), start=1):
         if re.search(r"not yet enacted", line, re.I) and re.search(r"non-spec", line, re.I):
             policy.arms_pending = policy.arms_pending or n
+        if line.startswith("#"):
+            day = _heading_date(line)
+        last = _LAST_DAY.search(line[:2000]) if day else None
+        if last and day:
+            for name in _scenario_names(last.group(1)):
+                policy.dated.append((last.group(2), name, day, n))
         if not line.startswith("|"):
             header = []
             continue
@@ -64,6 +117,8 @@ def parse(text: str) -> Policy:
         if set("".join(cells)) <= set("-: "):
             continue
         row = dict(zip(header, cells, strict=False))
+        if day and "model" in row and "deprecated" in row and "remains" in row:
+            _dated(policy, row, day, n)
         if "prefix" in row and "active scenarios" in row:
             prefixes = re.findall(r"`([^`]+)`", row["prefix"])
             active, old = row["active scenarios"], row.get("deprecated scenarios", "")
@@ -104,6 +159,12 @@ def arms(scope: KeyScope) -> list[tuple[str, bool]]:
     return out
 
 
+def _today() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
+
+
 def check_deprecated(review: Review) -> Result:
     cid = "deprecated"
     if not review.scopes:
@@ -115,6 +176,7 @@ def check_deprecated(review: Review) -> Result:
     policy = parse(text)
     rows: list[Evidence] = []
     pending: list[Evidence] = []
+    upcoming: list[Evidence] = []  # dated retirements whose last day has not passed
     for scope in review.scopes:
         prefix = str(scope.config.get("model-prefix", ""))
         precision = str(scope.config.get("precision", "")).lower()
@@ -125,6 +187,16 @@ def check_deprecated(review: Review) -> Result:
         for name, line in policy.precisions.get(prefix, []):
             if name == precision:
                 rows += [at, Evidence.at(models_md, line, f"{prefix} {precision} is deprecated")]
+        today = review.options.review_date or _today()
+        for who, name, last_day, line in policy.dated:
+            hit = who == prefix and (name == precision or any(name == a for a, _ in arms(scope)))
+            if hit and last_day < today:
+                rows += [at, Evidence.at(models_md, line, f"{prefix} {name} ended {last_day}")]
+            elif hit:
+                upcoming += [
+                    at,
+                    Evidence.at(models_md, line, f"{prefix} {name} runs until {last_day}"),
+                ]
         for arm, plain in arms(scope):
             for name, line in [*policy.everywhere, *policy.scenarios.get(prefix, [])]:
                 if name == arm:
@@ -142,8 +214,11 @@ def check_deprecated(review: Review) -> Result:
             FAIL,
             f"deprecated per {models_md}: {first} ({rows[1].what})"
             + (f" (+{n - 1} more keys)" if n > 1 else ""),
-            [*rows, *pending],
+            [*rows, *upcoming, *pending],
         )
+    if upcoming:
+        why = f"{upcoming[0].what} is deprecated after its last day ({upcoming[1].what})"
+        return result(cid, WARN, why, [*upcoming, *pending])
     if pending:
         note = Evidence.at(models_md, policy.arms_pending, "non-spec arms: not yet enacted")
         n = len({r.what for r in pending if r.where.startswith(review.source.layout.masters)})

@@ -16,13 +16,17 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
+from typing import Any
 
+import re2
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.context import Review
 from relpipe.validate.review.result import Evidence, Result, plural, result
 
+MAX_ITEMS = 400  # the real template has 30 items
+MAX_ITEM_CHARS = 2000
 _ITEM = re.compile(r"^(\s*)- \[([ xX])\]\s+(.*)$")
-_SIGNED = re.compile(r"^\s*Signed:\s*`?@?([^`\s]+)`?", re.M)
+_SIGNED = re.compile(r"^[ \t]*Signed:\s*`?@?([^`\s]+)`?", re.M)
 _PLACEHOLDER = "FILL_IN_GITHUB_USERNAME"
 MATCH_RATIO = 0.6
 
@@ -32,10 +36,10 @@ class Rule:
     line: int
     pattern: str
     owners: tuple[str, ...]
-    regex: re.Pattern[str]
+    regex: Any  # an re2 pattern: linear time over any path
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
+def _compile(pattern: str) -> Any:
     """A CODEOWNERS (gitignore-style) pattern as a regex over repository-relative paths."""
     anchored = pattern.startswith("/") or "/" in pattern.rstrip("/")
     body = pattern.strip("/")
@@ -58,7 +62,8 @@ def _compile(pattern: str) -> re.Pattern[str]:
             out += re.escape(body[i])
             i += 1
     prefix = "^" if anchored else "^(?:.*/)?"
-    return re.compile(prefix + out + "(?:/.*)?$")
+    # RE2 (linear time): `*a*a*a*a*a*a*a*a*a*a*a*a*b` backtracks exponentially in `re`.
+    return re2.compile(prefix + out + "(?:/.*)?$")
 
 
 def codeowners(review: Review) -> tuple[str, list[Rule]] | None:
@@ -180,18 +185,23 @@ def check_checklist(review: Review) -> Result:
     if template is None:
         return result(cid, NA, f"{checklist} is not in the repository")
     items = template_items(template)
-    if not items:
-        return result(cid, WARN, f"{checklist} has no `## Template` block with items")
     if review.options.signoff is None:
+        # Without a sign-off there is nothing to hold against the template, whatever its shape.
         return result(
             cid, NA, f"no sign-off given (--signoff); the template has {plural(len(items), 'item')}"
         )
+    if not items:
+        return result(cid, WARN, f"{checklist} has no `## Template` block with items")
     body = review.options.signoff
+    # Bounded: difflib is quadratic in the text it compares, so an item is read up to
+    # MAX_ITEM_CHARS and at most MAX_ITEMS items (a 950 KB sign-off took 131 s unbounded).
     given = [
-        (n, m.group(2).lower() == "x", _norm(m.group(3)))
+        (n, m.group(2).lower() == "x", _norm(m.group(3)[:MAX_ITEM_CHARS]))
         for n, line in enumerate(body.splitlines(), start=1)
-        if (m := _ITEM.match(line))
+        if (m := _ITEM.match(line[: MAX_ITEM_CHARS * 2]))
     ]
+    unread = len(given) - MAX_ITEMS
+    given = given[:MAX_ITEMS]
     detail = body.split("Additional detail section", 1)[-1] if "Additional detail" in body else ""
     explained = bool(re.sub(r"insert any additional info here|Signed:.*|[#:\-\s`]", "", detail))
     rows: list[Evidence] = []
@@ -244,5 +254,10 @@ def check_checklist(review: Review) -> Result:
             f"{plural(len(unticked), 'item')} not ticked; the additional "
             "detail section explains (a person judges it)",
             rows,
+        )
+    if unread > 0:
+        rows.append(Evidence(review.options.signoff_path, f"not read: {unread} item(s) more"))
+        return result(
+            cid, WARN, f"the sign-off has over {MAX_ITEMS} items; the rest not read", rows
         )
     return result(cid, PASS, f"all {len(items)} template items ticked, signed by @{who}", rows)

@@ -103,7 +103,7 @@ class Source:
             if mode == "120000":
                 self._refuse(path, "is a symlink; a committed symlink is not followed")
             elif size > MAX_FILE_BYTES:
-                self._refuse(path, f"is over the {MAX_FILE_BYTES}-byte cap; not scanned")
+                self._refuse(path, f"not read: {size} bytes (cap {MAX_FILE_BYTES})")
             else:
                 wanted.append((path, sha))
         if wanted:
@@ -163,7 +163,8 @@ class Source:
             self._refuse(path, f"cannot be read ({exc.strerror or type(exc).__name__})")
             return None
         if len(data) > MAX_FILE_BYTES:
-            self._refuse(path, f"is over the {MAX_FILE_BYTES}-byte cap; not scanned")
+            size = os.stat(real).st_size
+            self._refuse(path, f"not read: {size} bytes (cap {MAX_FILE_BYTES})")
             return None
         return self._store(path, data)
 
