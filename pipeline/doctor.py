@@ -28,6 +28,7 @@ from typing import Any
 
 from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.configs.schema import KNOWN
+from relpipe.core import jsonload
 from relpipe.core.files import file_lock
 from relpipe.pipeline.errors import PipelineError
 
@@ -165,7 +166,7 @@ def probe(python: str, repo: benchrepo.Repo, all_cases: list[Case]) -> dict[str,
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise PipelineError(f"the repository's validator did not run ({layout.validator}): {last}")
     try:
-        answer: dict[str, Any] = json.loads(done.stdout)
+        answer: dict[str, Any] = jsonload.loads(done.stdout)
     except json.JSONDecodeError:
         raise PipelineError("the doctor probe printed no JSON answer") from None
     return answer

@@ -11,13 +11,13 @@ they do not, 2 when the repository or its code cannot be read.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.errors import ChangelogError
+from relpipe.core import sanitize
 from relpipe.pipeline import doctor
 from relpipe.pipeline.commands.parser import Parser, parser
 from relpipe.pipeline.errors import PipelineError
@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "skipped": list(found.skipped),
             "disagreements": [vars(d) for d in found.disagreements],
         }
-        print(json.dumps(document, indent=2, ensure_ascii=False))
+        print(sanitize.json_text(document, indent=2))
     else:
         print(f"{repo.root} (layout {repo.layout.name}): compared {', '.join(found.compared)}")
         for line in found.skipped:

@@ -92,7 +92,10 @@ def test_review_results_facts_and_notes_check_refuse_deep_json(tmp_path: Path) -
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
-    git(repo, "commit", "-q", "--allow-empty", "-m", "empty")
+    (repo / "configs").mkdir()  # an InferenceX layout (changelog.repo), with no keys
+    (repo / "configs" / "x-master.yaml").write_text("{}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "an empty master")
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "agg_1.json").write_bytes(DEEP)
     (tmp_path / "facts.json").write_bytes(DEEP)
@@ -199,7 +202,8 @@ def test_no_module_parses_json_but_the_bounded_loader() -> None:
     offenders = []
     for layer in ("core", "pipeline", "validate", "changelog", "images"):
         for path in sorted((ROOT / layer).rglob("*.py")):
-            if path == ROOT / "core" / "jsonload.py":
+            # doctor_probe.py runs in the benchmark repository's own interpreter (stdlib only).
+            if path in (ROOT / "core" / "jsonload.py", ROOT / "pipeline" / "doctor_probe.py"):
                 continue
             for node in ast.walk(ast.parse(path.read_text())):
                 if (

@@ -68,6 +68,14 @@ def _relpipe(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _bench_repo(tmp_path: Path) -> Path:
+    """A benchmark repository in InferenceX's layout (changelog.repo), with no keys."""
+    work = tmp_path / "bench-repo"
+    (work / "configs").mkdir(parents=True)
+    (work / "configs" / "x-master.yaml").write_text("{}\n")
+    return work
+
+
 def test_archive_copies_every_byte_and_survives_upstream_deletion(
     two_registries: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -75,8 +83,7 @@ def test_archive_copies_every_byte_and_survives_upstream_deletion(
     canonical = f"{source}/{REPO}:{TAG}"
     with RegistryClient() as client:
         pushed = push_index(client, f"{source}/{REPO}", TAG, seed="archive")
-    work = tmp_path / "bench-repo"
-    work.mkdir()
+    work = _bench_repo(tmp_path)
     assert _relpipe("images", "pin", canonical, cwd=work).returncode == 0
     proc = _relpipe("images", "archive", canonical, "--to", kept, "--json", cwd=work)
     assert proc.returncode == 0, proc.stderr
@@ -142,8 +149,7 @@ def test_qualify_plan_pins_from_the_archive(
     canonical = f"{source}/{REPO}:{tag}"
     with RegistryClient() as client:
         pushed = push_index(client, f"{source}/{REPO}", tag, seed="plan")
-    work = tmp_path / "bench-repo"
-    work.mkdir()
+    work = _bench_repo(tmp_path)
     assert _relpipe("images", "pin", canonical, cwd=work).returncode == 0
     assert _relpipe("images", "archive", canonical, "--to", kept, cwd=work).returncode == 0
     with RegistryClient() as client:

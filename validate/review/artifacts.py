@@ -134,8 +134,8 @@ def check_append_only(review: Review) -> Result:
         # The changelog gate (validate/gate/) reports a rewritten history; this check only
         # speaks when an entry claims append-only (otherwise it would repeat the gate).
         lines = review.source.lines(review.source.layout.changelog)
-        changed = review.change.lines.get(review.source.layout.changelog, frozenset())
-        claims = [n for n in sorted(changed) if 0 < n <= len(lines) and _CLAIM.match(lines[n - 1])]
+        touched = review.change.lines.get(review.source.layout.changelog, frozenset())
+        claims = [n for n in sorted(touched) if 0 < n <= len(lines) and _CLAIM.match(lines[n - 1])]
         if not claims:
             return result(cid, NA, "no changed changelog line says `append-only: true`")
         return result(cid, FAIL, why)
