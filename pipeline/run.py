@@ -18,26 +18,23 @@ from relpipe.changelog.repo import find_root, is_checkout
 from relpipe.core import sanitize
 from relpipe.images.registry import RegistryClient
 from relpipe.pipeline import history
+from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.history import HistoryOutput
-from relpipe.pipeline.progress import Progress
-from relpipe.pipeline.record import RunRecord, StageRunner
-from relpipe.pipeline.report import ReportData, render_all
-from relpipe.pipeline.stages import (
+from relpipe.pipeline.plan import (
     DEFAULT_MAX_BATCH,
     DEFAULT_SUITES,
     DEFAULT_TIMEOUT_S,
-    SUITE_METRIC,
-    Engine,
     Options,
     Plan,
-    assemble,
     file_sha256,
     make_plan,
     open_record,
-    run_units,
-    stage_count,
 )
+from relpipe.pipeline.progress import Progress
+from relpipe.pipeline.record import RunRecord, StageRunner
+from relpipe.pipeline.report import ReportData, render_all
+from relpipe.pipeline.stages import SUITE_METRIC, assemble, run_units, stage_count
 from relpipe.pipeline.verdict import Outcome, Verdict, evaluate
 from relpipe.pipeline.workspace import Workspace
 
