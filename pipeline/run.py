@@ -184,7 +184,14 @@ def add_qualify_args(parser: argparse.ArgumentParser, *, release: bool = False) 
         default=None,
         help="run records and cache (default: $RELPIPE_STATE, else REPO/.relpipe)",
     )
-    run = parser.add_argument_group("how to run")
+    _add_run_args(parser.add_argument_group("how to run"))
+    out = parser.add_argument_group("output")
+    out.add_argument("--strict", action="store_true", help="WARN fails too (exit 1)")
+    out.add_argument("--json", action="store_true", help="print one JSON document (the report)")
+
+
+def _add_run_args(run: argparse._ArgumentGroup) -> None:
+    """The "how to run" group of `add_qualify_args`: suites, limits, devices, inputs."""
     run.add_argument(
         "--suite",
         metavar="NAME",
@@ -245,9 +252,6 @@ def add_qualify_args(parser: argparse.ArgumentParser, *, release: bool = False) 
         default="fp32,bf16,fp8",
         help="comma list of KV-cache dtypes decode-parity checks",
     )
-    out = parser.add_argument_group("output")
-    out.add_argument("--strict", action="store_true", help="WARN fails too (exit 1)")
-    out.add_argument("--json", action="store_true", help="print one JSON document (the report)")
 
 
 def workspace_from(args: argparse.Namespace) -> Workspace | None:
