@@ -154,10 +154,7 @@ def show_pull_request(work: Path, config_key: str, state: Path) -> int:
     return code
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from relpipe.images.build import build_fixtures
-    from relpipe.pipeline.commands.nightly import newest_nightly
-
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m relpipe.pipeline.demo", description=__doc__.splitlines()[0]
     )
@@ -176,7 +173,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="commits of --engine-repo, oldest first; the oldest is the pinned baseline "
         "(default HEAD~3,HEAD)",
     )
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     registry = os.environ.get("RELPIPE_REGISTRY")
     if not registry or not os.environ.get("DOCKER_HOST"):
         print(
@@ -186,6 +187,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     t0 = time.monotonic()
+    work = _build(args, registry, t0)
+    code = _qualify_and_release(work, args)
+    if code != 0:
+        return code
+    releases = sorted(
+        (args.state / "relpipe" / "releases").glob("*/report.html"), key=lambda p: p.stat().st_mtime
+    )
+    print(
+        f"\ndemo: done in {time.monotonic() - t0:.0f}s; "
+        f"release report: {releases[-1] if releases else '?'}"
+    )
+    return 0
+
+
+def _build(args: argparse.Namespace, registry: str, t0: float) -> Path:
+    """Build the nightlies into the registry and prepare the benchmark repository (its path)."""
+    from relpipe.images.build import build_fixtures
+
     commits = [c.strip() for c in args.engine_commits.split(",") if c.strip()]
     source = f"ATOM {args.engine_repo} at {', '.join(commits)}" if args.engine_repo else "fixture"
     print(
@@ -211,6 +230,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         pinned_tag=built[0].tag if args.engine_repo else None,
     )
     print(f"demo: benchmark repository at {work} ({time.monotonic() - t0:.0f}s)", flush=True)
+    return work
+
+
+def _qualify_and_release(work: Path, args: argparse.Namespace) -> int:
+    """`relpipe nightly`, then `relpipe release` of what it qualified, then the pull request."""
+    from relpipe.pipeline.commands.nightly import newest_nightly
+
     state = ["--state", str(args.state / "relpipe"), *DEMO_OPTIONS]
     code = relpipe(work, "nightly", REPOSITORY, "--config-key", args.config_key, *state)
     if code != 0:
@@ -240,17 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     print("\n$ git diff --stat", flush=True)
     print(git(work, "diff", "--stat"), end="")
-    code = show_pull_request(work, args.config_key, args.state / "relpipe")
-    if code != 0:
-        return code
-    releases = sorted(
-        (args.state / "relpipe" / "releases").glob("*/report.html"), key=lambda p: p.stat().st_mtime
-    )
-    print(
-        f"\ndemo: done in {time.monotonic() - t0:.0f}s; "
-        f"release report: {releases[-1] if releases else '?'}"
-    )
-    return 0
+    return show_pull_request(work, args.config_key, args.state / "relpipe")
 
 
 if __name__ == "__main__":

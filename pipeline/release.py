@@ -31,9 +31,11 @@ from relpipe.core.files import file_lock
 from relpipe.core.status import FAIL
 from relpipe.images.reference import parse
 from relpipe.pipeline import history
+from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.history import HistoryOutput
 from relpipe.pipeline.outputs import EngineFacts, ReleaseChecks, ValidatorOutput, run_stage
+from relpipe.pipeline.plan import Options, Plan
 from relpipe.pipeline.record import (
     RunRecord,
     StageResult,
@@ -44,15 +46,7 @@ from relpipe.pipeline.record import (
 )
 from relpipe.pipeline.report import ReportData, render_all
 from relpipe.pipeline.run import RunResult, qualify, state_dir
-from relpipe.pipeline.stages import (
-    NO_GOLDEN,
-    Engine,
-    Options,
-    Plan,
-    assemble,
-    golden_al_result,
-    run_units,
-)
+from relpipe.pipeline.stages import NO_GOLDEN, assemble, golden_al_result, run_units
 from relpipe.pipeline.verdict import Outcome, Verdict, evaluate
 from relpipe.pipeline.workspace import Workspace
 

@@ -18,26 +18,23 @@ from relpipe.changelog.repo import find_root, is_checkout
 from relpipe.core import sanitize
 from relpipe.images.registry import RegistryClient
 from relpipe.pipeline import history
+from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.history import HistoryOutput
-from relpipe.pipeline.progress import Progress
-from relpipe.pipeline.record import RunRecord, StageRunner
-from relpipe.pipeline.report import ReportData, render_all
-from relpipe.pipeline.stages import (
+from relpipe.pipeline.plan import (
     DEFAULT_MAX_BATCH,
     DEFAULT_SUITES,
     DEFAULT_TIMEOUT_S,
-    SUITE_METRIC,
-    Engine,
     Options,
     Plan,
-    assemble,
     file_sha256,
     make_plan,
     open_record,
-    run_units,
-    stage_count,
 )
+from relpipe.pipeline.progress import Progress
+from relpipe.pipeline.record import RunRecord, StageRunner
+from relpipe.pipeline.report import ReportData, render_all
+from relpipe.pipeline.stages import SUITE_METRIC, assemble, run_units, stage_count
 from relpipe.pipeline.verdict import Outcome, Verdict, evaluate
 from relpipe.pipeline.workspace import Workspace
 
@@ -187,7 +184,14 @@ def add_qualify_args(parser: argparse.ArgumentParser, *, release: bool = False) 
         default=None,
         help="run records and cache (default: $RELPIPE_STATE, else REPO/.relpipe)",
     )
-    run = parser.add_argument_group("how to run")
+    _add_run_args(parser.add_argument_group("how to run"))
+    out = parser.add_argument_group("output")
+    out.add_argument("--strict", action="store_true", help="WARN fails too (exit 1)")
+    out.add_argument("--json", action="store_true", help="print one JSON document (the report)")
+
+
+def _add_run_args(run: argparse._ArgumentGroup) -> None:
+    """The "how to run" group of `add_qualify_args`: suites, limits, devices, inputs."""
     run.add_argument(
         "--suite",
         metavar="NAME",
@@ -248,9 +252,6 @@ def add_qualify_args(parser: argparse.ArgumentParser, *, release: bool = False) 
         default="fp32,bf16,fp8",
         help="comma list of KV-cache dtypes decode-parity checks",
     )
-    out = parser.add_argument_group("output")
-    out.add_argument("--strict", action="store_true", help="WARN fails too (exit 1)")
-    out.add_argument("--json", action="store_true", help="print one JSON document (the report)")
 
 
 def workspace_from(args: argparse.Namespace) -> Workspace | None:

@@ -28,9 +28,10 @@ from relpipe.pipeline.outputs import (
     SmokeOutput,
     ValidatorOutput,
 )
+from relpipe.pipeline.plan import Plan
 from relpipe.pipeline.record import RunRecord, pretty_json
 from relpipe.pipeline.run import RunResult, execute
-from relpipe.pipeline.stages import Plan, shard_of, units
+from relpipe.pipeline.stages import shard_of, units
 
 _SHARD = re.compile(r"([0-9]{1,4})/([0-9]{1,4})")
 

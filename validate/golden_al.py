@@ -2,11 +2,11 @@
 setting in configs, recipes and scripts must equal the golden AL for its model, thinking mode and
 draft length (InferenceX `golden_al_distribution/*.yaml`: model -> thinking_on/off -> K -> AL).
 
-Two entry points. `check(repo, keys)` (C9, `relpipe review --check golden-al`) is scoped to config
-keys and reads what InferenceX runs for them (master block, CONFIG_FILE recipes, single-node
-launch scripts; see the section "scoped to config keys" below). `evaluate(paths, golden_dir)`
-scans given files on their own (the rules below); it cannot know a key's draft length when the
-file does not state it.
+Two entry points. `check(repo, keys)` here (C9, `relpipe review --check golden-al`) is scoped to
+config keys and reads what InferenceX runs for them (master block, CONFIG_FILE recipes,
+single-node launch scripts, read by `validate.golden_launch`: see its section "scoped to config
+keys"). `validate.golden_files.evaluate(paths, golden_dir)` scans given files on their own (the
+rules below); it cannot know a key's draft length when the file does not state it.
 
 Engine spellings (value -> AL):
   ATOM          `--spec-decode-acceptance-length X`, `spec-decode-acceptance-length: X`   AL = X
@@ -29,652 +29,43 @@ dsv4-fp4-gb200-dynamo-vllm-agentic-mtp2-agg) run three draft tokens, so `mtpN` w
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from relpipe.changelog import repo as benchrepo
-from relpipe.changelog.configs.load import MasterConfigs, load_masters, load_yaml
+from relpipe.changelog.configs.load import MasterConfigs, load_masters
 from relpipe.changelog.errors import ChangelogError
-from relpipe.core.files import read_capped
-from relpipe.core.findings import Finding
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
-
-MAX_FILE = 16 * 1024 * 1024
-_NUM = r"\"?'?([0-9]+(?:\.[0-9]+)?)"
-_SEP = r"""[\\"']*\s*[:=]\s*"""
-# Every engine's spelling of a forced acceptance, declared once: (engine, name and separator,
-# kind). Kind "al" is the AL itself, "rate" ATOM's (AL - 1) / K, "drafts" the accepted drafts
-# TensorRT-LLM forces (AL - 1), "injected" InferenceX's SYNTHETIC_ACCEPTANCE_LENGTH (master
-# additional-settings; the injector writes it into the recipe). Both scanners compile from it.
-ACCEPTANCE: tuple[tuple[str, str, str], ...] = (
-    ("ATOM", r"--spec-decode-acceptance-length(?:=|\s+)", "al"),
-    ("ATOM", r"(?<![\w-])spec-decode-acceptance-length\s*:\s*", "al"),
-    ("ATOM", r"--spec-decode-acceptance-rate(?:=|\s+)", "rate"),
-    ("ATOM", r"(?<![\w])SIMULATE_ACC_LEN" + _SEP, "al"),
-    ("SGLang", r"SGLANG_SIMULATE_ACC_LEN" + _SEP, "al"),
-    ("vLLM", r"synthetic_acceptance_length" + _SEP, "al"),
-    ("TensorRT-LLM", r"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS" + _SEP, "drafts"),
-    ("InferenceX", r"SYNTHETIC_ACCEPTANCE_LENGTH" + _SEP, "injected"),
+from relpipe.validate.golden_files import GoldenFile, load_golden
+from relpipe.validate.golden_launch import (
+    _INJECTED,
+    _NUMBER,
+    _SRT_RECIPE,
+    _SYNTHETIC_ON,
+    _TOLERANCE,
+    KEY_SPELLINGS,
+    KeySetting,
+    _choose,
+    _drafts,
+    _engine_of,
+    _key_block,
+    _nearest_k,
+    _read_repo_file,
+    _scan,
+    _spec_items,
+    _Text,
+    _thinking,
+    _uncomment,
+    _values,
 )
-# (engine, pattern, accepted-drafts offset): AL = value + offset. The file scanner (`evaluate`)
-# reads numbers only and does not know K, so ATOM's rate is not among them.
-SPELLINGS: tuple[tuple[str, re.Pattern[str], int], ...] = tuple(
-    (engine, re.compile(name + _NUM), 1 if kind == "drafts" else 0)
-    for engine, name, kind in ACCEPTANCE
-    if kind != "rate"
-)
-_DRAFT = re.compile(
-    r"num_speculative_tokens\"?'?\s*[:=]\s*(\d+)|--num-speculative-tokens(?:=|\s+)(\d+)"
-    r"|num-speculative-tokens\s*:\s*(\d+)|--speculative-num-steps(?:=|\s+)(\d+)"
-    r"|SPECULATIVE_NUM_STEPS\s*[:=]\s*(\d+)|DECODE_MTP_SIZE\s*[:=]\s*(\d+)"
-    r"|max_draft_len\"?'?\s*[:=]\s*(\d+)|\b(\d+|one|two|three|four|five|six|seven|eight)"
-    r" (?:draft|speculative) tokens\b|\bK\s*=\s*(\d+)\b"
-)
-_THINK_OFF = re.compile(
-    r"thinking_off|thinking-off|enable_thinking\"?'?\s*[:=]\s*\"?'?(?:false|False)"
-    r"|thinking_mode\"?'?\s*[:=]\s*\"?'?disabled|\"thinking\"\s*:\s*false"
-)
-_THINK_ON = re.compile(
-    r"thinking_on|thinking-on|enable_thinking\"?'?\s*[:=]\s*\"?'?(?:true|True)"
-    r"|thinking_mode\"?'?\s*[:=]\s*\"?'?enabled|\"thinking\"\s*:\s*true"
-)
-_GOLDEN_REF = re.compile(r"golden_al_distribution/\s*([A-Za-z0-9_.-]+?)\.yaml")
-_PREFIX = re.compile(
-    r"model-prefix\s*:\s*\"?([A-Za-z0-9_.-]+)|MODEL_PREFIX\s*=\s*\"?([A-Za-z0-9_.-]+)"
-)
-_TOP_KEY = re.compile(r"^[^\s#-][^:]*:")
-
 
 # The reason of an agentic spec-decode key whose launch path sets no synthetic acceptance
 # target (the checklist requires one: `relpipe review` FAILs it).
 NO_TARGET = "no forced acceptance length"
-
-
-@dataclass(frozen=True)
-class GoldenFile:
-    name: str  # file stem, e.g. minimaxm3_eagle3_gqa
-    model: str  # the model key inside, e.g. minimax-m3
-    values: Mapping[tuple[str, int], Decimal]  # (thinking_on|thinking_off, draft length) -> AL
-    # speculative-config settings the curve was measured with (its `# speculative-config:`
-    # header, e.g. draft_sample_method=probabilistic | rejection_sample_method=block)
-    requires: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True)
-class Setting:
-    path: str
-    line: int
-    engine: str
-    raw: Decimal
-    al: Decimal
-    draft: int | None
-    thinking: str
-    thinking_assumed: bool
-    prefix: str | None
-    golden_hint: str | None
-    context: str  # lower-cased context text, for method words
-
-
-@dataclass(frozen=True)
-class Result:
-    setting: Setting
-    ok: bool
-    code: str
-    message: str
-
-
-def load_golden(golden_dir: str | Path) -> tuple[GoldenFile, ...]:
-    """All golden files of a directory (untrusted YAML; malformed files are errors)."""
-    folder = Path(golden_dir)
-    files = sorted(folder.glob("*.yaml")) if folder.is_dir() else []
-    if not files:
-        raise ValidateError(
-            f"no golden AL files (*.yaml) in {folder}; point --golden at golden_al_distribution/"
-        )
-    out = []
-    for path in files:
-        try:
-            doc = load_yaml(path.read_text(encoding="utf-8"), str(path))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ValidateError(f"cannot read golden file {path}: {exc}") from None
-        except ChangelogError as exc:
-            raise ValidateError(str(exc)) from None
-        if isinstance(doc, dict):  # 2026-10 files carry `_metadata: {draft-model: ...}` too
-            doc = {k: v for k, v in doc.items() if not str(k).startswith("_")}
-        if not isinstance(doc, dict) or len(doc) != 1:
-            raise ValidateError(f"golden file {path} must map exactly one model to thinking modes")
-        ((model, modes),) = doc.items()
-        values: dict[tuple[str, int], Decimal] = {}
-        if not isinstance(modes, dict):
-            raise ValidateError(
-                f"golden file {path}: {model} must map thinking_on/thinking_off to tables"
-            )
-        for mode, table in modes.items():
-            if mode not in ("thinking_on", "thinking_off") or not isinstance(table, dict):
-                raise ValidateError(
-                    f"golden file {path}: {mode!r} must be thinking_on or thinking_off with a table"
-                )
-            for draft, al in table.items():
-                if (
-                    not isinstance(draft, int)
-                    or isinstance(al, bool)
-                    or not isinstance(al, (int, float))
-                ):
-                    raise ValidateError(
-                        f"golden file {path}: {mode}.{draft} must map an integer draft "
-                        "length to a number"
-                    )
-                values[(mode, draft)] = Decimal(str(al))
-        out.append(GoldenFile(path.stem, str(model), values, _requirements(path)))
-    return tuple(out)
-
-
-_REQUIRES = re.compile(r"^#\s*speculative-config:\s*(.+)$", re.MULTILINE)
-
-
-def _requirements(path: Path) -> tuple[tuple[str, str], ...]:
-    """`name=value` pairs of a golden file's `# speculative-config:` header line."""
-    m = _REQUIRES.search(path.read_text(encoding="utf-8"))
-    if m is None:
-        return ()
-    pairs = (part.strip().partition("=") for part in m.group(1).split("|"))
-    return tuple((k.strip(), v.strip()) for k, sep, v in pairs if sep and k.strip() and v.strip())
-
-
-def _blocks(lines: list[str], is_master: bool) -> list[tuple[int, int]]:
-    """Scopes as (first, last) 0-based line ranges: master-config keys with their comments."""
-    if not is_master:
-        return [(0, len(lines) - 1)]
-    starts = [i for i, line in enumerate(lines) if _TOP_KEY.match(line)]
-    out = []
-    for n, start in enumerate(starts):
-        first = start
-        while first > 0 and lines[first - 1].startswith("#"):
-            first -= 1
-        last = (starts[n + 1] - 1) if n + 1 < len(starts) else len(lines) - 1
-        out.append((first, last))
-    return out
-
-
-def _nearest(
-    lines: list[str], block: tuple[int, int], at: int, pattern: re.Pattern[str]
-) -> tuple[int, re.Match[str]] | None:
-    best: tuple[int, int, re.Match[str]] | None = None
-    for i in range(block[0], block[1] + 1):
-        for m in pattern.finditer(lines[i]):
-            distance = abs(i - at)
-            if best is None or distance < best[0]:
-                best = (distance, i, m)
-    return None if best is None else (best[1], best[2])
-
-
-_WORDS = {
-    w: str(i)
-    for i, w in enumerate(("one", "two", "three", "four", "five", "six", "seven", "eight"), 1)
-}
-
-
-def _group(m: re.Match[str]) -> str:
-    value = next(g for g in m.groups() if g is not None)
-    return _WORDS.get(value, value)
-
-
-def find_settings(path: str, text: str) -> list[Setting]:
-    """Every acceptance-length setting of one file, with the context that decides its golden."""
-    lines = text.split("\n")
-    is_master = path.endswith((".yaml", ".yml")) and any(
-        line.startswith("  scenarios:") for line in lines
-    )
-    blocks = _blocks(lines, is_master)
-    out = []
-    for number, line in enumerate(lines):
-        for engine, pattern, offset in SPELLINGS:
-            for m in pattern.finditer(line):
-                block = next(((a, b) for a, b in blocks if a <= number <= b), (0, len(lines) - 1))
-                try:
-                    raw = Decimal(m.group(1))
-                except InvalidOperation:
-                    continue
-                draft = _nearest(lines, block, number, _DRAFT)
-                off, on = (
-                    _nearest(lines, block, number, _THINK_OFF),
-                    _nearest(lines, block, number, _THINK_ON),
-                )
-                if off and (not on or abs(off[0] - number) < abs(on[0] - number)):
-                    thinking, assumed = "thinking_off", False
-                else:
-                    thinking, assumed = "thinking_on", on is None
-                prefix = _nearest(lines, block, number, _PREFIX)
-                hint = _nearest(lines, block, number, _GOLDEN_REF)
-                stem = Path(path).name.split("_", 1)[0] if "_" in Path(path).name else None
-                context = "\n".join(lines[block[0] : block[1] + 1]).lower()
-                out.append(
-                    Setting(
-                        path,
-                        number + 1,
-                        engine,
-                        raw,
-                        raw + offset,
-                        int(_group(draft[1])) if draft else None,
-                        thinking,
-                        assumed,
-                        _group(prefix[1]) if prefix else stem,
-                        hint[1].group(1) if hint else None,
-                        context,
-                    )
-                )
-    return out
-
-
-def _candidates(s: Setting, golden: tuple[GoldenFile, ...]) -> list[GoldenFile]:
-    if s.golden_hint is not None:
-        return [g for g in golden if g.name == s.golden_hint]
-    if s.prefix is None:
-        return []
-    found = [g for g in golden if g.name.startswith(f"{s.prefix}_")]
-    # Prefer the variants whose method words (eagle3, gqa, dspark, mtp) the context mentions most.
-    scores = {
-        g.name: sum(word in s.context for word in g.name[len(s.prefix) + 1 :].split("_"))
-        for g in found
-    }
-    best = max(scores.values(), default=0)
-    return [g for g in found if scores[g.name] == best]
-
-
-def _spelled(s: Setting, al: Decimal) -> str:
-    return f"{al - 1}" if s.engine == "TensorRT-LLM" else f"{al}"
-
-
-def evaluate(paths: Iterable[str | Path], golden_dir: str | Path) -> list[Result]:
-    """One result per acceptance-length setting found in the files."""
-    golden = load_golden(golden_dir)
-    results = []
-    for path in paths:
-        p = Path(path)
-        try:
-            if p.stat().st_size > MAX_FILE:
-                raise ValidateError(f"{p} is larger than {MAX_FILE} bytes; refusing to scan it")
-            text = p.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ValidateError(f"cannot read {p}: {exc.strerror}; check the path") from None
-        except UnicodeDecodeError:
-            raise ValidateError(
-                f"{p} is not UTF-8 text; pass configs, recipes and scripts only"
-            ) from None
-        results += [_judge(s, golden) for s in find_settings(str(p), text)]
-    return results
-
-
-def _judge(s: Setting, golden: tuple[GoldenFile, ...]) -> Result:
-    what = f"{s.engine} acceptance setting {s.raw}" + (f" (AL {s.al})" if s.al != s.raw else "")
-    if s.draft is None:
-        return Result(
-            s,
-            False,
-            "golden-no-draft",
-            f"{what}: no draft length (num_speculative_tokens, "
-            "--num-speculative-tokens, ...) found near it; cannot check",
-        )
-    candidates = _candidates(s, golden)
-    if not candidates:
-        named = s.golden_hint or s.prefix or "unknown model"
-        return Result(
-            s,
-            False,
-            "golden-no-model",
-            f"{what}: no golden file for {named}; name it "
-            "(golden_al_distribution/<file>.yaml) or set model-prefix",
-        )
-    mode = s.thinking + (" (assumed: the context does not say)" if s.thinking_assumed else "")
-    goldens = [(g, g.values.get((s.thinking, s.draft))) for g in candidates]
-    known = [(g, v) for g, v in goldens if v is not None]
-    if not known:
-        return Result(
-            s,
-            False,
-            "golden-no-value",
-            f"{what}: golden {', '.join(g.name for g in candidates)} "
-            f"has no {s.thinking} value for {s.draft} draft tokens",
-        )
-    for g, value in known:
-        if value == s.al:
-            return Result(
-                s,
-                True,
-                "golden-ok",
-                f"{what} matches golden {value} ({g.name} {g.model} "
-                f"{mode}, {s.draft} draft tokens)",
-            )
-    expected = "; ".join(f"{v} in {g.name} ({g.model})" for g, v in known)
-    fix = (
-        ""
-        if s.engine != "TensorRT-LLM"
-        else f"; TensorRT-LLM counts accepted drafts, so set {_spelled(s, known[0][1])}"
-    )
-    if s.golden_hint is None:
-        fix += (
-            "; if another golden file applies, name it "
-            "(golden_al_distribution/<file>.yaml) near the setting"
-        )
-    return Result(
-        s,
-        False,
-        "golden-mismatch",
-        f"{what} does not match the golden AL {expected} for {mode}, {s.draft} draft tokens{fix}",
-    )
-
-
-def check_paths(paths: Iterable[str | Path], golden_dir: str | Path) -> list[Finding]:
-    """Findings for every setting that does not match its golden AL (or cannot be checked)."""
-    return [
-        Finding(path=r.setting.path, line=r.setting.line, code=r.code, message=r.message)
-        for r in evaluate(paths, golden_dir)
-        if not r.ok
-    ]
-
-
-# ---------------------------------------------------------------- scoped to config keys
-#
-# `check(repo, keys)` is C9 and `relpipe review --check golden-al`: only the files the given
-# keys run are read, so other keys never change a release's verdict. For each key with an
-# agentic-coding search-space item whose spec-decoding is not none:
-#   * its master-config block (`SYNTHETIC_ACCEPTANCE_LENGTH=X`, which InferenceX's injector puts
-#     into the recipe; `CONFIG_FILE=...` names the recipe);
-#   * the srt-slurm recipes named by `CONFIG_FILE` (`recipes/X[:selector]` is
-#     `benchmarks/multi_node/srt-slurm-recipes/X`; the selector is dropped: every block counts);
-#   * the single-node launch script the runners pick (`benchmarks/single_node/agentic/
-#     <prefix>_<precision>_<hw>_<framework><_mtp>.sh`, else `..._<hw><_trt><_mtp>.sh`).
-# In those files comments are ignored, shell variables are resolved (`X=3`, `${X:-3}`; every
-# assignment of a variable that feeds a setting is its own setting, reported at its line) and the
-# draft length K is the stated one nearest to the setting (vLLM `num_speculative_tokens`, SGLang
-# `speculative-num-steps`, ATOM `--num-speculative-tokens`, TensorRT-LLM `max_draft_len`).
-
-_TOLERANCE = Decimal("0.005")  # golden values have two decimals
-# A value as written: a number, or a shell variable (`$X`, `${X}`, `${X:-default}`).
-_V = r"""[\\"']*(\$\{[A-Za-z_]\w*(?::?-[^}]*)?\}|\$[A-Za-z_]\w*|[0-9]+(?:\.[0-9]+)?)"""
-# The scoped scanner also resolves shell variables (`$X`, `${X:-2}`) as values.
-KEY_SPELLINGS: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
-    (engine, re.compile(name + _V), kind) for engine, name, kind in ACCEPTANCE if kind != "injected"
-)
-_INJECTED = next(re.compile(name + _V) for _, name, kind in ACCEPTANCE if kind == "injected")
-_SRT_RECIPE = re.compile(r"(?<![\w-])srt-recipe\s*:\s*([^\s,}#]+)")
-_K_SPELLINGS = (
-    re.compile(r"num_speculative_tokens" + _SEP + _V),
-    re.compile(r"--num-speculative-tokens(?:=|\s+)" + _V),
-    re.compile(r"(?<![\w-])num-speculative-tokens\s*:\s*" + _V),
-    re.compile(r"--speculative-num-steps(?:=|\s+)" + _V),
-    re.compile(r"(?<![\w-])speculative-num-steps\s*:\s*" + _V),
-    re.compile(r"max_draft_len" + _SEP + _V),
-)
-_ASSIGN = re.compile(
-    r"^\s*(?:export\s+|local\s+|readonly\s+|declare\s+(?:-\w+\s+)*)?([A-Za-z_]\w*)=(\S*)"
-)
-_VAR = re.compile(r"^\$\{?([A-Za-z_]\w*)(?::?-([^}]*))?\}?$")
-_SYNTHETIC_ON = re.compile(r"SYNTHETIC_ACCEPTANCE=true\b")
-_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
-
-
-@dataclass(frozen=True, kw_only=True)
-class KeySetting:
-    """One agentic spec-decode acceptance setting of a config key and its verdict.
-
-    `verdict`: PASS (equals the golden AL), FAIL (differs), WARN (cannot be checked: K, model or
-    golden value unknown), N/A (no forced acceptance: real drafting, or InferenceX resolves the
-    value from the golden files at run time).
-    """
-
-    key: str
-    path: str  # repository-relative
-    line: int  # 1-based; 0 for the whole file
-    engine: str
-    k: int | None
-    k_source: str | None  # path:line where K is stated
-    written: str | None  # the value as configured
-    configured: Decimal | None  # the AL it means (TensorRT-LLM: +1; ATOM rate: 1 + rate * K)
-    golden: Decimal | None
-    golden_file: str | None
-    thinking: str
-    verdict: str
-    reason: str
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "key": self.key,
-            "source": f"{self.path}:{self.line}" if self.line else self.path,
-            "engine": self.engine,
-            "k": self.k,
-            "k_source": self.k_source,
-            "written": self.written,
-            "configured_al": None if self.configured is None else str(self.configured),
-            "golden_al": None if self.golden is None else str(self.golden),
-            "golden_file": self.golden_file,
-            "thinking": self.thinking,
-            "verdict": self.verdict,
-            "reason": self.reason,
-        }
-
-    def finding(self) -> Finding:
-        """As a `Finding` (code golden-pass / golden-fail / golden-warn / golden-na)."""
-        code = "golden-na" if self.verdict == NA else f"golden-{self.verdict.lower()}"
-        return Finding(
-            path=self.path, line=self.line, code=code, message=f"{self.key}: {self.reason}"
-        )
-
-
-@dataclass(frozen=True)
-class _Text:
-    """A scanned file: raw lines (comments kept, for golden-file hints) and code lines."""
-
-    path: str
-    raw: tuple[str, ...]
-    code: tuple[str, ...]  # comments blanked, same numbering
-    first: int = 1  # line number of raw[0] (a master block starts mid-file)
-
-    def assignments(self, name: str) -> list[tuple[int, str]]:
-        out = []
-        for n, line in enumerate(self.code, self.first):
-            m = _ASSIGN.match(line)
-            if m and m.group(1) == name:
-                out.append((n, m.group(2).strip("'\"")))
-        return out
-
-
-def _uncomment(line: str, quote: str) -> tuple[str, str]:
-    """The line without its `#` comment (one that starts a word outside quotes)."""
-    prev = " "
-    i = 0
-    while i < len(line):
-        ch = line[i]
-        if quote:
-            if ch == "\\" and quote == '"':
-                i += 2
-                prev = "x"
-                continue
-            if ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "#" and prev in " \t;(":
-            return line[:i], ""
-        prev = ch
-        i += 1
-    return line, quote if quote == '"' else ""  # YAML single quotes never span lines here
-
-
-def _scan(path: str, text: str) -> _Text:
-    raw = tuple(text.split("\n"))
-    code, quote = [], ""
-    for line in raw:
-        kept, quote = _uncomment(line, quote)
-        code.append(kept)
-    return _Text(path, raw, tuple(code))
-
-
-def _values(token: str, text: _Text, at: int, depth: int = 0) -> list[tuple[int, str]]:
-    """(line, value) pairs a written token stands for: itself, or each assignment of its
-    variable."""
-    token = token.strip("\\\"'")
-    m = _VAR.match(token)
-    if m is None:
-        return [(at, token)]
-    if depth > 4:
-        return []
-    name, default = m.group(1), m.group(2)
-    out = []
-    for line, value in text.assignments(name):
-        inner = _VAR.match(value.strip("\\\"'"))
-        if inner and inner.group(1) == name:  # X="${X:-2}": the default is the value here
-            if inner.group(2):
-                out.append((line, inner.group(2).strip("\\\"'")))
-            continue
-        out += _values(value, text, line, depth + 1)
-    if not out and default:
-        out.append((at, default.strip("\\\"'")))
-    return out
-
-
-def _drafts(text: _Text) -> list[tuple[int, int]]:
-    """Every stated draft length of a file as (line, K)."""
-    out = []
-    for n, line in enumerate(text.code, text.first):
-        for pattern in _K_SPELLINGS:
-            for m in pattern.finditer(line):
-                out += [(at, int(v)) for at, v in _values(m.group(1), text, n) if v.isdigit()]
-    return sorted(set(out))
-
-
-_YAML_KEY = re.compile(r"^(\s*)(?:-\s+)?([A-Za-z_][\w.-]*)\s*:")
-
-
-def _roles(text: _Text) -> list[str]:
-    """Per line (0-based), "prefill" or "decode" when an enclosing YAML key names that worker
-    (`prefill_environment:`, `decode:` ...), else ""."""
-    stack: list[tuple[int, str]] = []
-    out = []
-    for line in text.code:
-        m = _YAML_KEY.match(line)
-        if m:
-            indent = len(m.group(1))
-            while stack and stack[-1][0] >= indent:
-                stack.pop()
-            stack.append((indent, m.group(2).lower()))
-        role = ""
-        for _, name in stack:
-            if "prefill" in name or "decode" in name:
-                role = "prefill" if "prefill" in name else "decode"
-        out.append(role)
-    return out
-
-
-def _nearest_k(text: _Text, drafts: list[tuple[int, int]], at: int) -> tuple[int, int] | None:
-    """The stated K nearest to line `at`, from the same worker role. A setting in a prefill
-    worker's block takes the decode worker's K: acceptance happens where tokens are decoded."""
-    roles = {n: r for n, r in enumerate(_roles(text), text.first)}
-    role = roles.get(at, "")
-    decode = any(roles.get(d[0]) == "decode" for d in drafts)
-    want = "decode" if role == "prefill" and decode else role
-    pool = [d for d in drafts if roles.get(d[0]) == want] or drafts
-    return min(pool, key=lambda d: (abs(d[0] - at), d[0]), default=None)
-
-
-def _thinking(code: str) -> tuple[str, bool]:
-    off, on = _THINK_OFF.search(code), _THINK_ON.search(code)
-    if off and not on:
-        return "thinking_off", False
-    return "thinking_on", on is None
-
-
-def _satisfied(req: tuple[str, str], code: str) -> bool:
-    """The sources state the curve's measured setting. A forced acceptance replaces the
-    rejection sampler (vLLM's `rejection_sample_method: synthetic`, which InferenceX's injector
-    sets for `SYNTHETIC_ACCEPTANCE_LENGTH`), so a curve's rejection method only rules a source
-    out when the source names another real method; the draft's sample method must be stated.
-    (The Kimi-K3 recipes run `draft_sample_method: probabilistic`: their curve is
-    kimik3_dspark_probabilistic_sample_method_block_rejection_sample_method.yaml.)"""
-    name, value = req
-    said = re.compile(re.escape(name) + r"""[\\"'\s:=]*([A-Za-z_]\w*)""")
-    stated = {m.group(1) for m in said.finditer(code)}
-    if name.endswith("rejection_sample_method"):
-        return not (stated - {value, "synthetic"})
-    return value in stated
-
-
-def _choose(
-    golden: tuple[GoldenFile, ...], prefix: str, texts: list[_Text]
-) -> tuple[list[GoldenFile], str]:
-    """The golden files for a setting and why: a file named in its sources, else the model's
-    files whose measured speculative-config the sources state, best by method words."""
-    raw = "\n".join(line for t in texts for line in t.raw)
-    code = "\n".join(line for t in texts for line in t.code)
-    named = {m.group(1) for m in _GOLDEN_REF.finditer(raw)}
-    hinted = [g for g in golden if g.name in named]
-    if hinted:
-        return hinted, "named in the source"
-    mine = [g for g in golden if g.name.startswith((f"{prefix}_", f"{prefix}-"))]
-    fitting = [g for g in mine if all(_satisfied(r, code) for r in g.requires)]
-    # The most specific curve whose settings the recipe states wins over the generic one.
-    most = max((len(g.requires) for g in fitting), default=0)
-    fitting = [g for g in fitting if len(g.requires) == most]
-    lower = code.lower()
-    scores = {
-        g.name: sum(
-            w in lower for w in re.split(r"[_-]", g.name[len(prefix) + 1 :]) if w and w.isalpha()
-        )
-        for g in fitting
-    }
-    best = max(scores.values(), default=0)
-    return [g for g in fitting if scores[g.name] == best], f"model prefix {prefix}"
-
-
-def _read_repo_file(repo: Path, rel: str) -> str | None:
-    """A text file inside the repository, or None (absent, outside, not a regular file)."""
-    root = repo.resolve()
-    path = (repo / rel).resolve()
-    if not path.is_relative_to(root) or not path.is_file():
-        return None
-    try:
-        data = read_capped(path, MAX_FILE, "file", error=ValidateError)
-        return data.decode("utf-8")
-    except (ValidateError, UnicodeDecodeError):
-        return None
-
-
-def _engine_of(framework: str) -> str:
-    for word, engine in (("atom", "ATOM"), ("sglang", "SGLang"), ("trt", "TensorRT-LLM")):
-        if word in framework:
-            return engine
-    return "vLLM" if "vllm" in framework else framework or "unknown"
-
-
-def _spec_items(cfg: Mapping[str, object]) -> list[Mapping[str, object]]:
-    scenarios = cfg.get("scenarios")
-    entries = scenarios.get("agentic-coding") if isinstance(scenarios, dict) else None
-    items: list[Mapping[str, object]] = []
-    for entry in entries if isinstance(entries, list) else []:
-        space = entry.get("search-space") if isinstance(entry, dict) else None
-        items += [
-            i
-            for i in (space if isinstance(space, list) else [])
-            if isinstance(i, dict) and i.get("spec-decoding", "none") != "none"
-        ]
-    return items
-
-
-def _key_block(lines: list[str], key: str) -> tuple[int, int]:
-    """1-based first and last line of a top-level key's block in a master file."""
-    heads = [n for n, line in enumerate(lines, 1) if _TOP_KEY.match(line)]
-    names = (f"{key}:", f'"{key}":', f"'{key}':")
-    start = next((n for n in heads if lines[n - 1].split("#")[0].rstrip() in names), 1)
-    later = [n for n in heads if n > start]
-    end = later[0] - 1 if later else len(lines)
-    while start > 1 and lines[start - 2].startswith("#"):  # the comments that introduce the key
-        start -= 1
-    return start, end
 
 
 def _judge_key(
@@ -724,10 +115,7 @@ def _judge_key(
             f"{engine} acceptance {written}: no draft length (num_speculative_tokens, "
             "speculative-num-steps, --num-speculative-tokens) stated near it; cannot check",
         )
-    if kind == "rate":
-        configured = (1 + value * kval).quantize(Decimal("0.01"))
-    else:
-        configured = value + (1 if kind == "drafts" else 0)
+    configured = _configured(value, kind, kval)
     chosen, why = _choose(golden, prefix, context)
     mode = thinking + (" (assumed: the sources do not say)" if assumed else "")
     known = [(g, g.values[(thinking, kval)]) for g in chosen if (thinking, kval) in g.values]
@@ -747,16 +135,25 @@ def _judge_key(
                 (g, v),
             )
     g, v = known[0]
-    spelled = (
-        f"{v - 1}" if kind == "drafts" else f"{(v - 1) / kval:.4f}" if kind == "rate" else f"{v}"
-    )
     return row(
         FAIL,
         f"AL {configured} differs from golden {v} ({g.name}, {mode}, K={kval}; {why}); "
-        f"set {spelled}",
+        f"set {_written_as(v, kind, kval)}",
         configured,
         (g, v),
     )
+
+
+def _configured(value: Decimal, kind: str, kval: int) -> Decimal:
+    """The AL a written value sets: a rate per draft token, accepted drafts, or the AL itself."""
+    if kind == "rate":
+        return (1 + value * kval).quantize(Decimal("0.01"))
+    return value + (1 if kind == "drafts" else 0)
+
+
+def _written_as(v: Decimal, kind: str, kval: int) -> str:
+    """The value to write for the golden AL `v`, in the spelling's own kind."""
+    return f"{v - 1}" if kind == "drafts" else f"{(v - 1) / kval:.4f}" if kind == "rate" else f"{v}"
 
 
 def check(repo: str | Path, keys: Iterable[str]) -> list[KeySetting]:

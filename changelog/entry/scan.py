@@ -236,29 +236,33 @@ def _text_findings(data: bytes, text: str, first: int) -> list[Finding]:
                 hint="resolve the merge conflict and delete the <<<<<<< ======= >>>>>>> lines",
             )
         )
+    end = _end_finding(data, base)
+    if end is not None:
+        found.append(end)
+    return found
+
+
+def _end_finding(data: bytes, base: int) -> Finding | None:
+    """The file's end: exactly one newline (`base`: the line before the text's first)."""
     if not data.endswith(b"\n"):
-        found.append(
-            Finding(
-                line=base + data.count(b"\n") + 1,
-                code="final-newline",
-                message="no newline at end of file",
-                hint="end the file with exactly one newline",
-            )
+        return Finding(
+            line=base + data.count(b"\n") + 1,
+            code="final-newline",
+            message="no newline at end of file",
+            hint="end the file with exactly one newline",
         )
-    elif data[len(data.rstrip(b" \n")) :].count(b"\n") > 1:
+    if data[len(data.rstrip(b" \n")) :].count(b"\n") > 1:
         # An empty last line is InferenceX's "must end with one newline"; whitespace-only ones
         # before the final newline are only style there.
-        found.append(
-            Finding(
-                line=base + len(data.rstrip(b" \n").split(b"\n")) + 1,
-                code="trailing-blank-lines" if data.endswith(b"\n\n") else "trailing-whitespace",
-                message="blank lines at end of file"
-                if data.endswith(b"\n\n")
-                else "whitespace-only lines at end of file",
-                hint="end the file with exactly one newline",
-            )
+        return Finding(
+            line=base + len(data.rstrip(b" \n").split(b"\n")) + 1,
+            code="trailing-blank-lines" if data.endswith(b"\n\n") else "trailing-whitespace",
+            message="blank lines at end of file"
+            if data.endswith(b"\n\n")
+            else "whitespace-only lines at end of file",
+            hint="end the file with exactly one newline",
         )
-    return found
+    return None
 
 
 def _readable(text: str | None, found: list[Finding]) -> str | None:

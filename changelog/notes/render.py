@@ -9,7 +9,7 @@ text. Rendering is a pure function of the facts (byte-identical on every run).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from relpipe.changelog.configs.semdiff import (
@@ -227,6 +227,13 @@ def _notable(commits: Sequence[Commit]) -> list[Commit]:
 
 def outline(facts: ReleaseFacts) -> tuple[Line, ...]:
     """The language-neutral body: headings (depth -1) and bullets, in order."""
+    out: list[Line] = []
+    for section in _SECTIONS:
+        out += section(facts)
+    return tuple(out)
+
+
+def _summary_lines(facts: ReleaseFacts) -> list[Line]:
     new, old = facts.new_image, facts.old_image
     out = [Line(-1, "h_summary"), Line(0, "config_keys", (("keys", Codes(facts.config_keys)),))]
     if old is not None:
@@ -254,92 +261,133 @@ def outline(facts: ReleaseFacts) -> tuple[Line, ...]:
             out.append(Line(1, "rocm_bump", (("old", Code(old.rocm)), ("new", Code(new.rocm)))))
         else:
             out.append(Line(1, "rocm_new", (("new", Code(new.rocm)),)))
+    return out
+
+
+def _upstream_lines(facts: ReleaseFacts) -> list[Line]:
     notable = _notable(facts.commits)
-    if notable:
-        out.append(Line(-1, "h_upstream"))
-        out += [
-            Line(0, "upstream_pr", (("ref", _ref(c.repo, c.pr or 0)), ("subject", Text(c.subject))))
-            for c in notable
-        ]
-    if facts.config_changes or facts.points_plan:
-        out.append(Line(-1, "h_config"))
-        out += _change_lines(facts.config_changes)
-        out += [
-            Line(
-                0,
-                "points_plan",
-                (
-                    ("key", Code(p.key)),
-                    ("old", "-" if p.old is None else p.old),
-                    ("new", "-" if p.new is None else p.new),
-                ),
-            )
-            for p in facts.points_plan
-        ]
-    if new.packages:
-        out.append(Line(-1, "h_packages"))
-        out += [
-            Line(0, "package", (("name", catalog().display(n)), ("version", Code(v))))
-            for n, v in new.packages
-        ]
+    if not notable:
+        return []
+    return [Line(-1, "h_upstream")] + [
+        Line(0, "upstream_pr", (("ref", _ref(c.repo, c.pr or 0)), ("subject", Text(c.subject))))
+        for c in notable
+    ]
+
+
+def _config_lines(facts: ReleaseFacts) -> list[Line]:
+    if not (facts.config_changes or facts.points_plan):
+        return []
+    out = [Line(-1, "h_config")]
+    out += _change_lines(facts.config_changes)
+    out += [
+        Line(
+            0,
+            "points_plan",
+            (
+                ("key", Code(p.key)),
+                ("old", "-" if p.old is None else p.old),
+                ("new", "-" if p.new is None else p.new),
+            ),
+        )
+        for p in facts.points_plan
+    ]
+    return out
+
+
+def _package_lines(facts: ReleaseFacts) -> list[Line]:
+    if not facts.new_image.packages:
+        return []
+    return [Line(-1, "h_packages")] + [
+        Line(0, "package", (("name", catalog().display(n)), ("version", Code(v))))
+        for n, v in facts.new_image.packages
+    ]
+
+
+def _precision_lines(facts: ReleaseFacts) -> list[Line]:
     p = facts.precision
-    if not p.empty:
-        out.append(Line(-1, "h_precision"))
-        if p.unchanged:
-            out.append(Line(0, "precision_unchanged", (("paths", Codes(p.unchanged)),)))
-        if p.changed_not_relevant:
-            out.append(
-                Line(0, "precision_not_relevant", (("paths", Codes(p.changed_not_relevant)),))
-            )
-        for r in p.relevant:
-            args: tuple[tuple[str, Arg], ...] = (
-                ("path", Code(r.path)),
-                ("category", Code(r.category)),
-            )
-            out.append(
-                Line(0, "precision_relevant_pr", (*args, ("ref", _ref(None, r.pr))))
-                if r.pr is not None
-                else Line(0, "precision_relevant", args)
-            )
-        if not p.relevant:
-            out.append(Line(0, "precision_none"))
+    if p.empty:
+        return []
+    out = [Line(-1, "h_precision")]
+    if p.unchanged:
+        out.append(Line(0, "precision_unchanged", (("paths", Codes(p.unchanged)),)))
+    if p.changed_not_relevant:
+        out.append(Line(0, "precision_not_relevant", (("paths", Codes(p.changed_not_relevant)),)))
+    for r in p.relevant:
+        args: tuple[tuple[str, Arg], ...] = (
+            ("path", Code(r.path)),
+            ("category", Code(r.category)),
+        )
+        out.append(
+            Line(0, "precision_relevant_pr", (*args, ("ref", _ref(None, r.pr))))
+            if r.pr is not None
+            else Line(0, "precision_relevant", args)
+        )
+    if not p.relevant:
+        out.append(Line(0, "precision_none"))
+    return out
+
+
+def _validation_lines(facts: ReleaseFacts) -> list[Line]:
     v = facts.validation
-    if v.checks or v.evals:
-        out.append(Line(-1, "h_validation"))
-        out += [
-            Line(0, "check", (("id", c.id), ("name", _CheckName(c.id)), ("status", c.status)))
-            for c in v.checks
-        ]
-        for e in v.evals:
-            base: tuple[tuple[str, Arg], ...] = (("suite", Code(e.suite)), ("score", _num(e.score)))
-            if e.threshold is not None and e.samples is not None:
-                out.append(
-                    Line(
-                        0,
-                        "eval_full",
-                        (*base, ("threshold", _num(e.threshold)), ("samples", e.samples)),
-                    )
+    if not (v.checks or v.evals):
+        return []
+    out = [Line(-1, "h_validation")]
+    out += [
+        Line(0, "check", (("id", c.id), ("name", _CheckName(c.id)), ("status", c.status)))
+        for c in v.checks
+    ]
+    for e in v.evals:
+        base: tuple[tuple[str, Arg], ...] = (("suite", Code(e.suite)), ("score", _num(e.score)))
+        if e.threshold is not None and e.samples is not None:
+            out.append(
+                Line(
+                    0,
+                    "eval_full",
+                    (*base, ("threshold", _num(e.threshold)), ("samples", e.samples)),
                 )
-            elif e.threshold is not None:
-                out.append(Line(0, "eval_threshold", (*base, ("threshold", _num(e.threshold)))))
-            else:
-                out.append(Line(0, "eval", base))
-    if facts.history:
-        out.append(Line(-1, "h_history"))
-        out.append(Line(TABLE_HEAD, "history_head"))
-        out += [Line(TABLE_ROW, "history_row", _history_args(h)) for h in facts.history]
-    if facts.risks:
-        out.append(Line(-1, "h_risks"))
-        for risk in facts.risks:
-            if risk.kind == "missing-fix":
-                out.append(Line(0, "risk_missing_fix", (("ref", _ref(risk.repo, risk.pr or 0)),)))
-            else:
-                out.append(
-                    Line(
-                        0, "risk_note", (("text", _Bilingual(risk.text or "", risk.text_zh or "")),)
-                    )
-                )
-    return tuple(out)
+            )
+        elif e.threshold is not None:
+            out.append(Line(0, "eval_threshold", (*base, ("threshold", _num(e.threshold)))))
+        else:
+            out.append(Line(0, "eval", base))
+    return out
+
+
+def _history_lines(facts: ReleaseFacts) -> list[Line]:
+    if not facts.history:
+        return []
+    return [
+        Line(-1, "h_history"),
+        Line(TABLE_HEAD, "history_head"),
+        *(Line(TABLE_ROW, "history_row", _history_args(h)) for h in facts.history),
+    ]
+
+
+def _risk_lines(facts: ReleaseFacts) -> list[Line]:
+    if not facts.risks:
+        return []
+    out = [Line(-1, "h_risks")]
+    for risk in facts.risks:
+        if risk.kind == "missing-fix":
+            out.append(Line(0, "risk_missing_fix", (("ref", _ref(risk.repo, risk.pr or 0)),)))
+        else:
+            out.append(
+                Line(0, "risk_note", (("text", _Bilingual(risk.text or "", risk.text_zh or "")),))
+            )
+    return out
+
+
+# The body's sections, in order; each is empty when the release has nothing for it.
+_SECTIONS: tuple[Callable[[ReleaseFacts], list[Line]], ...] = (
+    _summary_lines,
+    _upstream_lines,
+    _config_lines,
+    _package_lines,
+    _precision_lines,
+    _validation_lines,
+    _history_lines,
+    _risk_lines,
+)
 
 
 def _history_args(h: PointChange) -> tuple[tuple[str, Arg], ...]:

@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.outputs import (
     ConfigScope,
     EvalOutput,
@@ -28,9 +29,9 @@ from relpipe.pipeline.outputs import (
     Resolved,
     SmokeOutput,
 )
+from relpipe.pipeline.plan import Options, Plan, open_record
 from relpipe.pipeline.record import relpipe_version
 from relpipe.pipeline.run import execute
-from relpipe.pipeline.stages import Engine, Options, Plan, open_record
 from support import git
 
 # Blocks the modules named in RELPIPE_TEST_MISSING (as if not installed) and makes importing those

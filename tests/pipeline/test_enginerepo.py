@@ -14,7 +14,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from relpipe.pipeline import enginerepo, stages
+from relpipe.pipeline import containers, enginerepo
 from relpipe.pipeline.commands import diff as diff_cmd
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import gitio
@@ -108,7 +108,7 @@ def test_a_pair_is_sanitised_and_joined_without_running_anything(
         assert not (git_dir / "hooks").exists()
         assert not (git_dir / "objects" / "info" / "alternates").exists()
     # The joined repository is what the precision stage diffs: both sides of the branches.
-    report = stages.precision_report(repo, None, "image:new")
+    report = containers.precision_report(repo, None, "image:new")
     assert {c.sha for c in report.commits} >= {heads["new"]}
     assert [f.path for f in report.files if f.verdict == "relevant"] == [
         "atom/model_ops/layernorm.py"

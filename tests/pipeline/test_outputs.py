@@ -23,9 +23,9 @@ from relpipe.pipeline.outputs import (
     ValidatorOutput,
     run_stage,
 )
+from relpipe.pipeline.plan import Options, Plan
 from relpipe.pipeline.record import SCHEMA, RunRecord, StageRunner
 from relpipe.pipeline.release import Request
-from relpipe.pipeline.stages import Options, Plan
 
 KINDS: dict[str, Any] = {
     "image": Resolved,
@@ -135,12 +135,12 @@ def test_relpipe_report_refuses_a_run_record_of_another_schema(tmp_path: Path) -
 def test_a_malformed_engine_result_is_a_recorded_failure_not_a_crash() -> None:
     # The container's JSON is untrusted: a score that is not a number fails C4, it does not raise.
     from relpipe.core.status import FAIL
-    from relpipe.pipeline import stages
+    from relpipe.pipeline import containers
     from relpipe.pipeline.verdict import Outcome, check_evals
 
     inputs = {"suite": "decode-parity", "batch": 2, "metric": "token_agreement"}
     raw = {**inputs, "status": "pass", "score": "0.99", "threshold": 0.95, "samples": 8}
-    ev = stages._eval_output(raw, inputs)
+    ev = containers._eval_output(raw, inputs)
     assert ev.status == "error" and ev.reason.startswith("malformed decode-parity result")
     c4 = check_evals(Outcome(evals=(dataclasses.replace(ev, point="p"),)))
     assert c4.status == FAIL and "malformed decode-parity result" in c4.reason

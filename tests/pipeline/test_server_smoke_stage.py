@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from relpipe.images.build import build_fixtures
 from relpipe.images.runtime import Runtime
+from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.stages import Engine, Options
+from relpipe.pipeline.plan import Options
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from relpipe.validate.errors import ValidateError
-from relpipe.validate.golden_al import check_paths, evaluate
+from relpipe.validate.golden_files import check_paths, evaluate
 
 MINIMAX_RECIPE = """\
 # MiniMax-M3 MXFP4 on MI355X via ATOM, EAGLE3-GQA draft, thinking_on golden.

@@ -523,14 +523,7 @@ def diff(
     finally:
         for job in jobs:
             job.close()
-    late = [c for c in changes if c.path not in judged or judged[c.path].change != c]
-    missing = [  # the half of a rename the plain diff did not ask for
-        sha for sha in _blobs_of(c for c in late if _needs_blobs(c, rules)) if sha not in blobs
-    ]
-    if missing:
-        blobs.update(gitio.read_blobs(repo, missing))
-    judged.update(_judge(_assess(late, rules, blobs), rules, scope, history, blobs, repo))
-    rows = [judged[c.path] for c in changes]
+    rows = _rows(changes, judged, rules, scope, history, blobs, repo)
     present = {path for path, info in zip(lookups, infos[2:], strict=True) if info is not None}
     return PrecisionReport(
         repo=display or str(repo),
@@ -545,13 +538,40 @@ def diff(
         shallow=gitio.is_shallow(repo),
         commits=tuple(from_log(e) for e in history.entries),
         files=tuple(row.file for row in rows),
-        watch=_watch(
-            rules.watch,
-            [row.change for row in rows if row.watched],
-            {row.change.path: row.content for row in rows if row.content is not None},
-            present,
-            tree,
-            {row.change.path: row.file.touched_by for row in rows},
-        ),
+        watch=_watch_rows(rules, rows, present, tree),
         upstream=check_upstream(checks, hist),
+    )
+
+
+def _rows(
+    changes: Sequence[gitio.RawChange],
+    judged: dict[str, _Judged],
+    rules: Rules,
+    scope: str | None,
+    history: _History,
+    blobs: dict[str, bytes],
+    repo: Path,
+) -> list[_Judged]:
+    """The judged rows of the diff with renames, in its order: those the plain diff judged, and
+    the late ones (renames, added and deleted files) judged now."""
+    late = [c for c in changes if c.path not in judged or judged[c.path].change != c]
+    missing = [  # the half of a rename the plain diff did not ask for
+        sha for sha in _blobs_of(c for c in late if _needs_blobs(c, rules)) if sha not in blobs
+    ]
+    if missing:
+        blobs.update(gitio.read_blobs(repo, missing))
+    judged.update(_judge(_assess(late, rules, blobs), rules, scope, history, blobs, repo))
+    return [judged[c.path] for c in changes]
+
+
+def _watch_rows(
+    rules: Rules, rows: Sequence[_Judged], present: set[str], tree: Sequence[str]
+) -> tuple[WatchResult, ...]:
+    return _watch(
+        rules.watch,
+        [row.change for row in rows if row.watched],
+        {row.change.path: row.content for row in rows if row.content is not None},
+        present,
+        tree,
+        {row.change.path: row.file.touched_by for row in rows},
     )

@@ -297,7 +297,23 @@ def render_markdown(report: PrecisionReport) -> str:
     """Tables a reviewer pastes into a PR: summary by category, relevant files, commits, watch."""
     s = report.summary()
     where = _cell(report.project or report.repo)
-    lines = [
+    lines = _md_head(report, s, where)
+    lines += _table(
+        "",
+        ["category", "relevant:", "cosmetic:", "not relevant:"],
+        [
+            [_cell(category), row["relevant"], row["cosmetic"], row["not-relevant"]]
+            for category, row in s["by_category"].items()
+        ],
+    )
+    lines += _md_files(report)
+    lines += _md_commits(report)
+    lines += _md_watch(report)
+    return "\n".join(lines)
+
+
+def _md_head(report: PrecisionReport, s: dict[str, Any], where: str) -> list[str]:
+    return [
         f"### Engine diff {_code(_short(report.old))} → {_code(_short(report.new))} ({where})",
         "",
         f"{_count(s['commits'], 'commit')}, {_count(s['files'], 'file')} changed"
@@ -315,17 +331,12 @@ def render_markdown(report: PrecisionReport) -> str:
         f"{s['not-relevant']} not relevant (rules: {_cell(report.rules)}).",
         "",
     ]
-    lines += _table(
-        "",
-        ["category", "relevant:", "cosmetic:", "not relevant:"],
-        [
-            [_cell(category), row["relevant"], row["cosmetic"], row["not-relevant"]]
-            for category, row in s["by_category"].items()
-        ],
-    )
+
+
+def _md_files(report: PrecisionReport) -> list[str]:
     # Not-relevant files are listed too when a rule matched their path (a content gate or scope
     # cleared them): that is the evidence a reviewer would otherwise argue by hand.
-    lines += _table(
+    return _table(
         "#### Precision files",
         ["file", "change", "category", "verdict", "commits", "why"],
         [
@@ -341,7 +352,10 @@ def render_markdown(report: PrecisionReport) -> str:
             if f.verdict != "not-relevant" or f.category
         ],
     )
-    lines += _table(
+
+
+def _md_commits(report: PrecisionReport) -> list[str]:
+    return _table(
         "#### Commits",
         ["commit", "PR", "type", "subject", "precision"],
         [
@@ -355,7 +369,11 @@ def render_markdown(report: PrecisionReport) -> str:
             for c in report.commits
         ],
     )
-    lines += _table(
+
+
+def _md_watch(report: PrecisionReport) -> list[str]:
+    """The watch list and the upstream checks."""
+    lines = _table(
         "#### Watch list (evidence of what did not change)",
         ["watched", "state", "changed in", "note"],
         [
@@ -382,4 +400,4 @@ def render_markdown(report: PrecisionReport) -> str:
             for u in report.upstream
         ],
     )
-    return "\n".join(lines)
+    return lines

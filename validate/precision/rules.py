@@ -322,61 +322,15 @@ def _rules_from(data: Any, source: str, *, check_overlap: bool) -> Rules:
         raise _fail(source, f"unsupported schema {top.get('schema')!r} (this relpipe reads 1)")
     categories = _categories(source, top.get("categories"))
     known = {c.name: c for c in categories}
-    rules = []
-    for index, raw in enumerate(top.get("rules") or []):
-        where = f"rules[{index}]"
-        item = _mapping(source, where, raw, _RULE_KEYS)
-        category = _strings(source, f"{where}.category", item.get("category"), required=True)[0]
-        where = f"rules[{index}] ({category})"
-        if known and category not in known:
-            raise _fail(source, f"{where}: unknown category {category!r}; declare it in categories")
-        paths = _strings(source, f"{where}.paths", item.get("paths"), required=True)
-        _check_globs(source, f"{where}.paths", paths)
-        content = _strings(source, f"{where}.content", item.get("content"))
-        over = _strings(source, f"{where}.over", item.get("over"))
-        unknown = [c for c in over if c != "*" and known and c not in known]
-        if unknown:
-            raise _fail(source, f"{where}.over: unknown category {unknown[0]!r}")
-        rules.append(
-            Rule(
-                category=category,
-                paths=paths,
-                content=content,
-                why=str(item.get("why") or (known[category].why if known else "")),
-                scope=_strings(source, f"{where}.scope", item.get("scope")),
-                path_re=glob_regex(paths),
-                content_re=_regex(source, f"{where}.content", content),
-                precision=known[category].precision if known else True,
-                over=over,
-                index=index,
-            )
-        )
+    rules = [_rule(source, index, raw, known) for index, raw in enumerate(top.get("rules") or [])]
     if not rules:
         raise _fail(source, "no rules: a rules file must classify something")
     if check_overlap:
         _check_overlaps(source, rules)
     gates = {r.category: r.content for r in rules if r.content}
-    watch = []
-    for index, raw in enumerate(top.get("watch") or []):
-        where = f"watch[{index}]"
-        item = _mapping(source, where, raw, _WATCH_KEYS)
-        path = _strings(source, f"{where}.path", item.get("path"), required=True)[0]
-        _check_globs(source, f"{where}.path", [path])
-        content = _strings(source, f"{where}.content", item.get("content"))
-        gate = item.get("gate")
-        if gate is not None:
-            if gate not in gates:
-                raise _fail(source, f"{where}.gate: no rule {gate!r} with content regexes")
-            content = content + gates[gate]
-        watch.append(
-            WatchSpec(
-                label=str(item.get("label") or path),
-                path=path,
-                content=content,
-                path_re=glob_regex([path]),
-                content_re=_regex(source, f"{where}.content", content),
-            )
-        )
+    watch = [
+        _watch_spec(source, index, raw, gates) for index, raw in enumerate(top.get("watch") or [])
+    ]
     upstream = [
         parse_upstream(kind, ref, why, source) for kind, ref, why in _upstream_items(source, top)
     ]
@@ -395,6 +349,56 @@ def _rules_from(data: Any, source: str, *, check_overlap: bool) -> Rules:
         source=source,
         never_re=glob_regex(never),
         categories=categories,
+    )
+
+
+def _rule(source: str, index: int, raw: Any, known: dict[str, Category]) -> Rule:
+    """rules[index] of the file."""
+    where = f"rules[{index}]"
+    item = _mapping(source, where, raw, _RULE_KEYS)
+    category = _strings(source, f"{where}.category", item.get("category"), required=True)[0]
+    where = f"rules[{index}] ({category})"
+    if known and category not in known:
+        raise _fail(source, f"{where}: unknown category {category!r}; declare it in categories")
+    paths = _strings(source, f"{where}.paths", item.get("paths"), required=True)
+    _check_globs(source, f"{where}.paths", paths)
+    content = _strings(source, f"{where}.content", item.get("content"))
+    over = _strings(source, f"{where}.over", item.get("over"))
+    unknown = [c for c in over if c != "*" and known and c not in known]
+    if unknown:
+        raise _fail(source, f"{where}.over: unknown category {unknown[0]!r}")
+    return Rule(
+        category=category,
+        paths=paths,
+        content=content,
+        why=str(item.get("why") or (known[category].why if known else "")),
+        scope=_strings(source, f"{where}.scope", item.get("scope")),
+        path_re=glob_regex(paths),
+        content_re=_regex(source, f"{where}.content", content),
+        precision=known[category].precision if known else True,
+        over=over,
+        index=index,
+    )
+
+
+def _watch_spec(source: str, index: int, raw: Any, gates: dict[str, tuple[str, ...]]) -> WatchSpec:
+    """watch[index] of the file; `gates`: the content regexes of each rule's category."""
+    where = f"watch[{index}]"
+    item = _mapping(source, where, raw, _WATCH_KEYS)
+    path = _strings(source, f"{where}.path", item.get("path"), required=True)[0]
+    _check_globs(source, f"{where}.path", [path])
+    content = _strings(source, f"{where}.content", item.get("content"))
+    gate = item.get("gate")
+    if gate is not None:
+        if gate not in gates:
+            raise _fail(source, f"{where}.gate: no rule {gate!r} with content regexes")
+        content = content + gates[gate]
+    return WatchSpec(
+        label=str(item.get("label") or path),
+        path=path,
+        content=content,
+        path_re=glob_regex([path]),
+        content_re=_regex(source, f"{where}.content", content),
     )
 
 

@@ -1,0 +1,350 @@
+"""The engine of the qualification stages: runs the engine payload in containers
+(`images.runtime`) and diffs engine repositories (`validate.precision`), wired here.
+
+Stage results are data, failures included: a smoke that hangs is recorded as `fail`. Only
+environment errors (no docker, no registry) raise.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from relpipe.pipeline import enginerepo
+from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.outputs import (
+    EvalOutput,
+    Facts,
+    PrecisionOutput,
+    ProbeOutput,
+    PullOutput,
+    SmokeOutput,
+)
+from relpipe.pipeline.plan import Options
+
+if TYPE_CHECKING:
+    from relpipe.validate.precision import PrecisionReport
+
+_MAX_LOG = 4000
+
+
+@dataclass
+class Engine:
+    """Runs the engine payload in containers and diffs engine repositories
+    (the I/O of the stages).
+    """
+
+    _runtime: Any = field(default=None, repr=False)
+    owner: str | None = None  # the run id: labels its containers; a killed run's are reaped
+
+    @property
+    def runtime(self) -> Any:
+        """The container runtime, made on first use (a run served from its cache needs no docker).
+
+        With an owner, containers of that run left by a killed process (SIGKILL, a lost runner)
+        are removed first; those of live processes (other shards) and other runs are kept.
+        """
+        if self._runtime is None:
+            from relpipe.images.runtime import Runtime
+
+            runtime = Runtime.from_env(owner=self.owner)
+            if self.owner:
+                runtime.reap_stale(self.owner)
+            self._runtime = runtime
+        return self._runtime
+
+    def pull(self, ref: str) -> PullOutput:
+        image, _labels = self.runtime.ensure_image(ref)
+        return PullOutput(status="ok", image=str(image))
+
+    def _run(self, ref: str, command: str, args: list[str], options: Options) -> dict[str, Any]:
+        """`python -m relpipe.engine COMMAND` in the image:
+        {'status': pass|fail|error, 'result', 'reason'}.
+        """
+        import relpipe.engine as payload
+
+        with tempfile.TemporaryDirectory(prefix=f"relpipe-{command}-") as tmp:
+            run = self.runtime.run_engine(
+                ref,
+                command,
+                args,
+                engine_dir=Path(payload.__file__).parent,
+                out_dir=Path(tmp),
+                timeout_s=options.timeout_s,
+                gpu=None if options.gpu == "auto" else options.gpu,
+            )
+        return _outcome(run, options)
+
+    def probe(self, ref: str, options: Options) -> ProbeOutput:
+        from relpipe.images.nightly import engine_of
+        from relpipe.images.reference import parse
+
+        # vLLM and SGLang images record their version and commit their own way (engine.packaging)
+        engine = engine_of(parse(ref).repository)
+        out = self._run(ref, "probe", ["--engine", engine], options)
+        if out["status"] != "pass" or not out["result"]:
+            return ProbeOutput(status="error", reason=out["reason"] or "probe produced no facts")
+        # The probe's JSON is untrusted: a shape it should not have is a failed probe (C2 FAIL).
+        try:
+            return ProbeOutput(status="ok", facts=normalise_facts(out["result"]))
+        except (TypeError, ValueError, AttributeError) as exc:
+            return ProbeOutput(status="error", reason=f"malformed probe output: {exc}")
+
+    def _watchdog(self, options: Options) -> str:
+        # The engine's own watchdog fires first, so a hang is reported with the step it hung in;
+        # the container timeout stays as the backstop.
+        return f"{max(5.0, options.timeout_s * 0.8):.0f}"
+
+    def smoke(self, ref: str, options: Options) -> SmokeOutput:
+        args = [
+            "--prompts",
+            "1",
+            "--max-new",
+            str(options.max_new),
+            "--prompt-bytes",
+            str(options.prompt_bytes),
+            "--timeout",
+            self._watchdog(options),
+        ]
+        out = self._run(ref, "smoke", args, options)
+        result = out["result"]
+        mono = (result.get("tokens") or {}).get("mono") or []
+        checks = {c.get("name"): c for c in result.get("checks") or [] if isinstance(c, dict)}
+        raw = {
+            "status": "pass" if out["status"] == "pass" else "fail",
+            "reason": out["reason"] or str(result.get("reason") or ""),
+            "tokens": sum(len(seq) for seq in mono if isinstance(seq, list)),
+            "tokens_per_s": (result.get("timings") or {}).get("mono_tokens_per_s"),
+            "max_logit_diff": (checks.get("max-logit-diff") or {}).get("value"),
+            "ops": result.get("ops"),
+            "seconds": out["seconds"],
+        }
+        try:
+            return SmokeOutput.from_json(raw)
+        except (TypeError, ValueError) as exc:  # the container's JSON is untrusted: a failure
+            return SmokeOutput(status="fail", reason=f"malformed smoke result: {exc}")
+
+    def evaluate(self, ref: str, inputs: Mapping[str, Any], options: Options) -> EvalOutput:
+        suite = str(inputs["suite"])
+        if suite == "gsm8k":
+            return _eval_output(self.gsm8k(ref, inputs, options), inputs)
+        args = [
+            "--suite",
+            suite,
+            "--prompts",
+            str(inputs["batch"]),
+            "--max-new",
+            str(options.max_new),
+            "--prompt-bytes",
+            str(options.prompt_bytes),
+            "--kv-dtypes",
+            ",".join(options.kv_dtypes),
+            "--timeout",
+            self._watchdog(options),
+        ]
+        out = self._run(ref, "eval", args, options)
+        rows = [r for r in out["result"].get("results") or [] if isinstance(r, dict)]
+        agreements = [
+            float(r["agreement"]) for r in rows if isinstance(r.get("agreement"), (int, float))
+        ]
+        raw = {
+            "status": out["status"],
+            "suite": suite,
+            "batch": inputs["batch"],
+            "metric": inputs["metric"],
+            # The weakest KV dtype decides: every dtype the benchmark may use must agree.
+            "score": min(agreements) if agreements else None,
+            "threshold": inputs["threshold"],
+            "samples": sum(int(r.get("positions") or 0) for r in rows),
+            "per_dtype": {str(r.get("kv_dtype")): r.get("agreement") for r in rows},
+            "reason": out["reason"] or str(out["result"].get("reason") or ""),
+            "seconds": out["seconds"],
+        }
+        return _eval_output(raw, inputs)
+
+    def gsm8k(self, ref: str, inputs: Mapping[str, Any], options: Options) -> Mapping[str, Any]:
+        """Server-mode smoke, then gsm8k, in the image (`python -m relpipe.engine server-smoke`).
+
+        The engine's own OpenAI-compatible server is started through its adapter on the
+        container's loopback (it has no other network), with the model folder mounted read-only;
+        fixed prompts are decoded greedily through the API and compared with the decode of the
+        baseline (the config key's last qualified image, run the same way), then gsm8k runs by
+        InferenceX's rules through the same server. The weaker exact_match metric is the score.
+        """
+        if not options.dataset or inputs["threshold"] is None:
+            raise PipelineError(
+                "gsm8k needs --dataset FILE and a gsm8k threshold in thresholds.yaml"
+            )
+        with tempfile.TemporaryDirectory(prefix="relpipe-gsm8k-") as tmp:
+            work = Path(tmp)
+            model = work / "model"
+            model.mkdir()
+            # relpipe's own engine reads a model folder like a real one: here, the tiny model.
+            (model / "relpipe-model.json").write_text('{"seed": 0}\n')
+            golden, notes = None, []
+            if inputs.get("baseline"):
+                base = self._server_smoke(str(inputs["baseline"]), model, work / "base", options)
+                if (work / "base" / SERVER_DECODE).is_file():
+                    golden = work / "base" / SERVER_DECODE
+                else:
+                    # the baseline is not under test: no regression check, said in the reason
+                    notes.append(f"no baseline decode to compare with ({base['reason']})")
+            gsm_args = ["--dataset", SERVER_DATASET, "--threshold", str(inputs["threshold"])]
+            gsm_args += ["--n-shot", str(options.n_shot), "--limit", str(options.eval_limit)]
+            gsm_args += [
+                "--concurrency",
+                str(inputs["batch"]),
+                "--max-tokens",
+                str(options.max_new),
+            ]
+            out = self._server_smoke(
+                ref, model, work / "image", options, golden=golden, extra=gsm_args
+            )
+        result = out["result"]
+        scores = (result.get("gsm8k") or {}).get("scores") or {}
+        values = [s.get("accuracy") for s in scores.values() if isinstance(s, dict)]
+        numbers = [float(v) for v in values if isinstance(v, (int, float))]
+        reason = "; ".join([out["reason"] or str(result.get("reason") or ""), *notes]).strip("; ")
+        return {
+            "status": out["status"],
+            "suite": "gsm8k",
+            "batch": inputs["batch"],
+            "metric": inputs["metric"],
+            # every exact_match metric must meet the threshold: the weakest one decides
+            "score": min(numbers) if numbers else None,
+            "threshold": inputs["threshold"],
+            "samples": min((int(s.get("n") or 0) for s in scores.values()), default=0),
+            "reason": reason[:_MAX_LOG],
+            "seconds": out["seconds"],
+        }
+
+    def _server_smoke(
+        self,
+        ref: str,
+        model: Path,
+        out_dir: Path,
+        options: Options,
+        golden: Path | None = None,
+        extra: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """`server-smoke` with relpipe's own engine in the image; its decode lands in out_dir."""
+        import relpipe.engine as payload
+        from relpipe.images.runtime import OUT_DIR, PAYLOAD_DIR, RESULT_NAME
+
+        # The inner timeouts end first, so a hung server is reported with what it was doing;
+        # the container timeout stays the backstop and removes the container.
+        inner = f"{max(5.0, options.timeout_s * 0.4):.0f}"
+        args = ["--engine", "relpipe", "--model", SERVER_MODEL, "--port", SERVER_PORT]
+        args += ["--python", self.runtime.python, "--prompts", "1"]
+        args += ["--max-new", str(options.max_new), "--prompt-bytes", str(options.prompt_bytes)]
+        args += ["--health-timeout", inner, "--stall-timeout", inner, "--request-timeout", inner]
+        args += ["--record", f"{OUT_DIR}/{SERVER_DECODE}", "--out", f"{OUT_DIR}/{RESULT_NAME}"]
+        mounts = {
+            str(Path(payload.__file__).parent): f"{PAYLOAD_DIR}/relpipe/engine",
+            str(model): SERVER_MODEL,
+        }
+        if options.dataset:
+            mounts[options.dataset] = SERVER_DATASET
+        if golden is not None:
+            mounts[str(golden)] = SERVER_GOLDEN
+            args += ["--golden", SERVER_GOLDEN]
+        run = self.runtime.run(
+            ref,
+            [self.runtime.python, "-m", "relpipe.engine", "server-smoke", *args, *(extra or [])],
+            out_dir=out_dir,
+            mounts=mounts,
+            env={"PYTHONPATH": PAYLOAD_DIR},
+            timeout_s=options.timeout_s,
+            gpu=None if options.gpu == "auto" else options.gpu,
+            workdir=PAYLOAD_DIR,
+            result_command="server-smoke",
+        )
+        return _outcome(run, options)
+
+    def precision(self, old_ref: str, new_ref: str, options: Options) -> PrecisionOutput:
+        rules, path = enginerepo.source_of(new_ref, options.rules)
+        with tempfile.TemporaryDirectory(prefix="relpipe-precision-") as tmp:
+            repo = enginerepo.extract(self.runtime, new_ref, Path(tmp), old_ref=old_ref, path=path)
+            report = precision_report(repo, rules, f"image:{new_ref}")
+            return PrecisionOutput(status="ok", report=report)
+
+
+def _eval_output(raw: Mapping[str, Any], inputs: Mapping[str, Any]) -> EvalOutput:
+    """An eval result from the container's (untrusted) JSON; a malformed one is a recorded error."""
+    try:
+        return EvalOutput.from_json(raw)
+    except (KeyError, TypeError, ValueError) as exc:
+        return EvalOutput(
+            status="error",
+            suite=str(inputs["suite"]),
+            batch=int(inputs["batch"]),
+            metric=str(inputs["metric"]),
+            reason=f"malformed {inputs['suite']} result: {exc}",
+        )
+
+
+def _outcome(run: Any, options: Options) -> dict[str, Any]:
+    """An `images.runtime.EngineRun` as
+    {'status': pass|fail|error, 'result', 'reason', 'seconds'}.
+    """
+    result = run.result if isinstance(run.result, dict) else {}
+    if run.timed_out:
+        status, reason = (
+            "fail",
+            f"killed after {options.timeout_s:.0f}s (timeout): {run.error or 'no result'}",
+        )
+    elif run.error is None:
+        status, reason = "pass", ""
+    else:
+        status = "error" if result.get("status") == "error" or not result else "fail"
+        # The engine's own reason (e.g. its watchdog naming the step that hung) says more than
+        # the runtime's summary of the exit code.
+        reason = str(result.get("reason") or run.error)
+    return {
+        "status": status,
+        "result": result,
+        "reason": reason[:_MAX_LOG],
+        "seconds": round(float(run.duration_s), 3),
+    }
+
+
+# Where server-smoke finds its inputs in the container (all mounted read-only) and what it records.
+SERVER_DATASET = "/relpipe/data/gsm8k.jsonl"
+SERVER_MODEL = "/relpipe/model"
+SERVER_GOLDEN = "/relpipe/data/golden-decode.json"
+SERVER_DECODE = "decode.json"
+SERVER_PORT = "18080"
+
+
+def precision_report(repo: Path, rules: str | None, display: str) -> PrecisionReport:
+    from relpipe.validate import precision
+
+    loaded = precision.load_rules(rules) if rules else None
+    return precision.diff(repo, enginerepo.OLD_REF, enginerepo.NEW_REF, loaded, display=display)
+
+
+def _version(value: Any) -> Any:
+    # The probe reports some facts as objects ({"version": ..., "file": ...}), others as strings.
+    return value.get("version") if isinstance(value, Mapping) else value
+
+
+def normalise_facts(raw: Mapping[str, Any]) -> Facts:
+    """Probe JSON -> the flat facts the verdict, lock and notes use (engine, python, torch, ...)."""
+    packages = raw.get("packages") or {}
+    aiter = raw.get("aiter")
+    return Facts.from_json(
+        {
+            "engine": raw.get("engine") or {},
+            "python": _version(raw.get("python")),
+            "torch": _version(packages.get("torch") or raw.get("torch")),
+            "triton": _version(packages.get("triton") or raw.get("triton")),
+            "lmcache": _version(packages.get("lmcache")),
+            "aiter": aiter.get("commit") if isinstance(aiter, Mapping) else aiter,
+            "rocm": _version(raw.get("rocm")),
+            "gpu": raw.get("gpu"),
+            "errors": [str(e) for e in raw.get("errors") or []],
+        }
+    )

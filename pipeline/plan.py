@@ -1,0 +1,251 @@
+"""The qualification plan: every input of a run, fixed before any stage runs (run.json).
+
+`make_plan` pins the image under test and its baseline (digests re-hashed by `images.registry`),
+reads the config key and thresholds of the benchmark repository, and fixes every input of every
+later stage; the run id is the hash of that plan (`Plan.run_id`). The stages that run it are in
+`pipeline.stages`; the containers they run in, in `pipeline.containers`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from relpipe.images.archive import pin_or_archived
+from relpipe.images.registry import Pinned, RegistryClient
+from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.outputs import ConfigScope, Resolved
+from relpipe.pipeline.record import RunRecord, digest_of, relpipe_version
+from relpipe.pipeline.workspace import Point, Workspace
+
+DEFAULT_SUITES = ("decode-parity",)
+DEFAULT_MAX_BATCH = 4
+DEFAULT_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    """How a qualification runs (the CLI's options); part of the plan, so of the run id."""
+
+    suites: tuple[str, ...] = DEFAULT_SUITES
+    max_batch: int = DEFAULT_MAX_BATCH
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    gpu: str = "auto"
+    dataset: str | None = None  # GSM8K-format JSONL on the host, mounted into the container
+    rules: str | None = None  # precision rules file
+    max_new: int = 8  # tokens decoded per prompt by smoke and decode-parity
+    kv_dtypes: tuple[str, ...] = ("fp32", "bf16", "fp8")
+    prompt_bytes: int = 0  # truncate the fixed prompts (0: whole); small values keep CPU runs short
+    n_shot: int = 5  # gsm8k few-shot examples (taken from the head of the dataset)
+    eval_limit: int = 0  # gsm8k: score at most N problems (0: all)
+    # Fixed at plan time, so that shards on other hosts check the very same dataset bytes.
+    dataset_sha256: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "suites": list(self.suites),
+            "max_batch": self.max_batch,
+            "timeout_s": self.timeout_s,
+            "gpu": self.gpu,
+            "dataset": self.dataset,
+            "rules": self.rules,
+            "max_new": self.max_new,
+            "kv_dtypes": list(self.kv_dtypes),
+            "prompt_bytes": self.prompt_bytes,
+            "n_shot": self.n_shot,
+            "eval_limit": self.eval_limit,
+            "dataset_sha256": self.dataset_sha256,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Options:
+        return cls(
+            suites=tuple(str(s) for s in data["suites"]),
+            max_batch=int(data["max_batch"]),
+            timeout_s=float(data["timeout_s"]),
+            gpu=str(data["gpu"]),
+            dataset=data.get("dataset"),
+            rules=data.get("rules"),
+            max_new=int(data["max_new"]),
+            kv_dtypes=tuple(str(k) for k in data["kv_dtypes"]),
+            prompt_bytes=int(data["prompt_bytes"]),
+            n_shot=int(data["n_shot"]),
+            eval_limit=int(data["eval_limit"]),
+            dataset_sha256=data.get("dataset_sha256"),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """Every input of a qualification, fixed before any stage runs (run.json)."""
+
+    image: Resolved
+    baseline: Resolved | None
+    config: ConfigScope | None
+    thresholds: Mapping[str, Any]  # utils/evals/thresholds.yaml as read (InferenceX's shape)
+    golden: Mapping[str, str | None] | None  # tree hashes of golden_al_distribution/ and configs/
+    options: Options
+    workspace: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "qualify",
+            "image": self.image.to_json(),
+            "baseline": self.baseline.to_json() if self.baseline else None,
+            "config": self.config.to_json() if self.config else None,
+            "thresholds": dict(self.thresholds),
+            "golden": dict(self.golden) if self.golden else None,
+            "options": self.options.to_json(),
+            "relpipe": relpipe_version(),
+        }
+
+    @property
+    def run_id(self) -> str:
+        return digest_of(self.to_json())[:32]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], workspace: str | None = None) -> Plan:
+        if data.get("kind") != "qualify":
+            raise PipelineError("not a qualification plan (run.json of `relpipe qualify --plan`)")
+        try:
+            baseline, config = data.get("baseline"), data.get("config")
+            return cls(
+                image=Resolved.from_json(data["image"]),
+                baseline=Resolved.from_json(baseline) if baseline is not None else None,
+                config=ConfigScope.from_json(config) if config is not None else None,
+                thresholds=data.get("thresholds") or {},
+                golden=data.get("golden"),
+                options=Options.from_json(data["options"]),
+                workspace=workspace,
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise PipelineError(
+                f"malformed qualification plan ({exc}); re-run `relpipe qualify --plan`"
+            ) from exc
+
+    @property
+    def points(self) -> tuple[Point, ...]:
+        if self.config:
+            return self.config.points
+        return (Point("default", 1, 1),)
+
+    @property
+    def title(self) -> str:
+        key = f" for {self.config.key}" if self.config else ""
+        return f"qualify {self.image.ref}{key}"
+
+
+def resolved(pin: Pinned) -> Resolved:
+    """The resolve result of one image; `verified` because `RegistryClient.pin` re-hashes every
+    byte.
+    """
+    return Resolved(
+        ref=pin.ref,
+        pinned=str(pin.reference),
+        digest=pin.digest,
+        verified=True,
+        media_type=pin.media_type,
+        platform=pin.platform,
+        platform_digest=pin.platform_digest,
+        created=pin.created,
+    )
+
+
+def make_plan(
+    image: str,
+    baseline: str | None,
+    config_key: str | None,
+    ws: Workspace | None,
+    options: Options,
+    client: RegistryClient,
+) -> Plan:
+    """Pin the image (and the baseline: `pinned` = the config key's image, locked digest first)."""
+    config = None
+    thresholds: Mapping[str, Any] = {}
+    golden = None
+    if config_key:
+        if ws is None:
+            raise PipelineError("--config-key needs a benchmark repository (--repo PATH)")
+        ck = ws.config_key(config_key, options.max_batch)
+        config = ConfigScope(
+            status="ok",
+            key=ck.key,
+            master=ck.master,
+            image=ck.image,
+            framework=ck.framework,
+            model_prefix=ck.model_prefix,
+            points=ck.points,
+        )
+    if ws is not None:
+        thresholds = ws.thresholds()
+        golden = {
+            "files": ws.tree_hash(ws.layout.golden),
+            "key": config.key if config else None,
+            # everything C9 reads for the key (masters, its recipes and launch scripts)
+            "sources": golden_inputs(ws, config.key) if config else None,
+        }
+    if baseline == "pinned":
+        if config is None:
+            raise PipelineError(
+                "--baseline pinned needs --config-key K (the baseline is K's pinned image)"
+            )
+        baseline = locked_ref(ws, config.image)
+    # A pin upstream has deleted is taken from the archive the lock names (images.archive).
+    lock_path = ws.root / "images.lock.yaml" if ws is not None else None
+    pins = [pin_or_archived(client, image, lock_path)]
+    pins += [pin_or_archived(client, baseline, lock_path)] if baseline else []
+    return Plan(
+        image=resolved(pins[0]),
+        baseline=resolved(pins[1]) if baseline else None,
+        config=config,
+        thresholds=thresholds,
+        golden=golden,
+        options=options,
+        workspace=str(ws.root) if ws else None,
+    )
+
+
+def locked_ref(ws: Workspace | None, ref: str) -> str:
+    """The digest the lock file recorded for `ref` (what was benchmarked), else `ref` itself."""
+    from relpipe.images import lock
+    from relpipe.images.reference import parse
+
+    if ws is None or not (ws.root / ws.lock).is_file():
+        return ref
+    entry = lock.lookup(lock.load(ws.root / ws.lock), ref)
+    if entry is None:
+        return ref
+    # Pinning `tag@digest` re-hashes the locked digest: a tag that moved does not move the baseline.
+    return str(parse(ref).with_digest(entry.digest))
+
+
+def golden_inputs(ws: Workspace, key: str) -> str | None:
+    """Hash of what C9 reads for `key` (None without golden files: C9 is then N/A)."""
+    from relpipe.validate import golden_al
+    from relpipe.validate.errors import ValidateError
+
+    if not (ws.root / ws.layout.golden).is_dir():
+        return None
+    try:
+        return golden_al.inputs_digest(ws.root, [key])
+    except ValidateError as exc:
+        raise PipelineError(str(exc)) from exc
+
+
+def file_sha256(path: str | None) -> str | None:
+    import hashlib
+
+    if not path:
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise PipelineError(f"cannot read --dataset {path}: {exc.strerror}") from exc
+
+
+def open_record(state: Path, plan: Plan, out: Path | None = None) -> RunRecord:
+    record = RunRecord(out or state / "runs" / plan.run_id, cache=state / "cache" / "stages")
+    record.write_inputs(plan.to_json())
+    return record
