@@ -8,7 +8,10 @@ file). Standard library only: the commit hook path uses it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
+if TYPE_CHECKING:
+    from typing import Any
 
 ERROR, WARNING = "error", "warning"
 

@@ -17,9 +17,12 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from relpipe.core.errors import RelpipeError
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
+if TYPE_CHECKING:
+    from typing import IO
 
 DEFAULT_TIMEOUT = 600.0  # seconds; every caller that can know better passes its own
 DEFAULT_LIMIT = 1 << 30  # bytes of stdout kept; stderr is kept to STDERR_LIMIT

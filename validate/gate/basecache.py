@@ -4,8 +4,8 @@ A changelog's history is immutable: a commit's base is the previous commit's hea
 hook checked then. When a base is not house style throughout (the real file has blank lines of
 whitespace, so `proven_valid` cannot clear it), InferenceX's reading of it takes a full scan;
 this cache keeps "this exact base, under this exact validator, was not rejected" as an empty
-file named by the SHA-256 of the validator's source and the base bytes, so the next commit on
-top of it pays only for its appended entries. Only acceptance is cached (a rejected base is
+file named by the BLAKE2b digest of the validator's source and the base bytes, so the next commit
+on top of it pays only for its appended entries. Only acceptance is cached (a rejected base is
 scanned, and reported, every time), and a cache that cannot be read or written is simply not
 used: it can make the hook faster, never change its verdict.
 
@@ -14,9 +14,13 @@ On the hook's path: standard library only.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
+
+try:  # the built-in BLAKE2 `hashlib` itself uses: `import hashlib` loads OpenSSL (~3 ms a commit)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - an interpreter without it
+    from hashlib import blake2b
 
 ENV = "RELPIPE_HOOK_CACHE"  # a folder, or "off"
 # The modules whose code decides a base's verdict: a change to any of them starts a new cache.
@@ -43,7 +47,7 @@ def _folder() -> Path | None:
 
 def _validator_digest() -> bytes:
     package = Path(__file__).resolve().parents[2]
-    digest = hashlib.sha256()
+    digest = blake2b()
     for rel in _DECIDERS:
         try:
             digest.update((package / rel).read_bytes())
@@ -64,7 +68,7 @@ class BaseCache:
             return None
         if self._validator is None:
             self._validator = _validator_digest()
-        name = hashlib.sha256(self._validator + base).hexdigest()
+        name = blake2b(self._validator + base, digest_size=32).hexdigest()
         return self.folder / name
 
     def known(self, base: bytes) -> bool:
