@@ -14,10 +14,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
+import re2
 from relpipe.changelog.configs.load import load_yaml, resolve_key
 from relpipe.changelog.configs.points import plan_key
 from relpipe.changelog.errors import ChangelogError
@@ -28,7 +28,7 @@ from relpipe.validate.review.context import Review
 from relpipe.validate.review.result import Evidence, Result, plural, result
 from relpipe.validate.review.scope import load_masters, scope_key
 
-_CLAIM = re.compile(r"\s*(?:-\s+)?append-only:\s*true\b")
+_CLAIM = re2.compile(r"\s*(?:-\s+)?append-only:\s*true\b")
 MIN_FRONTIER = 5
 MAX_RESULT_FILES = 20_000
 MAX_RESULT_BYTES = 1024 * 1024
@@ -91,8 +91,8 @@ def check_golden(review: Review) -> Result:
     return result(cid, PASS, f"{plural(counts[PASS], 'setting')} equal the golden AL", rows)
 
 
-_SYNTHETIC = re.compile(
-    r"synthetic[-_]accept|SIMULATE_ACC_LEN|FORCE_NUM_ACCEPTED|SYNTHETIC_ACCEPT", re.IGNORECASE
+_SYNTHETIC = re2.compile(
+    r"(?i)synthetic[-_]accept|SIMULATE_ACC_LEN|FORCE_NUM_ACCEPTED|SYNTHETIC_ACCEPT"
 )
 
 

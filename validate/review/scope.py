@@ -21,11 +21,11 @@ Every path comes from the source's layout, so the three layouts resolve the same
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import re2
 from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.configs.load import load_yaml, resolve_key
 from relpipe.changelog.configs.schema import line_of, unknown_fields
@@ -37,10 +37,10 @@ from relpipe.validate.review.result import Evidence
 from relpipe.validate.review.source import Source
 
 MAX_HOPS = 4
-_TOP_KEY = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"][^:]*?))\s*:\s*(?:#.*)?$""")
-_SOURCED = re.compile(r"(?:^|[;&|(]\s*|\$\(\s*)(?:source|\.|bash|sh)\s+(.*)$")
-_CD = re.compile(r"^cd\s+[\"']?([^\"'\s|;&)]+)")
-_SH_WORD = re.compile(r"""["']?([^\s"';|&]*\.sh)\b""")
+_TOP_KEY = re2.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"][^:]*?))\s*:\s*(?:#.*)?$""")
+_SOURCED = re2.compile(r"(?:^|[;&|(]\s*|\$\(\s*)(?:source|\.|bash|sh)\s+(.*)$")
+_CD = re2.compile(r"^cd\s+[\"']?([^\"'\s|;&)]+)")
+_SH_WORD = re2.compile(r"""["']?([^\s"';|&]*\.sh)\b""")
 _DIR_PREFIXES = (
     '$(dirname "$0")/',
     "$(dirname $0)/",
@@ -224,9 +224,9 @@ def _runner_labels(source: Source) -> dict[str, list[tuple[str, int]]]:
         if line and not line.startswith((" ", "#")):
             section = line.split(":")[0]
             current = None
-        elif section == "labels" and re.match(r"^  \S", line):
+        elif section == "labels" and re2.match(r"^  \S", line):
             current = labels.setdefault(line.strip().rstrip(":").strip("'\""), [])
-        elif section == "clusters" and re.match(r"^  [^\s#]", line):
+        elif section == "clusters" and re2.match(r"^  [^\s#]", line):
             name = line.strip().rstrip(":").strip("'\"")
             labels[f"cluster:{name}"] = [(name, i + 1)]
             current = None
@@ -487,7 +487,7 @@ def _recipe(work: _Scope, path: str, selector: str | None, via: Evidence) -> Non
     if recipe not in work.recipes:
         work.recipes.append(recipe)
     for leaf in recipe.leaves:
-        if leaf.path.endswith("setup_script") and re.fullmatch(r"[\w.-]+\.sh", leaf.value):
+        if leaf.path.endswith("setup_script") and re2.fullmatch(r"[\w.-]+\.sh", leaf.value):
             setup = f"{work.layout.multi_recipes}/configs/{leaf.value}"
             work.add(setup, "helper", Evidence.at(path, leaf.line, leaf.value))
 
