@@ -98,6 +98,9 @@ class Masters:
     configs: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     where: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     lines: dict[str, list[str]] = field(default_factory=dict)
+    # A key in two master files (InferenceX's load_config_files refuses the merge): the first
+    # definition is kept for scoping; (key, (file, line) of the first, (file, line) of the other).
+    across: list[tuple[str, tuple[str, int], tuple[str, int]]] = field(default_factory=list)
 
 
 def _values_of(node: Any, name: str) -> Iterable[Any]:
@@ -149,7 +152,8 @@ def _parsed_master(text: str, path: str) -> Any:
 
 
 def load_masters(source: Source) -> Masters:
-    """Every `configs/*-master.yaml` (not deprecated/), strictly; a key in two files is an error."""
+    """Every `configs/*-master.yaml` (not deprecated/), strictly; a key in two files is recorded
+    in `across` (the `yaml-keys` check FAILs it) and its first definition kept."""
     masters = Masters()
     paths = master_paths(source)
     source.prefetch(paths)
@@ -173,9 +177,11 @@ def load_masters(source: Source) -> Masters:
         }
         for key, cfg in doc.items():
             key = str(key)
-            if key in masters.configs:
-                raise ValidateError(f"config key {key} is defined in two master files")
             start, end = bounds.get(key, (1, len(lines)))
+            if key in masters.configs:
+                first = masters.where[key]
+                masters.across.append((key, (first[0], first[1]), (path, start)))
+                continue
             _known_fields(source.layout, path, lines, key, start, cfg)
             masters.configs[key] = cfg if isinstance(cfg, Mapping) else {}
             masters.where[key] = (path, start, end)
