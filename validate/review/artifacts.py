@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import re2
-from relpipe.changelog.configs.load import load_yaml, resolve_key
+from relpipe.changelog.configs.load import MasterConfigs, load_yaml, resolve_key
 from relpipe.changelog.configs.points import plan_key
 from relpipe.changelog.errors import ChangelogError
 from relpipe.core import jsonload
@@ -46,7 +46,11 @@ def check_golden(review: Review) -> Result:
     golden = review.source.layout.golden
     if not (review.source.root / golden).is_dir():
         return result(cid, NA, f"no {golden}/ in the repository")
-    settings = golden_al.check(review.source.root, [s.key for s in review.scopes])
+    root = review.source.root
+    masters = MasterConfigs(  # the masters the review loaded: not parsed a second time
+        review.masters.configs, {k: root / w[0] for k, w in review.masters.where.items()}
+    )
+    settings = golden_al.check(root, [s.key for s in review.scopes], masters)
     rows: list[Evidence] = []
     counts: dict[str, int] = {PASS: 0, WARN: 0, FAIL: 0, NA: 0}
     order: dict[str, int] = {FAIL: 0, WARN: 1, PASS: 2, NA: 3}

@@ -5,7 +5,8 @@ second and a reader sees the first. Masters are loaded strictly (a duplicate is 
 used to stop the review with exit 2); here every duplicate, in a master, a recipe of a key in
 scope or the changelog, is a FAIL with its file and line, and so is a config key defined in two
 master files (InferenceX's `load_config_files` raises "Duplicate configuration keys found" on
-that merge), with both files' lines. Found from PyYAML's event stream in
+that merge), with both files' lines. Masters the review loaded are not scanned again: the strict
+loader already refused two equal keys at any depth in them. Found from PyYAML's event stream in
 one pass (no construction, so anchors and aliases cost nothing), for scalar keys.
 """
 
@@ -86,6 +87,8 @@ def check_yaml_keys(review: Review) -> Result:
     fails = 0
     files = _files(review)
     for path in files:
+        if path in review.masters.lines:
+            continue  # loaded strictly (core.yamlload): no two equal keys at any depth
         text = review.source.text(path)
         if text is None:
             continue
