@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import re2
 from relpipe.core.status import FAIL, PASS, WARN
 from relpipe.validate.review import bash
+from relpipe.validate.review.rx import rx
 
 _INSTALLED = re2.compile(
     r"site-packages|dist-packages|/sgl-workspace|__file__|find_spec|/usr/(?:local/)?lib/python|"
@@ -88,7 +89,7 @@ def _positions(argv: tuple[str, ...], functions: frozenset[str]) -> Iterator[int
             argv[i].startswith("-")
             or "=" in argv[i].split("/", 1)[0]
             or argv[i].isdigit()
-            or re2.fullmatch(r"\d+[smhd]?", argv[i])
+            or rx(r"\d+[smhd]?").fullmatch(argv[i])
         ):
             i += 2 if argv[i] in _WRAPPER_VALUE_FLAGS else 1
 
@@ -180,8 +181,8 @@ def _dest(name: str, args: tuple[str, ...]) -> list[str]:
 
 def _in_place(name: str, args: tuple[str, ...]) -> bool:
     if name == "sed":
-        return any(re2.fullmatch(r"-[a-zA-Z]*i\S*|--in-place\S*", a) for a in args)
-    return any(re2.fullmatch(r"-[a-zA-Z]*i\S*", a) for a in args)  # perl -pi -e / -i.bak
+        return any(rx(r"-[a-zA-Z]*i\S*|--in-place\S*").fullmatch(a) for a in args)
+    return any(rx(r"-[a-zA-Z]*i\S*").fullmatch(a) for a in args)  # perl -pi -e / -i.bak
 
 
 def _program(
@@ -204,7 +205,7 @@ def _program(
     elif name in ("sed", "perl") and _in_place(name, args):
         if "config.json" in joined:
             out.append(("arch: edits the model config", FAIL))
-        elif _INSTALLED.search(joined) or re2.search(r"\.py\b", joined):
+        elif _INSTALLED.search(joined) or rx(r"\.py\b").search(joined):
             out.append((f"patch: {name} -i on an installed engine source", FAIL))
     elif name == "jq" and "config.json" in joined:
         out.append(("arch: edits the model config", FAIL))
@@ -228,7 +229,7 @@ def _program(
             out.append(("infra: a tool's own installer", PASS))
         else:
             out.append(("patch: runs downloaded code", WARN))
-    if re2.search(r"<\((?:curl|wget)\b", joined):
+    if rx(r"<\((?:curl|wget)\b").search(joined):
         out.append(("patch: runs downloaded code", WARN))
     return out
 
@@ -259,7 +260,7 @@ def _heredoc(cmd: bash.Command) -> list[Fact]:
                 )
                 break
     for n, text in enumerate(lines):
-        if re2.search(r"hf[-_]overrides", text):
+        if rx(r"hf[-_]overrides").search(text):
             out.append(Fact(line=cmd.stdin.line + n, kind="arch: hf_overrides", text=text.strip()))
     return out
 

@@ -25,6 +25,7 @@ from relpipe.validate.errors import ValidateError
 from relpipe.validate.review import actions, bash
 from relpipe.validate.review.context import Review
 from relpipe.validate.review.result import Evidence, Result, plural, result
+from relpipe.validate.review.rx import rx
 from relpipe.validate.review.scope import KeyScope, load_masters
 from relpipe.validate.review.waiver import Waiver, load_waivers
 
@@ -82,7 +83,7 @@ def _guards(raw: list[str], number: int) -> tuple[tuple[str, str], ...]:
             continue
         here = len(line) - len(line.lstrip())
         if here < indent:
-            if re2.match(r"\s*(?:if|elif)\b", line):
+            if rx(r"\s*(?:if|elif)\b").match(line):
                 tests += _GUARD.findall(line)
             indent = here
         if indent == 0:
@@ -171,7 +172,7 @@ def scan(review: Review, path: str) -> list[Hit]:
                 hits.append(Hit(path, n, "chat: use_chat_template", raw.strip(), PASS))
             if _CHAT_KWARGS.search(code):
                 hits.append(Hit(path, n, "chatkw: template kwargs", raw.strip(), PASS))
-            if re2.search(r"agentic_srt\.sh", code):
+            if rx(r"agentic_srt\.sh").search(code):
                 hits.append(Hit(path, n, "chat-replay: agentic_srt.sh replay", raw.strip(), PASS))
     else:
         source_lines = review.source.lines(path)

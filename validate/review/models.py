@@ -19,6 +19,7 @@ import re2
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.context import Review
 from relpipe.validate.review.result import Evidence, Result, plural, result
+from relpipe.validate.review.rx import rx
 from relpipe.validate.review.scope import KeyScope
 
 _SEQ = re2.compile(r"(?i)single-turn\s+(\d+)k(\d+)k")
@@ -74,11 +75,11 @@ def _heading_date(line: str) -> str | None:
 
 def _dated(policy: Policy, row: dict[str, str], day: str, n: int) -> None:
     """A row of a dated Deprecation Notice table: `Model (`prefix`) | Deprecated | Remains`."""
-    for prefix in re2.findall(r"`([^`]+)`", row.get("model", "")):
+    for prefix in rx(r"`([^`]+)`").findall(row.get("model", "")):
         cell = row.get("deprecated", "")
         for name in _scenario_names(cell):
             policy.dated.append((prefix, name, day, n))
-        bf = re2.search(r"(?i)all \**(\w+)\** recipes", cell)
+        bf = rx(r"(?i)all \**(\w+)\** recipes").search(cell)
         if bf:
             policy.dated.append((prefix, bf.group(1).lower(), day, n))
 
@@ -96,7 +97,7 @@ def _outside_parens(cell: str) -> list[str]:
 
 def _scenario_names(cell: str) -> list[str]:
     out = [f"fixed-seq-len/{int(a) * 1024}/{int(b) * 1024}" for a, b in _SEQ.findall(cell)]
-    if re2.search(r"(?i)agentic coding", cell):
+    if rx(r"(?i)agentic coding").search(cell):
         out.append("agentic-coding")
     return out
 
@@ -110,7 +111,7 @@ def parse(text: str) -> Policy:
     header: list[str] = []
     day: str | None = None  # the date heading of the Deprecation Notice section being read
     for n, line in enumerate(text.splitlines(), start=1):
-        if re2.search(r"(?i)not yet enacted", line) and re2.search(r"(?i)non-spec", line):
+        if rx(r"(?i)not yet enacted").search(line) and rx(r"(?i)non-spec").search(line):
             policy.arms_pending = policy.arms_pending or n
         if line.startswith("#"):
             day = _heading_date(line)
@@ -131,20 +132,20 @@ def parse(text: str) -> Policy:
         if day and "model" in row and "deprecated" in row and "remains" in row:
             _dated(policy, row, day, n)
         if "prefix" in row and "active scenarios" in row:
-            prefixes = re2.findall(r"`([^`]+)`", row["prefix"])
+            prefixes = rx(r"`([^`]+)`").findall(row["prefix"])
             active, old = row["active scenarios"], row.get("deprecated scenarios", "")
             for prefix in prefixes:
                 if active.lower().startswith("none"):
                     policy.retired[prefix] = n
-                live = set(_scenario_names(re2.sub(r"\([^)]*\)", "", active)))
+                live = set(_scenario_names(rx(r"\([^)]*\)").sub("", active)))
                 for part in _outside_parens(old):
-                    arm = re2.search(r"(?i)non-\S+ arm", part)
+                    arm = rx(r"(?i)non-\S+ arm").search(part)
                     for name in _scenario_names(part):
                         if arm:
                             policy.nonspec.setdefault(prefix, []).append((name, n))
                         elif name not in live:
                             policy.scenarios.setdefault(prefix, []).append((name, n))
-                    bf = re2.search(r"(?i)all \**(\w+)\** recipes", part)
+                    bf = rx(r"(?i)all \**(\w+)\** recipes").search(part)
                     if bf:
                         policy.precisions.setdefault(prefix, []).append((bf.group(1).lower(), n))
         elif "scenario" in row and "status" in row:

@@ -21,6 +21,7 @@ import re2
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.context import Review
 from relpipe.validate.review.result import Evidence, Result, plural, result
+from relpipe.validate.review.rx import rx
 
 MAX_ITEMS = 400  # the real template has 30 items
 MAX_ITEM_CHARS = 2000
@@ -153,8 +154,8 @@ def check_owners(review: Review) -> Result:
 
 
 def _norm(text: str) -> str:
-    text = re2.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # links: keep the words
-    return " ".join(re2.findall(r"[a-z0-9]+", text.lower()))
+    text = rx(r"\[([^\]]*)\]\([^)]*\)").sub(r"\1", text)  # links: keep the words
+    return " ".join(rx(r"[a-z0-9]+").findall(text.lower()))
 
 
 def template_items(text: str) -> list[tuple[int, str]]:
@@ -202,7 +203,7 @@ def check_checklist(review: Review) -> Result:
     unread = len(given) - MAX_ITEMS
     given = given[:MAX_ITEMS]
     detail = body.split("Additional detail section", 1)[-1] if "Additional detail" in body else ""
-    explained = bool(re2.sub(r"insert any additional info here|Signed:.*|[#:\-\s`]", "", detail))
+    explained = bool(rx(r"insert any additional info here|Signed:.*|[#:\-\s`]").sub("", detail))
     rows: list[Evidence] = []
     missing: list[str] = []
     unticked: list[str] = []

@@ -34,6 +34,7 @@ from relpipe.validate.errors import ValidateError
 from relpipe.validate.review import shell
 from relpipe.validate.review.recipe import Recipe, RecipeError, effective, located
 from relpipe.validate.review.result import Evidence
+from relpipe.validate.review.rx import rx
 from relpipe.validate.review.source import Source
 
 MAX_HOPS = 4
@@ -230,9 +231,9 @@ def _runner_labels(source: Source) -> dict[str, list[tuple[str, int]]]:
         if line and not line.startswith((" ", "#")):
             section = line.split(":")[0]
             current = None
-        elif section == "labels" and re2.match(r"^  \S", line):
+        elif section == "labels" and rx(r"^  \S").match(line):
             current = labels.setdefault(line.strip().rstrip(":").strip("'\""), [])
-        elif section == "clusters" and re2.match(r"^  [^\s#]", line):
+        elif section == "clusters" and rx(r"^  [^\s#]").match(line):
             name = line.strip().rstrip(":").strip("'\"")
             labels[f"cluster:{name}"] = [(name, i + 1)]
             current = None
@@ -493,7 +494,7 @@ def _recipe(work: _Scope, path: str, selector: str | None, via: Evidence) -> Non
     if recipe not in work.recipes:
         work.recipes.append(recipe)
     for leaf in recipe.leaves:
-        if leaf.path.endswith("setup_script") and re2.fullmatch(r"[\w.-]+\.sh", leaf.value):
+        if leaf.path.endswith("setup_script") and rx(r"[\w.-]+\.sh").fullmatch(leaf.value):
             setup = f"{work.layout.multi_recipes}/configs/{leaf.value}"
             work.add(setup, "helper", Evidence.at(path, leaf.line, leaf.value))
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import re2
+from relpipe.validate.review.rx import rx
 from relpipe.validate.review.source import Source
 
 FIELDS: tuple[tuple[str, Any], ...] = (
@@ -44,7 +45,7 @@ class Waiver:
 
     def covers(self, path: str) -> bool:
         return (
-            path in self.text or re2.search(_word(posixpath.basename(path)), self.text) is not None
+            path in self.text or rx(_word(posixpath.basename(path))).search(self.text) is not None
         )
 
 
@@ -55,7 +56,7 @@ def load_waivers(source: Source) -> list[Waiver]:
         return memo
     out: list[Waiver] = []
     for path in source.files(folder, (".md",)):
-        m = re2.fullmatch(re2.escape(folder) + r"/(\d+)\.md", path)
+        m = rx(re2.escape(folder) + r"/(\d+)\.md").fullmatch(path)
         text = source.text(path)
         if not m or text is None:
             continue
