@@ -115,6 +115,26 @@ def test_a_duplicate_top_level_master_key_is_a_finding_not_exit_2(change: Path) 
     assert checks["yaml-keys"]["status"] == "FAIL" and MASTER in checks["yaml-keys"]["reason"]
 
 
+def test_a_key_in_two_master_files_is_a_finding_with_both_lines(change: Path) -> None:
+    # InferenceX's load_config_files raises "Duplicate configuration keys found" on this merge.
+    text = (change / MASTER).read_text()
+    block = text.split("\n\n", 1)[0]
+    key = block.splitlines()[0].rstrip(":")
+    amd = change / "configs/amd-master.yaml"
+    line = len(amd.read_text().splitlines()) + 2
+    amd.write_text(amd.read_text() + "\n" + block + "\n")
+    git(change, "commit", "-qam", "key in two masters")
+    code, checks = _review(change, "yaml-keys", "engine-patches")
+    record = checks["yaml-keys"]
+    assert code == 1 and record["status"] == "FAIL"
+    # Masters load in path order: the nvidia definition is the second one, the amd one its first.
+    assert record["reason"] == (
+        f"{MASTER}:1: duplicate config key `{key}`, also at configs/amd-master.yaml:{line} "
+        "(two master files)"
+    )
+    assert checks["engine-patches"]["status"] in {"PASS", "WARN", "N/A"}
+
+
 def test_a_duplicate_key_inside_a_recipe_mapping_fails(change: Path) -> None:
     lines = (change / RECIPE).read_text().splitlines()
     n = next(i for i, line in enumerate(lines) if line.strip().startswith("max-running-requests"))

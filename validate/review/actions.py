@@ -18,34 +18,33 @@ srt-slurm).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import re2
 from relpipe.core.status import FAIL, PASS, WARN
 from relpipe.validate.review import bash
+from relpipe.validate.review.rx import rx
 
-_INSTALLED = re.compile(
+_INSTALLED = re2.compile(
     r"site-packages|dist-packages|/sgl-workspace|__file__|find_spec|/usr/(?:local/)?lib/python|"
     r"__path__|getsitepackages|sysconfig"
 )
-_ENGINE_PKG = re.compile(
-    r"^(?:vllm|sglang|sgl[-_]kernel|tensorrt[-_]llm|aiter|amd[-_]aiter|atom|"
+_ENGINE_PKG = re2.compile(
+    r"(?i)^(?:vllm|sglang|sgl[-_]kernel|tensorrt[-_]llm|aiter|amd[-_]aiter|atom|"
     r"flashinfer(?:[-_]\w+)?|deep[-_]?gemm|deep[-_]?ep|lmcache|mooncake(?:[-_]\w+)?)"
-    r"(?:[=<>~!\[@ ;]|$)",
-    re.IGNORECASE,
+    r"(?:[=<>~!\[@ ;]|$)"
 )
-_ENGINE_IN_URL = re.compile(
-    r"(?:^|[/=+_-])(?:vllm|sglang|sgl[-_]kernel|tensorrt[-_]llm|aiter|atom|flashinfer|"
-    r"deep[-_]?gemm|deep[-_]?ep|lmcache|mooncake)(?:[-_.@/]|$)",
-    re.IGNORECASE,
+_ENGINE_IN_URL = re2.compile(
+    r"(?i)(?:^|[/=+_-])(?:vllm|sglang|sgl[-_]kernel|tensorrt[-_]llm|aiter|atom|flashinfer|"
+    r"deep[-_]?gemm|deep[-_]?ep|lmcache|mooncake)(?:[-_.@/]|$)"
 )
-_PY_WRITE = re.compile(
+_PY_WRITE = re2.compile(
     r"write_text|write_bytes|\.write\(|open\([^)\n]*['\"][wax]b?\+?['\"]|shutil\.(?:copy|move)|"
     r"os\.(?:replace|rename)"
 )
-_HARNESS = re.compile(r"lm[-_]eval", re.IGNORECASE)
-_HOOK_FILE = re.compile(r"(?:sitecustomize|usercustomize)\.py|\.pth$")
+_HARNESS = re2.compile(r"(?i)lm[-_]eval")
+_HOOK_FILE = re2.compile(r"(?:sitecustomize|usercustomize)\.py|\.pth$")
 _WRAPPERS = frozenset(
     {"sudo", "env", "exec", "command", "builtin", "nohup", "time", "nice", "ionice", "timeout"}
     | {"xargs", "stdbuf", "taskset", "numactl", "then", "do", "else", "!", "doas"}
@@ -56,8 +55,8 @@ _PIP_VALUE_OPTS = frozenset(
     {"-r", "-c", "-i", "-t", "-e", "--index-url", "--extra-index-url", "--target", "--prefix"}
     | {"--root", "-f", "--find-links", "--requirement", "--constraint", "--python", "--editable"}
 )
-_PIP = re.compile(r"^pip\d*(?:\.\d+)?$")
-_PYTHON = re.compile(r"^python\d*(?:\.\d+)?$")
+_PIP = re2.compile(r"^pip\d*(?:\.\d+)?$")
+_PYTHON = re2.compile(r"^python\d*(?:\.\d+)?$")
 # Installers of client tools, not of the serving stack (uv, which the aiperf client set-up uses).
 _TOOL_INSTALLERS = ("https://astral.sh/uv/",)
 _MESSAGES = frozenset({"echo", "printf", ":", "true", "false", "test", "[", "[["})
@@ -90,7 +89,7 @@ def _positions(argv: tuple[str, ...], functions: frozenset[str]) -> Iterator[int
             argv[i].startswith("-")
             or "=" in argv[i].split("/", 1)[0]
             or argv[i].isdigit()
-            or re.fullmatch(r"\d+[smhd]?", argv[i])
+            or rx(r"\d+[smhd]?").fullmatch(argv[i])
         ):
             i += 2 if argv[i] in _WRAPPER_VALUE_FLAGS else 1
 
@@ -182,8 +181,8 @@ def _dest(name: str, args: tuple[str, ...]) -> list[str]:
 
 def _in_place(name: str, args: tuple[str, ...]) -> bool:
     if name == "sed":
-        return any(re.fullmatch(r"-[a-zA-Z]*i\S*|--in-place\S*", a) for a in args)
-    return any(re.fullmatch(r"-[a-zA-Z]*i\S*", a) for a in args)  # perl -pi -e / -i.bak
+        return any(rx(r"-[a-zA-Z]*i\S*|--in-place\S*").fullmatch(a) for a in args)
+    return any(rx(r"-[a-zA-Z]*i\S*").fullmatch(a) for a in args)  # perl -pi -e / -i.bak
 
 
 def _program(
@@ -206,7 +205,7 @@ def _program(
     elif name in ("sed", "perl") and _in_place(name, args):
         if "config.json" in joined:
             out.append(("arch: edits the model config", FAIL))
-        elif _INSTALLED.search(joined) or re.search(r"\.py\b", joined):
+        elif _INSTALLED.search(joined) or rx(r"\.py\b").search(joined):
             out.append((f"patch: {name} -i on an installed engine source", FAIL))
     elif name == "jq" and "config.json" in joined:
         out.append(("arch: edits the model config", FAIL))
@@ -230,7 +229,7 @@ def _program(
             out.append(("infra: a tool's own installer", PASS))
         else:
             out.append(("patch: runs downloaded code", WARN))
-    if re.search(r"<\((?:curl|wget)\b", joined):
+    if rx(r"<\((?:curl|wget)\b").search(joined):
         out.append(("patch: runs downloaded code", WARN))
     return out
 
@@ -261,7 +260,7 @@ def _heredoc(cmd: bash.Command) -> list[Fact]:
                 )
                 break
     for n, text in enumerate(lines):
-        if re.search(r"hf[-_]overrides", text):
+        if rx(r"hf[-_]overrides").search(text):
             out.append(Fact(line=cmd.stdin.line + n, kind="arch: hf_overrides", text=text.strip()))
     return out
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from relpipe.changelog.configs.load import load_yaml, resolve_key
+import re2
+from relpipe.changelog.configs.load import MasterConfigs, load_yaml, resolve_key
 from relpipe.changelog.configs.points import plan_key
 from relpipe.changelog.errors import ChangelogError
 from relpipe.core import jsonload
@@ -28,7 +28,7 @@ from relpipe.validate.review.context import Review
 from relpipe.validate.review.result import Evidence, Result, plural, result
 from relpipe.validate.review.scope import load_masters, scope_key
 
-_CLAIM = re.compile(r"\s*(?:-\s+)?append-only:\s*true\b")
+_CLAIM = re2.compile(r"\s*(?:-\s+)?append-only:\s*true\b")
 MIN_FRONTIER = 5
 MAX_RESULT_FILES = 20_000
 MAX_RESULT_BYTES = 1024 * 1024
@@ -46,7 +46,11 @@ def check_golden(review: Review) -> Result:
     golden = review.source.layout.golden
     if not (review.source.root / golden).is_dir():
         return result(cid, NA, f"no {golden}/ in the repository")
-    settings = golden_al.check(review.source.root, [s.key for s in review.scopes])
+    root = review.source.root
+    masters = MasterConfigs(  # the masters the review loaded: not parsed a second time
+        review.masters.configs, {k: root / w[0] for k, w in review.masters.where.items()}
+    )
+    settings = golden_al.check(root, [s.key for s in review.scopes], masters)
     rows: list[Evidence] = []
     counts: dict[str, int] = {PASS: 0, WARN: 0, FAIL: 0, NA: 0}
     order: dict[str, int] = {FAIL: 0, WARN: 1, PASS: 2, NA: 3}
@@ -91,8 +95,8 @@ def check_golden(review: Review) -> Result:
     return result(cid, PASS, f"{plural(counts[PASS], 'setting')} equal the golden AL", rows)
 
 
-_SYNTHETIC = re.compile(
-    r"synthetic[-_]accept|SIMULATE_ACC_LEN|FORCE_NUM_ACCEPTED|SYNTHETIC_ACCEPT", re.IGNORECASE
+_SYNTHETIC = re2.compile(
+    r"(?i)synthetic[-_]accept|SIMULATE_ACC_LEN|FORCE_NUM_ACCEPTED|SYNTHETIC_ACCEPT"
 )
 
 

@@ -14,11 +14,13 @@ of a file that is not a `.sh` script, and a region the parser could not read.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
+from typing import Any
 
+import re2
 import tree_sitter
 import tree_sitter_bash
+from relpipe.validate.review.rx import rx
 
 _LANGUAGE = tree_sitter.Language(tree_sitter_bash.language())
 MAX_DEPTH = 40  # nesting of words and of eval/bash -c re-parses (deeper: read as raw text)
@@ -30,7 +32,7 @@ MAX_SCRIPT_BYTES = 256 * 1024
 MAX_NODES = 60_000
 READ_BUDGET = 20  # parser reads of each 64-byte chunk (the real scripts need at most 4)
 _CHUNK = 64
-_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_VAR_NAME = re2.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ANSI = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b"}
 _ANSI.update({"f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"})
 SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh"})
@@ -127,7 +129,7 @@ def _ansi_c(body: str) -> str:
             i += 1
             continue
         nxt = body[i + 1]
-        m = re.match(r"x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|([0-7]{1,3})", body[i + 1 : i + 6])
+        m = rx(r"x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|([0-7]{1,3})").match(body[i + 1 : i + 6])
         if m:
             num = m.group(1) or m.group(2)
             out.append(chr(int(num, 16)) if num else chr(int(m.group(3), 8) % 256))
@@ -151,7 +153,7 @@ def _expansion(node: tree_sitter.Node, state: _State) -> str:
     value = state.value(_text(name_node))
     if value is not None:
         return value
-    m = re.fullmatch(r"\$\{[A-Za-z_]\w*:?[-=](.*)\}", raw, re.DOTALL)
+    m = rx(r"(?s)\$\{[A-Za-z_]\w*:?[-=](.*)\}").fullmatch(raw)
     return m.group(1).strip("'\"") if m else raw
 
 
@@ -185,7 +187,7 @@ def word(node: tree_sitter.Node, state: _State, depth: int = 0) -> str:
 
 def _array(node: tree_sitter.Node, state: _State) -> list[str] | None:
     """The elements of `"${X[@]}"` / `${X[*]}` for an array assigned in the file."""
-    m = re.fullmatch(r'"?\$\{([A-Za-z_]\w*)\[[@*]\]\}"?', _text(node))
+    m = rx(r'"?\$\{([A-Za-z_]\w*)\[[@*]\]\}"?').fullmatch(_text(node))
     return state.arrays.get(m.group(1)) if m else None
 
 
@@ -262,11 +264,11 @@ def _redirects(stmt: tree_sitter.Node, state: _State) -> tuple[list[str], Heredo
 def word_expand(text: str, state: _State) -> str:
     """`$X`/`${X}` in free text (an unquoted heredoc body) replaced by known values."""
 
-    def sub(m: re.Match[str]) -> str:
+    def sub(m: Any) -> str:
         value = state.value(m.group(1) or m.group(2))
         return m.group(0) if value is None else value
 
-    return re.sub(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)", sub, text)[: MAX_VALUE * 10]
+    return rx(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)").sub(sub, text)[: MAX_VALUE * 10]
 
 
 def _assign(node: tree_sitter.Node, state: _State) -> None:
@@ -337,7 +339,7 @@ def _follow_up(cmd: Command, state: _State) -> None:
         # A `.sh` script is followed by the launch-path resolution (scope.py); a virtualenv or
         # uv activation script is environment set-up; anything else is code nobody reads.
         target = cmd.argv[1]
-        if not re.search(r"\.sh$|(?:^|/)bin/(?:activate|env)$", target):
+        if not rx(r"\.sh$|(?:^|/)bin/(?:activate|env)$").search(target):
             state.unread.append(Unread(line=cmd.line, why=f"sources {target[:120]}, not read"))
     elif _dynamic(cmd.argv[0], state):
         state.unread.append(Unread(line=cmd.line, why=f"runs a dynamic command {cmd.argv[0][:80]}"))
@@ -351,11 +353,11 @@ def _dynamic(name: str, state: _State) -> bool:
     variable named like an interpreter (`$PY`, `$AIPERF_PYTHON`) is taken as python.
     """
     base = name.rsplit("/", 1)[-1]
-    m = re.fullmatch(r"\$\{?([A-Za-z_]\w*)\}?", base)
+    m = rx(r"\$\{?([A-Za-z_]\w*)\}?").fullmatch(base)
     if not base.startswith("$") or base.startswith("$(") or not m:
-        return bool(base.startswith("${") and not m and not re.match(r"\$\{?[@*0-9#]", base))
+        return bool(base.startswith("${") and not m and not rx(r"\$\{?[@*0-9#]").match(base))
     var = m.group(1)
-    return var not in state.final and not re.search(r"(?i)py(?:thon)?\d*$", var)
+    return var not in state.final and not rx(r"(?i)py(?:thon)?\d*$").search(var)
 
 
 def _reparse(text: str, line: int, state: _State, how: str) -> None:
@@ -449,7 +451,7 @@ def parse(text: str) -> Script:
     functions = frozenset(
         _text(n.named_children[0])
         for n in _functions(tree.root_node)
-        if re.search(r"\"?\$[@*]\"?|\$\{[@*]\}", _text(n).split("{", 1)[-1])
+        if rx(r"\"?\$[@*]\"?|\$\{[@*]\}").search(_text(n).split("{", 1)[-1])
     )
     return Script(
         commands=tuple(state.commands),

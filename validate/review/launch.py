@@ -16,53 +16,46 @@ key's. Recipe hits carry the line of the block they were inherited from.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import re2
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.review import actions, bash
 from relpipe.validate.review.context import Review
 from relpipe.validate.review.result import Evidence, Result, plural, result
+from relpipe.validate.review.rx import rx
 from relpipe.validate.review.scope import KeyScope, load_masters
 from relpipe.validate.review.waiver import Waiver, load_waivers
 
-_ENGINE_PATH = re.compile(
+_ENGINE_PATH = re2.compile(
     r"site-packages|dist-packages|/sgl-workspace|__file__|find_spec|/usr/(?:local/)?lib/python|"
     r"\.py\b"
 )
-_ENGINE_PKG = re.compile(
-    r"(?<![\w./-])(?:vllm|sglang|sgl[-_]kernel|tensorrt[-_]llm|aiter|amd[-_]aiter|atom|"
-    r"flashinfer(?:[-_]\w+)?|deep[-_]?gemm|deep[-_]?ep|lmcache|mooncake(?:[-_]\w+)?)"
-    r"(?:[=<>~!\[@ ]|$)",
-    re.IGNORECASE,
-)
-_PIP = re.compile(r"\bpip3?\s+install\b")
-_CLONE = re.compile(r"\bgit\s+clone\b[^\n]*?(\S*(?:://|github\.com)\S*)")
-_INSTALLED = re.compile(r"site-packages|dist-packages|/sgl-workspace|__file__|find_spec")
-_SED_I = re.compile(r"\bsed\s+(?:-\w*i\w*|--in-place)\b")
-_WRITE = re.compile(r"write_text|\.write\(|open\([^)]*['\"][wa]\+?['\"]")
-_GUARD = re.compile(r"\$\{?(MODEL_PREFIX|FRAMEWORK|PRECISION)\}?\"?\s*==\s*\"?([\w.*-]+)")
+_PIP = re2.compile(r"\bpip3?\s+install\b")
+_CLONE = re2.compile(r"\bgit\s+clone\b[^\n]*?(\S*(?:://|github\.com)\S*)")
+_INSTALLED = re2.compile(r"site-packages|dist-packages|/sgl-workspace|__file__|find_spec")
+_SED_I = re2.compile(r"\bsed\s+(?:-\w*i\w*|--in-place)\b")
+_WRITE = re2.compile(r"write_text|\.write\(|open\([^)]*['\"][wa]\+?['\"]")
+_GUARD = re2.compile(r"\$\{?(MODEL_PREFIX|FRAMEWORK|PRECISION)\}?\"?\s*==\s*\"?([\w.*-]+)")
 _NEXTN = "SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE"
-_DRAFT_PRECISION = re.compile(
-    r"speculative[-_]draft[-_](?:model[-_])?(?:quantization|dtype)|draft[-_](?:model[-_])?"
-    r"(?:quantization|dtype)|speculative[-_]config[^\n]*[\"']quantization[\"']",
-    re.IGNORECASE,
+_DRAFT_PRECISION = re2.compile(
+    r"(?i)speculative[-_]draft[-_](?:model[-_])?(?:quantization|dtype)|draft[-_](?:model[-_])?"
+    r"(?:quantization|dtype)|speculative[-_]config[^\n]*[\"']quantization[\"']"
 )
-_ARCH = re.compile(
+_ARCH = re2.compile(
     r"--?hf[-_]overrides|\bhf[-_]overrides\b|json[-_]model[-_]override[-_]args|"
     r"--?(?:num[-_]hidden[-_]layers|skip[-_]layers?|layers?[-_]to[-_]skip)\b"
 )
-_MODEL_CONFIG_EDIT = re.compile(r"\b(?:sed\s+-\w*i|jq\b)[^\n]*config\.json")
-_CHAT_ON = re.compile(
-    r"--use-chat-template(?!\))|use_chat_template\s*:\s*true|"
+_MODEL_CONFIG_EDIT = re2.compile(r"\b(?:sed\s+-\w*i|jq\b)[^\n]*config\.json")
+_CHAT_ON = re2.compile(
+    r"(?i)--use-chat-template(?:[^)]|$)|use_chat_template\s*:\s*true|"
     r"AIPERF_APPLY_CHAT_TEMPLATE[\"']?\s*[=:]\s*[\"']?(?:1|true)|"
-    r"--endpoint-type\s+chat|--apply[-_]chat[-_]template",
-    re.IGNORECASE,
+    r"--endpoint-type\s+chat|--apply[-_]chat[-_]template"
 )
-_CHAT_KWARGS = re.compile(r"chat[-_]template[-_]kwargs|CHAT_TEMPLATE_KWARGS", re.IGNORECASE)
-_COMPLETIONS = re.compile(r"/v1/completions\b|--endpoint-type\s+completions|--backend\s+vllm\b")
+_CHAT_KWARGS = re2.compile(r"(?i)chat[-_]template[-_]kwargs|CHAT_TEMPLATE_KWARGS")
+_COMPLETIONS = re2.compile(r"/v1/completions\b|--endpoint-type\s+completions|--backend\s+vllm\b")
 _REPLAY = "run_agentic_replay_and_write_outputs"
 
 
@@ -90,7 +83,7 @@ def _guards(raw: list[str], number: int) -> tuple[tuple[str, str], ...]:
             continue
         here = len(line) - len(line.lstrip())
         if here < indent:
-            if re.match(r"\s*(?:if|elif)\b", line):
+            if rx(r"\s*(?:if|elif)\b").match(line):
                 tests += _GUARD.findall(line)
             indent = here
         if indent == 0:
@@ -179,7 +172,7 @@ def scan(review: Review, path: str) -> list[Hit]:
                 hits.append(Hit(path, n, "chat: use_chat_template", raw.strip(), PASS))
             if _CHAT_KWARGS.search(code):
                 hits.append(Hit(path, n, "chatkw: template kwargs", raw.strip(), PASS))
-            if re.search(r"agentic_srt\.sh", code):
+            if rx(r"agentic_srt\.sh").search(code):
                 hits.append(Hit(path, n, "chat-replay: agentic_srt.sh replay", raw.strip(), PASS))
     else:
         source_lines = review.source.lines(path)

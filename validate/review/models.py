@@ -12,16 +12,17 @@ Agentic coding = `agentic-coding`, Single-turn AkBk = `fixed-seq-len` with isl A
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import re2
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.context import Review
 from relpipe.validate.review.result import Evidence, Result, plural, result
+from relpipe.validate.review.rx import rx
 from relpipe.validate.review.scope import KeyScope
 
-_SEQ = re.compile(r"single-turn\s+(\d+)k(\d+)k", re.I)
+_SEQ = re2.compile(r"(?i)single-turn\s+(\d+)k(\d+)k")
 
 
 @dataclass
@@ -59,8 +60,8 @@ _MONTHS = {
         start=1,
     )
 }  # fmt: skip - one table
-_DAY_HEADING = re.compile(r"#{2,4}\s+(?:\w+,\s+)?([A-Za-z]+)\s+(\d{1,2}),\s+(\d{4})\s*$")
-_LAST_DAY = re.compile(
+_DAY_HEADING = re2.compile(r"#{2,4}\s+(?:\w+,\s+)?([A-Za-z]+)\s+(\d{1,2}),\s+(\d{4})\s*$")
+_LAST_DAY = re2.compile(
     r"last day for the \*\*([^*]{1,80})\*\* scenario on [^(]{0,200}\(`([^`]{1,40})`\)"
 )
 
@@ -74,18 +75,29 @@ def _heading_date(line: str) -> str | None:
 
 def _dated(policy: Policy, row: dict[str, str], day: str, n: int) -> None:
     """A row of a dated Deprecation Notice table: `Model (`prefix`) | Deprecated | Remains`."""
-    for prefix in re.findall(r"`([^`]+)`", row.get("model", "")):
+    for prefix in rx(r"`([^`]+)`").findall(row.get("model", "")):
         cell = row.get("deprecated", "")
         for name in _scenario_names(cell):
             policy.dated.append((prefix, name, day, n))
-        bf = re.search(r"all \**(\w+)\** recipes", cell, re.I)
+        bf = rx(r"(?i)all \**(\w+)\** recipes").search(cell)
         if bf:
             policy.dated.append((prefix, bf.group(1).lower(), day, n))
 
 
+def _outside_parens(cell: str) -> list[str]:
+    """`cell` split at the commas outside parentheses, in one pass."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(cell):
+        depth += (ch == "(") - (ch == ")" and depth > 0)
+        if ch == "," and depth == 0:
+            parts.append(cell[start:i])
+            start = i + 1
+    return parts + [cell[start:]]
+
+
 def _scenario_names(cell: str) -> list[str]:
     out = [f"fixed-seq-len/{int(a) * 1024}/{int(b) * 1024}" for a, b in _SEQ.findall(cell)]
-    if re.search(r"agentic coding", cell, re.I):
+    if rx(r"(?i)agentic coding").search(cell):
         out.append("agentic-coding")
     return out
 
@@ -99,7 +111,7 @@ def parse(text: str) -> Policy:
     header: list[str] = []
     day: str | None = None  # the date heading of the Deprecation Notice section being read
     for n, line in enumerate(text.splitlines(), start=1):
-        if re.search(r"not yet enacted", line, re.I) and re.search(r"non-spec", line, re.I):
+        if rx(r"(?i)not yet enacted").search(line) and rx(r"(?i)non-spec").search(line):
             policy.arms_pending = policy.arms_pending or n
         if line.startswith("#"):
             day = _heading_date(line)
@@ -120,20 +132,20 @@ def parse(text: str) -> Policy:
         if day and "model" in row and "deprecated" in row and "remains" in row:
             _dated(policy, row, day, n)
         if "prefix" in row and "active scenarios" in row:
-            prefixes = re.findall(r"`([^`]+)`", row["prefix"])
+            prefixes = rx(r"`([^`]+)`").findall(row["prefix"])
             active, old = row["active scenarios"], row.get("deprecated scenarios", "")
             for prefix in prefixes:
                 if active.lower().startswith("none"):
                     policy.retired[prefix] = n
-                live = set(_scenario_names(re.sub(r"\([^)]*\)", "", active)))
-                for part in re.split(r",(?![^(]*\))", old):
-                    arm = re.search(r"non-\S+ arm", part, re.I)
+                live = set(_scenario_names(rx(r"\([^)]*\)").sub("", active)))
+                for part in _outside_parens(old):
+                    arm = rx(r"(?i)non-\S+ arm").search(part)
                     for name in _scenario_names(part):
                         if arm:
                             policy.nonspec.setdefault(prefix, []).append((name, n))
                         elif name not in live:
                             policy.scenarios.setdefault(prefix, []).append((name, n))
-                    bf = re.search(r"all \**(\w+)\** recipes", part, re.I)
+                    bf = rx(r"(?i)all \**(\w+)\** recipes").search(part)
                     if bf:
                         policy.precisions.setdefault(prefix, []).append((bf.group(1).lower(), n))
         elif "scenario" in row and "status" in row:

@@ -14,7 +14,6 @@ An unticked item with text in the additional-detail section is a WARN (a person 
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,11 +21,12 @@ import re2
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.context import Review
 from relpipe.validate.review.result import Evidence, Result, plural, result
+from relpipe.validate.review.rx import rx
 
 MAX_ITEMS = 400  # the real template has 30 items
 MAX_ITEM_CHARS = 2000
-_ITEM = re.compile(r"^(\s*)- \[([ xX])\]\s+(.*)$")
-_SIGNED = re.compile(r"^[ \t]*Signed:\s*`?@?([^`\s]+)`?", re.M)
+_ITEM = re2.compile(r"^(\s*)- \[([ xX])\]\s+(.*)$")
+_SIGNED = re2.compile(r"(?m)^[ \t]*Signed:\s*`?@?([^`\s]+)`?")
 _PLACEHOLDER = "FILL_IN_GITHUB_USERNAME"
 MATCH_RATIO = 0.6
 
@@ -59,7 +59,7 @@ def _compile(pattern: str) -> Any:
             out += "[^/]"
             i += 1
         else:
-            out += re.escape(body[i])
+            out += re2.escape(body[i])
             i += 1
     prefix = "^" if anchored else "^(?:.*/)?"
     # RE2 (linear time): `*a*a*a*a*a*a*a*a*a*a*a*a*b` backtracks exponentially in `re`.
@@ -154,8 +154,8 @@ def check_owners(review: Review) -> Result:
 
 
 def _norm(text: str) -> str:
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # links: keep the words
-    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+    text = rx(r"\[([^\]]*)\]\([^)]*\)").sub(r"\1", text)  # links: keep the words
+    return " ".join(rx(r"[a-z0-9]+").findall(text.lower()))
 
 
 def template_items(text: str) -> list[tuple[int, str]]:
@@ -203,7 +203,7 @@ def check_checklist(review: Review) -> Result:
     unread = len(given) - MAX_ITEMS
     given = given[:MAX_ITEMS]
     detail = body.split("Additional detail section", 1)[-1] if "Additional detail" in body else ""
-    explained = bool(re.sub(r"insert any additional info here|Signed:.*|[#:\-\s`]", "", detail))
+    explained = bool(rx(r"insert any additional info here|Signed:.*|[#:\-\s`]").sub("", detail))
     rows: list[Evidence] = []
     missing: list[str] = []
     unticked: list[str] = []

@@ -14,17 +14,17 @@ deeper than MAX_DEPTH or more than MAX_NODES visited is a `RecipeError` (a WARN 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import re2
 from relpipe.validate.errors import ValidateError
 
 MAX_DEPTH = 48
 MAX_NODES = 50_000  # the largest real recipe has a few thousand
 _MERGE_TAG = "tag:yaml.org,2002:merge"
-_SELECTOR = re.compile(r"^((?:zip_)?override_[A-Za-z0-9_.-]+)(?:\[(\d+)\])?$")
+_SELECTOR = re2.compile(r"^((?:zip_)?override_[A-Za-z0-9_.-]+)(?:\[(\d+)\])?$")
 
 
 class RecipeError(ValidateError):

@@ -9,10 +9,10 @@ names a commit; the base defaults to the merge-base with the upstream branch, el
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import re2
 from relpipe.core.status import NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import gitio
@@ -51,7 +51,7 @@ STANDALONE = frozenset({"checklist", "pareto", "notes"})
 # ... and those that need the change but not the keys (resolving every key costs seconds).
 # (append-only resolves the keys its changelog entries name by itself.)
 KEYLESS = STANDALONE | {"owners", "append-only"}
-_HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+_HUNK = re2.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
 def default_base(repo: Path) -> str:

@@ -21,11 +21,11 @@ Every path comes from the source's layout, so the three layouts resolve the same
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import re2
 from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.configs.load import load_yaml, resolve_key
 from relpipe.changelog.configs.schema import line_of, unknown_fields
@@ -34,13 +34,14 @@ from relpipe.validate.errors import ValidateError
 from relpipe.validate.review import shell
 from relpipe.validate.review.recipe import Recipe, RecipeError, effective, located
 from relpipe.validate.review.result import Evidence
+from relpipe.validate.review.rx import rx
 from relpipe.validate.review.source import Source
 
 MAX_HOPS = 4
-_TOP_KEY = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"][^:]*?))\s*:\s*(?:#.*)?$""")
-_SOURCED = re.compile(r"(?:^|[;&|(]\s*|\$\(\s*)(?:source|\.|bash|sh)\s+(.*)$")
-_CD = re.compile(r"^cd\s+[\"']?([^\"'\s|;&)]+)")
-_SH_WORD = re.compile(r"""["']?([^\s"';|&]*\.sh)\b""")
+_TOP_KEY = re2.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"][^:]*?))\s*:\s*(?:#.*)?$""")
+_SOURCED = re2.compile(r"(?:^|[;&|(]\s*|\$\(\s*)(?:source|\.|bash|sh)\s+(.*)$")
+_CD = re2.compile(r"^cd\s+[\"']?([^\"'\s|;&)]+)")
+_SH_WORD = re2.compile(r"""["']?([^\s"';|&]*\.sh)\b""")
 _DIR_PREFIXES = (
     '$(dirname "$0")/',
     "$(dirname $0)/",
@@ -98,6 +99,9 @@ class Masters:
     configs: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     where: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     lines: dict[str, list[str]] = field(default_factory=dict)
+    # A key in two master files (InferenceX's load_config_files refuses the merge): the first
+    # definition is kept for scoping; (key, (file, line) of the first, (file, line) of the other).
+    across: list[tuple[str, tuple[str, int], tuple[str, int]]] = field(default_factory=list)
 
 
 def _values_of(node: Any, name: str) -> Iterable[Any]:
@@ -149,7 +153,8 @@ def _parsed_master(text: str, path: str) -> Any:
 
 
 def load_masters(source: Source) -> Masters:
-    """Every `configs/*-master.yaml` (not deprecated/), strictly; a key in two files is an error."""
+    """Every `configs/*-master.yaml` (not deprecated/), strictly; a key in two files is recorded
+    in `across` (the `yaml-keys` check FAILs it) and its first definition kept."""
     masters = Masters()
     paths = master_paths(source)
     source.prefetch(paths)
@@ -173,9 +178,11 @@ def load_masters(source: Source) -> Masters:
         }
         for key, cfg in doc.items():
             key = str(key)
-            if key in masters.configs:
-                raise ValidateError(f"config key {key} is defined in two master files")
             start, end = bounds.get(key, (1, len(lines)))
+            if key in masters.configs:
+                first = masters.where[key]
+                masters.across.append((key, (first[0], first[1]), (path, start)))
+                continue
             _known_fields(source.layout, path, lines, key, start, cfg)
             masters.configs[key] = cfg if isinstance(cfg, Mapping) else {}
             masters.where[key] = (path, start, end)
@@ -224,9 +231,9 @@ def _runner_labels(source: Source) -> dict[str, list[tuple[str, int]]]:
         if line and not line.startswith((" ", "#")):
             section = line.split(":")[0]
             current = None
-        elif section == "labels" and re.match(r"^  \S", line):
+        elif section == "labels" and rx(r"^  \S").match(line):
             current = labels.setdefault(line.strip().rstrip(":").strip("'\""), [])
-        elif section == "clusters" and re.match(r"^  [^\s#]", line):
+        elif section == "clusters" and rx(r"^  [^\s#]").match(line):
             name = line.strip().rstrip(":").strip("'\"")
             labels[f"cluster:{name}"] = [(name, i + 1)]
             current = None
@@ -487,7 +494,7 @@ def _recipe(work: _Scope, path: str, selector: str | None, via: Evidence) -> Non
     if recipe not in work.recipes:
         work.recipes.append(recipe)
     for leaf in recipe.leaves:
-        if leaf.path.endswith("setup_script") and re.fullmatch(r"[\w.-]+\.sh", leaf.value):
+        if leaf.path.endswith("setup_script") and rx(r"[\w.-]+\.sh").fullmatch(leaf.value):
             setup = f"{work.layout.multi_recipes}/configs/{leaf.value}"
             work.add(setup, "helper", Evidence.at(path, leaf.line, leaf.value))
 

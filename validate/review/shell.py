@@ -10,14 +10,15 @@ it edits. `source`/`bash` of a repository script is followed by the caller (`sco
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
-_ASSIGN = re.compile(
+import re2
+
+_HEREDOC = re2.compile(r"""<<-?\s*(?:'([A-Za-z_]\w*)'|"([A-Za-z_]\w*)"|([A-Za-z_]\w*))""")
+_ASSIGN = re2.compile(
     r"^(?:export\s+|local\s+|declare\s+(?:-\w+\s+)*|readonly\s+)?([A-Za-z_]\w*)=(.*)$"
 )
-_VAR = re.compile(r"\$\{([A-Za-z_]\w*)(?:[:%#/][^}]*)?\}|\$([A-Za-z_]\w*)")
+_VAR = re2.compile(r"\$\{([A-Za-z_]\w*)(?:[:%#/][^}]*)?\}|\$([A-Za-z_]\w*)")
 MAX_LOGICAL = 200_000  # lines per file: a generated file bigger than that is not a launch script
 
 
@@ -69,7 +70,7 @@ def logical_lines(text: str) -> list[Line]:
             out.append(Line(start + 1, raw.strip()))
         heredoc = _HEREDOC.search(raw)
         if heredoc:
-            word = heredoc.group(2)
+            word = heredoc.group(1) or heredoc.group(2) or heredoc.group(3)
             while i < len(physical) and physical[i].strip() != word:
                 out.append(Line(i + 1, physical[i], heredoc=True))
                 i += 1

@@ -10,23 +10,30 @@ names (path or file name, as docs/waiver/2508.md names its script and entrypoint
 from __future__ import annotations
 
 import posixpath
-import re
 from dataclasses import dataclass
+from typing import Any
 
+import re2
+from relpipe.validate.review.rx import rx
 from relpipe.validate.review.source import Source
 
-FIELDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("what is patched", re.compile(r"what\s+(?:is|gets)\s+patched", re.I)),
+FIELDS: tuple[tuple[str, Any], ...] = (
+    ("what is patched", re2.compile(r"(?i)what\s+(?:is|gets)\s+patched")),
     (
         "why the unmodified upstream image cannot run this benchmark",
-        re.compile(r"why\b[^\n]*(?:unmodified|upstream image|cannot run|can't run)", re.I),
+        re2.compile(r"(?i)why\b[^\n]*(?:unmodified|upstream image|cannot run|can't run)"),
     ),
     (
         "upstream PR/issue link",
-        re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:pull|issues)/\d+"),
+        re2.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:pull|issues)/\d+"),
     ),
-    ("removal plan", re.compile(r"removal\s+plan", re.I)),
+    ("removal plan", re2.compile(r"(?i)removal\s+plan")),
 )
+
+
+def _word(name: str) -> str:
+    """`name` not inside a longer file name (RE2 has no lookaround)."""
+    return rf"(?:^|[^\w.-]){re2.escape(name)}(?:[^\w.-]|$)"
 
 
 @dataclass(frozen=True)
@@ -38,9 +45,7 @@ class Waiver:
 
     def covers(self, path: str) -> bool:
         return (
-            path in self.text
-            or re.search(rf"(?<![\w.-]){re.escape(posixpath.basename(path))}(?![\w.-])", self.text)
-            is not None
+            path in self.text or rx(_word(posixpath.basename(path))).search(self.text) is not None
         )
 
 
@@ -51,7 +56,7 @@ def load_waivers(source: Source) -> list[Waiver]:
         return memo
     out: list[Waiver] = []
     for path in source.files(folder, (".md",)):
-        m = re.fullmatch(re.escape(folder) + r"/(\d+)\.md", path)
+        m = rx(re2.escape(folder) + r"/(\d+)\.md").fullmatch(path)
         text = source.text(path)
         if not m or text is None:
             continue

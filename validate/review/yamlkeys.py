@@ -3,7 +3,10 @@
 PyYAML keeps the last of two equal keys silently, so a recipe with `max-num-seqs` twice runs the
 second and a reader sees the first. Masters are loaded strictly (a duplicate is an error that
 used to stop the review with exit 2); here every duplicate, in a master, a recipe of a key in
-scope or the changelog, is a FAIL with its file and line. Found from PyYAML's event stream in
+scope or the changelog, is a FAIL with its file and line, and so is a config key defined in two
+master files (InferenceX's `load_config_files` raises "Duplicate configuration keys found" on
+that merge), with both files' lines. Masters the review loaded are not scanned again: the strict
+loader already refused two equal keys at any depth in them. Found from PyYAML's event stream in
 one pass (no construction, so anchors and aliases cost nothing), for scalar keys.
 """
 
@@ -84,6 +87,8 @@ def check_yaml_keys(review: Review) -> Result:
     fails = 0
     files = _files(review)
     for path in files:
+        if path in review.masters.lines:
+            continue  # loaded strictly (core.yamlload): no two equal keys at any depth
         text = review.source.text(path)
         if text is None:
             continue
@@ -97,11 +102,23 @@ def check_yaml_keys(review: Review) -> Result:
             rows.append(Evidence.at(path, d.line, what))
         if why:
             rows.append(Evidence(path, why))
+    for key, (path1, line1), (path2, line2) in review.masters.across:
+        lines = review.change.lines if review.change else None
+        ours = (
+            lines is None
+            or review.options.audit
+            or line1 in lines.get(path1, frozenset())
+            or line2 in lines.get(path2, frozenset())
+        )
+        fails += ours
+        note = "" if ours else "pre-existing: "
+        what = f"{note}duplicate config key `{key}`, also at {path1}:{line1} (two master files)"
+        rows.append(Evidence.at(path2, line2, what))
     if not files:
         return result(cid, NA, "no YAML file to read")
     if fails:
         first = next(r for r in rows if "duplicate" in r.what and "pre-existing" not in r.what)
-        return result(cid, FAIL, f"duplicate mapping key at {first.where}", rows)
+        return result(cid, FAIL, f"{first.where}: {first.what}", rows)
     if rows:
         return result(cid, WARN, f"{plural(len(rows), 'finding')} to review", rows)
     return result(cid, PASS, f"no duplicate key in {plural(len(files), 'YAML file')}")
