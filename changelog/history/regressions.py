@@ -37,7 +37,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from operator import attrgetter
+from operator import itemgetter
 
 from relpipe.changelog.history.records import (
     ACCEPTANCE,
@@ -194,27 +194,28 @@ def _group(
     series_points: dict[str, dict[str, set[Group]]] = defaultdict(lambda: defaultdict(set))
     rows = [m if isinstance(m, Measurement) else measurement(m) for m in samples]
     # Python's order, not the database's: PostgreSQL may collate `run` differently from SQLite.
-    rows.sort(key=attrgetter("seq", "run"))
-    for m in rows:
-        if m.status not in (OK, FAILED):
+    rows.sort(key=itemgetter(7, 6))  # (seq, run)
+    # Fields unpacked, not read by name: 100,000 rows are read per comparison.
+    for series, point, metric, kind, better, ref, _, seq, status, value, se, limit, note in rows:
+        if status != OK and status != FAILED:
             continue  # ambiguous samples are never measurements
-        key = (m.series, m.point, m.metric)
-        if key not in kinds:
-            kinds[key] = (m.kind, m.better)
+        key = (series, point, metric)
         images = groups[key]
-        image = images.get(m.image)
+        image = images.get(ref)
         if image is None:
-            image = images[m.image] = _Image(ref=m.image, first_seq=m.seq)
-            series_points[m.series][m.image].add(key)
-        if m.status == FAILED or m.value is None:
+            if key not in kinds:
+                kinds[key] = (kind, better)
+            image = images[ref] = _Image(ref=ref, first_seq=seq)
+            series_points[series][ref].add(key)
+        if status == FAILED or value is None:
             image.failed += 1
-            image.notes.append(m.note)
+            image.notes.append(note)
             continue
-        image.values.append(m.value)
-        if m.se is not None:
-            image.ses.append(m.se)
-        if m.threshold is not None:
-            image.thresholds.append(m.threshold)
+        image.values.append(value)
+        if se is not None:
+            image.ses.append(se)
+        if limit is not None:
+            image.thresholds.append(limit)
     return groups, kinds, series_points
 
 
@@ -238,6 +239,7 @@ class _Bands:
         self.series: dict[tuple[str, str], list[float]] = defaultdict(list)
         self.metric: dict[str, list[float]] = defaultdict(list)
         self.unsettled = unsettled(groups, kinds)
+        self._cache: dict[tuple[str, str], float | None] = {}
         for key, images in groups.items():
             if kinds[key][0] not in (PERF, ACCEPTANCE):
                 continue
@@ -252,17 +254,24 @@ class _Bands:
             self.metric[key[2]] += diffs
         self.pooled = {m: _band(d, m) for m, d in self.metric.items() if len(d) >= MIN_POOLED}
 
+    def _series_band(self, key: Group) -> float | None:
+        """The series' band, computed once per (series, metric): it is shared by every point."""
+        if key[::2] not in self._cache:
+            diffs = self.series.get(key[::2], [])
+            self._cache[key[::2]] = _band(diffs, key[2]) if len(diffs) >= MIN_PAIRS else None
+        return self._cache[key[::2]]
+
     def of(self, key: Group) -> tuple[float, str]:
         """The widest of the bands the history supports: the point's own pairs, those of its
         series (each with their tail), the typical spread of the metric everywhere."""
-        found = [
-            (_band(diffs, key[2]), f"{len(diffs)} same-image pairs of {where}")
-            for diffs, where in (
-                (self.own.get(key, []), "this point"),
-                (self.series.get((key[0], key[2]), []), "this series"),
-            )
-            if len(diffs) >= MIN_PAIRS
-        ]
+        found = []
+        own = self.own.get(key, [])
+        if len(own) >= MIN_PAIRS:
+            found.append((_band(own, key[2]), f"{len(own)} same-image pairs of this point"))
+        series = self._series_band(key)
+        if series is not None:
+            n = len(self.series[key[::2]])
+            found.append((series, f"{n} same-image pairs of this series"))
         if key[2] in self.pooled:
             n = len(self.metric[key[2]])
             found.append((self.pooled[key[2]], f"{n} same-image pairs of this metric everywhere"))
