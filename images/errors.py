@@ -15,3 +15,9 @@ class ContainerError(ImageError):
     def __init__(self, message: str, exit_code: int = 2) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class BuildError(ImageError):
+    """A fixture image could not be built or pushed (environment problem)."""
+
+    exit_code = 2
