@@ -178,127 +178,134 @@ class Engine:
         return streamer.text, reason, len(tokens), list(gen.tokens[0])
 
 
-def make_handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        server_version = "relpipe-engine"
+class _Handler(BaseHTTPRequestHandler):
+    """The OpenAI-compatible routes over `engine` (set on the class by `make_handler`)."""
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-            sys.stderr.write("serve: " + (format % args) + "\n")
+    engine: Engine
+    protocol_version = "HTTP/1.1"
+    server_version = "relpipe-engine"
 
-        def _json(self, code: int, obj: dict[str, Any]) -> None:
-            body = json.dumps(obj).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        sys.stderr.write("serve: " + (format % args) + "\n")
 
-        def _error(self, code: int, message: str) -> None:
+    def _json(self, code: int, obj: dict[str, Any]) -> None:
+        body = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _error(self, code: int, message: str) -> None:
+        self._json(
+            code, {"error": {"message": message, "type": "invalid_request_error", "code": code}}
+        )
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        if self.path == "/health":
+            self._json(200, {"status": "ok"})
+        elif self.path == "/v1/models":
             self._json(
-                code, {"error": {"message": message, "type": "invalid_request_error", "code": code}}
+                200,
+                {
+                    "object": "list",
+                    "data": [{"id": self.engine.name, "object": "model", "owned_by": "relpipe"}],
+                },
             )
+        else:
+            self._error(404, f"no route {self.path}")
 
-        def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-            if self.path == "/health":
-                self._json(200, {"status": "ok"})
-            elif self.path == "/v1/models":
-                self._json(
-                    200,
-                    {
-                        "object": "list",
-                        "data": [{"id": engine.name, "object": "model", "owned_by": "relpipe"}],
-                    },
-                )
-            else:
-                self._error(404, f"no route {self.path}")
-
-        def do_POST(self) -> None:  # noqa: N802 - stdlib naming
-            if self.path not in ("/v1/completions", "/v1/chat/completions"):
-                self._error(404, f"no route {self.path}")
-                return
-            try:
-                length = int(self.headers.get("Content-Length", ""))
-            except ValueError:
-                self._error(411, "Content-Length required")
-                return
-            if not 0 <= length <= MAX_BODY:
-                self._error(413, f"body over {MAX_BODY} bytes")
-                return
-            try:
-                req = parse(
-                    self.rfile.read(length), self.path.endswith("/chat/completions"), engine.max_seq
-                )
-                if req.stream:
-                    self._stream(req)
-                else:
-                    self._complete(req)
-            except BadRequest as exc:
-                self._error(400, str(exc))
-
-        def _head(self, req: Request) -> dict[str, Any]:
-            kind = "chat.completion" if req.chat else "text_completion"
-            return {
-                "id": f"{'chatcmpl' if req.chat else 'cmpl'}-{uuid.uuid4().hex[:24]}",
-                "object": kind + (".chunk" if req.chat and req.stream else ""),
-                "created": int(time.time()),
-                "model": engine.name,
-            }
-
-        def _complete(self, req: Request) -> None:
-            text, reason, n_prompt, ids = engine.generate(req, lambda _piece: None)
-            n_out = len(ids)
-            choice: dict[str, Any] = {"index": 0, "finish_reason": reason, "logprobs": None}
-            if req.token_ids:
-                choice["token_ids"] = ids
-            if req.chat:
-                choice["message"] = {"role": "assistant", "content": text}
-            else:
-                choice["text"] = text
-            usage = {
-                "prompt_tokens": n_prompt,
-                "completion_tokens": n_out,
-                "total_tokens": n_prompt + n_out,
-            }
-            self._json(200, {**self._head(req), "choices": [choice], "usage": usage})
-
-        def _stream(self, req: Request) -> None:
-            head = self._head(req)
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.close_connection = True
-
-            def event(choice: dict[str, Any]) -> None:
-                self.wfile.write(
-                    b"data: " + json.dumps({**head, "choices": [choice]}).encode() + b"\n\n"
-                )
-                self.wfile.flush()
-
-            def piece(text: str) -> None:
-                event(
-                    {"index": 0, "delta": {"content": text}, "finish_reason": None}
-                    if req.chat
-                    else {"index": 0, "text": text, "finish_reason": None, "logprobs": None}
-                )
-
-            if req.chat:
-                event({"index": 0, "delta": {"role": "assistant"}, "finish_reason": None})
-            _, reason, _, ids = engine.generate(req, piece)
-            last: dict[str, Any] = (
-                {"index": 0, "delta": {}, "finish_reason": reason}
-                if req.chat
-                else {"index": 0, "text": "", "finish_reason": reason, "logprobs": None}
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        if self.path not in ("/v1/completions", "/v1/chat/completions"):
+            self._error(404, f"no route {self.path}")
+            return
+        try:
+            length = int(self.headers.get("Content-Length", ""))
+        except ValueError:
+            self._error(411, "Content-Length required")
+            return
+        if not 0 <= length <= MAX_BODY:
+            self._error(413, f"body over {MAX_BODY} bytes")
+            return
+        try:
+            req = parse(
+                self.rfile.read(length),
+                self.path.endswith("/chat/completions"),
+                self.engine.max_seq,
             )
-            if req.token_ids:
-                last["token_ids"] = ids  # all ids at the end: text pieces need not align with them
-            event(last)
-            self.wfile.write(b"data: [DONE]\n\n")
+            if req.stream:
+                self._stream(req)
+            else:
+                self._complete(req)
+        except BadRequest as exc:
+            self._error(400, str(exc))
+
+    def _head(self, req: Request) -> dict[str, Any]:
+        kind = "chat.completion" if req.chat else "text_completion"
+        return {
+            "id": f"{'chatcmpl' if req.chat else 'cmpl'}-{uuid.uuid4().hex[:24]}",
+            "object": kind + (".chunk" if req.chat and req.stream else ""),
+            "created": int(time.time()),
+            "model": self.engine.name,
+        }
+
+    def _complete(self, req: Request) -> None:
+        text, reason, n_prompt, ids = self.engine.generate(req, lambda _piece: None)
+        n_out = len(ids)
+        choice: dict[str, Any] = {"index": 0, "finish_reason": reason, "logprobs": None}
+        if req.token_ids:
+            choice["token_ids"] = ids
+        if req.chat:
+            choice["message"] = {"role": "assistant", "content": text}
+        else:
+            choice["text"] = text
+        usage = {
+            "prompt_tokens": n_prompt,
+            "completion_tokens": n_out,
+            "total_tokens": n_prompt + n_out,
+        }
+        self._json(200, {**self._head(req), "choices": [choice], "usage": usage})
+
+    def _stream(self, req: Request) -> None:
+        head = self._head(req)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
+        def event(choice: dict[str, Any]) -> None:
+            self.wfile.write(
+                b"data: " + json.dumps({**head, "choices": [choice]}).encode() + b"\n\n"
+            )
             self.wfile.flush()
 
-    return Handler
+        def piece(text: str) -> None:
+            event(
+                {"index": 0, "delta": {"content": text}, "finish_reason": None}
+                if req.chat
+                else {"index": 0, "text": text, "finish_reason": None, "logprobs": None}
+            )
+
+        if req.chat:
+            event({"index": 0, "delta": {"role": "assistant"}, "finish_reason": None})
+        _, reason, _, ids = self.engine.generate(req, piece)
+        last: dict[str, Any] = (
+            {"index": 0, "delta": {}, "finish_reason": reason}
+            if req.chat
+            else {"index": 0, "text": "", "finish_reason": reason, "logprobs": None}
+        )
+        if req.token_ids:
+            last["token_ids"] = ids  # all ids at the end: text pieces need not align with them
+        event(last)
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+
+def make_handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
+    """A request handler class serving `engine` (one class per server)."""
+    return type("Handler", (_Handler,), {"engine": engine})
 
 
 def parser() -> argparse.ArgumentParser:

@@ -151,6 +151,35 @@ def run(args: argparse.Namespace, reporter: watchdog.Reporter) -> dict[str, Any]
             f"mono decode raised {type(exc).__name__} in step {reporter.step!r}: {exc}"
         ) from exc
     reporter.progress("compare")
+    checks = _checks(args, texts, ref, mono)
+    if args.record:
+        _record(args, texts, mono)
+    failed = [c["name"] for c in checks if not c["ok"]]
+    return result.envelope(
+        "smoke",
+        "fail" if failed else "pass",
+        reason=f"failed checks: {', '.join(failed)}" if failed else None,
+        checks=checks,
+        ops=ops.provider,
+        ops_notes=notes,
+        kv_dtype=args.kv_dtype,
+        device=device,
+        batch=len(tokens),
+        max_new=args.max_new,
+        tokens={"reference": ref.tokens, "mono": mono.tokens},
+        timings={
+            "reference_s": round(ref.seconds, 4),
+            "mono_s": round(mono.seconds, 4),
+            "reference_tokens_per_s": ref.tokens_per_second,
+            "mono_tokens_per_s": mono.tokens_per_second,
+        },
+    )
+
+
+def _checks(
+    args: argparse.Namespace, texts: list[str], ref: Any, mono: Any
+) -> list[dict[str, Any]]:
+    """The smoke's checks of the mono decode against the reference (and the golden file)."""
     exact = args.max_new if args.exact is None else args.exact
     tol = args.tolerance if args.tolerance is not None else LOGIT_TOLERANCE[args.kv_dtype]
     checks: list[dict[str, Any]] = []
@@ -175,32 +204,16 @@ def run(args: argparse.Namespace, reporter: watchdog.Reporter) -> dict[str, Any]
         gold = _golden(args.golden)
         same = gold["prompts"] == texts and gold["tokens"] == mono.tokens
         checks.append({"name": "golden", "ok": same, "file": args.golden})
-    if args.record:
-        record = {
-            "schema": 1,
-            "prompts": texts,
-            "tokens": mono.tokens,
-            "kv_dtype": args.kv_dtype,
-            "seed": None if args.weights else args.seed,
-        }
-        result.write_file(record, args.record)
-    failed = [c["name"] for c in checks if not c["ok"]]
-    return result.envelope(
-        "smoke",
-        "fail" if failed else "pass",
-        reason=f"failed checks: {', '.join(failed)}" if failed else None,
-        checks=checks,
-        ops=ops.provider,
-        ops_notes=notes,
-        kv_dtype=args.kv_dtype,
-        device=device,
-        batch=len(tokens),
-        max_new=args.max_new,
-        tokens={"reference": ref.tokens, "mono": mono.tokens},
-        timings={
-            "reference_s": round(ref.seconds, 4),
-            "mono_s": round(mono.seconds, 4),
-            "reference_tokens_per_s": ref.tokens_per_second,
-            "mono_tokens_per_s": mono.tokens_per_second,
-        },
-    )
+    return checks
+
+
+def _record(args: argparse.Namespace, texts: list[str], mono: Any) -> None:
+    """Write the mono decode as a golden file (`--record`)."""
+    record = {
+        "schema": 1,
+        "prompts": texts,
+        "tokens": mono.tokens,
+        "kv_dtype": args.kv_dtype,
+        "seed": None if args.weights else args.seed,
+    }
+    result.write_file(record, args.record)

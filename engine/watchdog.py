@@ -54,11 +54,37 @@ def supervise(argv: Sequence[str], timeout: float) -> tuple[dict[str, Any] | Non
     """Run `python -m relpipe.engine *argv` with a deadline; return (result or None, last step,
     problem).
     """
+    proc = _spawn(argv)
+    lines, err_tail, threads = _readers(proc)
+    finished, step, result, problem = _follow(lines, time.monotonic() + timeout)
+    if not finished:
+        _kill(proc)
+        return (
+            None,
+            step,
+            f"watchdog: killed after {timeout:g}s without completion; hung in: {step}",
+        )
+    proc.wait()
+    for t in threads:
+        t.join(timeout=5)
+    if result is None:
+        tail = bytes(err_tail).decode("utf-8", errors="replace").strip().splitlines()
+        last = tail[-1][:300] if tail else "no output"
+        problem = (
+            problem
+            or f"worker exited with code {proc.returncode} "
+            f"without a result in step {step!r}: {last}"
+        )
+    return result, step, problem
+
+
+def _spawn(argv: Sequence[str]) -> subprocess.Popen[bytes]:
+    """The worker `python -m relpipe.engine *argv`, in its own process group."""
     env = dict(os.environ)
     # The child must import this same engine/ even when it is not installed (mounted read-only).
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_engine_root(), env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
-    proc = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, "-m", "relpipe.engine", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -66,6 +92,13 @@ def supervise(argv: Sequence[str], timeout: float) -> tuple[dict[str, Any] | Non
         env=env,
         start_new_session=True,
     )
+
+
+def _readers(
+    proc: subprocess.Popen[bytes],
+) -> tuple[queue.Queue[bytes | None], bytearray, list[threading.Thread]]:
+    """Started threads reading the worker: its stdout lines into a queue (None at the end), the
+    tail of its stderr into a buffer."""
     lines: queue.Queue[bytes | None] = queue.Queue()
     err_tail = bytearray()
 
@@ -87,20 +120,25 @@ def supervise(argv: Sequence[str], timeout: float) -> tuple[dict[str, Any] | Non
     ]
     for t in threads:
         t.start()
+    return lines, err_tail, threads
+
+
+def _follow(
+    lines: queue.Queue[bytes | None], deadline: float
+) -> tuple[bool, str, dict[str, Any] | None, str]:
+    """Read the worker's marked lines until it ends or the deadline passes: (finished, last
+    step, result or None, problem)."""
     step, result, problem = "starting worker", None, ""
-    deadline = time.monotonic() + timeout
-    finished = False
-    while not finished:
+    while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            break
+            return False, step, result, problem
         try:
             raw = lines.get(timeout=left)
         except queue.Empty:
-            break
+            return False, step, result, problem
         if raw is None:
-            finished = True
-            break
+            return True, step, result, problem
         text = raw.decode("utf-8", errors="replace")
         if not text.startswith(MARK):
             continue
@@ -113,25 +151,6 @@ def supervise(argv: Sequence[str], timeout: float) -> tuple[dict[str, Any] | Non
             step = msg["progress"][:200]
         elif isinstance(msg, dict) and isinstance(msg.get("result"), dict):
             result = msg["result"]
-    if not finished:
-        _kill(proc)
-        return (
-            None,
-            step,
-            f"watchdog: killed after {timeout:g}s without completion; hung in: {step}",
-        )
-    proc.wait()
-    for t in threads:
-        t.join(timeout=5)
-    if result is None:
-        tail = bytes(err_tail).decode("utf-8", errors="replace").strip().splitlines()
-        last = tail[-1][:300] if tail else "no output"
-        problem = (
-            problem
-            or f"worker exited with code {proc.returncode} "
-            f"without a result in step {step!r}: {last}"
-        )
-    return result, step, problem
 
 
 def worker_argv(command: str, argv: Sequence[str]) -> list[str]:

@@ -232,7 +232,8 @@ class Engine:
     ) -> dict[str, Any]:
         """`server-smoke` with relpipe's own engine in the image; its decode lands in out_dir."""
         import relpipe.engine as payload
-        from relpipe.images.runtime import OUT_DIR, PAYLOAD_DIR, RESULT_NAME
+        from relpipe.images.results import OUT_DIR, RESULT_NAME
+        from relpipe.images.runtime import PAYLOAD_DIR
 
         # The inner timeouts end first, so a hung server is reported with what it was doing;
         # the container timeout stays the backstop and removes the container.

@@ -1,4 +1,4 @@
-"""Hostile tar streams against `images.runtime.extract_archive` (what copies `/app/ATOM` out of
+"""Hostile tar streams against `images.extract.extract_archive` (what copies `/app/ATOM` out of
 an image): whatever the stream, nothing is created or changed outside the destination, and the
 refusal is one line.
 
@@ -16,7 +16,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from relpipe.images.runtime import ContainerError, extract_archive
+from relpipe.images.errors import ContainerError
+from relpipe.images.extract import extract_archive
 
 Member = tuple[str, str, object]  # (name, kind, payload: bytes for files, link target otherwise)
 

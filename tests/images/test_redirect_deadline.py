@@ -17,7 +17,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from relpipe.images.registry import _MAX_REDIRECTS, RegistryClient, RetryPolicy, Timeouts
+from relpipe.images.connection import _MAX_REDIRECTS
+from relpipe.images.registry import RegistryClient, RetryPolicy, Timeouts
 from relpipe.images.transport import RegistryError
 
 HOP_DELAY_S = 0.8

@@ -11,16 +11,9 @@ from typing import Any
 
 import pytest
 from relpipe.images.build import FixtureImage, build_fixtures
-from relpipe.images.errors import ImageError
-from relpipe.images.runtime import (
-    OUT_DIR,
-    ContainerError,
-    EngineRun,
-    Limits,
-    Runtime,
-    parse_result,
-    pinned,
-)
+from relpipe.images.errors import ContainerError, ImageError
+from relpipe.images.results import OUT_DIR, EngineRun, Limits, parse_result
+from relpipe.images.runtime import Runtime, pinned
 
 pytestmark = pytest.mark.services
 ROOT = Path(__file__).resolve().parents[2]

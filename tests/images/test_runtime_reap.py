@@ -15,17 +15,17 @@ from typing import Any
 
 import pytest
 from relpipe.images.build import FixtureImage, build_fixtures
-from relpipe.images.runtime import (
+from relpipe.images.errors import ContainerError
+from relpipe.images.ownership import (
     KIND_LABEL,
     OWNER_LABEL,
     PID_LABEL,
     PID_START_LABEL,
     RUN_LABEL,
-    ContainerError,
-    Runtime,
     process_alive,
     process_start,
 )
+from relpipe.images.runtime import Runtime
 from support import source_root
 
 pytestmark = pytest.mark.services

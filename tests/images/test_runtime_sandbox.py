@@ -21,17 +21,10 @@ from typing import Any
 
 import pytest
 from relpipe.images.build import FixtureImage, build_fixtures
-from relpipe.images.runtime import (
-    ALLOW_ROOT_ENV,
-    NEEDS_ROOT_LABEL,
-    OUT_DIR,
-    OWNER_LABEL,
-    PID_LABEL,
-    UNPRIVILEGED,
-    ContainerError,
-    Limits,
-    Runtime,
-)
+from relpipe.images.errors import ContainerError
+from relpipe.images.ownership import OWNER_LABEL, PID_LABEL
+from relpipe.images.results import OUT_DIR, Limits
+from relpipe.images.runtime import ALLOW_ROOT_ENV, NEEDS_ROOT_LABEL, UNPRIVILEGED, Runtime
 from support import source_root
 
 pytestmark = pytest.mark.services
