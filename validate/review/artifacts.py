@@ -26,7 +26,7 @@ from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.review.context import Review
 from relpipe.validate.review.result import Evidence, Result, plural, result
-from relpipe.validate.review.scope import load_masters, scope_key
+from relpipe.validate.review.scope import Masters, load_masters, scope_key
 
 _CLAIM = re2.compile(r"\s*(?:-\s+)?append-only:\s*true\b")
 MIN_FRONTIER = 5
@@ -159,52 +159,9 @@ def check_append_only(review: Review) -> Result:
             except ChangelogError as exc:
                 return result(cid, FAIL, str(exc))
             for key in keys:
-                if key not in base.configs:
-                    fails.append(f"{key} is a new key (append-only adds points to existing ones)")
-                    continue
-                before, after = base.configs[key], review.masters.configs[key]
-                try:
-                    old = {p.name: p.identity() for p in plan_key(key, before)}
-                    new = {p.name: p.identity() for p in plan_key(key, after)}
-                except ChangelogError as exc:
-                    return result(cid, FAIL, str(exc))
-                master, line, _ = review.masters.where[key]
-                gone = [n for n in old if new.get(n) != old[n]]
-                if gone:
-                    fails.append(f"{key}: existing point {gone[0]} removed or changed")
-                if _recipe(before) != _recipe(after):
-                    diff = sorted(
-                        k
-                        for k in set(before) | set(after) - {"scenarios"}
-                        if before.get(k) != after.get(k)
-                    )
-                    fails.append(f"{key}: key-level recipe changed ({', '.join(diff)})")
-                rows.append(
-                    Evidence.at(
-                        master,
-                        line,
-                        f"{key}: {len(old)} -> {len(new)} points, {len(set(new) - set(old))} added",
-                    )
-                )
-                scope = next((s for s in review.scopes if s.key == key), None)
-                scope = scope or scope_key(review.source, review.masters, key)
-                for use in scope.files:
-                    if use.path in changed and use.path != master:
-                        text = json.dumps(before)
-                        used_before = (
-                            use.role != "recipe"
-                            or use.path.split("srt-slurm-recipes/", 1)[-1] in text
-                        )
-                        if use.role == "recipe" and used_before:
-                            fails.append(f"{key}: recipe {use.path} of existing points changed")
-                        elif used_before:
-                            rows.append(
-                                Evidence(
-                                    use.path,
-                                    f"{key}: shared launch file changed; "
-                                    "isolation to the new points needs a person",
-                                )
-                            )
+                failed = _judge_appended_key(review, base, key, rows, fails, changed)
+                if failed is not None:
+                    return result(cid, FAIL, failed)
     if fails:
         return result(
             cid,
@@ -215,6 +172,56 @@ def check_append_only(review: Review) -> Result:
     if any("needs a person" in r.what for r in rows):
         return result(cid, WARN, "points are appended; shared launch files changed too", rows)
     return result(cid, PASS, "every existing point is still generated with the same recipe", rows)
+
+
+def _judge_appended_key(
+    review: Review,
+    base: Masters,
+    key: str,
+    rows: list[Evidence],
+    fails: list[str],
+    changed: set[str],
+) -> str | None:
+    """One key of an append-only entry: its existing points and recipe kept, its shared launch
+    files noted (rows, fails grow); a reason to FAIL at once when its points cannot be made."""
+    if key not in base.configs:
+        fails.append(f"{key} is a new key (append-only adds points to existing ones)")
+        return None
+    before, after = base.configs[key], review.masters.configs[key]
+    try:
+        old = {p.name: p.identity() for p in plan_key(key, before)}
+        new = {p.name: p.identity() for p in plan_key(key, after)}
+    except ChangelogError as exc:
+        return str(exc)
+    master, line, _ = review.masters.where[key]
+    gone = [n for n in old if new.get(n) != old[n]]
+    if gone:
+        fails.append(f"{key}: existing point {gone[0]} removed or changed")
+    if _recipe(before) != _recipe(after):
+        diff = sorted(
+            k for k in set(before) | set(after) - {"scenarios"} if before.get(k) != after.get(k)
+        )
+        fails.append(f"{key}: key-level recipe changed ({', '.join(diff)})")
+    added = len(set(new) - set(old))
+    rows.append(Evidence.at(master, line, f"{key}: {len(old)} -> {len(new)} points, {added} added"))
+    scope = next((s for s in review.scopes if s.key == key), None)
+    scope = scope or scope_key(review.source, review.masters, key)
+    for use in scope.files:
+        if use.path not in changed or use.path == master:
+            continue
+        text = json.dumps(before)
+        used_before = use.role != "recipe" or use.path.split("srt-slurm-recipes/", 1)[-1] in text
+        if use.role == "recipe" and used_before:
+            fails.append(f"{key}: recipe {use.path} of existing points changed")
+        elif used_before:
+            rows.append(
+                Evidence(
+                    use.path,
+                    f"{key}: shared launch file changed; "
+                    "isolation to the new points needs a person",
+                )
+            )
+    return None
 
 
 def _number(data: Mapping[str, Any], *names: str) -> float | None:

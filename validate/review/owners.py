@@ -204,33 +204,7 @@ def check_checklist(review: Review) -> Result:
     given = given[:MAX_ITEMS]
     detail = body.split("Additional detail section", 1)[-1] if "Additional detail" in body else ""
     explained = bool(rx(r"insert any additional info here|Signed:.*|[#:\-\s`]").sub("", detail))
-    rows: list[Evidence] = []
-    missing: list[str] = []
-    unticked: list[str] = []
-    used: set[int] = set()
-    for line, text in items:
-        want = _norm(text)
-        best, score = None, 0.0
-        for idx, (_, _, have) in enumerate(given):
-            if idx in used:
-                continue
-            ratio = difflib.SequenceMatcher(None, want, have, autojunk=False).ratio()
-            if ratio > score:
-                best, score = idx, ratio
-        short = text[:90]
-        if best is None or score < MATCH_RATIO:
-            missing.append(short)
-            rows.append(
-                Evidence.at(
-                    review.source.layout.checklist, line, f"missing from the sign-off: {short}"
-                )
-            )
-            continue
-        used.add(best)
-        n, ticked, _ = given[best]
-        if not ticked:
-            unticked.append(short)
-            rows.append(Evidence.at(review.options.signoff_path, n, f"not ticked: {short}"))
+    rows, missing, unticked = _match_items(review, items, given)
     who = signer(body)
     if who is None:
         rows.append(Evidence(review.options.signoff_path, "`Signed:` is missing or not filled in"))
@@ -261,3 +235,35 @@ def check_checklist(review: Review) -> Result:
             cid, WARN, f"the sign-off has over {MAX_ITEMS} items; the rest not read", rows
         )
     return result(cid, PASS, f"all {len(items)} template items ticked, signed by @{who}", rows)
+
+
+def _match_items(
+    review: Review, items: list[tuple[int, str]], given: list[tuple[int, bool, str]]
+) -> tuple[list[Evidence], list[str], list[str]]:
+    """Each template item against the sign-off's items (best fuzzy match, each used once):
+    evidence rows, the items missing from the sign-off, and those present but not ticked."""
+    rows: list[Evidence] = []
+    missing: list[str] = []
+    unticked: list[str] = []
+    used: set[int] = set()
+    for line, text in items:
+        want = _norm(text)
+        best, score = None, 0.0
+        for idx, (_, _, have) in enumerate(given):
+            if idx in used:
+                continue
+            ratio = difflib.SequenceMatcher(None, want, have, autojunk=False).ratio()
+            if ratio > score:
+                best, score = idx, ratio
+        short = text[:90]
+        if best is None or score < MATCH_RATIO:
+            missing.append(short)
+            checklist = review.source.layout.checklist
+            rows.append(Evidence.at(checklist, line, f"missing from the sign-off: {short}"))
+            continue
+        used.add(best)
+        n, ticked, _ = given[best]
+        if not ticked:
+            unticked.append(short)
+            rows.append(Evidence.at(review.options.signoff_path, n, f"not ticked: {short}"))
+    return rows, missing, unticked
