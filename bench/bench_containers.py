@@ -23,11 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.timing import best  # noqa: E402
 from relpipe.images import services  # noqa: E402
 from relpipe.images.build import FixtureBuilder  # noqa: E402
 from relpipe.images.runtime import Runtime  # noqa: E402
-
-from bench.timing import best  # noqa: E402
 
 REPEAT = 3
 

@@ -53,11 +53,13 @@ def _push(client: RegistryClient, repo: str) -> str:
             }
         ).encode()
         layer = f"bench families layer {i}".encode()
-        cfg = Descriptor(DOCKER_CONFIG, client.upload_blob(repo, config), len(config))
+        cfg = Descriptor(
+            media_type=DOCKER_CONFIG, digest=client.upload_blob(repo, config), size=len(config)
+        )
         lay = Descriptor(
-            "application/vnd.docker.image.rootfs.diff.tar.gzip",
-            client.upload_blob(repo, layer),
-            len(layer),
+            media_type="application/vnd.docker.image.rootfs.diff.tar.gzip",
+            digest=client.upload_blob(repo, layer),
+            size=len(layer),
         )
         tag = "nightly-" + uuid.UUID(int=i * 7919 + 1).hex + f"{i:08x}"
         manifest = render_manifest(DOCKER_MANIFEST, cfg, [lay])

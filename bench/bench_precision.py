@@ -28,9 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from relpipe.validate import precision  # noqa: E402
-
 from bench.timing import best  # noqa: E402
+from relpipe.validate import precision  # noqa: E402
 
 BUNDLE_ENV = "RELPIPE_ATOM_BUNDLE"
 RELEASE = ("v0.1.3", "v0.1.6-rc0")

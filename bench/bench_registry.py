@@ -50,11 +50,13 @@ def _push(client: RegistryClient, repo: str) -> list[str]:
             }
         ).encode()
         layer = f"bench layer {i}".encode()
-        cfg = Descriptor(DOCKER_CONFIG, client.upload_blob(repo, config), len(config))
+        cfg = Descriptor(
+            media_type=DOCKER_CONFIG, digest=client.upload_blob(repo, config), size=len(config)
+        )
         lay = Descriptor(
-            "application/vnd.docker.image.rootfs.diff.tar.gzip",
-            client.upload_blob(repo, layer),
-            len(layer),
+            media_type="application/vnd.docker.image.rootfs.diff.tar.gzip",
+            digest=client.upload_blob(repo, layer),
+            size=len(layer),
         )
         tag = f"nightly_202610{i + 1:02d}0333"
         client.put_manifest(

@@ -89,6 +89,7 @@ def check_parity(weights, device: str, length: int, new: int) -> list[str]:  # t
 def throughput(weights, device: str, path: str, batch: int, length: int, new: int) -> float:  # type: ignore[no-untyped-def]
     """Decode steps x sequences per second for one path and batch (after a warm-up)."""
     import torch
+
     from relpipe.engine.decode import greedy, make_decoder
 
     decoder = make_decoder(path, weights, "fp32", device)

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import yaml
+
 from relpipe.changelog.configs.pin import edit_image
 
 NEW = "rocm/atom-dev:nightly_202610070333"

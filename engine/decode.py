@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
+
 from relpipe.engine.errors import EngineError
 from relpipe.engine.kvcache import KVCache, storage_dtype
 from relpipe.engine.model import ModelConfig, Weights, rope_tables

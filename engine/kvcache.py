@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+
 from relpipe.engine.errors import EngineError
 
 FP8_MAX = 448.0

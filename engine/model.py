@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 
 import torch
+
 from relpipe.engine.errors import EngineError
 from relpipe.engine.files import write_atomic
 

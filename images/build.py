@@ -70,7 +70,7 @@ assert len(NIGHTLY_TIMES) == fx.MAX_NIGHTLIES
 _ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FixtureImage:
     """One pushed fixture nightly and the facts the probe must report for it."""
 
@@ -198,10 +198,12 @@ def build_repo(history: fx.History, commits: Sequence[fx.Commit], dest: str) -> 
             for name in sorted(filenames):
                 src = Path(dirpath) / name
                 rel = src.relative_to(repo).as_posix()
-                entries.append(Entry(f"{dest}/{rel}", "file", 0o644, data=src.read_bytes()))
+                entries.append(
+                    Entry(path=f"{dest}/{rel}", kind="file", mode=0o644, data=src.read_bytes())
+                )
             for name in dirnames:  # empty folders (refs/heads, branches) matter to git
                 rel = (Path(dirpath) / name).relative_to(repo).as_posix()
-                entries.append(Entry(f"{dest}/{rel}", "dir", 0o755))
+                entries.append(Entry(path=f"{dest}/{rel}", kind="dir", mode=0o755))
     files: dict[str, str] = {}
     for c in commits:
         for path, content in c.changes:
@@ -210,7 +212,8 @@ def build_repo(history: fx.History, commits: Sequence[fx.Commit], dest: str) -> 
             else:
                 files[path] = content
     entries += [
-        Entry(f"{dest}/{p}", "file", 0o644, data=t.encode()) for p, t in sorted(files.items())
+        Entry(path=f"{dest}/{p}", kind="file", mode=0o644, data=t.encode())
+        for p, t in sorted(files.items())
     ]
     since = len(commits) - 1 - history.tag_index
     version = f"{history.next_version}.dev{since}+g{commit[:9]}"
@@ -224,21 +227,23 @@ def _dist_info(
     base = f"{site}/{name}-{version}.dist-info"
     meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
     out = [
-        Entry(f"{base}/METADATA", "file", data=meta),
-        Entry(f"{base}/INSTALLER", "file", data=b"pip\n"),
+        Entry(path=f"{base}/METADATA", kind="file", data=meta),
+        Entry(path=f"{base}/INSTALLER", kind="file", data=b"pip\n"),
     ]
     files = [f"{name}-{version}.dist-info/METADATA", f"{name}-{version}.dist-info/INSTALLER"]
     if top_level:
-        out.append(Entry(f"{base}/top_level.txt", "file", data=f"{top_level}\n".encode()))
+        out.append(Entry(path=f"{base}/top_level.txt", kind="file", data=f"{top_level}\n".encode()))
         files.append(f"{name}-{version}.dist-info/top_level.txt")
     if editable_path:
         url = {"dir_info": {"editable": True}, "url": f"file://{editable_path}"}
-        out.append(Entry(f"{base}/direct_url.json", "file", data=json.dumps(url).encode()))
+        out.append(
+            Entry(path=f"{base}/direct_url.json", kind="file", data=json.dumps(url).encode())
+        )
         pth = f"__editable__.{name}-{version}.pth"
-        out.append(Entry(f"{site}/{pth}", "file", data=f"{editable_path}\n".encode()))
+        out.append(Entry(path=f"{site}/{pth}", kind="file", data=f"{editable_path}\n".encode()))
         files += [f"{name}-{version}.dist-info/direct_url.json", pth]
     record = "".join(f"{f},,\n" for f in files) + f"{name}-{version}.dist-info/RECORD,,\n"
-    out.append(Entry(f"{base}/RECORD", "file", data=record.encode()))
+    out.append(Entry(path=f"{base}/RECORD", kind="file", data=record.encode()))
     return out
 
 
@@ -254,10 +259,14 @@ def vendor_entries(py: HostPython, aiter: RepoBuild) -> list[Entry]:
         *_dist_info(site, "amd_aiter", aiter.version, "/app/aiter-test", "aiter"),
         *_dist_info(site, "lmcache", fx.LMCACHE_VERSION, None, "lmcache"),
         Entry(
-            "opt/rocm/.info/version", "file", data=f"{fx.ROCM_VERSION}-{fx.ROCM_BUILD}\n".encode()
+            path="opt/rocm/.info/version",
+            kind="file",
+            data=f"{fx.ROCM_VERSION}-{fx.ROCM_BUILD}\n".encode(),
         ),
         # A path line in a .pth is appended to sys.path only when it exists, i.e. when mounted.
-        Entry(f"{site}/relpipe-toolchain.pth", "file", data=f"{TOOLCHAIN_MOUNT}\n".encode()),
+        Entry(
+            path=f"{site}/relpipe-toolchain.pth", kind="file", data=f"{TOOLCHAIN_MOUNT}\n".encode()
+        ),
     ]
 
 
@@ -300,12 +309,15 @@ def image_config(layers: Sequence[Layer], created: str, labels: dict[str, str]) 
 def image_manifest(config: bytes, layers: Sequence[Layer]) -> bytes:
     return render_manifest(
         DOCKER_MANIFEST,
-        Descriptor(DOCKER_CONFIG, sha256_digest(config), len(config)),
-        [Descriptor(LAYER_MEDIA_TYPE, layer.digest, layer.size) for layer in layers],
+        Descriptor(media_type=DOCKER_CONFIG, digest=sha256_digest(config), size=len(config)),
+        [
+            Descriptor(media_type=LAYER_MEDIA_TYPE, digest=layer.digest, size=layer.size)
+            for layer in layers
+        ],
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Planned:
     index: int
     tag: str
@@ -405,7 +417,16 @@ class FixtureBuilder:
         }
         config = image_config(layers, created, labels)
         manifest = image_manifest(config, layers)
-        return _Planned(index, tag, layers, config, manifest, atom, created, variant)
+        return _Planned(
+            index=index,
+            tag=tag,
+            layers=layers,
+            config=config,
+            manifest=manifest,
+            atom=atom,
+            created=created,
+            variant=variant,
+        )
 
     def build(
         self,
@@ -443,19 +464,19 @@ class FixtureBuilder:
                 self.log(f"{name}:{item.tag} {expected} {'pushed' if pushed else 'cache hit'}")
                 out.append(
                     FixtureImage(
-                        registry,
-                        repository,
-                        item.tag,
-                        expected,
-                        item.variant,
-                        item.atom.version,
-                        item.atom.commit,
-                        aiter.version,
-                        aiter.commit,
-                        fx.ROCM_VERSION,
-                        fx.LMCACHE_VERSION,
-                        item.created,
-                        pushed,
+                        registry=registry,
+                        repository=repository,
+                        tag=item.tag,
+                        digest=expected,
+                        variant=item.variant,
+                        engine_version=item.atom.version,
+                        engine_commit=item.atom.commit,
+                        aiter_version=aiter.version,
+                        aiter_commit=aiter.commit,
+                        rocm_version=fx.ROCM_VERSION,
+                        lmcache_version=fx.LMCACHE_VERSION,
+                        created=item.created,
+                        pushed=pushed,
                     )
                 )
         finally:
@@ -516,20 +537,22 @@ def engine_repo_build(source: Path, commit: real_engine.EngineCommit) -> RepoBui
                 src = Path(dirpath) / name
                 rel = f"app/ATOM/{src.relative_to(repo).as_posix()}"
                 if src.is_symlink():
-                    entries.append(Entry(rel, "symlink", target=os.readlink(src)))
+                    entries.append(Entry(path=rel, kind="symlink", target=os.readlink(src)))
                 else:
                     mode = 0o755 if os.access(src, os.X_OK) else 0o644
-                    entries.append(Entry(rel, "file", mode, data=src.read_bytes()))
+                    entries.append(Entry(path=rel, kind="file", mode=mode, data=src.read_bytes()))
             for name in dirnames:
                 src = Path(dirpath) / name
                 rel = f"app/ATOM/{src.relative_to(repo).as_posix()}"
                 if src.is_symlink():
-                    entries.append(Entry(rel, "symlink", target=os.readlink(src)))
+                    entries.append(Entry(path=rel, kind="symlink", target=os.readlink(src)))
                 else:
-                    entries.append(Entry(rel, "dir", 0o755))
+                    entries.append(Entry(path=rel, kind="dir", mode=0o755))
         written = _scm_write_to(repo / "pyproject.toml", commit.version)
         if written is not None:
-            entries.append(Entry(f"app/ATOM/{written[0]}", "file", 0o644, data=written[1]))
+            entries.append(
+                Entry(path=f"app/ATOM/{written[0]}", kind="file", mode=0o644, data=written[1])
+            )
     return RepoBuild(tuple(entries), commit.sha, commit.version)
 
 

@@ -193,6 +193,7 @@ class RegistryConnection:
         with self._lock:
             if self._http is None:
                 import httpx
+
                 from relpipe.images.auth import RegistryAuth
                 from relpipe.images.transport import HttpxTransport
 
@@ -246,7 +247,9 @@ class RegistryConnection:
             except httpx.TooManyRedirects:
                 raise _too_many_redirects(request.url) from None
             headers = {k.lower(): v for k, v in r.headers.items()}
-            return Response(r.status_code, headers, r.content, str(r.url))
+            return Response(
+                status_code=r.status_code, headers=headers, body=r.content, url=str(r.url)
+            )
         flow = self._auth.flow(request, Request.make)
         sent_request = next(flow)
         while True:
@@ -277,7 +280,15 @@ class RegistryConnection:
             # Only requests addressed to the registry's own origin take part in its auth flow.
             ext[REGISTRY_EXT] = self.endpoint(ref.registry)
             ext[SCOPE_EXT] = f"repository:{ref.repository}:{'pull,push' if push else 'pull'}"
-        resp = self._exchange(Request(method, target, dict(headers or {}), content, ext))
+        resp = self._exchange(
+            Request(
+                method=method,
+                url=target,
+                headers=dict(headers or {}),
+                content=content,
+                extensions=ext,
+            )
+        )
         if resp.status_code == 401:
             raise RegistryError(
                 f"{ref.name}: unauthorized ({method} {safe_url(resp.url)}); set {USER_ENV}/"

@@ -20,7 +20,7 @@ AITER_NEXT = "0.1.5.post1"
 EPOCH = 1788220800
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Commit:
     """One squash-merged commit: subject (+ body), author,
     and the files it writes (None = delete).
@@ -36,7 +36,7 @@ class Commit:
         return self.subject + ("\n\n" + self.body if self.body else "") + "\n"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class History:
     """A repository's commits in order, the index of the commit its release tag points at."""
 
@@ -408,13 +408,15 @@ def _atom_initial() -> Commit:
         "tests/test_layernorm.py": _TEST_LAYERNORM,
         "docs/index.md": "# ATOM documentation\n",
     }
-    return Commit("Initial import of ATOM (#2300)", tuple(sorted(files.items())))
+    return Commit(subject="Initial import of ATOM (#2300)", changes=tuple(sorted(files.items())))
 
 
 def _c(
     subject: str, *changes: tuple[str, str | None], author: tuple[str, str] | None = None
 ) -> Commit:
-    return Commit(subject, changes, author or ("ATOM Bot", "atom-bot@example.invalid"))
+    return Commit(
+        subject=subject, changes=changes, author=author or ("ATOM Bot", "atom-bot@example.invalid")
+    )
 
 
 _DEV = ("Jane Dev", "jane.dev@example.invalid")
@@ -537,39 +539,43 @@ VARIANT_COMMITS: dict[str, Commit] = {
 }
 VARIANTS = ("good", *VARIANT_COMMITS)
 
-ATOM_HISTORY = History("ATOM", ATOM_COMMITS, ATOM_TAG, 3, ATOM_NEXT)
+ATOM_HISTORY = History(
+    name="ATOM", commits=ATOM_COMMITS, tag=ATOM_TAG, tag_index=3, next_version=ATOM_NEXT
+)
 
 # -- AITER fixture ----------------------------------------------------------------------------
 
 _AITER_BOT = ("AITER Bot", "aiter-bot@example.invalid")
 AITER_COMMITS: tuple[Commit, ...] = (
     Commit(
-        "Initial import of aiter (#900)",
-        (
+        subject="Initial import of aiter (#900)",
+        changes=(
             ("README.md", "# aiter\n\nAI tensor engine for ROCm (relpipe fixture repository).\n"),
             ("aiter/__init__.py", '"""aiter: ROCm kernels (fixture)."""\n'),
             ("aiter/ops/__init__.py", ""),
             ("aiter/ops/rmsnorm.py", '"""rmsnorm kernels (fixture)."""\n'),
         ),
-        _AITER_BOT,
+        author=_AITER_BOT,
     ),
     Commit(
-        "[Release] v0.1.5 (#960)",
-        (
+        subject="[Release] v0.1.5 (#960)",
+        changes=(
             (
                 "README.md",
                 "# aiter\n\nAI tensor engine for ROCm (relpipe fixture repository).\n\nv0.1.5\n",
             ),
         ),
-        _AITER_BOT,
+        author=_AITER_BOT,
     ),
     Commit(
-        "fix(mha): guard the varlen path on gfx950 (#1012)",
-        (("aiter/ops/mha.py", '"""mha kernels (fixture)."""\n'),),
-        _AITER_BOT,
+        subject="fix(mha): guard the varlen path on gfx950 (#1012)",
+        changes=(("aiter/ops/mha.py", '"""mha kernels (fixture)."""\n'),),
+        author=_AITER_BOT,
     ),
 )
-AITER_HISTORY = History("aiter", AITER_COMMITS, AITER_TAG, 1, AITER_NEXT)
+AITER_HISTORY = History(
+    name="aiter", commits=AITER_COMMITS, tag=AITER_TAG, tag_index=1, next_version=AITER_NEXT
+)
 
 ROCM_VERSION = "7.2.4"
 ROCM_BUILD = "112"  # /opt/rocm/.info/version holds "7.2.4-112", as ROCm writes it

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from relpipe.core.files import file_lock, write_atomic
 from relpipe.core.yamlload import load_yaml
 from relpipe.images.errors import ImageError
@@ -50,7 +51,7 @@ class LockError(ImageError):
     exit_code = 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LockEntry:
     key: str  # registry/repository:tag (or registry/repository@digest for digest-only pins)
     digest: str
@@ -89,14 +90,14 @@ def key_for(ref: Reference) -> str:
 
 def entry_from_pin(pin: Pinned) -> LockEntry:
     return LockEntry(
-        key_for(pin.reference),
-        pin.digest,
-        pin.platform,
-        pin.platform_digest,
-        pin.media_type,
-        pin.resolved_at,
-        pin.created,
-        {},
+        key=key_for(pin.reference),
+        digest=pin.digest,
+        platform=pin.platform,
+        platform_digest=pin.platform_digest,
+        media_type=pin.media_type,
+        resolved_at=pin.resolved_at,
+        created=pin.created,
+        facts={},
     )
 
 
@@ -180,15 +181,15 @@ def parse_lock(data: bytes, path: str = DEFAULT_LOCK) -> dict[str, LockEntry]:
         if not isinstance(media_type, str) or not isinstance(resolved_at, str):
             raise LockError(f"{path}: entry {key}: media-type and resolved-at are required strings")
         out[key] = LockEntry(
-            key,
-            digest,
-            _opt_str(raw, "platform", key),
-            pdigest,
-            media_type,
-            resolved_at,
-            _opt_str(raw, "created", key),
-            facts,
-            _archive_field(raw.get("archive"), key, path),
+            key=key,
+            digest=digest,
+            platform=_opt_str(raw, "platform", key),
+            platform_digest=pdigest,
+            media_type=media_type,
+            resolved_at=resolved_at,
+            created=_opt_str(raw, "created", key),
+            facts=facts,
+            archive=_archive_field(raw.get("archive"), key, path),
         )
     return out
 

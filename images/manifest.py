@@ -88,7 +88,7 @@ class Platform:
         return "/".join(p for p in (self.os, self.architecture, self.variant) if p)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Descriptor:
     media_type: str
     digest: str
@@ -132,7 +132,7 @@ class Index:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ImageConfig:
     """The parts of an image config blob relpipe records."""
 
@@ -187,7 +187,13 @@ def _descriptor(raw: Any, what: str) -> Descriptor:
     if not isinstance(ann, dict) or not all(isinstance(v, str) for v in ann.values()):
         raise ManifestError(f"{what}: annotations must map strings to strings")
     assert media_type is not None and digest is not None
-    return Descriptor(media_type, digest, size, platform, tuple(sorted(ann.items())))
+    return Descriptor(
+        media_type=media_type,
+        digest=digest,
+        size=size,
+        platform=platform,
+        annotations=tuple(sorted(ann.items())),
+    )
 
 
 def parse_manifest(data: bytes, media_type: str | None = None) -> Manifest | Index:
@@ -258,7 +264,9 @@ def parse_config(data: bytes) -> ImageConfig:
     env = cfg.get("Env") or []
     if not isinstance(env, list) or not all(isinstance(e, str) for e in env):
         raise ManifestError("image config: Env must be a list of strings")
-    return ImageConfig(created, platform, tuple(sorted(labels.items())), tuple(env))
+    return ImageConfig(
+        created=created, platform=platform, labels=tuple(sorted(labels.items())), env=tuple(env)
+    )
 
 
 def descriptor_json(desc: Descriptor) -> dict[str, Any]:

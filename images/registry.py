@@ -85,7 +85,7 @@ class NotFound(RegistryError):
 # -- records ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Resolved:
     """What `resolve` found for one reference (the header digest; `pin` re-hashes)."""
 
@@ -106,7 +106,7 @@ class Resolved:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Pinned:
     """A verified pin: every digest here is the sha256 of bytes fetched in this call."""
 
@@ -165,7 +165,9 @@ class RegistryClient(RegistryConnection):
         self._auth.forget(host)
         base = self._base(reference)
         ext = {CAP_EXT: MIB, KIND_EXT: "ping", REGISTRY_EXT: host}
-        resp = self._exchange(Request("GET", f"{base}/v2/", {}, None, ext))
+        resp = self._exchange(
+            Request(method="GET", url=f"{base}/v2/", headers={}, content=None, extensions=ext)
+        )
         if resp.status_code not in (200, 401):
             raise RegistryError(
                 f"{reference.registry}: GET /v2/ answered HTTP {resp.status_code}; "
@@ -238,7 +240,14 @@ class RegistryClient(RegistryConnection):
             assert isinstance(index, m.Index)
             desc = index.select(m.Platform.parse(platform or self.platform or DEFAULT_PLATFORM))
             plat, plat_digest = str(desc.platform), desc.digest
-        return Resolved(given, reference, digest, media_type, plat, plat_digest)
+        return Resolved(
+            ref=given,
+            reference=reference,
+            digest=digest,
+            media_type=media_type,
+            platform=plat,
+            platform_digest=plat_digest,
+        )
 
     def resolve_many(
         self, refs: Sequence[str | Reference], platform: str | None = None

@@ -23,7 +23,7 @@ RESULT_STATUSES = {"pass": 0, "fail": 1, "error": 2}
 MIB = 1 << 20
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Limits:
     """Resource and size caps of one container run (defaults fit the tiny engine model on CPU)."""
 
@@ -40,7 +40,7 @@ class Limits:
     archive_members: int = 200_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EngineRun:
     """One container run: what ran, how it ended, and the validated result (or why not)."""
 

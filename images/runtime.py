@@ -160,6 +160,7 @@ class Runtime:
     def ensure_image(self, ref: str | Reference) -> tuple[str, dict[str, str]]:
         """Pull `ref` by digest unless present; returns (digest reference, image labels)."""
         import docker.errors
+
         from relpipe.images.options import physical
 
         reference = pinned(ref)
@@ -328,16 +329,16 @@ class Runtime:
         elif exit_code != 0:
             error = f"exited with {exit_code}"
         return EngineRun(
-            image,
-            tuple(argv),
-            exit_code,
-            timed_out,
-            duration,
-            result,
-            error,
-            logs,
-            truncated,
-            str(out_dir),
+            image=image,
+            argv=tuple(argv),
+            exit_code=exit_code,
+            timed_out=timed_out,
+            duration_s=duration,
+            result=result,
+            error=error,
+            logs=logs,
+            logs_truncated=truncated,
+            out_dir=str(out_dir),
         )
 
     def _run_options(
@@ -489,7 +490,7 @@ class Runtime:
             raise ContainerError(
                 f"unknown engine command {command!r}; choose {', '.join(ENGINE_COMMANDS)}"
             )
-        engine_dir = Path(engine_dir)
+        engine_dir = Path(engine_dir).resolve()  # the folder itself, not a link to it (relpipe/)
         if not (engine_dir / "__main__.py").is_file():
             raise ContainerError(f"{engine_dir} is not the engine package folder (no __main__.py)")
         argv = [

@@ -42,7 +42,7 @@ class RegistryError(ImageError):
         self.exit_code = exit_code
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RetryPolicy:
     """Bounded exponential backoff with jitter; `base_s` is small in tests."""
 
@@ -74,7 +74,7 @@ class Timeouts:
         return cls(connect_s=min(5.0, float(value)), read_s=float(value), total_s=float(value))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Limits:
     manifest_bytes: int = 4 * MIB
     config_bytes: int = 8 * MIB
@@ -84,7 +84,7 @@ class Limits:
     max_pages: int = 10_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Response:
     """A complete response: headers with lower-case names, the body read under its cap."""
 
@@ -101,7 +101,7 @@ class Response:
         return self.body
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Request:
     """The light driver's request (the attributes `images.auth` reads on an httpx.Request)."""
 
@@ -116,7 +116,7 @@ class Request:
 
     @classmethod
     def make(cls, method: str, url: str, headers: dict[str, str], ext: dict[str, Any]) -> Request:
-        return cls(method, url, dict(headers), None, ext)
+        return cls(method=method, url=url, headers=dict(headers), content=None, extensions=ext)
 
 
 def origin(url: str) -> tuple[str, str, int]:
@@ -383,7 +383,7 @@ class Engine:
         connection = names.get("connection", "").lower()
         keep = version == "HTTP/1.1" and "close" not in connection
         if method == "HEAD" or status in _NO_BODY or status < 200:
-            return Response(status, names, b"", url), keep
+            return Response(status_code=status, headers=names, body=b"", url=url), keep
         coding = names.get("transfer-encoding", "").lower()
         length = names.get("content-length")
         if coding:
@@ -405,7 +405,7 @@ class Engine:
             while chunk := rfile.read1(_CHUNK):
                 data += chunk
                 self._capped(len(data), method, url, cap)
-        return Response(status, names, bytes(data), url), keep
+        return Response(status_code=status, headers=names, body=bytes(data), url=url), keep
 
     @staticmethod
     def _headers(rfile: Any) -> dict[str, str]:

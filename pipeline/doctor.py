@@ -131,7 +131,11 @@ def relpipe_verdict(case: Case) -> tuple[bool, str]:
     from relpipe.changelog.entry import ERROR
     from relpipe.validate.gate import hook
 
-    report = hook.check(case.base, case.head, hook.Rules(case.repo_url, case.pr, None))
+    report = hook.check(
+        case.base,
+        case.head,
+        hook.Rules(repo_url=case.repo_url, pr_number=case.pr, config_keys=None),
+    )
     errors = [f for f in report.findings if f.severity == ERROR]
     return not errors, errors[0].format(hook.DEFAULT_CHANGELOG) if errors else ""
 

@@ -116,7 +116,7 @@ def read_json(path: Path, what: str) -> JSON:
         ) from exc
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StageResult:
     """One stage's recorded output, addressed by the hash of its inputs."""
 
@@ -306,7 +306,9 @@ class StageRunner:
             return cached.output
         if self.offline and self.lost_reason and self.lost_output is not None:
             output = dict(self.lost_output(stage, inputs, self.lost_reason))
-            self.record.save(StageResult(stage, key, dict(inputs), output, 0.0))
+            self.record.save(
+                StageResult(stage=stage, key=key, inputs=dict(inputs), output=output, seconds=0.0)
+            )
             self.lost.append(label)
             self.record.event(stage=stage, key=key, what="lost", label=label)
             self._notify(label, "done", str(output.get("status", "")), 0.0)
@@ -321,7 +323,9 @@ class StageRunner:
         t0 = time.monotonic()
         output = dict(fn())
         seconds = time.monotonic() - t0
-        self.record.save(StageResult(stage, key, dict(inputs), output, seconds))
+        self.record.save(
+            StageResult(stage=stage, key=key, inputs=dict(inputs), output=output, seconds=seconds)
+        )
         self.ran.append(label)
         self.record.event(stage=stage, key=key, what="done", label=label)
         self._notify(label, "done", str(output.get("status", "")), seconds)

@@ -101,7 +101,7 @@ class Staged:
     base: Mapping[str, str | None]  # `repo_state` of the copy before any edit
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ReleaseResult:
     qualification: RunResult
     verdict: Verdict
@@ -344,7 +344,7 @@ def hook_result(ws: Workspace, scratch: Path, req: Request) -> ValidatorOutput:
     changelog = ws.changelog
     base = ws.root / changelog
     keys = [k for m in Workspace(scratch).masters() for k in master_keys(m)]
-    rules = perf_changelog.Rules(req.repo_url, req.pr_number, keys)
+    rules = perf_changelog.Rules(repo_url=req.repo_url, pr_number=req.pr_number, config_keys=keys)
     head = (scratch / changelog).read_bytes()
     report = perf_changelog.check(
         base.read_bytes() if base.exists() else b"", head, rules, str(changelog)
@@ -422,11 +422,11 @@ def release(
         # Always the checks of this staging (never a cached copy): they are what the verdict says.
         record.save(
             StageResult(
-                "release-checks",
-                stage_key("release-checks", inputs),
-                inputs,
-                staged.checks.to_json(),
-                0.0,
+                stage="release-checks",
+                key=stage_key("release-checks", inputs),
+                inputs=inputs,
+                output=staged.checks.to_json(),
+                seconds=0.0,
             )
         )
         verdict, reports = render_release(plan, outcome, staged.checks, inputs, record, req.strict)
@@ -443,7 +443,9 @@ def release(
         if not req.dry_run:
             write_staged(ws, staged)
             written = True
-    return ReleaseResult(q, verdict, record, reports, diff, written)
+    return ReleaseResult(
+        qualification=q, verdict=verdict, record=record, reports=reports, diff=diff, written=written
+    )
 
 
 JOURNAL = "release.journal"  # named per repository in this user's state folder (core.journal)
@@ -594,7 +596,9 @@ def render_release(
     verdict = evaluate(full, strict=strict)
     title = f"release {inputs['request']['config_key']} -> {plan.image.ref}"
     return verdict, render_all(
-        ReportData(plan.run_id, title, inputs, full, verdict), record.root, force=force
+        ReportData(run_id=plan.run_id, title=title, inputs=inputs, outcome=full, verdict=verdict),
+        record.root,
+        force=force,
     )
 
 

@@ -37,7 +37,7 @@ _COLORS: dict[str, str] = {PASS: "#1a7f37", WARN: "#9a6700", FAIL: "#cf222e", NA
 _ICONS: dict[str, str] = {PASS: "✅", WARN: "⚠️", FAIL: "❌", NA: "➖"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ReportData:
     run_id: str
     title: str

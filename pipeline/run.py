@@ -39,7 +39,7 @@ from relpipe.pipeline.verdict import Outcome, Verdict, evaluate
 from relpipe.pipeline.workspace import Workspace
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunResult:
     plan: Plan
     record: RunRecord
@@ -92,14 +92,36 @@ def execute(
         runner.lost_output = lost_output
         outputs = run_units(plan, runner, engine or Engine(owner=plan.run_id), shard, lost)
     if shard is not None:
-        return RunResult(plan, record, None, None, {}, tuple(runner.ran), tuple(runner.hits))
+        return RunResult(
+            plan=plan,
+            record=record,
+            verdict=None,
+            outcome=None,
+            reports={},
+            ran=tuple(runner.ran),
+            cached=tuple(runner.hits),
+        )
     outcome = assemble(plan, outputs)
     reread = offline and force_render  # `relpipe report`: the record's own history.json
     outcome = replace(outcome, history=_history(plan, record, outcome, reread=reread))
     verdict = evaluate(outcome, strict=strict)
-    data = ReportData(plan.run_id, plan.title, plan.to_json(), outcome, verdict)
+    data = ReportData(
+        run_id=plan.run_id,
+        title=plan.title,
+        inputs=plan.to_json(),
+        outcome=outcome,
+        verdict=verdict,
+    )
     reports = render_all(data, record.root, force=force_render)
-    return RunResult(plan, record, verdict, outcome, reports, tuple(runner.ran), tuple(runner.hits))
+    return RunResult(
+        plan=plan,
+        record=record,
+        verdict=verdict,
+        outcome=outcome,
+        reports=reports,
+        ran=tuple(runner.ran),
+        cached=tuple(runner.hits),
+    )
 
 
 def _history(plan: Plan, record: RunRecord, outcome: Outcome, *, reread: bool) -> HistoryOutput:

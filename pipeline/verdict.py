@@ -49,7 +49,7 @@ TITLES = {
 # release note reports when present only warn (`Facts.optional`).
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Check:
     id: str
     status: str
@@ -117,7 +117,7 @@ def _digest_ok(resolved: Resolved) -> bool:
 
 def check_digest(o: Outcome) -> Check:
     if o.image is None:
-        return Check("C1", FAIL, "the image was not resolved")
+        return Check(id="C1", status=FAIL, reason="the image was not resolved")
     rows = [("image", f"{o.image.ref} -> {o.image.digest}")]
     bad = [] if _digest_ok(o.image) else [o.image.ref]
     if o.baseline is not None:
@@ -126,40 +126,78 @@ def check_digest(o: Outcome) -> Check:
             bad.append(o.baseline.ref)
     if bad:
         return Check(
-            "C1", FAIL, f"digest not verified by re-hashing: {', '.join(bad)}", tuple(rows)
+            id="C1",
+            status=FAIL,
+            reason=f"digest not verified by re-hashing: {', '.join(bad)}",
+            evidence=tuple(rows),
         )
     rows.append(("verified", "manifest bytes re-hashed to the digest"))
-    return Check("C1", PASS, "digest verified by re-hashing the manifest", tuple(rows))
+    return Check(
+        id="C1",
+        status=PASS,
+        reason="digest verified by re-hashing the manifest",
+        evidence=tuple(rows),
+    )
 
 
 def check_facts(o: Outcome) -> Check:
     if o.probe is None or o.probe.status != "ok" or o.probe.facts is None:
         reason = (o.probe.reason if o.probe else "") or "the probe did not run"
-        return Check("C2", FAIL, f"probe failed: {reason}")
+        return Check(id="C2", status=FAIL, reason=f"probe failed: {reason}")
     facts = o.probe.facts
     rows = [(name, str(value)) for name, value in facts.required() + facts.optional()]
     missing = [name for name, value in facts.required() if not value]
     rows += [("probe error", e) for e in facts.errors[:10]]
     if missing:
-        return Check("C2", FAIL, f"facts missing: {', '.join(missing)}", tuple(rows))
+        return Check(
+            id="C2",
+            status=FAIL,
+            reason=f"facts missing: {', '.join(missing)}",
+            evidence=tuple(rows),
+        )
     absent = [name for name, value in facts.optional() if not value]
     if absent:
-        return Check("C2", WARN, f"optional facts missing: {', '.join(absent)}", tuple(rows))
-    return Check("C2", PASS, f"{facts.engine.name} {facts.engine.version}", tuple(rows))
+        return Check(
+            id="C2",
+            status=WARN,
+            reason=f"optional facts missing: {', '.join(absent)}",
+            evidence=tuple(rows),
+        )
+    return Check(
+        id="C2",
+        status=PASS,
+        reason=f"{facts.engine.name} {facts.engine.version}",
+        evidence=tuple(rows),
+    )
 
 
 def check_smoke(o: Outcome) -> Check:
     s = o.smoke
     if s is None:
-        return Check("C3", FAIL, "the smoke decode did not run")
+        return Check(id="C3", status=FAIL, reason="the smoke decode did not run")
     # Timings are in the report, not in the evidence: a verdict must not depend on machine load.
     rows = [("tokens", str(s.tokens)), ("max_logit_diff", str(s.max_logit_diff))]
     if s.status != "pass":
-        return Check("C3", FAIL, f"smoke decode failed: {s.reason or s.status}", tuple(rows))
+        return Check(
+            id="C3",
+            status=FAIL,
+            reason=f"smoke decode failed: {s.reason or s.status}",
+            evidence=tuple(rows),
+        )
     if not s.tokens:
         # A smoke test that decoded nothing cannot have failed, so it cannot pass either.
-        return Check("C3", FAIL, "smoke decode reported pass without decoding a token", tuple(rows))
-    return Check("C3", PASS, f"decoded {s.tokens} tokens, matches the reference", tuple(rows))
+        return Check(
+            id="C3",
+            status=FAIL,
+            reason="smoke decode reported pass without decoding a token",
+            evidence=tuple(rows),
+        )
+    return Check(
+        id="C3",
+        status=PASS,
+        reason=f"decoded {s.tokens} tokens, matches the reference",
+        evidence=tuple(rows),
+    )
 
 
 def eval_failures(ev: EvalOutput) -> list[str]:
@@ -179,7 +217,7 @@ def eval_failures(ev: EvalOutput) -> list[str]:
 
 def check_evals(o: Outcome) -> Check:
     if not o.evals:
-        return Check("C4", FAIL, "no eval suite ran")
+        return Check(id="C4", status=FAIL, reason="no eval suite ran")
     rows = []
     failures: list[str] = []
     for ev in o.evals:
@@ -188,8 +226,13 @@ def check_evals(o: Outcome) -> Check:
         failures += eval_failures(ev)
     if failures:
         more = f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""
-        return Check("C4", FAIL, failures[0] + more, tuple(rows))
-    return Check("C4", PASS, f"{len(o.evals)} eval result(s) at or above threshold", tuple(rows))
+        return Check(id="C4", status=FAIL, reason=failures[0] + more, evidence=tuple(rows))
+    return Check(
+        id="C4",
+        status=PASS,
+        reason=f"{len(o.evals)} eval result(s) at or above threshold",
+        evidence=tuple(rows),
+    )
 
 
 def _commit_label(commit: Commit) -> str:
@@ -200,9 +243,13 @@ def _commit_label(commit: Commit) -> str:
 def check_precision(o: Outcome) -> Check:
     p = o.precision
     if p is None or p.status == "n/a":
-        return Check("C5", NA, (p.reason if p else "") or "no baseline image to diff against")
+        return Check(
+            id="C5",
+            status=NA,
+            reason=(p.reason if p else "") or "no baseline image to diff against",
+        )
     if p.status != "ok" or p.report is None:
-        return Check("C5", FAIL, f"precision diff failed: {p.reason}")
+        return Check(id="C5", status=FAIL, reason=f"precision diff failed: {p.reason}")
     report = p.report
     relevant = [f for f in report.files if f.verdict == "relevant"]
     cosmetic = [f for f in report.files if f.verdict == "cosmetic"]
@@ -220,20 +267,25 @@ def check_precision(o: Outcome) -> Check:
     if relevant:
         cats = sorted({str(f.category) for f in relevant})
         return Check(
-            "C5",
-            WARN,
-            f"precision-relevant changes ({', '.join(cats)}) in {'; '.join(named[:3])}"
+            id="C5",
+            status=WARN,
+            reason=f"precision-relevant changes ({', '.join(cats)}) in {'; '.join(named[:3])}"
             + (f" (+{len(named) - 3} more)" if len(named) > 3 else ""),
-            tuple(rows),
+            evidence=tuple(rows),
         )
-    return Check("C5", PASS, "no precision-relevant change between baseline and image", tuple(rows))
+    return Check(
+        id="C5",
+        status=PASS,
+        reason="no precision-relevant change between baseline and image",
+        evidence=tuple(rows),
+    )
 
 
 def check_watch(o: Outcome) -> Check:
     report = o.precision.report if o.precision else None
     upstream = report.upstream if report else ()
     if not upstream:
-        return Check("C6", NA, "no upstream watch list configured")
+        return Check(id="C6", status=NA, reason="no upstream watch list configured")
     rows: list[tuple[str, str]] = []
     missing: list[str] = []
     present: list[str] = []
@@ -244,24 +296,37 @@ def check_watch(o: Outcome) -> Check:
             (missing if item.kind == "must-contain" else present).append(item.ref)
     if present:
         return Check(
-            "C6", FAIL, f"must-not-contain present in the image: {', '.join(present)}", tuple(rows)
+            id="C6",
+            status=FAIL,
+            reason=f"must-not-contain present in the image: {', '.join(present)}",
+            evidence=tuple(rows),
         )
     if missing:
         # The real-world case: an upstream fix not yet in the image is a risk to state, not a
         # blocker.
-        return Check("C6", WARN, f"risk: not yet in the image: {', '.join(missing)}", tuple(rows))
-    return Check("C6", PASS, f"{len(upstream)} watched upstream change(s) as required", tuple(rows))
+        return Check(
+            id="C6",
+            status=WARN,
+            reason=f"risk: not yet in the image: {', '.join(missing)}",
+            evidence=tuple(rows),
+        )
+    return Check(
+        id="C6",
+        status=PASS,
+        reason=f"{len(upstream)} watched upstream change(s) as required",
+        evidence=tuple(rows),
+    )
 
 
 def _validator_check(cid: str, out: ValidatorOutput | None, what: str) -> Check:
     if out is None:
-        return Check(cid, NA, f"{what} is checked by `relpipe release`")
+        return Check(id=cid, status=NA, reason=f"{what} is checked by `relpipe release`")
     rows = tuple((f"problem {i + 1}", p) for i, p in enumerate(out.problems[:20]))
     if out.status != "ok" or out.problems:
         first = out.problems[0] if out.problems else (out.reason or "validator failed")
-        return Check(cid, FAIL, f"{what}: {first}", rows)
+        return Check(id=cid, status=FAIL, reason=f"{what}: {first}", evidence=rows)
     rows += tuple((k, str(v)) for k, v in sorted((out.evidence or {}).items()))
-    return Check(cid, PASS, f"{what} passes", rows)
+    return Check(id=cid, status=PASS, reason=f"{what} passes", evidence=rows)
 
 
 def check_changelog(o: Outcome) -> Check:
@@ -275,16 +340,20 @@ def check_notes(o: Outcome) -> Check:
 def check_golden(o: Outcome) -> Check:
     g = o.golden
     if g is None or g.status == "n/a":
-        return Check("C9", NA, (g.reason if g else "") or "no golden acceptance-length files")
+        return Check(
+            id="C9",
+            status=NA,
+            reason=(g.reason if g else "") or "no golden acceptance-length files",
+        )
     return _validator_check("C9", g, "golden acceptance length")
 
 
 def check_scope(o: Outcome) -> Check:
     c = o.config
     if c is None:
-        return Check("C10", NA, "no config key given")
+        return Check(id="C10", status=NA, reason="no config key given")
     if c.status != "ok":
-        return Check("C10", FAIL, c.reason or f"config key {c.key}: {c.status}")
+        return Check(id="C10", status=FAIL, reason=c.reason or f"config key {c.key}: {c.status}")
     rows = [
         ("config key", c.key),
         ("master", c.master),
@@ -293,17 +362,27 @@ def check_scope(o: Outcome) -> Check:
     ]
     rows += [(p.name, f"batch {p.batch}") for p in c.points]
     if not c.points:
-        return Check("C10", FAIL, f"config key {c.key} expands to no benchmark point", tuple(rows))
+        return Check(
+            id="C10",
+            status=FAIL,
+            reason=f"config key {c.key} expands to no benchmark point",
+            evidence=tuple(rows),
+        )
     facts = o.probe.facts if o.probe else None
     engine = facts.engine.name if facts else None
     if c.framework and engine and not c.framework.startswith(engine):
         return Check(
-            "C10",
-            FAIL,
-            f"config key {c.key} runs {c.framework} but the image ships {engine}",
-            tuple(rows),
+            id="C10",
+            status=FAIL,
+            reason=f"config key {c.key} runs {c.framework} but the image ships {engine}",
+            evidence=tuple(rows),
         )
-    return Check("C10", PASS, f"{c.key}: {len(c.points)} point(s) planned", tuple(rows))
+    return Check(
+        id="C10",
+        status=PASS,
+        reason=f"{c.key}: {len(c.points)} point(s) planned",
+        evidence=tuple(rows),
+    )
 
 
 BAD = (regressions.REGRESSION, regressions.FAILED_KIND, regressions.BELOW)
@@ -312,26 +391,29 @@ BAD = (regressions.REGRESSION, regressions.FAILED_KIND, regressions.BELOW)
 def _history_check(cid: str, o: Outcome, kinds: tuple[str, ...], what: str) -> Check:
     h = o.history
     if h is None or h.status != "ok":
-        return Check(cid, NA, (h.reason if h else "") or "no results history")
+        return Check(id=cid, status=NA, reason=(h.reason if h else "") or "no results history")
     found = [f for f in h.findings if f.metric_kind in kinds]
     if not found:
         # No store path in the reason: a verdict reads the same from every runner and shard.
-        return Check(cid, NA, f"no {what} results in the history")
+        return Check(id=cid, status=NA, reason=f"no {what} results in the history")
     if all(f.kind == regressions.NO_BASELINE for f in found):
-        return Check(cid, NA, f"no earlier image in the history to compare {what} with")
+        return Check(
+            id=cid, status=NA, reason=f"no earlier image in the history to compare {what} with"
+        )
     rows = tuple((f"{f.point} {f.metric}", _finding_text(f)) for f in found)
     bad = [f for f in found if f.kind in BAD]
     if bad:
         first = bad[0]
         where = f"{first.point} {first.metric}: {first.kind}"
         reason = f"{len(bad)} of {len(found)} {what} point(s) regressed or failed ({where})"
-        return Check(cid, FAIL, reason, rows)
+        return Check(id=cid, status=FAIL, reason=reason, evidence=rows)
     better = sum(f.kind == regressions.IMPROVEMENT for f in found)
     return Check(
-        cid,
-        PASS,
-        f"{len(found)} {what} point(s): none outside the noise band as a loss, {better} improved",
-        rows,
+        id=cid,
+        status=PASS,
+        reason=f"{len(found)} {what} point(s): none outside the noise band as a loss, "
+        f"{better} improved",
+        evidence=rows,
     )
 
 

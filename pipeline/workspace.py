@@ -44,7 +44,7 @@ class Point:
         return cls(str(data["name"]), int(data["concurrency"]), int(data["batch"]))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ConfigKey:
     key: str
     master: str  # path relative to the repository
@@ -128,12 +128,12 @@ class Workspace:
         if not isinstance(image, str) or not image:
             raise PipelineError(f"{master.name}: config key {key} has no image")
         return ConfigKey(
-            key,
-            str(master.relative_to(self.root)),
-            image,
-            _opt_str(cfg.get("framework")),
-            _opt_str(cfg.get("model-prefix")),
-            expand_points(key, cfg, max_batch),
+            key=key,
+            master=str(master.relative_to(self.root)),
+            image=image,
+            framework=_opt_str(cfg.get("framework")),
+            model_prefix=_opt_str(cfg.get("model-prefix")),
+            points=expand_points(key, cfg, max_batch),
         )
 
     def thresholds(self) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import corpus
 import github_api
 import pr_support
 import pytest
+
 from relpipe.images import services as svc
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from relpipe.core.files import file_lock
 from relpipe.images import services as svc
 

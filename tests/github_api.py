@@ -35,6 +35,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 from corpus import unavailable
+
 from relpipe.core.files import file_lock
 
 PRISM = "@stoplight/prism-cli@5.14.2"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from corpus import unavailable
+
 from relpipe.images import services as svc
 
 PG_ENV = "RELPIPE_HISTORY_PG"

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import github_api
 import pytest
+from support import git
+
 from relpipe.changelog.append import append
 from relpipe.changelog.configs.pin import edit_image
 from relpipe.changelog.entry import Entry
@@ -20,7 +22,6 @@ from relpipe.changelog.notes import ReleaseFacts, render_title
 from relpipe.changelog.notes import render as render_notes
 from relpipe.pipeline.cli import main as relpipe
 from relpipe.pipeline.workspace import Workspace
-from support import git
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "benchmark-repo"

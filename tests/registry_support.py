@@ -88,8 +88,8 @@ def push_image(
     mt = OCI_MANIFEST if oci else DOCKER_MANIFEST
     data = render_manifest(
         mt,
-        Descriptor(OCI_CONFIG if oci else DOCKER_CONFIG, cfg_d, len(config)),
-        [Descriptor(OCI_LAYER if oci else LAYER_GZIP, layer_d, len(layer))],
+        Descriptor(media_type=OCI_CONFIG if oci else DOCKER_CONFIG, digest=cfg_d, size=len(config)),
+        [Descriptor(media_type=OCI_LAYER if oci else LAYER_GZIP, digest=layer_d, size=len(layer))],
     )
     digest = client.put_manifest(repo, tag or sha256_digest(data), data, mt)
     return Pushed(digest, data, mt, cfg_d)
@@ -113,7 +113,11 @@ def push_index(
         img = push_image(
             client, repo, None, oci=oci, os_=plat.os, arch=plat.architecture, seed=seed
         )
-        entries.append(Descriptor(img.media_type, img.digest, len(img.data), plat))
+        entries.append(
+            Descriptor(
+                media_type=img.media_type, digest=img.digest, size=len(img.data), platform=plat
+            )
+        )
         children.append((plat_text, img.digest))
     if attestation:
         att = push_image(
@@ -123,11 +127,11 @@ def push_index(
         entries.insert(
             0,
             Descriptor(
-                att.media_type,
-                att.digest,
-                len(att.data),
-                Platform("unknown", "unknown"),
-                (("vnd.docker.reference.type", "attestation-manifest"),),
+                media_type=att.media_type,
+                digest=att.digest,
+                size=len(att.data),
+                platform=Platform("unknown", "unknown"),
+                annotations=(("vnd.docker.reference.type", "attestation-manifest"),),
             ),
         )
     mt = OCI_INDEX if oci else DOCKER_LIST

@@ -235,7 +235,7 @@ class _Key:
         )
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Sources:
     """The files a key's settings live in: recipes (with the master line naming each), the
     single-node launch script, the master block itself; and what was named but not read."""
@@ -261,10 +261,10 @@ def _check_key(
     lines = master.read_text(encoding="utf-8").split("\n")
     start, end = _key_block(lines, key)
     block = _Text(
-        master.relative_to(bench.root).as_posix(),
-        tuple(lines[start - 1 : end]),
-        tuple(_uncomment(line, "")[0] for line in lines[start - 1 : end]),
-        start,
+        path=master.relative_to(bench.root).as_posix(),
+        raw=tuple(lines[start - 1 : end]),
+        code=tuple(_uncomment(line, "")[0] for line in lines[start - 1 : end]),
+        first=start,
     )
     this = _Key(
         key=key,

@@ -63,7 +63,7 @@ _PREFIX = re.compile(
 _TOP_KEY = re.compile(r"^[^\s#-][^:]*:")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GoldenFile:
     name: str  # file stem, e.g. minimaxm3_eagle3_gqa
     model: str  # the model key inside, e.g. minimax-m3
@@ -73,7 +73,7 @@ class GoldenFile:
     requires: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Setting:
     path: str
     line: int
@@ -88,7 +88,7 @@ class Setting:
     context: str  # lower-cased context text, for method words
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Result:
     setting: Setting
     ok: bool
@@ -138,7 +138,11 @@ def load_golden(golden_dir: str | Path) -> tuple[GoldenFile, ...]:
                         "length to a number"
                     )
                 values[(mode, draft)] = Decimal(str(al))
-        out.append(GoldenFile(path.stem, str(model), values, _requirements(path)))
+        out.append(
+            GoldenFile(
+                name=path.stem, model=str(model), values=values, requires=_requirements(path)
+            )
+        )
     return tuple(out)
 
 
@@ -223,17 +227,17 @@ def find_settings(path: str, text: str) -> list[Setting]:
                 context = "\n".join(lines[block[0] : block[1] + 1]).lower()
                 out.append(
                     Setting(
-                        path,
-                        number + 1,
-                        engine,
-                        raw,
-                        raw + offset,
-                        int(_group(draft[1])) if draft else None,
-                        thinking,
-                        assumed,
-                        _group(prefix[1]) if prefix else stem,
-                        hint[1].group(1) if hint else None,
-                        context,
+                        path=path,
+                        line=number + 1,
+                        engine=engine,
+                        raw=raw,
+                        al=raw + offset,
+                        draft=int(_group(draft[1])) if draft else None,
+                        thinking=thinking,
+                        thinking_assumed=assumed,
+                        prefix=_group(prefix[1]) if prefix else stem,
+                        golden_hint=hint[1].group(1) if hint else None,
+                        context=context,
                     )
                 )
     return out
@@ -282,20 +286,20 @@ def _judge(s: Setting, golden: tuple[GoldenFile, ...]) -> Result:
     what = f"{s.engine} acceptance setting {s.raw}" + (f" (AL {s.al})" if s.al != s.raw else "")
     if s.draft is None:
         return Result(
-            s,
-            False,
-            "golden-no-draft",
-            f"{what}: no draft length (num_speculative_tokens, "
+            setting=s,
+            ok=False,
+            code="golden-no-draft",
+            message=f"{what}: no draft length (num_speculative_tokens, "
             "--num-speculative-tokens, ...) found near it; cannot check",
         )
     candidates = _candidates(s, golden)
     if not candidates:
         named = s.golden_hint or s.prefix or "unknown model"
         return Result(
-            s,
-            False,
-            "golden-no-model",
-            f"{what}: no golden file for {named}; name it "
+            setting=s,
+            ok=False,
+            code="golden-no-model",
+            message=f"{what}: no golden file for {named}; name it "
             "(golden_al_distribution/<file>.yaml) or set model-prefix",
         )
     mode = s.thinking + (" (assumed: the context does not say)" if s.thinking_assumed else "")
@@ -303,19 +307,19 @@ def _judge(s: Setting, golden: tuple[GoldenFile, ...]) -> Result:
     known = [(g, v) for g, v in goldens if v is not None]
     if not known:
         return Result(
-            s,
-            False,
-            "golden-no-value",
-            f"{what}: golden {', '.join(g.name for g in candidates)} "
+            setting=s,
+            ok=False,
+            code="golden-no-value",
+            message=f"{what}: golden {', '.join(g.name for g in candidates)} "
             f"has no {s.thinking} value for {s.draft} draft tokens",
         )
     for g, value in known:
         if value == s.al:
             return Result(
-                s,
-                True,
-                "golden-ok",
-                f"{what} matches golden {value} ({g.name} {g.model} "
+                setting=s,
+                ok=True,
+                code="golden-ok",
+                message=f"{what} matches golden {value} ({g.name} {g.model} "
                 f"{mode}, {s.draft} draft tokens)",
             )
     expected = "; ".join(f"{v} in {g.name} ({g.model})" for g, v in known)
@@ -330,10 +334,11 @@ def _judge(s: Setting, golden: tuple[GoldenFile, ...]) -> Result:
             "(golden_al_distribution/<file>.yaml) near the setting"
         )
     return Result(
-        s,
-        False,
-        "golden-mismatch",
-        f"{what} does not match the golden AL {expected} for {mode}, {s.draft} draft tokens{fix}",
+        setting=s,
+        ok=False,
+        code="golden-mismatch",
+        message=f"{what} does not match the golden AL {expected} for {mode}, "
+        f"{s.draft} draft tokens{fix}",
     )
 
 

@@ -114,7 +114,7 @@ class KeySetting:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Text:
     """A scanned file: raw lines (comments kept, for golden-file hints) and code lines."""
 
@@ -160,7 +160,7 @@ def _scan(path: str, text: str) -> _Text:
     for line in raw:
         kept, quote = _uncomment(line, quote)
         code.append(kept)
-    return _Text(path, raw, tuple(code))
+    return _Text(path=path, raw=raw, code=tuple(code))
 
 
 def _values(token: str, text: _Text, at: int, depth: int = 0) -> list[tuple[int, str]]:

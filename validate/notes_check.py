@@ -176,7 +176,7 @@ def _tag(ref: str) -> str:
 # ---------------------------------------------------------------- facts universe
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Universe:
     images: frozenset[str]
     tags: frozenset[str]

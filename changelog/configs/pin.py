@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from relpipe.changelog.configs.load import MAX_MASTER_BYTES
 from relpipe.changelog.errors import ChangelogError
 from relpipe.core.files import read_capped, write_atomic
@@ -32,7 +33,7 @@ class ConfigPinError(ChangelogError):
     exit_code = 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PinResult:
     path: str
     key: str
@@ -81,7 +82,9 @@ def edit_image(
     start, end = node.start_mark.index, node.end_mark.index
     line = node.start_mark.line + 1
     if old == new_image:
-        return text, PinResult(path, key, old, new_image, line, False)
+        return text, PinResult(
+            path=path, key=key, old_image=old, new_image=new_image, line=line, changed=False
+        )
     if node.style in ("'", '"'):
         replacement = f"{node.style}{new_image}{node.style}"  # keep the author's quoting
     elif not node.style and "\n" not in text[start:end]:  # plain (libyaml says "", PyYAML None)
@@ -90,7 +93,9 @@ def edit_image(
         raise ConfigPinError(f"{path}: image of {key!r} is a block scalar; edit it by hand")
     new_text = text[:start] + replacement + text[end:]
     _verify(before, new_text, key, new_image, path)
-    return new_text, PinResult(path, key, old, new_image, line, True)
+    return new_text, PinResult(
+        path=path, key=key, old_image=old, new_image=new_image, line=line, changed=True
+    )
 
 
 def _verify(before: Any, new_text: str, key: str, new_image: str, path: str) -> None:

@@ -305,7 +305,7 @@ def _arm_label(arm: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Arm:
     """All points of one arm identity (several YAML items may share it, e.g. split by env)."""
 
@@ -367,7 +367,8 @@ def _expand_key(name: str, cfg: Mapping[str, Any]) -> _Key:
                 points.setdefault((scen, label), {}).update({c: env for c in concs})
                 versions.setdefault((scen, label), {}).update(_versions(arm))
     arms = tuple(
-        _Arm(scen, label, pts, versions[(scen, label)]) for (scen, label), pts in points.items()
+        _Arm(scenario=scen, label=label, env=pts, versions=versions[(scen, label)])
+        for (scen, label), pts in points.items()
     )
     return _Key(flat, arms)
 

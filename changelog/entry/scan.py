@@ -33,7 +33,7 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_LINE_BYTES = 8192
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Block:
     """One entry as it sits in a file: byte span, line span, text; fields and Entry on demand.
 
@@ -94,7 +94,7 @@ class Block:
         return read_value(self.text[start : self.text.index("\n", start)])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Changelog:
     """A parsed changelog (or suffix of one): its entries and every finding, in line order."""
 
@@ -429,13 +429,13 @@ class _Scan:
         lines_in = body.count("\n")
         end_byte = self.offset + (end - pos if self.ascii_only else self.nbytes(pos, end))
         block = Block(
-            self.offset,
-            end_byte,
-            self.line,
-            self.line + lines_in - 1,
-            body,
-            matched and proven is None,
-            proven,
+            start=self.offset,
+            end=end_byte,
+            line=self.line,
+            end_line=self.line + lines_in - 1,
+            text=body,
+            canonical=matched and proven is None,
+            style=proven,
         )
         self.blocks.append(block)
         if body in self.seen:
@@ -498,7 +498,12 @@ class _Scan:
                 old = blocks[index]
                 if old.canonical:
                     blocks[index] = Block(
-                        old.start, old.end, old.line, old.end_line, old.text, False
+                        start=old.start,
+                        end=old.end,
+                        line=old.line,
+                        end_line=old.end_line,
+                        text=old.text,
+                        canonical=False,
                     )
                     self.found.extend(blocks[index].findings)
 
@@ -541,7 +546,7 @@ def scan(
     long_line = _long_line(data, first_line) if text is not None else None
     if text is None or long_line is not None:
         found += [long_line] if long_line is not None else []
-        return Changelog(path, (), tuple(found), line_count)
+        return Changelog(path=path, blocks=(), findings=tuple(found), line_count=line_count)
     state = _Scan(text, found, first_line, offset)
     pos = 0 if text[:1] not in ("", " ", "\n", "#") else state.next_start(0)
     found.extend(_lead_findings(text, pos, first_line, leading_blank))
@@ -550,7 +555,9 @@ def scan(
     state.run(pos, style)
     state.recheck_plain_keys(offset)
     found.sort(key=_LINE)
-    return Changelog(path, tuple(state.blocks), tuple(found), line_count)
+    return Changelog(
+        path=path, blocks=tuple(state.blocks), findings=tuple(found), line_count=line_count
+    )
 
 
 _LINE = operator.attrgetter("line")  # a sort key in C: a large file has a finding a line
@@ -634,10 +641,13 @@ def parse_appended(base: bytes, head: bytes, path: str = "perf-changelog.yaml") 
         # Only what says the history does not end in a complete entry matters here.
         found.extend(f for f in tail.findings if f.code in ("yaml", "structure", "final-newline"))
     if not suffix:
-        return Changelog(path, (), tuple(found), first - 1)
+        return Changelog(path=path, blocks=(), findings=tuple(found), line_count=first - 1)
     changelog = scan(suffix, path, first_line=first, offset=len(base), leading_blank=bool(base))
     return Changelog(
-        path, changelog.blocks, tuple(found) + changelog.findings, changelog.line_count
+        path=path,
+        blocks=changelog.blocks,
+        findings=tuple(found) + changelog.findings,
+        line_count=changelog.line_count,
     )
 
 

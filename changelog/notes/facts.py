@@ -113,7 +113,7 @@ class Engine:
     commit: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Image:
     ref: str
     digest: str | None = None
@@ -122,7 +122,7 @@ class Image:
     packages: tuple[tuple[str, str], ...] = ()  # (name, version), sorted by name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Commit:
     sha: str
     subject: str
@@ -156,7 +156,7 @@ class Check:
     status: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EvalScore:
     suite: str
     score: float
@@ -194,7 +194,7 @@ class PointChange:
     verdict: str  # HISTORY_VERDICTS
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Risk:
     """`missing-fix`: upstream PR `repo#pr` is not in the image. `note`: free text in both
     languages.
@@ -207,7 +207,7 @@ class Risk:
     text_zh: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ReleaseFacts:
     config_keys: tuple[str, ...]
     new_image: Image
@@ -405,10 +405,10 @@ def _image_json(image: Image) -> dict[str, Any]:
 def _commit(data: object, where: str) -> Commit:
     o = _Obj(data, where, ("sha", "subject", "pr", "repo"))
     return Commit(
-        o.text("sha", COMMIT),
-        o.text("subject"),
-        o.integer("pr", optional=True),
-        o.text("repo", IDENT, optional=True),
+        sha=o.text("sha", COMMIT),
+        subject=o.text("subject"),
+        pr=o.integer("pr", optional=True),
+        repo=o.text("repo", IDENT, optional=True),
     )
 
 
@@ -442,10 +442,10 @@ def _validation(data: object) -> Validation:
         e = _Obj(item, f"release.validation.evals[{i}]", ("suite", "score", "threshold", "samples"))
         evals.append(
             EvalScore(
-                e.text("suite", IDENT),
-                e.number("score"),
-                e.number("threshold", optional=True),
-                e.integer("samples", optional=True),
+                suite=e.text("suite", IDENT),
+                score=e.number("score"),
+                threshold=e.number("threshold", optional=True),
+                samples=e.integer("samples", optional=True),
             )
         )
     return Validation(tuple(checks), tuple(evals))
@@ -472,11 +472,11 @@ def _point_change(data: object, where: str) -> PointChange:
 def _risk(data: object, where: str) -> Risk:
     o = _Obj(data, where, ("kind", "pr", "repo", "text", "text_zh"))
     risk = Risk(
-        o.text("kind"),
-        o.integer("pr", optional=True),
-        o.text("repo", IDENT, optional=True),
-        o.text("text", optional=True),
-        o.text("text_zh", optional=True),
+        kind=o.text("kind"),
+        pr=o.integer("pr", optional=True),
+        repo=o.text("repo", IDENT, optional=True),
+        text=o.text("text", optional=True),
+        text_zh=o.text("text_zh", optional=True),
     )
     if risk.kind not in RISK_KINDS:
         raise ChangelogError(f"{where}.kind must be one of {RISK_KINDS}; fix release.json")

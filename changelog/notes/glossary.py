@@ -11,12 +11,13 @@ from importlib import resources
 from typing import Any
 
 import yaml
+
 from relpipe.changelog.errors import ChangelogError
 
 LANGS = ("en", "zh")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Catalog:
     glossary: tuple[tuple[str, str], ...]  # (English term, Chinese term)
     verbatim: tuple[str, ...]
@@ -77,9 +78,9 @@ def catalog() -> Catalog:
     if not isinstance(verbatim, list) or not all(isinstance(v, str) for v in verbatim):
         raise ChangelogError("notes catalog: verbatim must be a list of strings; reinstall relpipe")
     return Catalog(
-        _pairs(data.get("glossary"), "glossary"),
-        tuple(verbatim),
-        _pairs(data.get("names"), "names"),
-        _bilingual(data.get("checks"), "checks"),
-        _bilingual(data.get("phrases"), "phrases"),
+        glossary=_pairs(data.get("glossary"), "glossary"),
+        verbatim=tuple(verbatim),
+        names=_pairs(data.get("names"), "names"),
+        checks=_bilingual(data.get("checks"), "checks"),
+        phrases=_bilingual(data.get("phrases"), "phrases"),
     )

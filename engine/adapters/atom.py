@@ -29,6 +29,7 @@ from relpipe.engine.options import OPS_MODES
 
 if TYPE_CHECKING:
     import torch
+
     from relpipe.engine.decode import Ops
 
 ENTRYPOINT = "atom.entrypoints.openai_server"

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import torch
+
 from relpipe.engine.decode import Ops, Progress, greedy, make_decoder
 from relpipe.engine.model import Weights
 

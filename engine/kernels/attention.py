@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+
 from relpipe.engine.kernels.launch import INTERPRETER, Launch, block, next_pow2
 from relpipe.engine.kvcache import KVCache
 

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import source_root
+
 from relpipe.changelog.append import append
 from relpipe.changelog.entry import Entry, parse, render
 from relpipe.changelog.errors import ChangelogError
-from support import source_root
 
 LINK = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
 

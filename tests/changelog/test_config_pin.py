@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from relpipe.changelog.configs.pin import ConfigPinError, edit_image, pin_image
 from relpipe.changelog.errors import ChangelogError
 

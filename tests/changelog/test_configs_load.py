@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from relpipe.changelog.configs.load import (
     load_master,
     load_masters,

@@ -9,6 +9,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from relpipe.changelog import entry as E
 from relpipe.changelog.entry import (
     Entry,

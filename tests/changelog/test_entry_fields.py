@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from relpipe.changelog.entry import Entry, grammar, read, render, scan
 from relpipe.changelog.entry.fields import CHOICES, COUNT, FLAG, KEYS, TEXTS, URL, Field
 from relpipe.changelog.entry.model import BY_KEY, FIELDS

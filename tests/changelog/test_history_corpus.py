@@ -13,6 +13,7 @@ from pathlib import Path
 
 import corpus
 import pytest
+
 from relpipe.changelog.history import inferencex, ingest, regressions
 from relpipe.changelog.history.records import AMBIGUOUS, FAILED, OK, PERF, measurement
 

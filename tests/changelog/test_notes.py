@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import git
+
 from relpipe.changelog import entry as entries
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.notes import (
@@ -27,7 +29,6 @@ from relpipe.core.sanitize import markdown as escape
 from relpipe.core.sanitize import markdown_code as code
 from relpipe.pipeline import cli
 from relpipe.validate import notes_check
-from support import git
 
 EXAMPLE = Path(str(resources.files("relpipe.changelog.notes").joinpath("example.json")))
 PINNED = "rocm/atom-dev:nightly_202610070333"

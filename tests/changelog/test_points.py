@@ -17,6 +17,7 @@ from typing import Any
 import corpus
 import pytest
 import yaml
+
 from relpipe.changelog.configs import points, semdiff
 from relpipe.changelog.configs.load import load_masters
 from relpipe.changelog.errors import ChangelogError

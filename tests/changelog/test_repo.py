@@ -8,13 +8,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support import git
+
 from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.configs.pin import edit_image
 from relpipe.changelog.errors import ChangelogError
 from relpipe.pipeline.cli import main as cli
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.workspace import Workspace
-from support import git
 
 KEY_10 = "minimaxm3-fp4-mi355x-atom-agentic-mtp"
 RECIPE_10 = (

@@ -12,6 +12,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from relpipe.changelog.configs import semdiff
 from relpipe.changelog.configs.semdiff import (
     ConcurrencyChange,

@@ -21,8 +21,8 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from relpipe.core import sanitize
 
+from relpipe.core import sanitize
 from tests.support import commit_files, git
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -25,11 +25,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from registry_support import Fault, FaultProxy, push_image, unique_repo
+
 from relpipe.core import jsonload
 from relpipe.images.errors import ImageError
 from relpipe.images.manifest import DOCKER_MANIFEST
 from relpipe.images.registry import RegistryClient, RetryPolicy
-
 from tests.support import git
 
 DEEP = b"[" * 100_000 + b"]" * 100_000

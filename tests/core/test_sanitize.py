@@ -9,6 +9,7 @@ line in text pasted into a pull request. The Markdown is rendered by a real Comm
 from __future__ import annotations
 
 import pytest
+
 from relpipe.core import sanitize
 
 CLEAR = "\x1b[2J\x1b[H"

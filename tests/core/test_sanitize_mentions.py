@@ -15,6 +15,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
+
 from relpipe.core import sanitize
 
 PIECES = st.sampled_from(

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support import source_root
+
 from relpipe.engine.adapters import atom, server, sglang, trtllm, vllm
 from relpipe.engine.adapters.server import acceptance_length, accepted_drafts, launch, parse_spec
 from relpipe.engine.errors import EngineError
-from support import source_root
 
 SCRIPTS = Path("benchmarks/single_node/agentic")
 

@@ -12,6 +12,7 @@ import ast
 from pathlib import Path
 
 import pytest
+
 from relpipe.engine.adapters.atom import ATOM_OPS, OpBinding
 
 

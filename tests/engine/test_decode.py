@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from relpipe.engine import model
 from relpipe.engine.adapters.atom import OpBindingError, load_ops
 from relpipe.engine.decode import OpError, Ops, greedy, make_decoder

@@ -20,10 +20,11 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import source_root
+
 from relpipe.engine.errors import EngineError
 from relpipe.engine.evals import gsm8k, thresholds
 from relpipe.engine.evals.stats import Accuracy
-from support import source_root
 
 P = gsm8k.Problem(question="q", answer="Some steps.\n#### 1,234")
 

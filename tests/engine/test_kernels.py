@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from relpipe.engine.decode import rms_norm_ref, rope_ref, silu_and_mul_ref
 from relpipe.engine.kernels.attention import decode_attention
 from relpipe.engine.kernels.launch import GPU, INTERPRETER, Launch, block, next_pow2

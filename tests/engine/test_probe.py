@@ -7,8 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
-from relpipe.engine import probe
 from support import git
+
+from relpipe.engine import probe
 
 
 def _repo(path: Path, commits: int = 2) -> str:

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 from corpus import scm_python
-from relpipe.engine import packaging
 from support import git
+
+from relpipe.engine import packaging
 
 
 def _repo(path: Path, tag: str) -> str:

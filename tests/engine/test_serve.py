@@ -11,9 +11,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from support import source_root
+
 from relpipe.engine.adapters import server as srv
 from relpipe.engine.serve import Streamer
-from support import source_root
 
 
 def _post(url: str, body: object, raw: bytes | None = None) -> tuple[int, bytes]:

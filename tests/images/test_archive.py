@@ -16,6 +16,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+
 from relpipe.images.errors import ContainerError
 from relpipe.images.extract import extract_archive
 

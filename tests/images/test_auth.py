@@ -21,6 +21,7 @@ from registry_support import (
     stop_registry,
     unique_repo,
 )
+
 from relpipe.images.registry import (
     Credentials,
     RegistryClient,

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 from registry_support import Fault, FaultProxy, StorageServer, push_image, unique_repo
+
 from relpipe.images.registry import RegistryClient, RegistryError, RetryPolicy
 
 pytestmark = pytest.mark.services

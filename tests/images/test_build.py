@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from relpipe.images import fixture_repo as fx
 from relpipe.images.build import BuildError, FixtureBuilder, build_fixtures, build_repo, nightly_tag
 from relpipe.images.manifest import sha256_digest

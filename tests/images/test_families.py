@@ -17,6 +17,7 @@ import pytest
 from corpus import image_tags
 from packaging.version import Version
 from registry_support import FaultProxy, push_image, unique_repo
+
 from relpipe.images.evidence import choose_newest, load_cache
 from relpipe.images.manifest import DOCKER_MANIFEST
 from relpipe.images.nightly import PatternError, family, matching, newest

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from registry_support import Fault, FaultProxy, push_image, push_index, unique_repo
+
 from relpipe.images.errors import ImageError
 from relpipe.images.lock import load, update
 from relpipe.images.manifest import OCI_INDEX, OCI_MANIFEST

@@ -6,6 +6,7 @@ import multiprocessing
 from pathlib import Path
 
 import pytest
+
 from relpipe.images.lock import LockError, load, lookup, merge_facts, parse_lock, render, update
 from relpipe.images.reference import parse
 from relpipe.images.registry import Pinned

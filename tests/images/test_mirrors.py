@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from registry_support import FaultProxy, push_image, unique_repo
+
 from relpipe.images.lock import load
 from relpipe.images.options import (
     MIRRORS_ENV,

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from registry_support import FaultProxy, push_image, unique_repo
+
 from relpipe.images.manifest import DOCKER_MANIFEST
 from relpipe.images.nightly import PatternError, compile_pattern, matching, newest
 from relpipe.images.registry import RegistryClient

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 from registry_support import push_index
+
 from relpipe.images import archive, lock, services
 from relpipe.images.manifest import parse_manifest
 from relpipe.images.options import MIRRORS_ENV

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import corpus
 import pytest
+
 from relpipe.images import real_engine
 from relpipe.images.real_engine import EngineRepoError
 

@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+
 from relpipe.images.connection import _MAX_REDIRECTS
 from relpipe.images.registry import RegistryClient, RetryPolicy, Timeouts
 from relpipe.images.transport import RegistryError

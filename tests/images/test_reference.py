@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+
 from relpipe.images.reference import InvalidReference, Reference, is_loopback, parse
 
 D = "sha256:" + "ab" * 32

@@ -7,6 +7,7 @@ import json
 import httpx
 import pytest
 from registry_support import FaultProxy, push_image, push_index, skopeo_digest, unique_repo
+
 from relpipe.images.manifest import (
     DOCKER_LIST,
     DOCKER_MANIFEST,

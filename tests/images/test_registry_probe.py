@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from relpipe.images.build import build_fixtures
 from relpipe.images.lock import load
 from relpipe.pipeline.cli import main as cli

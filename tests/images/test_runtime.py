@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from relpipe.images.build import FixtureImage, build_fixtures
 from relpipe.images.errors import ContainerError, ImageError
 from relpipe.images.results import OUT_DIR, EngineRun, Limits, parse_result

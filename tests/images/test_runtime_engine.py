@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+
 from relpipe.images.build import FixtureImage, build_fixtures
 from relpipe.images.runtime import EngineRun, Runtime
 

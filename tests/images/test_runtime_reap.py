@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import source_root
+
 from relpipe.images.build import FixtureImage, build_fixtures
 from relpipe.images.errors import ContainerError
 from relpipe.images.ownership import (
@@ -26,7 +28,6 @@ from relpipe.images.ownership import (
     process_start,
 )
 from relpipe.images.runtime import Runtime
-from support import source_root
 
 pytestmark = pytest.mark.services
 ROOT = Path(__file__).resolve().parents[2]

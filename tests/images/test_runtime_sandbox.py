@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import source_root
+
 from relpipe.images.build import FixtureImage, build_fixtures
 from relpipe.images.errors import ContainerError
 from relpipe.images.ownership import OWNER_LABEL, PID_LABEL
 from relpipe.images.results import OUT_DIR, Limits
 from relpipe.images.runtime import ALLOW_ROOT_ENV, NEEDS_ROOT_LABEL, UNPRIVILEGED, Runtime
-from support import source_root
 
 pytestmark = pytest.mark.services
 ROOT = Path(__file__).resolve().parents[2]

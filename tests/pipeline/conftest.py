@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from relpipe.pipeline.outputs import (
     ConfigScope,
     EvalOutput,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from relpipe.pipeline.bisect import Journal, between, commits_of, search
 from relpipe.pipeline.errors import PipelineError
 

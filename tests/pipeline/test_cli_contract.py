@@ -20,6 +20,8 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from support import git
+
 from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.outputs import (
     ConfigScope,
@@ -32,7 +34,6 @@ from relpipe.pipeline.outputs import (
 from relpipe.pipeline.plan import Options, Plan, open_record
 from relpipe.pipeline.record import relpipe_version
 from relpipe.pipeline.run import execute
-from support import git
 
 # Blocks the modules named in RELPIPE_TEST_MISSING (as if not installed) and makes importing those
 # in RELPIPE_TEST_RAISE fail with a RuntimeError (an unexpected bug).
@@ -283,6 +284,7 @@ def test_json_prints_exactly_one_document(run, engine_repo, tmp_path: Path) -> N
 
 def test_json_resolve_prints_one_document(run, registry: str) -> None:  # noqa: ANN001
     from registry_support import push_image, unique_repo
+
     from relpipe.images.registry import RegistryClient
 
     repo = unique_repo(registry, "cli-json")

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from relpipe.images import build
 from relpipe.images import fixture_repo as fx
 from relpipe.pipeline.commands import diff as diff_cmd

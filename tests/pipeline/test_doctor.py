@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from relpipe.pipeline.cli import main as cli
 
 VALIDATOR = "inferencex-e2e/infx/workflows/validate_perf_changelog.py"

@@ -14,11 +14,12 @@ import stat
 from pathlib import Path
 
 import pytest
+from support import commit_files, git
+
 from relpipe.pipeline import containers, enginerepo
 from relpipe.pipeline.commands import diff as diff_cmd
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import gitio
-from support import commit_files, git
 
 HOOKS = (
     "reference-transaction",

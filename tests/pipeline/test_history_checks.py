@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from relpipe.changelog.history import ingest, store
 from relpipe.core.status import FAIL, NA, PASS
 from relpipe.pipeline import history
@@ -109,7 +110,11 @@ def test_html_report_charts_the_keys_history(tmp_path: Path, make_outcome: Any) 
     assert trend.images[-1] == out.image == "rocm/atom-dev@sha256:" + "c" * 64
     outcome = replace(make_outcome(), history=out)
     data = ReportData(
-        "0123456789abcdef0123", "qualify nightly_3", {"kind": "qualify"}, outcome, evaluate(outcome)
+        run_id="0123456789abcdef0123",
+        title="qualify nightly_3",
+        inputs={"kind": "qualify"},
+        outcome=outcome,
+        verdict=evaluate(outcome),
     )
     html = render_html(data).decode()
     figure = html[html.index('<figure id="plot-history">') :]

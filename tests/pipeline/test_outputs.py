@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.outputs import (
     ConfigScope,

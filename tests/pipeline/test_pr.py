@@ -30,10 +30,11 @@ from pr_support import (
     remote_file,
     stage_release,
 )
+from support import git
+
 from relpipe.changelog.append import append
 from relpipe.changelog.entry import render
 from relpipe.pipeline.cli import main as relpipe
-from support import git
 
 
 def test_open_pushes_one_commit_and_opens_a_labelled_pr(
@@ -260,6 +261,7 @@ def test_a_release_made_with_its_pr_number_is_checked_against_that_number(
 
 def test_the_token_goes_only_to_the_api_origin() -> None:
     import httpx
+
     from relpipe.pipeline.github import _auth_class
 
     auth = _auth_class()(TOKEN, "https://api.github.com")

@@ -13,9 +13,10 @@ from pathlib import Path
 import github_api
 import pytest
 from pr_support import BRANCH, KEY, REPO, TOKEN, pr, stage_release
+from support import git
+
 from relpipe.changelog.append import append
 from relpipe.changelog.entry import Entry
-from support import git
 
 PULLS = rf"/repos/{REPO}/pulls"
 

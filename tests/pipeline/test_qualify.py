@@ -23,10 +23,11 @@ from typing import Any
 import github_api
 import pytest
 from corpus import unavailable
+from support import git
+
 from relpipe.images import services as svc
 from relpipe.images.build import FixtureImage, build_fixtures
 from relpipe.pipeline.demo import EXAMPLE, mirror_env, prepare_workdir
-from support import git
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]

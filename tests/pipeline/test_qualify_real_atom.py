@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from relpipe.images.build import build_fixtures
 from relpipe.validate import precision
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.record import RunRecord, StageRunner, atomic_write, stage_key
 

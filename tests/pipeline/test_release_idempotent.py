@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from relpipe.changelog.configs.pin import edit_image
 from relpipe.changelog.entry import Entry, render
 from relpipe.core import journal
@@ -34,7 +35,6 @@ from relpipe.pipeline.release import (
     write_text,
 )
 from relpipe.pipeline.workspace import Workspace
-
 from tests.registry_support import push_image, unique_repo
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "benchmark-repo"

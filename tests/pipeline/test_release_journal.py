@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.release import journal_of, recover_interrupted, repository_lock
 from relpipe.pipeline.workspace import Workspace
-
 from tests.support import git
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "benchmark-repo"

@@ -26,11 +26,12 @@ from typing import Any
 
 import corpus
 import pytest
+from support import git
+
 from relpipe.changelog.configs.load import load_master, master_keys
 from relpipe.images.build import build_fixtures
 from relpipe.pipeline.demo import mirror_env
 from relpipe.validate.gate import hook as gate
-from support import git
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
@@ -207,7 +208,9 @@ def test_an_atom_key_releases_on_the_real_tree(world: World, key: str) -> None:
     assert removed == []
     head = base_log + ("\n".join(added) + "\n").encode()
     assert f"- {key}".encode() in head[len(base_log) :]
-    report = gate.check(base_log, head, gate.Rules(REPO_URL, PR, all_keys))
+    report = gate.check(
+        base_log, head, gate.Rules(repo_url=REPO_URL, pr_number=PR, config_keys=all_keys)
+    )
     assert report.ok, [str(f) for f in report.findings]
     accepted, why = _inferencex_accepts(base_log, head, masters)
     assert accepted, why

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from relpipe.changelog.configs.pin import edit_image
 from relpipe.changelog.entry import Entry, render
 from relpipe.core import journal

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from corpus import unavailable
+
 from relpipe.images import services as svc
 from relpipe.pipeline.report import ReportData, render_all, render_html, render_markdown
 from relpipe.pipeline.verdict import evaluate
@@ -20,11 +21,11 @@ ARTIFACTS = ROOT / "artifacts"
 
 def _data(outcome: Any) -> ReportData:
     return ReportData(
-        "0123456789abcdef0123",
-        "qualify nightly_202610070333",
-        {"kind": "qualify"},
-        outcome,
-        evaluate(outcome),
+        run_id="0123456789abcdef0123",
+        title="qualify nightly_202610070333",
+        inputs={"kind": "qualify"},
+        outcome=outcome,
+        verdict=evaluate(outcome),
     )
 
 

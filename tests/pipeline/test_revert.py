@@ -9,8 +9,9 @@ from pathlib import Path
 import github_api
 import pytest
 from pr_support import CHANGELOG, KEY, MASTER, REPO, TOKEN, fetch, hook_passes, remote_file
-from relpipe.pipeline.cli import main as relpipe
 from support import git
+
+from relpipe.pipeline.cli import main as relpipe
 
 BRANCH = f"relpipe/revert/{KEY}"
 REASON = "gsm8k dropped 3 points at conc 8 (#131)"

@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from relpipe.images.build import build_fixtures
 from relpipe.images.runtime import Runtime
 from relpipe.pipeline.containers import Engine

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.slurm import SubmitOptions, render_script
 

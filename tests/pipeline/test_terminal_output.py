@@ -13,11 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import commit_files, source_root
+
 from relpipe.pipeline.outputs import PrecisionOutput
 from relpipe.pipeline.run import RunResult, print_result
 from relpipe.pipeline.verdict import Outcome, Verdict, check_precision
 from relpipe.validate import precision
-from support import commit_files, source_root
 
 SUBJECT = (
     "fix(linear): \x1b[2J\x1b[Hdtype \x1b[31mred\x1b[0m "

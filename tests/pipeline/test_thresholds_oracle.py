@@ -11,6 +11,7 @@ from pathlib import Path
 
 import corpus
 import pytest
+
 from relpipe.changelog.configs.load import load_masters
 from relpipe.pipeline.workspace import Workspace, threshold_for
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from relpipe.pipeline.demo import EXAMPLE, rewrite_registry
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.release import new_image_text, pr_link

@@ -29,9 +29,10 @@ from pathlib import Path
 
 import corpus
 import pytest
+from support import git
+
 from relpipe.changelog.configs.load import load_master, master_blocks, parse_master
 from relpipe.validate.gate import hook as gate
-from support import git
 
 REPO = "https://github.com/SemiAnalysisAI/InferenceX"
 DRIVER = Path(__file__).resolve().parent.parent / "oracles" / "process_changelog_cases.py"

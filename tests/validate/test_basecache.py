@@ -10,7 +10,9 @@ from relpipe.validate.gate.basecache import BaseCache
 from relpipe.validate.gate.hook import Rules, check
 
 LINK = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
-RULES = Rules("https://github.com/SemiAnalysisAI/InferenceX", None, None)
+RULES = Rules(
+    repo_url="https://github.com/SemiAnalysisAI/InferenceX", pr_number=None, config_keys=None
+)
 
 
 def _entry(n: int) -> bytes:

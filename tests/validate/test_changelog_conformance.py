@@ -20,9 +20,10 @@ from pathlib import Path
 import corpus
 import pytest
 import yaml
+from support import git
+
 from relpipe.changelog.configs.load import master_keys
 from relpipe.validate.gate import hook as gate
-from support import git
 
 REPO = "https://github.com/SemiAnalysisAI/InferenceX"
 PR = f"{REPO}/pull/"
@@ -337,9 +338,9 @@ def oracle(cases: list[Case], masters: list[Path]) -> list[tuple[bool, str]]:
 
 def relpipe(case: Case, keys: list[str]) -> gate.Report:
     rules = gate.Rules(
-        REPO,
-        case.pr,
-        keys if case.resolve else None,
+        repo_url=REPO,
+        pr_number=case.pr,
+        config_keys=keys if case.resolve else None,
         all_evals=case.all_evals,
         evals_only=case.evals_only,
     )
@@ -393,7 +394,7 @@ def test_style_is_a_warning_by_default_and_an_error_under_strict(
     case = next(c for c in cases if c.name == "2-space list items")
     loose = relpipe(case, keys)
     assert loose.ok and {f.code for f in loose.findings} == {"indent"}
-    rules = gate.Rules(REPO, None, keys, strict=True)
+    rules = gate.Rules(repo_url=REPO, pr_number=None, config_keys=keys, strict=True)
     strict = gate.check(case.base, case.head, rules)
     assert not strict.ok and {f.severity for f in strict.findings} == {"error"}
 

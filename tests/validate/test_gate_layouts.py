@@ -16,10 +16,11 @@ from pathlib import Path
 import corpus
 import pytest
 import yaml
+from support import git
+
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.layout import find_benchmark_files
 from relpipe.validate.gate.hook import main
-from support import git
 
 ROOT = Path(__file__).resolve().parents[2]
 REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"

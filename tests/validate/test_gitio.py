@@ -7,10 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support import commit_files, git
+
 from relpipe.validate import precision
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import gitio
-from support import commit_files, git
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.golden_files import check_paths, evaluate
 

@@ -7,6 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+
 from relpipe.changelog.notes import ReleaseFacts, load_facts, render, render_title
 from relpipe.core.findings import Finding
 from relpipe.validate.notes_check import TRADITIONAL, check

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from relpipe.changelog.notes import ReleaseFacts, render, render_title
 from relpipe.validate.notes_check import check
 

@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import git
+
 from relpipe.changelog.append import append
 from relpipe.changelog.entry import Entry, render
 from relpipe.validate.gate.hook import main
-from support import git
 
 REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
 GOOD = Entry(

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import commit_files, git, import_commit
+
 from relpipe.core import sanitize
 from relpipe.validate import precision
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import globs
-from support import commit_files, git, import_commit
 
 LINEAR = '''"""Linear layers."""
 import logging

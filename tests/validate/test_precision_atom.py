@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from relpipe.validate import precision
 from relpipe.validate.errors import ValidateError
 

@@ -8,6 +8,7 @@ import tokenize
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from relpipe.validate.precision import cosmetic
 
 BASE = '''"""Module doc."""

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 from corpus import engines_dir
-from relpipe.validate import precision
 from support import commit_files
+
+from relpipe.validate import precision
 
 # Folders real vLLM/SGLang have that the partial listings did not walk (SOURCE.md, "not listed").
 UNWALKED = {

@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import git
+
 from relpipe.changelog.append import append
 from relpipe.changelog.entry import Entry, render
-from support import git
 
 ROOT = Path(__file__).resolve().parents[2]
 REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"

@@ -7,6 +7,7 @@ import re
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+
 from relpipe.validate import precision
 from relpipe.validate.precision import regexlit
 

@@ -9,13 +9,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support import git
+
 from relpipe.pipeline.cli import main as cli
 from relpipe.validate.review import recipe as recipes
 from relpipe.validate.review.context import Options
 from relpipe.validate.review.models import parse as parse_models
 from relpipe.validate.review.owners import _compile, template_items
 from relpipe.validate.review.run import run
-from support import git
 
 HERE = Path(__file__).resolve().parent
 KEY = "dsr1-fp4-mi355x-sglang"

@@ -9,10 +9,11 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
+from support import git
+
 from relpipe.pipeline.cli import main as cli
 from relpipe.validate.review.owners import _compile
 from relpipe.validate.review.source import MAX_FILE_BYTES
-from support import git
 
 SCRIPT = "benchmarks/single_node/fixed_seq_len/dsr1_fp4_mi355x.sh"
 RUNNER = "runners/launch_mi355x-amds.sh"

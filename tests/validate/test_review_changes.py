@@ -11,8 +11,9 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
-from relpipe.pipeline.cli import main as cli
 from support import git
+
+from relpipe.pipeline.cli import main as cli
 
 H200_KEY = "qwen3.5-fp8-h200-sglang-agentic-mtp"
 H200_RUNNER = "benchmarks/benchmark_lib.sh"  # shared by every single-node key

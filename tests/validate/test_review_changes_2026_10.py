@@ -12,8 +12,9 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
-from relpipe.pipeline.cli import main as cli
 from support import git
+
+from relpipe.pipeline.cli import main as cli
 
 KEY = "minimaxm3-fp4-mi355x-atom-agentic-mtp"
 E2E = "inferencex-e2e"

@@ -13,10 +13,11 @@ import pytest
 import re2
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import git
+
 from relpipe.validate.review import scope
 from relpipe.validate.review.scope import load_masters
 from relpipe.validate.review.source import open_source
-from support import git
 
 ATTACK = "---" + " " * 2_000_000
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from relpipe.core.status import FAIL, WARN
 from relpipe.validate.review import bash
 from relpipe.validate.review.launch import shell_hits

@@ -356,9 +356,9 @@ def _main(argv: Sequence[str] | None) -> int:
             repo_url = githook.origin_url()
         paths = _config_paths(args) if changed and base is not None else None
         rules = Rules(
-            repo_url,
-            args.pr_number,
-            None if paths is None else _config_keys(paths),
+            repo_url=repo_url,
+            pr_number=args.pr_number,
+            config_keys=None if paths is None else _config_keys(paths),
             strict=args.strict,
             all_evals=args.all_evals,
             evals_only=args.evals_only,

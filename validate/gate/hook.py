@@ -70,7 +70,7 @@ class Report:
         return not any(f.severity == ERROR for f in self.findings)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Rules:
     """The checks that depend on where the changelog lives and how CI runs the sweep."""
 
@@ -484,7 +484,10 @@ def _audit(head: bytes, rules: Rules, path: str) -> Report:
     text = head.decode("utf-8", "replace")
     guessed = _GITHUB_REPO.search(text)
     repo = rules.repo_url or (guessed.group(0) if guessed else "https://github.com/OWNER/REPO")
-    prefix, audit = f"\n  pr-link: {repo}/pull/", Rules(repo, None, None)
+    prefix, audit = (
+        f"\n  pr-link: {repo}/pull/",
+        Rules(repo_url=repo, pr_number=None, config_keys=None),
+    )
     blocks = changelog.blocks
     # An entry a grammar proved has one pr-link line, and so has any other that passes
     # _has_canonical_link: when the canonical link lines, counted in C, are as many as the

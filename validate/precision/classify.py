@@ -38,7 +38,7 @@ _GITLINK = "160000"  # a submodule pointer: no blob to read
 # --- classification (pure) ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Content:
     """What the blobs say about one change: None lines means not inspectable (binary/gitlink)."""
 
@@ -59,7 +59,9 @@ def _content(
     (`gated`), since no other decision uses them. Without `check_cosmetic` the change is taken
     as not cosmetic (a cheaper first pass: being cosmetic only ever makes a change irrelevant)."""
     if _GITLINK in (change.old_mode, change.new_mode):
-        return _Content(False, change.old_blob == change.new_blob, False, None)
+        return _Content(
+            binary=False, identical=change.old_blob == change.new_blob, cosmetic=False, lines=None
+        )
     old = blobs.get(change.old_blob or "", b"")
     new = blobs.get(change.new_blob or "", b"")
     binary = cosmetic.is_binary(old) or cosmetic.is_binary(new)
@@ -69,12 +71,12 @@ def _content(
         check_cosmetic and bool(both) and not binary and cosmetic.is_cosmetic(change.path, old, new)
     )
     if binary or not gated:
-        return _Content(binary, identical, is_cosmetic, None)
+        return _Content(binary=binary, identical=identical, cosmetic=is_cosmetic, lines=None)
     return _Content(
-        binary,
-        identical,
-        is_cosmetic,
-        tuple(cosmetic.changed_lines(change.path, old, new, relevant=gates)),
+        binary=binary,
+        identical=identical,
+        cosmetic=is_cosmetic,
+        lines=tuple(cosmetic.changed_lines(change.path, old, new, relevant=gates)),
     )
 
 
@@ -327,7 +329,16 @@ def check_upstream(
                 None,
             )
         ok = (found is not None) == (spec.kind == "must-contain")
-        results.append(UpstreamResult(spec.kind, spec.ref, spec.why, found is not None, found, ok))
+        results.append(
+            UpstreamResult(
+                kind=spec.kind,
+                ref=spec.ref,
+                why=spec.why,
+                found=found is not None,
+                commit=found,
+                ok=ok,
+            )
+        )
     return tuple(results)
 
 
@@ -350,7 +361,7 @@ def _blobs_of(changes: Iterable[gitio.RawChange]) -> list[str]:
     ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Judged:
     """One file of the pair, judged: its row in the report, and what its blobs said."""
 
@@ -360,7 +371,7 @@ class _Judged:
     watched: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _History:
     """What the commits between the pair say about files (from `git log --raw`)."""
 
@@ -372,14 +383,19 @@ class _History:
     @classmethod
     def of(cls, entries: list[gitio.LogEntry]) -> _History:
         aliases, by_root = _attribute(entries)
-        return cls(entries, aliases, by_root, {e.sha: i for i, e in enumerate(entries)})
+        return cls(
+            entries=entries,
+            aliases=aliases,
+            by_root=by_root,
+            order={e.sha: i for i, e in enumerate(entries)},
+        )
 
     def commits_of(self, change: gitio.RawChange) -> tuple[str, ...]:
         names = [change.path, change.old_path or change.path]
         return _commits_of(names, self.aliases, self.by_root, self.order)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Assessed:
     """One file of the pair and what its paths and blobs say (no history needed)."""
 
@@ -406,7 +422,9 @@ def _assess(
             if watched or any(r.precision for r in matched)
             else None
         )
-        assessed.append(_Assessed(change, matched, watched, gated, content))
+        assessed.append(
+            _Assessed(change=change, matched=matched, watched=watched, gated=gated, content=content)
+        )
     return assessed
 
 
@@ -434,7 +452,7 @@ def _judge(
         category, categories, verdict, reason = classify(change, a.content, rules, scope, a.matched)
         touched_by = history.commits_of(change)
         judged[path] = _Judged(
-            FileChange(
+            file=FileChange(
                 path=path,
                 old_path=change.old_path,
                 status=STATUS_NAMES.get(change.status, change.status),
@@ -450,9 +468,9 @@ def _judge(
                 binary=bool(a.content and a.content.binary),
                 touched_by=touched_by,
             ),
-            change,
-            a.content,
-            a.watched,
+            change=change,
+            content=a.content,
+            watched=a.watched,
         )
     return judged
 

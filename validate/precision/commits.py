@@ -70,7 +70,7 @@ class Subject:
     pr: int | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Commit:
     """One commit between OLD and NEW. side: 'new' (in NEW only) or 'old' (in OLD only)."""
 

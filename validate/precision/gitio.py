@@ -91,7 +91,7 @@ def environment() -> dict[str, str]:
     return {**kept, **_ENV}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RawChange:
     """One entry of `git diff --raw`: a file between two trees."""
 
@@ -105,7 +105,7 @@ class RawChange:
     score: int | None  # similarity percentage of a rename/copy
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FileTouch:
     """One file a commit touched (from `git log --raw`), with the blobs before and after it, so
     that a commit's own change to the file can be judged (per-commit attribution)."""
@@ -121,18 +121,18 @@ class FileTouch:
     def change(self) -> RawChange:
         """This commit's change to the file, in the shape of a `git diff --raw` entry."""
         return RawChange(
-            self.status,
-            self.path,
-            self.old_path,
-            self.old_blob,
-            self.new_blob,
-            self.old_mode,
-            self.new_mode,
-            None,
+            status=self.status,
+            path=self.path,
+            old_path=self.old_path,
+            old_blob=self.old_blob,
+            new_blob=self.new_blob,
+            old_mode=self.old_mode,
+            new_mode=self.new_mode,
+            score=None,
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LogEntry:
     """One commit of `git log --left-right OLD...NEW`. side: 'new' (only in NEW) or 'old'."""
 
@@ -337,13 +337,13 @@ def parse_log(out: bytes) -> list[LogEntry]:
                 i += 2
             touches.append(
                 FileTouch(
-                    status[0],
-                    path,
-                    old_path,
-                    None if not old_blob.strip("0") else old_blob,
-                    None if not new_blob.strip("0") else new_blob,
-                    old_mode,
-                    new_mode,
+                    status=status[0],
+                    path=path,
+                    old_path=old_path,
+                    old_blob=None if not old_blob.strip("0") else old_blob,
+                    new_blob=None if not new_blob.strip("0") else new_blob,
+                    old_mode=old_mode,
+                    new_mode=new_mode,
                 )
             )
         entries.append(

@@ -19,7 +19,7 @@ VERDICTS = ("relevant", "cosmetic", "not-relevant")
 # --- the report ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FileChange:
     """One changed file and what it means for precision."""
 
@@ -54,20 +54,20 @@ class FileChange:
     def from_json(cls, d: dict[str, Any]) -> FileChange:
         # Reports written before `touched_by` existed named every touching commit in `commits`.
         return cls(
-            d["path"],
-            d["old_path"],
-            d["status"],
-            d["category"],
-            tuple(d["categories"]),
-            d["verdict"],
-            tuple(d["commits"]),
-            d["reason"],
-            d["binary"],
-            tuple(d.get("touched_by", d["commits"])),
+            path=d["path"],
+            old_path=d["old_path"],
+            status=d["status"],
+            category=d["category"],
+            categories=tuple(d["categories"]),
+            verdict=d["verdict"],
+            commits=tuple(d["commits"]),
+            reason=d["reason"],
+            binary=d["binary"],
+            touched_by=tuple(d.get("touched_by", d["commits"])),
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WatchResult:
     """Evidence for one watched file: unchanged | cosmetic | changed | missing."""
 
@@ -91,11 +91,16 @@ class WatchResult:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> WatchResult:
         return cls(
-            d["label"], d["path"], d["state"], tuple(d["files"]), tuple(d["commits"]), d["note"]
+            label=d["label"],
+            path=d["path"],
+            state=d["state"],
+            files=tuple(d["files"]),
+            commits=tuple(d["commits"]),
+            note=d["note"],
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class UpstreamResult:
     """One upstream check: is the commit/PR in NEW, and is that what was asked."""
 
@@ -118,10 +123,17 @@ class UpstreamResult:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> UpstreamResult:
-        return cls(d["kind"], d["ref"], d["why"], d["found"], d["commit"], d["ok"])
+        return cls(
+            kind=d["kind"],
+            ref=d["ref"],
+            why=d["why"],
+            found=d["found"],
+            commit=d["commit"],
+            ok=d["ok"],
+        )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PrecisionReport:
     """Everything `relpipe diff` knows about one pair; `to_json()` is the machine contract."""
 

@@ -50,7 +50,7 @@ class Category:
     why: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Rule:
     """One ordered rule: a category for paths, optionally gated on changed-line content."""
 
@@ -71,7 +71,7 @@ class Rule:
         return f"rules[{self.index}] ({self.category})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WatchSpec:
     """A file (glob) whose unchanged state is evidence; `content` limits it to some lines."""
 
@@ -100,7 +100,7 @@ class UpstreamSpec:
     why: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Rules:
     name: str
     project: str | None  # "owner/repo" on GitHub, for PR links
@@ -452,7 +452,7 @@ def load_rules(path: str | Path | None = None) -> Rules:
 # --- rules lint --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LintReport:
     """How a rules set fits one tree: globs that match nothing there, files no rule names."""
 
@@ -513,4 +513,4 @@ def lint_paths(tree: Sequence[str], rules: Rules, where: str) -> LintReport:
     ]
     every = glob_regex([*(p for r in rules.rules for p in r.paths), *rules.never])
     uncovered = [path for path in tree if not every.match(path)]
-    return LintReport(where, len(tree), tuple(stale), tuple(uncovered))
+    return LintReport(commit=where, files=len(tree), stale=tuple(stale), uncovered=tuple(uncovered))

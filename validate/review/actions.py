@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import re2
+
 from relpipe.core.status import FAIL, PASS, WARN
 from relpipe.validate.review import bash
 from relpipe.validate.review.rx import rx

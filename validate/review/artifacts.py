@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import re2
+
 from relpipe.changelog.configs.load import MasterConfigs, load_yaml, resolve_key
 from relpipe.changelog.configs.points import plan_key
 from relpipe.changelog.errors import ChangelogError

@@ -20,6 +20,7 @@ from typing import Any
 import re2
 import tree_sitter
 import tree_sitter_bash
+
 from relpipe.validate.review.rx import rx
 
 _LANGUAGE = tree_sitter.Language(tree_sitter_bash.language())
@@ -81,7 +82,7 @@ class Script:
     functions: frozenset[str] = frozenset()  # functions that run their arguments ("$@")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _State:
     """Walk state: variables seen so far (and every value in the file as a fallback)."""
 

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import re2
+
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.review import actions, bash
@@ -59,7 +60,7 @@ _COMPLETIONS = re2.compile(r"/v1/completions\b|--endpoint-type\s+completions|--b
 _REPLAY = "run_agentic_replay_and_write_outputs"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Hit:
     """One fact in one file: line, kind (the check family's word) and the text."""
 
@@ -108,7 +109,14 @@ def shell_hits(path: str, text: str, raw: list[str]) -> list[Hit]:
     """The facts of a launch script read as bash reads it (bash.py, actions.py)."""
     script = bash.parse(text)
     hits = [
-        Hit(path, f.line, f.kind, f.text, f.severity, _guards(raw, f.line))
+        Hit(
+            path=path,
+            line=f.line,
+            kind=f.kind,
+            text=f.text,
+            severity=f.severity,
+            guard=_guards(raw, f.line),
+        )
         for f in actions.facts(script)
     ]
     written: set[str] = set()  # kinds found where they are written (an assignment, an array)
@@ -133,7 +141,9 @@ def shell_hits(path: str, text: str, raw: list[str]) -> list[Hit]:
                 return
             if assignment or token in here:
                 written.add(kind)
-            hits.append(Hit(path, n, kind, t[:200], sev, _guards(raw, n)))
+            hits.append(
+                Hit(path=path, line=n, kind=kind, text=t[:200], severity=sev, guard=_guards(raw, n))
+            )
 
         if _NEXTN in line or (cmd.stdin and _NEXTN in cmd.stdin.text):
             add("draft: prohibited")
@@ -163,17 +173,57 @@ def scan(review: Review, path: str) -> list[Hit]:
         for n, raw in enumerate(review.source.lines(path), start=1):
             code = raw.split("#", 1)[0] if not raw.lstrip().startswith("#") else ""
             if _NEXTN in code:
-                hits.append(Hit(path, n, "draft: prohibited", raw.strip()[:200]))
+                hits.append(
+                    Hit(path=path, line=n, kind="draft: prohibited", text=raw.strip()[:200])
+                )
             if _DRAFT_PRECISION.search(code):
-                hits.append(Hit(path, n, "draft: draft-model precision override", raw.strip()))
+                hits.append(
+                    Hit(
+                        path=path,
+                        line=n,
+                        kind="draft: draft-model precision override",
+                        text=raw.strip(),
+                    )
+                )
             if _ARCH.search(code):
-                hits.append(Hit(path, n, "arch: " + _ARCH.search(code).group(0), raw.strip()))  # type: ignore[union-attr]
+                hits.append(
+                    Hit(
+                        path=path,
+                        line=n,
+                        kind="arch: " + _ARCH.search(code).group(0),
+                        text=raw.strip(),
+                    )
+                )  # type: ignore[union-attr]
             if _CHAT_ON.search(code):
-                hits.append(Hit(path, n, "chat: use_chat_template", raw.strip(), PASS))
+                hits.append(
+                    Hit(
+                        path=path,
+                        line=n,
+                        kind="chat: use_chat_template",
+                        text=raw.strip(),
+                        severity=PASS,
+                    )
+                )
             if _CHAT_KWARGS.search(code):
-                hits.append(Hit(path, n, "chatkw: template kwargs", raw.strip(), PASS))
+                hits.append(
+                    Hit(
+                        path=path,
+                        line=n,
+                        kind="chatkw: template kwargs",
+                        text=raw.strip(),
+                        severity=PASS,
+                    )
+                )
             if rx(r"agentic_srt\.sh").search(code):
-                hits.append(Hit(path, n, "chat-replay: agentic_srt.sh replay", raw.strip(), PASS))
+                hits.append(
+                    Hit(
+                        path=path,
+                        line=n,
+                        kind="chat-replay: agentic_srt.sh replay",
+                        text=raw.strip(),
+                        severity=PASS,
+                    )
+                )
     else:
         source_lines = review.source.lines(path)
         hits = shell_hits(path, review.source.text(path) or "", source_lines)
@@ -202,7 +252,14 @@ def _preexisting(review: Review, scope: KeyScope, hit: Hit) -> Hit:
         return hit
     if _changed(review, hit) or scope.key not in _base_keys(review):
         return hit
-    return Hit(hit.path, hit.line, hit.kind, f"pre-existing: {hit.text}", WARN, hit.guard)
+    return Hit(
+        path=hit.path,
+        line=hit.line,
+        kind=hit.kind,
+        text=f"pre-existing: {hit.text}",
+        severity=WARN,
+        guard=hit.guard,
+    )
 
 
 def _base_keys(review: Review) -> frozenset[str]:
@@ -286,14 +343,14 @@ def check_draft(review: Review) -> Result:
                 runs.setdefault((recipe.file, leaf.line), f"{recipe.selector or 'the recipe'}")
     bad = [
         Hit(
-            h.path,
-            h.line,
-            h.kind,
-            f"{h.text} (in effect for {runs[(h.path, h.line)]})"
+            path=h.path,
+            line=h.line,
+            kind=h.kind,
+            text=f"{h.text} (in effect for {runs[(h.path, h.line)]})"
             if (h.path, h.line) in runs
             else h.text,
-            h.severity,
-            h.guard,
+            severity=h.severity,
+            guard=h.guard,
         )
         for h in bad
     ]

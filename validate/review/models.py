@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import re2
+
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.context import Review
 from relpipe.validate.review.result import Evidence, Result, plural, result
@@ -25,7 +26,7 @@ from relpipe.validate.review.scope import KeyScope
 _SEQ = re2.compile(r"(?i)single-turn\s+(\d+)k(\d+)k")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Policy:
     retired: dict[str, int] = field(default_factory=dict)  # prefix -> MODELS.md line
     scenarios: dict[str, list[tuple[str, int]]] = field(

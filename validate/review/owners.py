@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import re2
+
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.context import Review
 from relpipe.validate.review.result import Evidence, Result, plural, result
@@ -31,7 +32,7 @@ _PLACEHOLDER = "FILL_IN_GITHUB_USERNAME"
 MATCH_RATIO = 0.6
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Rule:
     line: int
     pattern: str
@@ -75,7 +76,11 @@ def codeowners(review: Review) -> tuple[str, list[Rule]] | None:
         for n, line in enumerate(text.splitlines(), start=1):
             parts = line.split("#", 1)[0].split()
             if parts:
-                rules.append(Rule(n, parts[0], tuple(parts[1:]), _compile(parts[0])))
+                rules.append(
+                    Rule(
+                        line=n, pattern=parts[0], owners=tuple(parts[1:]), regex=_compile(parts[0])
+                    )
+                )
         return path, rules
     return None
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import re2
+
 from relpipe.validate.errors import ValidateError
 
 MAX_DEPTH = 48

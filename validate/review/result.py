@@ -24,7 +24,7 @@ class Evidence:
         return cls(f"{path}:{line}" if line else path, what)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Result:
     id: str
     status: str
@@ -35,7 +35,7 @@ class Result:
 def result(cid: str, status: str, reason: str, evidence: Iterable[Evidence] = ()) -> Result:
     """A Result with evidence de-duplicated in first-seen order (all of it: a reader of
     `--json` sees every row; only the Markdown comment shows the first MAX_EVIDENCE)."""
-    return Result(cid, status, reason, tuple(dict.fromkeys(evidence)))
+    return Result(id=cid, status=status, reason=reason, evidence=tuple(dict.fromkeys(evidence)))
 
 
 def plural(n: int, word: str) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import re2
+
 from relpipe.core.status import NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import gitio

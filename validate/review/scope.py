@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import re2
+
 from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.configs.load import load_yaml, resolve_key
 from relpipe.changelog.configs.schema import line_of, unknown_fields
@@ -69,7 +70,7 @@ class FileUse:
     via: Evidence
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KeyScope:
     key: str
     master: str
@@ -92,7 +93,7 @@ class KeyScope:
         return {str(v) for v in _values_of(self.config, "spec-decoding")} - {"none"}
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Masters:
     """Master configs of the repository: configs, and each key's file and line range."""
 
@@ -323,7 +324,7 @@ def _inside(path: str) -> str | None:
     return None if norm.startswith(("../", "/")) or norm == ".." else norm
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Scope:
     """A key's resolution in progress (the files found so far and what could not be)."""
 
@@ -347,7 +348,7 @@ def scope_key(source: Source, masters: Masters, key: str) -> KeyScope:
     """Resolve one key's files (see the module docstring)."""
     cfg = masters.configs[key]
     master, start, end = masters.where[key]
-    work = _Scope(source, masters, key)
+    work = _Scope(source=source, masters=masters, key=key)
     hws = _runners(work, cfg)
     rows = _srt_rows(work, cfg)
     _scripts(work, cfg, hws, srt=bool(rows))
@@ -360,14 +361,14 @@ def scope_key(source: Source, masters: Masters, key: str) -> KeyScope:
     for use in [f for f in work.files.values() if f.role == "script" or f.path.startswith(hooks)]:
         _follow(source, use.path, work.files, MAX_HOPS)
     return KeyScope(
-        key,
-        master,
-        start,
-        end,
-        cfg,
-        tuple(work.files.values()),
-        tuple(work.recipes),
-        tuple(work.unresolved),
+        key=key,
+        master=master,
+        line=start,
+        end=end,
+        config=cfg,
+        files=tuple(work.files.values()),
+        recipes=tuple(work.recipes),
+        unresolved=tuple(work.unresolved),
     )
 
 

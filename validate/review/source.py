@@ -29,7 +29,7 @@ class Problem:
     reason: str
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Source:
     """Text files of one repository version, by repository-relative POSIX path.
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import re2
+
 from relpipe.validate.review.rx import rx
 from relpipe.validate.review.source import Source
 
@@ -36,7 +37,7 @@ def _word(name: str) -> str:
     return rf"(?:^|[^\w.-]){re2.escape(name)}(?:[^\w.-]|$)"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Waiver:
     path: str
     number: int
@@ -61,6 +62,6 @@ def load_waivers(source: Source) -> list[Waiver]:
         if not m or text is None:
             continue
         missing = tuple(name for name, pattern in FIELDS if not pattern.search(text))
-        out.append(Waiver(path, int(m.group(1)), text, missing))
+        out.append(Waiver(path=path, number=int(m.group(1)), text=text, missing=missing))
     source.memo[("waivers", folder)] = out
     return out
