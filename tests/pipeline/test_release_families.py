@@ -24,6 +24,7 @@ from typing import Any
 
 import corpus
 import pytest
+import yaml
 from release_support import MASTER, PR, QUICK, REPO_URL, diff_files
 from relpipe.images import family_fixtures as ff
 from relpipe.images.build import FixtureImage
@@ -67,6 +68,13 @@ CASES = (
         ),
     ),
 )
+
+
+FAMILY = {"vllm": "vLLM", "sglang": "SGLang"}
+NORM = {
+    "vllm": "vllm/model_executor/layers/layernorm.py",
+    "sglang": "python/sglang/srt/layers/layernorm.py",
+}
 
 
 @dataclass(frozen=True)
@@ -141,9 +149,59 @@ def test_a_family_key_releases_on_the_real_tree(world: World, case: Case) -> Non
     done = _release(world, case.key, candidate)
     assert done.returncode == 0, done.stderr[-3000:]
     doc: dict[str, Any] = json.loads(done.stdout)
-    Path(f"/tmp/famrel-{case.engine}.json").write_text(json.dumps(doc, indent=1))
     bad = [c for c in doc["verdict"]["checks"] if c["status"] == "FAIL"]
     assert bad == []
     files = diff_files(doc["release"]["diff"])
     assert set(files) == {MASTER, "images.lock.yaml", "perf-changelog.yaml"}
     assert files[MASTER] == ([old_line], [f"  image: {candidate}"])
+    _lock_facts_are_the_family(files["images.lock.yaml"][1], case, new)
+    _entry_reads_for_the_family(files["perf-changelog.yaml"], case, pinned, new)
+    _notes_read_for_the_family(Path(doc["release"]["notes"]).read_text(), case, pinned, new)
+    assert not (world.repo / "images.lock.yaml").exists()  # a dry run writes nothing
+
+
+def _lock_facts_are_the_family(added: list[str], case: Case, new: FixtureImage) -> None:
+    lock = yaml.safe_load("\n".join(added))
+    [record] = lock.values()
+    assert list(lock) == [f"docker.io/{ff.REPOSITORIES[case.engine]}:{case.candidate.tag}"]
+    assert record["digest"] == new.digest
+    assert record["created"] == case.candidate.created
+    assert record["facts"]["engine"] == {
+        "name": case.engine,
+        "version": new.engine_version,
+        "commit": new.engine_commit,
+        "path": "/" + ff.CHECKOUTS[case.engine],
+        # vLLM's version names the commit (+g<sha9>); SGLang's (0.5.17) does not.
+        "version_commit": new.engine_commit[:9] if case.engine == "vllm" else None,
+    }
+
+
+def _entry_reads_for_the_family(
+    lines: tuple[list[str], list[str]], case: Case, pinned: FixtureImage, new: FixtureImage
+) -> None:
+    removed, added = lines
+    assert removed == []
+    [entry] = yaml.safe_load("\n".join(added))
+    repository, family = ff.REPOSITORIES[case.engine], FAMILY[case.engine]
+    assert entry["config-keys"] == [case.key]
+    assert entry["pr-link"] == f"{REPO_URL}/pull/{PR}"
+    assert entry["description"][:3] == [
+        f"Update {family} image from {repository}:{case.pinned.tag} to "
+        f"{repository}:{case.candidate.tag}",
+        f"{family} {pinned.engine_version} -> {new.engine_version}, ROCm 7.2.4",
+        f"Pin {repository}:{case.candidate.tag} to {new.digest}",
+    ]
+    assert not any("ATOM" in line for line in entry["description"])
+
+
+def _notes_read_for_the_family(
+    notes: str, case: Case, pinned: FixtureImage, new: FixtureImage
+) -> None:
+    family, norm = FAMILY[case.engine], NORM[case.engine]
+    en = notes.split("\n## 中文\n")[0]
+    assert en.startswith(f"# Update {family} image to {case.candidate.tag} for {case.key} / ")
+    assert f"  - {family}: `{pinned.engine_version}` → `{new.engine_version}` (2 commits)" in en
+    # The precision diff ran the family's rules over its real paths: the norm change is relevant.
+    assert f"- Precision-relevant: `{norm}` (`norm`" in en
+    assert "- C5 precision diff: WARN" in en
+    assert "ATOM" not in notes
