@@ -17,6 +17,7 @@ by the caller (the real tag names of the family), `created` likewise.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -170,7 +171,10 @@ def engine_build(engine: str, site: str, commits: int) -> tuple[RepoBuild, list[
     repo = build_repo(history, chosen, dest)
     if engine == "vllm":
         version = f"{repo.version}.{ROCM_SUFFIX}"
-        module = f"__version__ = version = {version!r}\n__commit_id__ = commit_id = 'g{repo.commit[:9]}'\n"
+        module = (
+            f"__version__ = version = {version!r}\n"
+            f"__commit_id__ = commit_id = 'g{repo.commit[:9]}'\n"
+        )
         entries = [
             *repo.entries,
             *_dist_info(site, "vllm", version, None, "vllm"),
@@ -185,10 +189,12 @@ def engine_build(engine: str, site: str, commits: int) -> tuple[RepoBuild, list[
 class EngineFixtureBuilder(FixtureBuilder):
     """FixtureBuilder whose nightlies carry a vLLM or SGLang layout under the family's real tags."""
 
-    def __init__(self, engine: str, nightlies: Sequence[EngineNightly], **kw: object) -> None:
+    def __init__(
+        self, engine: str, nightlies: Sequence[EngineNightly], cache_dir: Path | None = None
+    ) -> None:
         if engine not in HISTORIES:
             raise BuildError(f"unknown engine {engine!r}; choose one of {', '.join(HISTORIES)}")
-        super().__init__(**kw)  # type: ignore[arg-type]
+        super().__init__(cache_dir)
         self.engine = engine
         self.nightlies = tuple(nightlies)
 
@@ -199,7 +205,7 @@ class EngineFixtureBuilder(FixtureBuilder):
             repo, entries = engine_build(self.engine, _site(self._py), nightly.commits)
             layer = self._layer(
                 _key(self.engine, _entries_key(entries)),
-                lambda entries=entries: entries,
+                functools.partial(list, entries),
                 f"{self.engine} {repo.version}",
             )
             layers = (base, vendor, layer)

@@ -140,9 +140,13 @@ def _release(world: World, key: str, image: str) -> subprocess.CompletedProcess[
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("case", CASES, ids=[c.engine for c in CASES])
 def test_a_family_key_releases_on_the_real_tree(world: World, case: Case) -> None:
+    # Real paths (the listings are partial: SGLang's version module is its packaging's, see
+    # engine/packaging.py) and real tags of the family.
     assert set(ff.engine_paths(case.engine)) - {"python/sglang/version.py"} <= _listed(case.engine)
-    pinned, new = world.images[case.key]
+    real = {(r["repository"], r["tag"]) for r in corpus.image_tags()}
     repository = ff.REPOSITORIES[case.engine]
+    assert {(repository, case.pinned.tag), (repository, case.candidate.tag)} <= real
+    pinned, new = world.images[case.key]
     old_line = f"  image: {repository}:{case.pinned.tag}"
     assert old_line in (world.repo / MASTER).read_text().split("\n")
     candidate = f"{repository}:{case.candidate.tag}"
