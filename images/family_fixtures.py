@@ -17,7 +17,6 @@ by the caller (the real tag names of the family), `created` likewise.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,21 +24,16 @@ from pathlib import Path
 
 from relpipe.images import fixture_repo as fx
 from relpipe.images.build import (
-    BuildError,
-    Entry,
     FixtureBuilder,
     FixtureImage,
     RepoBuild,
     _dist_info,
-    _entries_key,
-    _key,
     _Planned,
     _site,
     build_repo,
-    image_config,
-    image_manifest,
 )
-from relpipe.images.runtime import TOOLCHAIN_LABEL, TOOLCHAIN_SITE_PACKAGES
+from relpipe.images.errors import BuildError
+from relpipe.images.layers import Entry
 
 ROCM_SUFFIX = "rocm720"  # vLLM's ROCm builds append it to the local version
 
@@ -203,24 +197,17 @@ class EngineFixtureBuilder(FixtureBuilder):
         planned = []
         for index, nightly in enumerate(self.nightlies):
             repo, entries = engine_build(self.engine, _site(self._py), nightly.commits)
-            layer = self._layer(
-                _key(self.engine, _entries_key(entries)),
-                functools.partial(list, entries),
-                f"{self.engine} {repo.version}",
-            )
-            layers = (base, vendor, layer)
-            labels = {
-                TOOLCHAIN_LABEL: TOOLCHAIN_SITE_PACKAGES,
-                "org.opencontainers.image.title": f"{self.engine} fixture",
-                "org.opencontainers.image.version": repo.version,
-                "org.opencontainers.image.revision": repo.commit,
-                "org.relpipe.fixture.variant": "good",
-            }
-            config = image_config(layers, nightly.created, labels)
-            manifest = image_manifest(config, layers)
             planned.append(
-                _Planned(
-                    index, nightly.tag, layers, config, manifest, repo, nightly.created, "good"
+                self._nightly(
+                    index,
+                    nightly.tag,
+                    nightly.created,
+                    "good",
+                    base,
+                    vendor,
+                    repo,
+                    engine=self.engine,
+                    entries=entries,
                 )
             )
         return planned, aiter
