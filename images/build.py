@@ -317,6 +317,10 @@ def image_manifest(config: bytes, layers: Sequence[Layer]) -> bytes:
     )
 
 
+# engine -> (its name in the build log, the image title label); else (engine, "<engine> fixture")
+_ENGINE_TITLES = {"atom": ("ATOM", "atom-dev fixture")}
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Planned:
     index: int
@@ -402,15 +406,22 @@ class FixtureBuilder:
         base: Layer,
         vendor: Layer,
         atom: RepoBuild,
+        engine: str = "atom",
+        entries: Sequence[Entry] | None = None,
     ) -> _Planned:
-        atom_list = atom_entries(self._py, atom)
+        """One nightly over `base` and `vendor`: its engine layer is `entries` (by default ATOM's
+        /app/ATOM and its editable install), `atom` the engine checkout the image carries."""
+        engine_list = list(entries) if entries is not None else atom_entries(self._py, atom)
+        name, title = _ENGINE_TITLES.get(engine, (engine, f"{engine} fixture"))
         layer = self._layer(
-            cache_key("atom", entries_key(atom_list)), lambda: atom_list, f"ATOM {atom.version}"
+            cache_key(engine, entries_key(engine_list)),
+            lambda: engine_list,
+            f"{name} {atom.version}",
         )
         layers = (base, vendor, layer)
         labels = {
             TOOLCHAIN_LABEL: TOOLCHAIN_SITE_PACKAGES,
-            "org.opencontainers.image.title": "atom-dev fixture",
+            "org.opencontainers.image.title": title,
             "org.opencontainers.image.version": atom.version,
             "org.opencontainers.image.revision": atom.commit,
             "org.relpipe.fixture.variant": variant,

@@ -220,12 +220,15 @@ def _universe(facts: ReleaseFacts) -> _Universe:
         | {c.key for c in facts.config_changes}
         | {p.key for p in facts.points_plan}
     )
+    tags = frozenset(_tag(i) for i in images)
     return _Universe(
         images=frozenset(images),
-        tags=frozenset(_tag(i) for i in images),
+        tags=tags,
         digests=frozenset(t.value for t in toks if t.category == "digest"),
         versions=frozenset(t.value for t in toks if t.category == "version")
-        | frozenset(s for s in _strings(data) if _VERSION.fullmatch(s)),
+        | frozenset(s for s in _strings(data) if _VERSION.fullmatch(s))
+        # A tag named on its own (`v0.5.17-rocm720-mi35x-20260821`) reads as its version.
+        | frozenset(m.group(0) for tag in tags for m in _VERSION.finditer(tag)),
         prs=frozenset(_pr_number(t.value) for t in toks if t.category == "pr")
         | frozenset(_pr_ints(data)),
         keys=frozenset(keys | {t.value for t in toks if t.category == "key"}),

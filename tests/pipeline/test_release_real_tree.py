@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from typing import Any
 
 import corpus
 import pytest
+from release_support import MASTER, PR, QUICK, REPO_URL, diff_files
 from support import git
 
 from relpipe.changelog.configs.load import load_master, master_keys
@@ -37,9 +37,6 @@ pytestmark = [pytest.mark.services, pytest.mark.slow]
 
 REPOSITORY = "relpipe-test-realtree/atom-dev"
 CANDIDATE = "rocm/atom-dev:nightly_209901010000"  # not a tag the real tree uses
-REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
-PR = 2500  # the release PR: its entry links /pull/2500, as InferenceX's PR gate expects
-MASTER = "configs/amd-master.yaml"
 GATE = Path(__file__).resolve().parent.parent / "oracles" / "changelog_gate.py"
 # The ATOM keys of configs/amd-master.yaml at 843c6254f (the fixture checks the list is current).
 ATOM_KEYS = (
@@ -56,18 +53,6 @@ ATOM_KEYS = (
     "dsv4-fp4-mi355x-atom-agentic-mtp",
     "dsv4-fp4-mi355x-atom-disagg",
     "glm5.2-fp4-mi355x-atom-agentic-mtp",
-)
-QUICK = (
-    "--max-batch",
-    "1",
-    "--max-new",
-    "2",
-    "--prompt-bytes",
-    "8",
-    "--kv-dtypes",
-    "fp32",
-    "--timeout",
-    "300",
 )
 
 
@@ -150,23 +135,6 @@ def _release(world: World, key: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _files(diff: str) -> dict[str, tuple[list[str], list[str]]]:
-    """path -> (removed lines, added lines) of a unified diff."""
-    out: dict[str, tuple[list[str], list[str]]] = {}
-    current = None
-    for line in diff.splitlines():
-        if line.startswith("+++ "):
-            current = re.sub(r"^\+\+\+ (?:b/)?", "", line).split("\t")[0]
-            out[current] = ([], [])
-        elif line.startswith("--- ") or current is None:
-            continue
-        elif line.startswith("-"):
-            out[current][0].append(line[1:])
-        elif line.startswith("+"):
-            out[current][1].append(line[1:])
-    return out
-
-
 def _inferencex_accepts(base: bytes, head: bytes, masters: list[Path]) -> tuple[bool, str]:
     payload = [
         {
@@ -197,7 +165,7 @@ def test_an_atom_key_releases_on_the_real_tree(world: World, key: str) -> None:
     doc: dict[str, Any] = json.loads(done.stdout)
     bad = [c for c in doc["verdict"]["checks"] if c["status"] == "FAIL"]
     assert bad == []
-    files = _files(doc["release"]["diff"])
+    files = diff_files(doc["release"]["diff"])
     assert set(files) == {MASTER, "images.lock.yaml", "perf-changelog.yaml"}
     # The key's image line, and nothing else, changes in the real master.
     old_line = f"  image: {world.images[key]}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from importlib import resources
 from pathlib import Path
@@ -158,6 +159,19 @@ def test_a_version_pr_or_digest_not_in_the_facts_fails(notes: str, facts: Releas
     messages = {f.message for f in check(bad, facts)}
     assert "version 7.2.5 is not in the facts" in messages
     assert "PR reference ROCm/ATOM#2453 is not in the facts" in messages
+
+
+def test_a_tag_named_on_its_own_carries_its_version(facts: ReleaseFacts) -> None:
+    """SGLang's and vLLM's release tags start with the version (`v0.5.17-rocm720-mi35x-...`):
+    the title names the bare tag, whose version is the image's, not an unsupported claim."""
+    assert facts.new_image is not None
+    image = "lmsysorg/sglang-rocm:v0.5.17-rocm720-mi35x-20260821"
+    sglang = dataclasses.replace(facts, new_image=dataclasses.replace(facts.new_image, ref=image))
+    text = f"# {render_title(sglang)}\n\n{render(sglang, 'both')}"
+    assert "v0.5.17-rocm720-mi35x-20260821 for" in text
+    assert check(text, sglang) == []
+    bad = text.replace("v0.5.17-rocm720-mi35x-20260821 for", "v0.5.18 for", 1)
+    assert "version v0.5.18 is not in the facts" in {f.message for f in check(bad, sglang)}
 
 
 def test_notes_without_a_chinese_half_fail(facts: ReleaseFacts) -> None:
