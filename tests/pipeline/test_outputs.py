@@ -68,9 +68,9 @@ def test_eval_and_release_checks_round_trip(outcome_json: Any) -> None:
 
 def test_records_are_keyword_only() -> None:
     with pytest.raises(TypeError):
-        Options(suites=("decode-parity",))  # type: ignore[misc]
+        Options(("decode-parity",))  # type: ignore[misc]
     with pytest.raises(TypeError):
-        Request(config_key="key", image="rocm/atom-dev:nightly_202610070333")  # type: ignore[misc]
+        Request("key", "rocm/atom-dev:nightly_202610070333")  # type: ignore[misc]
     with pytest.raises(TypeError):
         EvalOutput("pass", "decode-parity", 1, "token_agreement")  # type: ignore[misc]
     options = Options(max_batch=2)
