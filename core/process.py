@@ -57,10 +57,14 @@ def first_error(stderr: bytes, returncode: int) -> str:
     return one_line(chosen or (lines[0] if lines else f"exit {returncode}"))
 
 
-def _read(handle: IO[bytes], limit: int | None, what: str) -> bytes:
+def _read(handle: IO[bytes], limit: int | None, what: str, *, refuse: bool = True) -> bytes:
+    """The output back from its file: over `limit`, refused (stdout) or cut (stderr, which only
+    ever feeds an error line)."""
     handle.seek(0)
     data = handle.read() if limit is None else handle.read(limit + 1)
     if limit is not None and len(data) > limit:
+        if not refuse:
+            return data[:limit]
         raise ProcessError(f"{what} wrote more than {limit} bytes; refusing its output")
     return data
 
@@ -121,7 +125,7 @@ class Process:
                 argv=self.argv,
                 returncode=code,
                 stdout=_read(self._out, limit, self.what),
-                stderr=_read(self._err, STDERR_LIMIT, self.what),
+                stderr=_read(self._err, STDERR_LIMIT, self.what, refuse=False),
             )
         finally:
             self.close()

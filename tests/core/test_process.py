@@ -47,3 +47,10 @@ def test_background_processes_overlap_without_pipes() -> None:
     first = process.Process([sys.executable, "-c", big])
     second = process.Process([sys.executable, "-c", big])
     assert len(second.wait().stdout) == 300000 and len(first.wait().stdout) == 300000
+
+
+def test_a_flood_on_stderr_is_cut_not_refused() -> None:
+    """stderr only feeds an error line: over its cap it is cut, and the run still succeeds."""
+    noisy = "import sys; sys.stderr.write('e' * (2 << 20)); print('ok')"
+    done = process.Process([sys.executable, "-c", noisy]).wait()
+    assert done.stdout == b"ok\n" and len(done.stderr) == process.STDERR_LIMIT
