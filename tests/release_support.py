@@ -1,8 +1,16 @@
-"""What the real-tree release tests share: the quick run options and a unified diff's lines."""
+"""What the real-tree release tests share: the quick run options, a unified diff's lines, and the
+git copy of the real tree with the environment its releases run in."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+from pathlib import Path
+
+from support import git
+
+from relpipe.pipeline.demo import mirror_env
 
 REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
 PR = 2500  # the release PR: its entry links /pull/2500, as InferenceX's PR gate expects
@@ -37,3 +45,28 @@ def diff_files(diff: str) -> dict[str, tuple[list[str], list[str]]]:
         elif line.startswith("+"):
             out[current][1].append(line[1:])
     return out
+
+
+def tree_world(
+    tree: Path, base: Path, registry: str, docker_host: str
+) -> tuple[Path, dict[str, str]]:
+    """A git copy of the InferenceX tree under `base`, and the environment a release runs in
+    there: the loopback registry as docker.io's mirror, the interpreter for Triton, a TMPDIR of
+    its own."""
+    repo = base / "InferenceX"
+    shutil.copytree(tree, repo)
+    (repo / ".gitignore").write_text(".relpipe/\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "InferenceX at 843c6254f")
+    (base / "tmp").mkdir()
+    env = dict(
+        os.environ,
+        RELPIPE_REGISTRY=registry,
+        DOCKER_HOST=docker_host,
+        TRITON_INTERPRET="1",
+        RELPIPE_STATE="",
+        TMPDIR=str(base / "tmp"),
+        **mirror_env(registry),
+    )
+    return repo, env

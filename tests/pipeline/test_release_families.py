@@ -14,8 +14,6 @@ commit.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -25,12 +23,10 @@ from typing import Any
 import corpus
 import pytest
 import yaml
-from release_support import MASTER, PR, QUICK, REPO_URL, diff_files
-from support import git
+from release_support import MASTER, PR, QUICK, REPO_URL, diff_files, tree_world
 
 from relpipe.images import family_fixtures as ff
 from relpipe.images.build import FixtureImage
-from relpipe.pipeline.demo import mirror_env
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
@@ -106,22 +102,7 @@ def world(
         )
         images[case.key] = (pinned, new)
     base = tmp_path_factory.mktemp("families")
-    repo = base / "InferenceX"
-    shutil.copytree(inferencex_tree, repo)
-    (repo / ".gitignore").write_text(".relpipe/\n")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "InferenceX at 843c6254f")
-    (base / "tmp").mkdir()
-    env = dict(
-        os.environ,
-        RELPIPE_REGISTRY=registry,
-        DOCKER_HOST=docker_host,
-        TRITON_INTERPRET="1",
-        RELPIPE_STATE="",
-        TMPDIR=str(base / "tmp"),
-        **mirror_env(registry),
-    )
+    repo, env = tree_world(inferencex_tree, base, registry, docker_host)
     return World(repo, base / "state", env, images)
 
 

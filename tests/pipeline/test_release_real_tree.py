@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -25,12 +24,11 @@ from typing import Any
 
 import corpus
 import pytest
-from release_support import MASTER, PR, QUICK, REPO_URL, diff_files
+from release_support import MASTER, PR, QUICK, REPO_URL, diff_files, tree_world
 from support import git
 
 from relpipe.changelog.configs.load import load_master, master_keys
 from relpipe.images.build import build_fixtures
-from relpipe.pipeline.demo import mirror_env
 from relpipe.validate.gate import hook as gate
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
@@ -103,22 +101,7 @@ def world(
         _copy(registry, f"{REPOSITORY}@{old.digest}", image)
     _copy(registry, f"{REPOSITORY}@{new.digest}", CANDIDATE)
     base = tmp_path_factory.mktemp("realtree")
-    repo = base / "InferenceX"
-    shutil.copytree(inferencex_tree, repo)
-    (repo / ".gitignore").write_text(".relpipe/\n")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "InferenceX at 843c6254f")
-    (base / "tmp").mkdir()
-    env = dict(
-        os.environ,
-        RELPIPE_REGISTRY=registry,
-        DOCKER_HOST=docker_host,
-        TRITON_INTERPRET="1",
-        RELPIPE_STATE="",
-        TMPDIR=str(base / "tmp"),
-        **mirror_env(registry),
-    )
+    repo, env = tree_world(inferencex_tree, base, registry, docker_host)
     return World(repo, base / "state", env, keys, images)
 
 
