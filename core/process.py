@@ -16,12 +16,12 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from relpipe.core.errors import RelpipeError
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:
+    from pathlib import Path  # annotations only: the hook's start-up does not load pathlib
     from typing import IO
 
 DEFAULT_TIMEOUT = 600.0  # seconds; every caller that can know better passes its own
@@ -36,6 +36,8 @@ class ProcessError(RelpipeError):
 
 @dataclass(frozen=True, kw_only=True)
 class Completed:
+    """A finished program: its argv, exit status and (capped) output."""
+
     argv: tuple[str, ...]
     returncode: int
     stdout: bytes
@@ -83,7 +85,7 @@ class Process:
         what: str = "",
     ) -> None:
         self.argv = tuple(argv)
-        self.what = what or Path(self.argv[0]).name
+        self.what = what or os.path.basename(self.argv[0])
         import tempfile  # here: the commit hook's plain `run` never needs it (a few ms to import)
 
         self._new_session = new_session
@@ -163,7 +165,7 @@ def run(
     """Run `argv` to completion through pipes (one process: nothing to overlap with) and refuse
     output over `limit`. With `check`, a non-zero exit is a one-line `ProcessError` quoting the
     program's own error line. Use `Process` for several at once or for untrusted volumes."""
-    name = what or Path(argv[0]).name
+    name = what or os.path.basename(argv[0])
     try:
         proc = subprocess.run(
             list(argv),
