@@ -108,7 +108,7 @@ def test_without_python_the_doctor_builds_its_own_once_and_offline_says_so_in_on
         offline.delenv("PIP_FIND_LINKS", raising=False)
         assert cli(["doctor", "--repo", str(inferencex_tree_2026_10)]) == 2
         err = capsys.readouterr().err.strip()
-        assert "cannot build the doctor's venv (pydantic>=2.7,<3 PyYAML>=6.0): ERROR: No matching distribution" in err
+        assert "cannot build the doctor's venv (pydantic>=2.7,<3 PyYAML>=6.0): ERROR: No" in err
         assert err.endswith("give --python PY") and "\n" not in err and "Traceback" not in err
         assert not list((tmp_path / "doctor-cache").glob("venv-*/.ready"))
     python = doctor.isolated_python(None)  # this machine's package index, as a user's
