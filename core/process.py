@@ -71,6 +71,27 @@ def _read(handle: IO[bytes], limit: int | None, what: str, *, refuse: bool = Tru
     return data
 
 
+def _wait_exit(proc: subprocess.Popen[bytes], timeout: float | None) -> int:
+    """`proc.wait(timeout)` without its polling: Popen sleeps in steps of up to 50 ms while it
+    waits with a timeout, which added ~7 ms to every short git run. A pidfd (Linux 5.3+) becomes
+    readable the moment the process exits; elsewhere Popen's own wait is used."""
+    if timeout is None:
+        return proc.wait()
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux, an old kernel, or the process is reaped
+        return proc.wait(timeout=timeout)
+    try:
+        import select
+
+        readable, _, _ = select.select([pidfd], [], [], timeout)
+    finally:
+        os.close(pidfd)
+    if not readable:
+        raise subprocess.TimeoutExpired(proc.args, timeout)
+    return proc.wait()
+
+
 class Process:
     """One program running in the background; `wait()` gives its `Completed` result."""
 
@@ -119,7 +140,7 @@ class Process:
         """Wait (killing it after `timeout` seconds) and read its output back, capped."""
         try:
             try:
-                code = self._proc.wait(timeout=timeout)
+                code = _wait_exit(self._proc, timeout)
             except subprocess.TimeoutExpired:
                 self.kill()
                 raise ProcessError(f"{self.what} did not finish in {timeout:g} s; killed") from None
