@@ -12,6 +12,8 @@ a process's cost on a shared machine):
   masters at both refs);
 - reference (a): plain PyYAML `SafeLoader` full parse of base and head in one process;
 - reference (b): `python -c pass`;
+- (f), information: the floor of any Python hook reading both versions from git (the interpreter,
+  `re`, `subprocess` and one `git cat-file --batch`), to show how much of the hook is start-up;
 - a 20,000-entry synthetic changelog: `--full` audit and base -> head with one appended entry.
 Every command gets one untimed warm-up run (bytecode caches written, files in the page cache).
 - a 9 MB changelog of entries in a non-house style (2-space items, comments, `yes`): `--full`
@@ -162,6 +164,13 @@ def _synthetic(n: int) -> bytes:
 
 
 ORACLE_ENV = dict(ENV)
+# What any Python hook that reads the base and the head from git pays before it checks a byte:
+# the interpreter, `re` and `subprocess` (and what they load), and one git process for both blobs.
+FLOOR = (
+    "import re, subprocess\n"
+    "subprocess.run(['git', 'cat-file', '--batch'], capture_output=True, check=True,\n"
+    "    input=b'HEAD~1:perf-changelog.yaml\\nHEAD:perf-changelog.yaml\\n')"
+)
 
 
 def _oracle(tmp: Path, base: bytes, head: bytes) -> list[str] | None:
@@ -336,6 +345,7 @@ def main() -> list[str]:
             tmp,
         )
         ref_b = _time([sys.executable, "-c", "pass"], tmp)
+        ref_f = _time([sys.executable, "-c", FLOOR], repo)
         oracle_cmd = _oracle(tmp, base, (repo / "perf-changelog.yaml").read_bytes())
         ref_o = _time(oracle_cmd, tmp, env=ORACLE_ENV) if oracle_cmd else None
         if ref_o is not None:
@@ -384,6 +394,15 @@ def main() -> list[str]:
             )
         )
         lines.append(_row("(b) python -c pass", *ref_b, "reference", None))
+        lines.append(
+            _row(
+                "(f) floor: `import re, subprocess` and one `git cat-file --batch` of base + head",
+                *ref_f,
+                f"information: (f) = {ref_f[0] / ref_b[0]:.1f} x (b); "
+                f"hook = {hook[0] / ref_f[0]:.1f} x (f)",
+                None,
+            )
+        )
         if ref_o is not None:
             lines.append(
                 _row("(o) InferenceX's strict validator, same inputs", *ref_o, "reference", None)

@@ -14,13 +14,13 @@ import errno
 import fcntl
 import os
 import time
-from pathlib import Path
 
 from relpipe.core.errors import RelpipeError
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path  # annotations only: the hook's start-up does not load pathlib
 
 LOCK_POLL_S = 0.05
 
@@ -48,12 +48,12 @@ def read_capped(
     return data
 
 
-def temp_glob(path: Path) -> str:
+def temp_glob(path: Path | str) -> str:
     """Pattern of the temp files `write_atomic` leaves beside `path` when killed mid-write."""
-    return f".{path.name}.*.tmp"
+    return f".{os.path.basename(path)}.*.tmp"
 
 
-def fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path | str) -> None:
     """Make a rename or unlink in `directory` survive a power loss."""
     fd = os.open(directory, os.O_RDONLY)
     try:
@@ -70,11 +70,13 @@ def write_atomic(path: Path | str, data: bytes | str, *, mode: int | None = None
     and is renamed over `path`; then the folder is fsynced so the rename itself survives a power
     loss. Raises OSError after removing the temp file.
     """
-    path = Path(path)
+    path = os.fspath(path)
     if isinstance(data, str):
         data = data.encode("utf-8")
-    directory = path.parent if str(path.parent) else Path(".")
-    tmp = directory / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    directory = os.path.dirname(path) or "."
+    tmp = os.path.join(
+        directory, f".{os.path.basename(path)}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    )
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         try:
@@ -88,10 +90,11 @@ def write_atomic(path: Path | str, data: bytes | str, *, mode: int | None = None
             os.chmod(tmp, mode)
         else:
             with contextlib.suppress(FileNotFoundError):  # a new file keeps 0o644 & ~umask
-                os.chmod(tmp, path.stat().st_mode & 0o7777)
+                os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         os.replace(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise
     fsync_dir(directory)
 
@@ -106,7 +109,7 @@ def publish(tmp: Path | str, path: Path | str) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    fsync_dir(Path(path).parent)
+    fsync_dir(os.path.dirname(os.fspath(path)) or ".")
 
 
 @contextlib.contextmanager
@@ -122,9 +125,8 @@ def file_lock(
     Waits up to `timeout_s` seconds (None: forever) and then raises one `error` line naming the
     lock. The lock dies with the process, so a killed holder never leaves it taken.
     """
-    path = Path(path)
     try:
-        if path.is_dir():
+        if os.path.isdir(path):
             fd = os.open(path, os.O_RDONLY)
         else:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)

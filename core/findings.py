@@ -18,6 +18,8 @@ ERROR, WARNING = "error", "warning"
 
 @dataclass(frozen=True, slots=True, kw_only=True)  # slots: a large audit holds many thousands
 class Finding:
+    """One problem: its code, message, location, hint and severity (error or warning)."""
+
     code: str
     message: str
     line: int = 0

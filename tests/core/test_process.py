@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -54,3 +55,17 @@ def test_a_flood_on_stderr_is_cut_not_refused() -> None:
     noisy = "import sys; sys.stderr.write('e' * (2 << 20)); print('ok')"
     done = process.Process([sys.executable, "-c", noisy]).wait()
     assert done.stdout == b"ok\n" and len(done.stderr) == process.STDERR_LIMIT
+
+
+def test_a_background_process_past_its_timeout_is_killed_and_one_line() -> None:
+    """`Process.wait` waits on the process's exit itself (a pidfd where Linux has one), not by
+    polling; past the timeout the process is killed, and one that exits in time is not."""
+    sleeper = process.Process([sys.executable, "-c", "import time; time.sleep(60)"], what="nap")
+    pid = sleeper._proc.pid
+    with pytest.raises(process.ProcessError, match=r"^nap did not finish in 0.5 s; killed$"):
+        sleeper.wait(timeout=0.5)
+    assert sleeper._proc.returncode is not None  # reaped: killed, not left running
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    quick = process.Process([sys.executable, "-c", "import sys; sys.exit(3)"])
+    assert quick.wait(timeout=30).returncode == 3

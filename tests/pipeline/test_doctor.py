@@ -5,11 +5,14 @@ field the repository adds is printed as a disagreement."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from relpipe.pipeline import doctor
 from relpipe.pipeline.cli import main as cli
 
 VALIDATOR = "inferencex-e2e/infx/workflows/validate_perf_changelog.py"
@@ -86,3 +89,38 @@ def test_a_repository_of_no_known_layout_is_one_line(
     err = capsys.readouterr().err.strip()
     assert "not an InferenceX checkout: looked for configs/*-master.yaml" in err
     assert "\n" not in err
+
+
+def test_without_python_the_doctor_builds_its_own_once_and_offline_says_so_in_one_line(
+    inferencex_tree_2026_10: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No --python: the doctor makes a venv with the repository's dependencies, once. Where pip
+    can reach no index (a machine offline), the run is one line naming the way out, and nothing
+    half-built is taken for ready; the next run with an index builds it and keeps it."""
+    monkeypatch.setattr(doctor, "CACHE", tmp_path / "doctor-cache")
+    monkeypatch.setenv("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+    with monkeypatch.context() as offline:
+        offline.setenv("PIP_CONFIG_FILE", os.devnull)  # no mirror or find-links of this machine
+        offline.setenv("PIP_NO_INDEX", "1")
+        offline.delenv("PIP_FIND_LINKS", raising=False)
+        assert cli(["doctor", "--repo", str(inferencex_tree_2026_10)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "cannot build the doctor's venv (pydantic>=2.7,<3 PyYAML>=6.0): ERROR: No" in err
+        assert err.endswith("give --python PY") and "\n" not in err and "Traceback" not in err
+        assert not list((tmp_path / "doctor-cache").glob("venv-*/.ready"))
+    python = doctor.isolated_python(None)  # this machine's package index, as a user's
+    assert Path(python).is_file() and list((tmp_path / "doctor-cache").glob("venv-*/.ready"))
+    done = subprocess.run(
+        [python, "-c", "import pydantic, yaml; print(pydantic.VERSION)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.startswith("2.")
+    with monkeypatch.context() as offline:  # built once: no pip run the second time
+        offline.setenv("PIP_NO_INDEX", "1")
+        offline.setenv("PIP_CONFIG_FILE", os.devnull)
+        assert doctor.isolated_python(None) == python

@@ -57,3 +57,32 @@ def test_an_unusable_cache_folder_changes_nothing(tmp_path: Path) -> None:
     cache = BaseCache(blocker / "bases")
     assert _verdict(BASE, HEAD, cache) == _verdict(BASE, HEAD, None)
     assert not cache.known(BASE)
+
+
+MASTER = b"dsr1-fp4-mi355x-atom:\n  image: x\n'quoted-key':\n  image: y\n"
+
+
+def test_master_keys_are_remembered_by_content_and_a_damaged_entry_is_not_used(
+    tmp_path: Path,
+) -> None:
+    cache = BaseCache(tmp_path / "bases")
+    assert cache.master_keys(MASTER) is None
+    cache.remember_master_keys(MASTER, ("dsr1-fp4-mi355x-atom", "quoted-key"))
+    assert cache.master_keys(MASTER) == ("dsr1-fp4-mi355x-atom", "quoted-key")
+    assert cache.master_keys(MASTER + b"other:\n  image: z\n") is None  # other bytes, other entry
+    (entry,) = (tmp_path / "bases").iterdir()
+    entry.write_bytes(entry.read_bytes()[:-3])  # torn: the checksum no longer matches
+    assert cache.master_keys(MASTER) is None
+    cache.remember_master_keys(MASTER, ())
+    assert cache.master_keys(MASTER) == ()
+
+
+def test_a_key_with_a_line_break_is_not_remembered(tmp_path: Path) -> None:
+    cache = BaseCache(tmp_path / "bases")
+    cache.remember_master_keys(MASTER, ("a\nb",))
+    assert cache.master_keys(MASTER) is None
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    unusable = BaseCache(blocker / "bases")
+    unusable.remember_master_keys(MASTER, ("a",))
+    assert unusable.master_keys(MASTER) is None

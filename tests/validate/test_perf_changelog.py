@@ -259,6 +259,22 @@ def test_config_keys_resolve_against_the_masters(
     assert hook(capsys, "--skip-config-keys")[0] == 0
 
 
+def test_remembered_master_keys_follow_the_masters_content(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second run takes the masters' keys from the hook's cache; a master edited after it
+    is read again (the cache is by content), so the verdict follows the edit."""
+    monkeypatch.setenv("RELPIPE_HOOK_CACHE", str(repo.parent / "hook-cache"))
+    append(repo / "perf-changelog.yaml", GOOD)
+    assert hook(capsys) == hook(capsys)
+    assert hook(capsys)[0] == 0
+    master = repo / "configs" / "amd-master.yaml"
+    text = master.read_text()
+    master.write_text(text.replace("\ndsr1-fp4-mi355x-atom:", "\nrenamed-fp4-mi355x-atom:", 1))
+    code, out = hook(capsys)
+    assert code == 1 and "config key `dsr1-fp4-mi355x-atom` not found" in out
+
+
 def test_json_lists_every_finding(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_appended(repo, "\n\n" + NEW.replace(f"{REPO_URL}/pull/2500", "TBD") + "  owner: me\n")
     code = main(["--base-ref", "HEAD", "--worktree", "--json"])
@@ -324,6 +340,34 @@ def test_hook_process_imports_only_stdlib_and_pyyaml(repo: Path) -> None:
     }
     assert leftovers == set()
     assert "yaml" in third_party
+
+
+def test_usual_commit_loads_no_module_it_does_not_need(repo: Path) -> None:
+    """The start-up budget of the usual commit (one house-style entry appended): none of the
+    modules that cost a commit hook milliseconds and that this path does not use is loaded.
+    Compared with a bare interpreter of the same environment (an editable install's import hook
+    loads pathlib itself)."""
+    append(repo / "perf-changelog.yaml", GOOD)
+    git(repo, "add", "perf-changelog.yaml")
+    listing = "import sys\nprint(sorted(sys.modules))\n"
+    bare = subprocess.run(
+        [sys.executable, "-c", listing], cwd=repo, capture_output=True, text=True, check=True
+    )
+    probe = (
+        "import sys\nfrom relpipe.validate.gate.hook import main\ncode = main([])\n"
+        "print(sorted(m for m in sys.modules if type(sys.modules[m]).__name__ != '_Deferred'))\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok (append: 1 appended" in done.stdout
+    loaded = set(eval(done.stdout.strip().splitlines()[-1]))  # noqa: S307 - our own printed list
+    loaded -= set(eval(bare.stdout))  # noqa: S307 - our own printed list
+    unneeded = {"inspect", "ast", "dis", "pathlib", "typing", "json", "yaml", "tempfile"}
+    assert loaded & unneeded == set()
+    assert {"relpipe.validate.gate.cli", "subprocess"} <= loaded  # the probe ran the hook
 
 
 def test_console_script_runs_as_a_module(repo: Path) -> None:

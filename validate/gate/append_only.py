@@ -133,6 +133,8 @@ class Selection:
 
 @dataclass(frozen=True, kw_only=True)
 class Violation:
+    """The first append-only check an entry fails: which entry, what, and how to fix it."""
+
     entry: int
     message: str
     hint: str
