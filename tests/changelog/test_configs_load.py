@@ -93,3 +93,17 @@ def test_resolution_follows_inferencex_semantics() -> None:
         resolve_key("dsr1-fp4*-trt", KEYS)
     with pytest.raises(ChangelogError, match="glob `\\*-mi355x` matches no config key"):
         resolve_key("*-mi355x", KEYS)  # full match: a suffix glob must reach the end
+
+
+@pytest.mark.timeout(60)  # backtracking (quadratic) would take hours on these lines, not ms
+def test_a_hostile_master_line_is_scanned_in_linear_time(tmp_path: Path) -> None:
+    """Lines of a master a PR can write (1 MB each, a quote after a comment mark so that the
+    open-quote test runs): the key scan decides them at once. (350,000 nested sequences are
+    more than PyYAML can parse: the strict load says so in one line.)"""
+    path = tmp_path / "amd-master.yaml"
+    hostile = ["  - " + "-  " * 350_000 + ' #"', "  note: " + "- " * 500_000 + "x #'"]
+    path.write_text("dsr1-fp4-mi355x-atom:\n" + "\n".join(hostile) + "\nother-key:\n  x: 1\n")
+    assert master_keys(path) == ("dsr1-fp4-mi355x-atom", "other-key")
+    with pytest.raises(ChangelogError) as info:
+        load_master(path)
+    assert "\n" not in str(info.value)
