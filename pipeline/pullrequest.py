@@ -16,7 +16,9 @@ appended perf-changelog entries parsed back (`changelog.entry.parse_appended`). 
 4. pushes with `--force-with-lease` on the branch's old value (a branch that appeared meanwhile,
    or was moved by someone else, is refused);
 5. opens the PR (then labels it) or edits its title and body; if opening fails the push is undone,
-   so no branch is left without its PR.
+   so no branch is left without its PR. A placeholder pr-link (`XXX`) becomes the PR's own link:
+   on update at once, on open as soon as GitHub has numbered the PR (the commit rebuilt and pushed
+   again with the lease on the one just pushed).
 `--dry-run` prints the git steps and the exact REST requests, needs no token and sends nothing.
 """
 
@@ -355,6 +357,8 @@ def publish(
     git(target.root, "fetch", "--quiet", target.remote, f"refs/heads/{target.base}")
     base_sha = git(target.root, "rev-parse", "FETCH_HEAD").strip()
     claimed = linked_number(target, bump)
+    if live is not None:
+        bump = with_pr_link(bump, target, live.number)
     number = live.number if live else claimed or 1
     sha = build_commit(target, bump, base_sha, number, labels)
     push(target, sha, branch, previous)
@@ -374,6 +378,7 @@ def publish(
         return Outcome(
             action="updated", number=pull.number, url=pull.html_url, branch=branch, commit=sha
         )
+    sha = link_opened(target, bump, base_sha, sha, branch, pull.number, labels, log)
     client.send(gh.add_labels_request(target.github_repo, pull.number, labels), ok=(200,))
     if claimed is not None and claimed != pull.number:
         log(
@@ -383,6 +388,45 @@ def publish(
     return Outcome(
         action="opened", number=pull.number, url=pull.html_url, branch=branch, commit=sha
     )
+
+
+def with_pr_link(bump: Bump, target: Target, number: int) -> Bump:
+    """The bump with each placeholder pr-link (`XXX`, `.../pull/XXX`) made the PR's own link."""
+    from dataclasses import replace
+
+    link = f"{target.repo_url}/pull/{number}"
+    placeholders = ("XXX", f"{target.repo_url}/pull/XXX")
+    entries = tuple(
+        replace(entry, pr_link=link) if entry.pr_link in placeholders else entry
+        for entry in bump.entries
+    )
+    return bump if entries == bump.entries else replace(bump, entries=entries)
+
+
+def link_opened(
+    target: Target,
+    bump: Bump,
+    base_sha: str,
+    sha: str,
+    branch: str,
+    number: int,
+    labels: Sequence[str],
+    log: Callable[[str], None],
+) -> str:
+    """Once GitHub has numbered the new PR, its placeholder pr-links become the real link: the
+    commit is rebuilt with them (the hook run as PR `number`) and pushed over the one just
+    pushed. The PR stays open if that fails; the warning says what to correct."""
+    linked = with_pr_link(bump, target, number)
+    if linked is bump:
+        return sha
+    try:
+        final = build_commit(target, linked, base_sha, number, labels)
+        push(target, final, branch, sha)
+    except PipelineError as exc:
+        log(f"warning: PR #{number} keeps the XXX pr-link placeholder ({exc})")
+        return sha
+    log(f"pushed {final[:12]} to {target.remote} {branch} (pr-link of #{number})")
+    return final
 
 
 def open_pull_of(client: gh.GitHub, target: Target, branch: str, mode: str) -> gh.Pull | None:
@@ -440,6 +484,12 @@ def dry_run(target: Target, bump: Bump, branch: str, labels: Sequence[str]) -> O
         f"git push --force-with-lease=refs/heads/{branch}: {target.remote} "
         f"<commit>:refs/heads/{branch}",
     ]
+    if with_pr_link(bump, target, 0) is not bump:
+        steps.append(
+            f"once the PR is numbered: git commit with pr-link {target.repo_url}/pull/<number>, "
+            f"git push --force-with-lease=refs/heads/{branch}:<commit> {target.remote} "
+            f"<linked commit>:refs/heads/{branch}"
+        )
     requests = [
         gh.list_pulls_request(repo, branch),
         *(gh.get_label_request(repo, label) for label in labels),

@@ -56,7 +56,13 @@ def test_open_pushes_one_commit_and_opens_a_labelled_pr(
     assert git(world, "log", "-1", "--format=%an <%ae>", head).strip() == f"{USER[0]} <{USER[1]}>"
     changed = git(world, "diff", "--name-only", "origin/main", head).split()
     assert changed == ["configs/amd-master.yaml", "images.lock.yaml", "perf-changelog.yaml"]
-    assert remote_file(world, head, str(CHANGELOG)) == (world / CHANGELOG).read_bytes()
+    # The release wrote the XXX placeholder; the PR carries its own link once GitHub numbered it
+    # (the commit rebuilt and pushed again: still one commit), and the working tree is untouched.
+    staged = (world / CHANGELOG).read_bytes()
+    assert staged.endswith(f"pr-link: https://github.com/{REPO}/pull/XXX\n".encode())
+    linked = staged[: -len(b"XXX\n")] + b"1\n"
+    assert remote_file(world, head, str(CHANGELOG)) == linked
+    assert "(pr-link of #1)" in out.out
     pull = api.pulls[1]
     title = notes.read_text().splitlines()[0][2:]
     assert (
@@ -109,7 +115,8 @@ def test_main_moving_underneath_re_appends_the_same_entry_and_the_hook_passes(
     assert git(world, "rev-parse", f"{head}~1") == git(world, "rev-parse", "origin/main")
     moved = remote_file(world, "origin/main", str(CHANGELOG))
     ours = render(entry_for("nightly_202610070333")).encode()
-    assert remote_file(world, head, str(CHANGELOG)) == moved + b"\n" + ours
+    linked = render(entry_for("nightly_202610070333", "1")).encode()  # XXX made PR #1's link
+    assert remote_file(world, head, str(CHANGELOG)) == moved + b"\n" + linked
     assert ours in (world / CHANGELOG).read_bytes()  # byte for byte the release's entry
     done = hook_passes(world, "origin/main", head, 1)
     assert done.returncode == 0, done.stdout
@@ -164,6 +171,9 @@ def test_dry_run_prints_the_exact_requests_without_a_token_or_network(
     title = notes.read_text().splitlines()[0][2:]
     assert json.dumps(title, ensure_ascii=False) in out
     assert f'"head": "{BRANCH}"' in out and '"labels": [\n    "full-sweep-enabled"\n  ]' in out
+    assert (
+        f"once the PR is numbered: git commit with pr-link https://github.com/{REPO}/pull/" in out
+    )
     assert git(world, "ls-remote", "origin", BRANCH) == ""
 
 

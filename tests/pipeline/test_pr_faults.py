@@ -169,6 +169,31 @@ def test_a_remote_that_rejects_the_push(
     assert no_branch(world) and api.sent("POST", PULLS) == []
 
 
+def test_a_refused_second_push_leaves_the_pr_open_with_its_placeholder(
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """The remote takes the first push (the XXX placeholder) and refuses the one that carries the
+    PR's link: the PR is open and labelled, and the warning says the placeholder stayed."""
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    hook = tmp_path / "remote.git" / "hooks" / "pre-receive"
+    hook.write_text(
+        "#!/bin/sh\nwhile read old new ref; do\n"
+        '  if [ "$old" != 0000000000000000000000000000000000000000 ]; then\n'
+        "    echo 'no force pushes' >&2; exit 1\n  fi\ndone\n"
+    )
+    hook.chmod(0o755)
+    stage_release(world, "nightly_202610070333")
+    assert pr(world, api, "open") == 0
+    out = capsys.readouterr().out
+    assert "warning: PR #1 keeps the XXX pr-link placeholder" in out
+    assert list(api.pulls) == [1] and [lb["name"] for lb in api.pulls[1]["labels"]]
+    assert not no_branch(world)
+
+
 def test_a_branch_name_clash(
     world: Path,
     api: github_api.GitHubDouble,
