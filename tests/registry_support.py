@@ -285,6 +285,17 @@ class FaultProxy:
 
     def _inject(self, h: http.server.BaseHTTPRequestHandler, fault: Fault) -> None:
         """Answer one request with the programmed fault instead of the registry's reply."""
+        if fault.kind in ("status", "reset", "timeout", "redirect"):
+            self._refuse(h, fault)
+        elif fault.kind in ("drip-headers", "drip"):
+            self._drip(h, fault)
+        elif fault.kind == "oversize":
+            self._oversize(h, fault)
+        else:
+            self._tamper(h, fault)
+
+    def _refuse(self, h: http.server.BaseHTTPRequestHandler, fault: Fault) -> None:
+        """A fault of the connection or the status: an error, a reset, silence, a redirect."""
         if fault.kind == "status":
             body = json.dumps({"errors": [{"code": "UNAVAILABLE", "message": "injected"}]}).encode()
             headers = [("Content-Type", "application/json")]
@@ -304,7 +315,10 @@ class FaultProxy:
         elif fault.kind == "redirect":
             self._drain(h)
             self._reply(h, 307, [("Location", fault.location + h.path)], b"")
-        elif fault.kind == "drip-headers":
+
+    def _drip(self, h: http.server.BaseHTTPRequestHandler, fault: Fault) -> None:
+        """The registry's reply a byte at a time (its headers, or its body)."""
+        if fault.kind == "drip-headers":
             status, headers, data = self._forward(h)
             head = [f"HTTP/1.1 {status} OK\r\n"] + [f"{k}: {v}\r\n" for k, v in headers]
             try:
@@ -331,55 +345,59 @@ class FaultProxy:
             except OSError:
                 pass  # the client gave up at its deadline: that is the point
             h.close_connection = True
-        elif fault.kind == "oversize":
-            self._drain(h)
-            h.send_response(200)
-            h.send_header("Content-Type", DOCKER_MANIFEST)
-            if fault.chunked:
-                h.send_header("Transfer-Encoding", "chunked")
-                h.end_headers()
-                chunk = b"x" * 65536
-                try:
-                    for _ in range(fault.size // len(chunk) + 1):
-                        h.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                    h.wfile.write(b"0\r\n\r\n")
-                except OSError:
-                    pass  # the client hung up at its cap: that is the point
-            else:
-                h.send_header("Content-Length", str(fault.size))
-                h.end_headers()
-            h.close_connection = True
+
+    def _oversize(self, h: http.server.BaseHTTPRequestHandler, fault: Fault) -> None:
+        """A manifest reply larger than any client cap (chunked, or a huge Content-Length)."""
+        self._drain(h)
+        h.send_response(200)
+        h.send_header("Content-Type", DOCKER_MANIFEST)
+        if fault.chunked:
+            h.send_header("Transfer-Encoding", "chunked")
+            h.end_headers()
+            chunk = b"x" * 65536
+            try:
+                for _ in range(fault.size // len(chunk) + 1):
+                    h.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                h.wfile.write(b"0\r\n\r\n")
+            except OSError:
+                pass  # the client hung up at its cap: that is the point
         else:
-            status, headers, data = self._forward(h)
-            if fault.kind == "truncate":
-                h.send_response(status)
-                for k, v in headers:
-                    h.send_header(k, v)
-                h.end_headers()
-                h.wfile.write(data[: len(data) // 2])
-                h.wfile.flush()
-                h.close_connection = True
-                return
-            if fault.kind == "strip-digest":
-                headers = [(k, v) for k, v in headers if k.lower() != "docker-content-digest"]
-            elif fault.kind == "lie-digest":
-                headers = [(k, v) for k, v in headers if k.lower() != "docker-content-digest"]
-                headers.append(("Docker-Content-Digest", sha256_digest(b"a lie " + data)))
-            elif fault.kind == "ambiguous":
-                doc = json.loads(data)
-                doc.pop("mediaType", None)
-                doc["manifests"] = []  # containerd's rule: both kinds of fields is ambiguous
-                data = json.dumps(doc).encode()
-                headers = [
-                    (k, v)
-                    for k, v in headers
-                    if k.lower() not in ("docker-content-digest", "content-type")
-                ]
-                headers.append(("Docker-Content-Digest", sha256_digest(data)))
-                headers.append(("Content-Type", fault.media_type))
-            elif fault.kind in ("invalid-json", "deep-json"):
-                status, headers, data = self._bad_json(status, headers, fault)
-            self._reply(h, status, headers, data)
+            h.send_header("Content-Length", str(fault.size))
+            h.end_headers()
+        h.close_connection = True
+
+    def _tamper(self, h: http.server.BaseHTTPRequestHandler, fault: Fault) -> None:
+        """The registry's reply, altered: cut short, digests stripped or lied, bad JSON."""
+        status, headers, data = self._forward(h)
+        if fault.kind == "truncate":
+            h.send_response(status)
+            for k, v in headers:
+                h.send_header(k, v)
+            h.end_headers()
+            h.wfile.write(data[: len(data) // 2])
+            h.wfile.flush()
+            h.close_connection = True
+            return
+        if fault.kind == "strip-digest":
+            headers = [(k, v) for k, v in headers if k.lower() != "docker-content-digest"]
+        elif fault.kind == "lie-digest":
+            headers = [(k, v) for k, v in headers if k.lower() != "docker-content-digest"]
+            headers.append(("Docker-Content-Digest", sha256_digest(b"a lie " + data)))
+        elif fault.kind == "ambiguous":
+            doc = json.loads(data)
+            doc.pop("mediaType", None)
+            doc["manifests"] = []  # containerd's rule: both kinds of fields is ambiguous
+            data = json.dumps(doc).encode()
+            headers = [
+                (k, v)
+                for k, v in headers
+                if k.lower() not in ("docker-content-digest", "content-type")
+            ]
+            headers.append(("Docker-Content-Digest", sha256_digest(data)))
+            headers.append(("Content-Type", fault.media_type))
+        elif fault.kind in ("invalid-json", "deep-json"):
+            status, headers, data = self._bad_json(status, headers, fault)
+        self._reply(h, status, headers, data)
 
     @staticmethod
     def _page(

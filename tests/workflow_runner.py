@@ -330,58 +330,82 @@ def _run_job(
                 _emulate(step, context, workspace, run, checkouts)
                 run.steps.append(StepResult(name, label, "emulated"))
                 continue
-            step_env = {k: _text(evaluate(v, context)) for k, v in (step.get("env") or {}).items()}
-            script = step["run"]
-            if "${{" in script:
-                raise ValueError(f"{name}/{label}: `${{{{ }}}}` inside a run script; use env:")
-            files = {k: temp / f"{k}-{i}" for k in ("output", "path", "env")}
-            summary = temp / "summary.md"
-            proc_env = {
-                **env,
-                **job_env,
-                **step_env,
-                "GITHUB_OUTPUT": str(files["output"]),
-                "GITHUB_PATH": str(files["path"]),
-                "GITHUB_ENV": str(files["env"]),
-                "GITHUB_STEP_SUMMARY": str(summary),
-                "GITHUB_WORKSPACE": str(workspace),
-                "RUNNER_TEMP": str(temp),
-                "CI": "true",
-            }
-            proc_env["PATH"] = os.pathsep.join([*extra_path, proc_env.get("PATH", "")])
-            proc = subprocess.run(
-                ["bash", "-e", "-o", "pipefail", "-c", script],
-                cwd=workspace,
-                env=proc_env,
-                capture_output=True,
-                text=True,
-                timeout=900,
-                check=False,
-            )
-            run.steps.append(
-                StepResult(name, label, "ran", proc.returncode, proc.stdout, proc.stderr)
-            )
-            if proc.returncode != 0:
-                raise AssertionError(
-                    f"{name}[{index}] step {label!r} exited {proc.returncode}:\n"
-                    f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
-                )
-            if step.get("id"):
-                context["steps"][step["id"]] = {
-                    "outputs": _key_values(files["output"]),
-                    "outcome": "success",
-                }
-            extra_path = (
-                [*files["path"].read_text().split(), *extra_path]
-                if files["path"].exists()
-                else extra_path
-            )
-            job_env.update(_key_values(files["env"]))
-            if summary.exists():
-                run.summaries[f"{name}-{index}"] = summary.read_text()
+            where = _Where(job=name, row=index, workspace=workspace, temp=temp, step=i)
+            extra_path = _run_script(step, label, where, context, job_env, env, extra_path, run)
         for key, value in (job.get("outputs") or {}).items():
             outputs[key] = _text(evaluate(value, context))
     run.jobs[name] = {"result": result, "outputs": outputs}
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Where:
+    """Where a step runs: its job and matrix row, folders, and index in the job."""
+
+    job: str
+    row: int
+    workspace: Path
+    temp: Path
+    step: int
+
+
+def _run_script(
+    step: Mapping[str, Any],
+    label: str,
+    where: _Where,
+    context: dict[str, Any],
+    job_env: dict[str, str],
+    env: Mapping[str, str],
+    extra_path: list[str],
+    run: Run,
+) -> list[str]:
+    """Run one `run:` step as the runner does (bash -e -o pipefail, GITHUB_* files); record its
+    outputs in `context`, its GITHUB_ENV in `job_env`; return the PATH additions so far."""
+    name = where.job
+    step_env = {k: _text(evaluate(v, context)) for k, v in (step.get("env") or {}).items()}
+    script = step["run"]
+    if "${{" in script:
+        raise ValueError(f"{name}/{label}: `${{{{ }}}}` inside a run script; use env:")
+    files = {k: where.temp / f"{k}-{where.step}" for k in ("output", "path", "env")}
+    summary = where.temp / "summary.md"
+    proc_env = {
+        **env,
+        **job_env,
+        **step_env,
+        "GITHUB_OUTPUT": str(files["output"]),
+        "GITHUB_PATH": str(files["path"]),
+        "GITHUB_ENV": str(files["env"]),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_WORKSPACE": str(where.workspace),
+        "RUNNER_TEMP": str(where.temp),
+        "CI": "true",
+    }
+    proc_env["PATH"] = os.pathsep.join([*extra_path, proc_env.get("PATH", "")])
+    proc = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", script],
+        cwd=where.workspace,
+        env=proc_env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    run.steps.append(StepResult(name, label, "ran", proc.returncode, proc.stdout, proc.stderr))
+    if proc.returncode != 0:
+        raise AssertionError(
+            f"{name}[{where.row}] step {label!r} exited {proc.returncode}:\n"
+            f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+        )
+    if step.get("id"):
+        context["steps"][step["id"]] = {
+            "outputs": _key_values(files["output"]),
+            "outcome": "success",
+        }
+    if files["path"].exists():
+        extra_path = [*files["path"].read_text().split(), *extra_path]
+    job_env.update(_key_values(files["env"]))
+    if summary.exists():
+        run.summaries[f"{name}-{where.row}"] = summary.read_text()
+    return extra_path
 
 
 def _condition(value: Any) -> str:

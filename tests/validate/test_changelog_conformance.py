@@ -123,11 +123,11 @@ def inferencex_cases() -> list[Case]:
 def real_cases(real: bytes) -> list[Case]:
     """Mutations of the real file: what users do, and the issue's reported wrong verdicts."""
     new = entry()
-    last = real.rfind(b"\n- config-keys:") + 1
-    xxx_link = b"  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/XXX\n"
-    assert real.count(xxx_link) == 1
-    big = b"\n".join(entry(description="x" * 1000 + str(i)) for i in range(40))
-    assert len(big) >= 32 * 1024
+    return [*_appends(real, new), *_history_edits(real, new), *_sweeps_and_hostile(real, new)]
+
+
+def _appends(real: bytes, new: bytes) -> list[Case]:
+    """Entries appended to the real file: house style, its variants, separators, keys."""
     return [
         Case("append a house-style entry", real, real + b"\n" + new),
         Case("append with XXX on main", real, real + b"\n" + entry(link="XXX")),
@@ -174,6 +174,15 @@ def real_cases(real: bytes) -> list[Case]:
         Case("glob config key", real, real + b"\n" + entry(key='"dsr1-fp4-*"')),
         Case("duplicate key in the new entry", real, real + b"\n" + entry(extra=new[-60:])),
         Case("two entries appended", real, real + b"\n" + new + b"\n" + entry(link=PR + "2501")),
+    ]
+
+
+def _history_edits(real: bytes, new: bytes) -> list[Case]:
+    """History touched: pr-link corrections, edits, deletions, insertions, odd bases."""
+    last = real.rfind(b"\n- config-keys:") + 1
+    xxx_link = b"  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/XXX\n"
+    assert real.count(xxx_link) == 1
+    return [
         Case(
             "pr-link correction XXX -> canonical",
             real,
@@ -220,6 +229,14 @@ def real_cases(real: bytes) -> list[Case]:
             real + b"\n" + new,
             message="the base version is rejected",
         ),
+    ]
+
+
+def _sweeps_and_hostile(real: bytes, new: bytes) -> list[Case]:
+    """Sweep labels and append-only rules, large appends, and hostile characters and YAML."""
+    big = b"\n".join(entry(description="x" * 1000 + str(i)) for i in range(40))
+    assert len(big) >= 32 * 1024
+    return [
         Case("append-only entry", real, real + b"\n" + entry(extra="  append-only: true\n")),
         Case(
             "append-only with all-evals label",
