@@ -115,6 +115,11 @@ def _digest_ok(resolved: Resolved) -> bool:
     return resolved.verified and digest.startswith("sha256:") and len(digest) == 71
 
 
+def _judged(cid: str, status: str, reason: str, rows: Sequence[tuple[str, str]]) -> Check:
+    """Check `cid`'s verdict with the evidence rows it was decided on."""
+    return Check(id=cid, status=status, reason=reason, evidence=tuple(rows))
+
+
 def check_digest(o: Outcome) -> Check:
     if o.image is None:
         return Check(id="C1", status=FAIL, reason="the image was not resolved")
@@ -125,19 +130,9 @@ def check_digest(o: Outcome) -> Check:
         if not _digest_ok(o.baseline):
             bad.append(o.baseline.ref)
     if bad:
-        return Check(
-            id="C1",
-            status=FAIL,
-            reason=f"digest not verified by re-hashing: {', '.join(bad)}",
-            evidence=tuple(rows),
-        )
+        return _judged("C1", FAIL, f"digest not verified by re-hashing: {', '.join(bad)}", rows)
     rows.append(("verified", "manifest bytes re-hashed to the digest"))
-    return Check(
-        id="C1",
-        status=PASS,
-        reason="digest verified by re-hashing the manifest",
-        evidence=tuple(rows),
-    )
+    return _judged("C1", PASS, "digest verified by re-hashing the manifest", rows)
 
 
 def check_facts(o: Outcome) -> Check:
@@ -149,26 +144,11 @@ def check_facts(o: Outcome) -> Check:
     missing = [name for name, value in facts.required() if not value]
     rows += [("probe error", e) for e in facts.errors[:10]]
     if missing:
-        return Check(
-            id="C2",
-            status=FAIL,
-            reason=f"facts missing: {', '.join(missing)}",
-            evidence=tuple(rows),
-        )
+        return _judged("C2", FAIL, f"facts missing: {', '.join(missing)}", rows)
     absent = [name for name, value in facts.optional() if not value]
     if absent:
-        return Check(
-            id="C2",
-            status=WARN,
-            reason=f"optional facts missing: {', '.join(absent)}",
-            evidence=tuple(rows),
-        )
-    return Check(
-        id="C2",
-        status=PASS,
-        reason=f"{facts.engine.name} {facts.engine.version}",
-        evidence=tuple(rows),
-    )
+        return _judged("C2", WARN, f"optional facts missing: {', '.join(absent)}", rows)
+    return _judged("C2", PASS, f"{facts.engine.name} {facts.engine.version}", rows)
 
 
 def check_smoke(o: Outcome) -> Check:
@@ -178,26 +158,11 @@ def check_smoke(o: Outcome) -> Check:
     # Timings are in the report, not in the evidence: a verdict must not depend on machine load.
     rows = [("tokens", str(s.tokens)), ("max_logit_diff", str(s.max_logit_diff))]
     if s.status != "pass":
-        return Check(
-            id="C3",
-            status=FAIL,
-            reason=f"smoke decode failed: {s.reason or s.status}",
-            evidence=tuple(rows),
-        )
+        return _judged("C3", FAIL, f"smoke decode failed: {s.reason or s.status}", rows)
     if not s.tokens:
         # A smoke test that decoded nothing cannot have failed, so it cannot pass either.
-        return Check(
-            id="C3",
-            status=FAIL,
-            reason="smoke decode reported pass without decoding a token",
-            evidence=tuple(rows),
-        )
-    return Check(
-        id="C3",
-        status=PASS,
-        reason=f"decoded {s.tokens} tokens, matches the reference",
-        evidence=tuple(rows),
-    )
+        return _judged("C3", FAIL, "smoke decode reported pass without decoding a token", rows)
+    return _judged("C3", PASS, f"decoded {s.tokens} tokens, matches the reference", rows)
 
 
 def eval_failures(ev: EvalOutput) -> list[str]:
@@ -227,12 +192,7 @@ def check_evals(o: Outcome) -> Check:
     if failures:
         more = f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""
         return Check(id="C4", status=FAIL, reason=failures[0] + more, evidence=tuple(rows))
-    return Check(
-        id="C4",
-        status=PASS,
-        reason=f"{len(o.evals)} eval result(s) at or above threshold",
-        evidence=tuple(rows),
-    )
+    return _judged("C4", PASS, f"{len(o.evals)} eval result(s) at or above threshold", rows)
 
 
 def _commit_label(commit: Commit) -> str:
@@ -266,19 +226,14 @@ def check_precision(o: Outcome) -> Check:
         named += [lab for lab in labels if lab not in named]
     if relevant:
         cats = sorted({str(f.category) for f in relevant})
-        return Check(
-            id="C5",
-            status=WARN,
-            reason=f"precision-relevant changes ({', '.join(cats)}) in {'; '.join(named[:3])}"
+        return _judged(
+            "C5",
+            WARN,
+            f"precision-relevant changes ({', '.join(cats)}) in {'; '.join(named[:3])}"
             + (f" (+{len(named) - 3} more)" if len(named) > 3 else ""),
-            evidence=tuple(rows),
+            rows,
         )
-    return Check(
-        id="C5",
-        status=PASS,
-        reason="no precision-relevant change between baseline and image",
-        evidence=tuple(rows),
-    )
+    return _judged("C5", PASS, "no precision-relevant change between baseline and image", rows)
 
 
 def check_watch(o: Outcome) -> Check:
@@ -295,27 +250,14 @@ def check_watch(o: Outcome) -> Check:
         if not item.ok:
             (missing if item.kind == "must-contain" else present).append(item.ref)
     if present:
-        return Check(
-            id="C6",
-            status=FAIL,
-            reason=f"must-not-contain present in the image: {', '.join(present)}",
-            evidence=tuple(rows),
+        return _judged(
+            "C6", FAIL, f"must-not-contain present in the image: {', '.join(present)}", rows
         )
     if missing:
         # The real-world case: an upstream fix not yet in the image is a risk to state, not a
         # blocker.
-        return Check(
-            id="C6",
-            status=WARN,
-            reason=f"risk: not yet in the image: {', '.join(missing)}",
-            evidence=tuple(rows),
-        )
-    return Check(
-        id="C6",
-        status=PASS,
-        reason=f"{len(upstream)} watched upstream change(s) as required",
-        evidence=tuple(rows),
-    )
+        return _judged("C6", WARN, f"risk: not yet in the image: {', '.join(missing)}", rows)
+    return _judged("C6", PASS, f"{len(upstream)} watched upstream change(s) as required", rows)
 
 
 def _validator_check(cid: str, out: ValidatorOutput | None, what: str) -> Check:
@@ -362,27 +304,14 @@ def check_scope(o: Outcome) -> Check:
     ]
     rows += [(p.name, f"batch {p.batch}") for p in c.points]
     if not c.points:
-        return Check(
-            id="C10",
-            status=FAIL,
-            reason=f"config key {c.key} expands to no benchmark point",
-            evidence=tuple(rows),
-        )
+        return _judged("C10", FAIL, f"config key {c.key} expands to no benchmark point", rows)
     facts = o.probe.facts if o.probe else None
     engine = facts.engine.name if facts else None
     if c.framework and engine and not c.framework.startswith(engine):
-        return Check(
-            id="C10",
-            status=FAIL,
-            reason=f"config key {c.key} runs {c.framework} but the image ships {engine}",
-            evidence=tuple(rows),
+        return _judged(
+            "C10", FAIL, f"config key {c.key} runs {c.framework} but the image ships {engine}", rows
         )
-    return Check(
-        id="C10",
-        status=PASS,
-        reason=f"{c.key}: {len(c.points)} point(s) planned",
-        evidence=tuple(rows),
-    )
+    return _judged("C10", PASS, f"{c.key}: {len(c.points)} point(s) planned", rows)
 
 
 BAD = (regressions.REGRESSION, regressions.FAILED_KIND, regressions.BELOW)

@@ -16,7 +16,7 @@ key's. Recipe hits carry the line of the block they were inherited from.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import re2
@@ -162,6 +162,28 @@ def shell_hits(path: str, text: str, raw: list[str]) -> list[Hit]:
     return hits
 
 
+def _yaml_hits(path: str, lines: Sequence[str]) -> list[Hit]:
+    """Hits of a recipe (YAML): the same families as a script's, read line by line outside
+    comments (a recipe runs no commands, so no guards)."""
+    hits: list[Hit] = []
+    for n, raw in enumerate(lines, start=1):
+        code = raw.split("#", 1)[0] if not raw.lstrip().startswith("#") else ""
+        text = raw.strip()
+        if _NEXTN in code:
+            hits.append(Hit(path=path, line=n, kind="draft: prohibited", text=text[:200]))
+        arch = _ARCH.search(code)
+        for kind, severity, found in (
+            ("draft: draft-model precision override", FAIL, _DRAFT_PRECISION.search(code)),
+            (f"arch: {arch.group(0) if arch else ''}", FAIL, arch),
+            ("chat: use_chat_template", PASS, _CHAT_ON.search(code)),
+            ("chatkw: template kwargs", PASS, _CHAT_KWARGS.search(code)),
+            ("chat-replay: agentic_srt.sh replay", PASS, rx(r"agentic_srt\.sh").search(code)),
+        ):
+            if found:
+                hits.append(Hit(path=path, line=n, kind=kind, text=text, severity=severity))
+    return hits
+
+
 def scan(review: Review, path: str) -> list[Hit]:
     """Every hit of one file (computed once per run)."""
     key = ("hits", path)
@@ -170,60 +192,7 @@ def scan(review: Review, path: str) -> list[Hit]:
         return memo  # type: ignore[return-value]
     hits: list[Hit] = []
     if path.endswith((".yaml", ".yml")):
-        for n, raw in enumerate(review.source.lines(path), start=1):
-            code = raw.split("#", 1)[0] if not raw.lstrip().startswith("#") else ""
-            if _NEXTN in code:
-                hits.append(
-                    Hit(path=path, line=n, kind="draft: prohibited", text=raw.strip()[:200])
-                )
-            if _DRAFT_PRECISION.search(code):
-                hits.append(
-                    Hit(
-                        path=path,
-                        line=n,
-                        kind="draft: draft-model precision override",
-                        text=raw.strip(),
-                    )
-                )
-            if _ARCH.search(code):
-                hits.append(
-                    Hit(
-                        path=path,
-                        line=n,
-                        kind="arch: " + _ARCH.search(code).group(0),
-                        text=raw.strip(),
-                    )
-                )  # type: ignore[union-attr]
-            if _CHAT_ON.search(code):
-                hits.append(
-                    Hit(
-                        path=path,
-                        line=n,
-                        kind="chat: use_chat_template",
-                        text=raw.strip(),
-                        severity=PASS,
-                    )
-                )
-            if _CHAT_KWARGS.search(code):
-                hits.append(
-                    Hit(
-                        path=path,
-                        line=n,
-                        kind="chatkw: template kwargs",
-                        text=raw.strip(),
-                        severity=PASS,
-                    )
-                )
-            if rx(r"agentic_srt\.sh").search(code):
-                hits.append(
-                    Hit(
-                        path=path,
-                        line=n,
-                        kind="chat-replay: agentic_srt.sh replay",
-                        text=raw.strip(),
-                        severity=PASS,
-                    )
-                )
+        hits = _yaml_hits(path, review.source.lines(path))
     else:
         source_lines = review.source.lines(path)
         hits = shell_hits(path, review.source.text(path) or "", source_lines)
