@@ -507,7 +507,7 @@ class RegistryClient(RegistryConnection):
 def _registry_ref(value: str | Reference) -> Reference:
     """A repository given as `registry/repo` (a tag or digest, if any, is ignored)."""
     ref = parse(value)
-    return Reference(ref.registry, ref.repository)
+    return Reference(registry=ref.registry, repository=ref.repository)
 
 
 def _expect(resp: Response, status: int, ref: Reference, what: str) -> None:

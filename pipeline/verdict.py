@@ -70,7 +70,7 @@ class Check:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Outcome:
     """What the checks look at: recorded stage outputs (typed), None where not run."""
 

@@ -68,7 +68,7 @@ class KeyChange:
             raise ChangelogError(f"key change must be 'added' or 'removed', got {self.change!r}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FieldChange:
     """Any other field; `old`/`new` are the YAML scalars as text, None when absent."""
 
@@ -440,7 +440,11 @@ def _diff_key(key: str, old: _Key, new: _Key) -> list[Change]:
         out.append(ImageChange(key, old.fields.get("image", ""), new.fields.get("image", "")))
     for field in _union(old.fields, new.fields):
         if field != "image" and old.fields.get(field) != new.fields.get(field):
-            out.append(FieldChange(key, field, old.fields.get(field), new.fields.get(field)))
+            out.append(
+                FieldChange(
+                    key=key, path=field, old=old.fields.get(field), new=new.fields.get(field)
+                )
+            )
     old_arms = {(a.scenario, a.label): a for a in old.arms}
     new_arms = {(a.scenario, a.label): a for a in new.arms}
     for ident in _union(old_arms, new_arms):
@@ -481,14 +485,14 @@ def _diff_tree(path: str, old: object, new: object) -> list[Change]:
         for k in _union(old, new):
             sub = f"{path}.{k}" if path else str(k)
             if k not in new:
-                out.append(FieldChange(sub, "", _scalar(old[k]), None))
+                out.append(FieldChange(key=sub, path="", old=_scalar(old[k]), new=None))
             elif k not in old:
-                out.append(FieldChange(sub, "", None, _scalar(new[k])))
+                out.append(FieldChange(key=sub, path="", old=None, new=_scalar(new[k])))
             else:
                 out += _diff_tree(sub, old[k], new[k])
         return out
     if old != new:
-        return [FieldChange(path or "(document)", "", _scalar(old), _scalar(new))]
+        return [FieldChange(key=path or "(document)", path="", old=_scalar(old), new=_scalar(new))]
     return []
 
 

@@ -12,6 +12,11 @@ from typing import Any
 
 import pytest
 
+from relpipe.changelog.configs.semdiff import FieldChange
+from relpipe.changelog.entry import Entry
+from relpipe.images.reference import Reference
+from relpipe.images.runtime import Runtime
+from relpipe.images.services import Services
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.outputs import (
     ConfigScope,
@@ -27,6 +32,7 @@ from relpipe.pipeline.outputs import (
 from relpipe.pipeline.plan import Options, Plan
 from relpipe.pipeline.record import SCHEMA, RunRecord, StageRunner
 from relpipe.pipeline.release import Request
+from relpipe.pipeline.verdict import Outcome
 
 KINDS: dict[str, Any] = {
     "image": Resolved,
@@ -66,13 +72,40 @@ def test_eval_and_release_checks_round_trip(outcome_json: Any) -> None:
     assert ReleaseChecks.from_json(checks).to_json() == checks
 
 
-def test_records_are_keyword_only() -> None:
+# Records whose fields are easy to swap unnoticed (four strings in a row, eleven optional outputs).
+KEYWORD_ONLY = (
+    Options,
+    Request,
+    EvalOutput,
+    Entry,
+    Reference,
+    Outcome,
+    FieldChange,
+    Runtime,
+    Services,
+)
+
+
+@pytest.mark.parametrize("record", KEYWORD_ONLY, ids=lambda r: r.__name__)
+def test_records_are_keyword_only(record: type) -> None:
+    fields = [f for f in dataclasses.fields(record) if f.init]
+    assert fields and all(f.kw_only for f in fields)
+    # One value per field, positionally: refused before any field is looked at.
+    with pytest.raises(TypeError, match="positional argument"):
+        record(*["x"] * len(fields))
+
+
+def test_records_are_refused_positionally_and_frozen() -> None:
     with pytest.raises(TypeError):
         Options(("decode-parity",))  # type: ignore[misc]
     with pytest.raises(TypeError):
         Request("key", "rocm/atom-dev:nightly_202610070333")  # type: ignore[misc]
     with pytest.raises(TypeError):
         EvalOutput("pass", "decode-parity", 1, "token_agreement")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Reference("docker.io", "library/ubuntu")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Entry(("k",), ("x",), "https://github.com/o/r/pull/1")  # type: ignore[misc]
     options = Options(max_batch=2)
     assert Options.from_json(options.to_json()) == options
     with pytest.raises(dataclasses.FrozenInstanceError):
