@@ -14,9 +14,10 @@ missing key without a default, a value of another type (a bool is not an int, an
 string), an object where a list belongs. Keys a record does not declare are ignored: documents
 carry derived values (a summary, a title) for their readers, and those are recomputed.
 
-A record whose JSON holds more than its fields (derived values, a schema number, a flattened
-nesting) keeps a `to_json(self)` method built on `fields_to_json`; `to_json` calls that method
-wherever the record stands, nested or not. Reading needs no such hook.
+A record whose JSON is more than its fields (derived values, a schema number, a flattened
+nesting, an older spelling to read) keeps a `to_json(self)` method built on `fields_to_json`, or a
+`from_json(cls, data, *, where)` classmethod built on `fields_from_json`; `to_json`/`from_json`
+call them wherever the record stands, nested or not, and an error inside still names the path.
 """
 
 from __future__ import annotations
@@ -82,8 +83,12 @@ def fields_to_json(record: object, *, exclude: Sequence[str] = ()) -> dict[str, 
     """The record's fields as a JSON object, in field order (the half a `to_json` builds on)."""
     if not dataclasses.is_dataclass(record) or isinstance(record, type):
         raise TypeError(f"{type(record).__name__} is not a record (a dataclass instance)")
+    fields = dataclasses.fields(record)
+    unknown = set(exclude) - {f.name for f in fields}
+    if unknown:
+        raise TypeError(f"{type(record).__name__} has no field {sorted(unknown)[0]!r} to exclude")
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(record):
+    for f in fields:
         if f.name in exclude:
             continue
         value = getattr(record, f.name)

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from relpipe.core import records
 from relpipe.changelog.configs.semdiff import FieldChange
 from relpipe.changelog.entry import Entry
+from relpipe.core import records
 from relpipe.images.reference import Reference
 from relpipe.images.runtime import Runtime
 from relpipe.images.services import Services

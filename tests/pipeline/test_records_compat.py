@@ -18,19 +18,9 @@ from typing import Any
 import pytest
 
 from relpipe.core import records
+from relpipe.pipeline import outputs as out
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.history import HistoryOutput
-from relpipe.pipeline.outputs import (
-    ConfigScope,
-    EvalOutput,
-    PrecisionOutput,
-    ProbeOutput,
-    ReleaseChecks,
-    Resolved,
-    SmokeOutput,
-    ValidatorOutput,
-    parse,
-)
 from relpipe.pipeline.plan import Plan
 from relpipe.pipeline.record import StageResult, pretty_json, stage_key
 from relpipe.pipeline.report import ReportData, render_json
@@ -41,20 +31,20 @@ OLD: dict[str, Any] = json.loads(
     (Path(__file__).parent / "data" / "records-41abcc1.json").read_text(encoding="utf-8")
 )
 KINDS: dict[str, type] = {
-    "image": Resolved,
-    "baseline": Resolved,
-    "probe": ProbeOutput,
-    "baseline_probe": ProbeOutput,
-    "smoke": SmokeOutput,
-    "precision": PrecisionOutput,
-    "config": ConfigScope,
-    "golden": ValidatorOutput,
-    "release-checks": ReleaseChecks,
+    "image": out.Resolved,
+    "baseline": out.Resolved,
+    "probe": out.ProbeOutput,
+    "baseline_probe": out.ProbeOutput,
+    "smoke": out.SmokeOutput,
+    "precision": out.PrecisionOutput,
+    "config": out.ConfigScope,
+    "golden": out.ValidatorOutput,
+    "release-checks": out.ReleaseChecks,
 }
 
 
 def _read(name: str) -> Any:
-    return parse(KINDS[name], OLD["outputs"][name], f"{name} output")
+    return out.parse(KINDS[name], OLD["outputs"][name], f"{name} output")
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))
@@ -64,11 +54,11 @@ def test_a_stage_output_written_before_loads_and_is_written_back_unchanged(name:
 
 def test_old_evals_and_a_file_row_without_touched_by_load() -> None:
     for old in OLD["outputs"]["evals"]:
-        assert records.to_json(parse(EvalOutput, old, "eval output")) == old
+        assert records.to_json(out.parse(out.EvalOutput, old, "eval output")) == old
     precision = json.loads(json.dumps(OLD["outputs"]["precision"]))
     row = precision["files"][0]
     del row["touched_by"]  # reports before `touched_by` named every touching commit in `commits`
-    report = parse(PrecisionOutput, precision, "precision output").report
+    report = out.parse(out.PrecisionOutput, precision, "precision output").report
     assert report is not None and report.files[0].touched_by == tuple(row["commits"])
     assert records.to_json(report)["files"][0]["touched_by"] == row["commits"]
 
@@ -102,7 +92,7 @@ def test_an_old_report_json_is_rendered_again_byte_for_byte() -> None:
         baseline=replace(_read("baseline"), facts=_read("baseline_probe").facts),
         probe=_read("probe"),
         smoke=_read("smoke"),
-        evals=tuple(parse(EvalOutput, e, "eval output") for e in OLD["outputs"]["evals"]),
+        evals=tuple(out.parse(out.EvalOutput, e, "eval output") for e in OLD["outputs"]["evals"]),
         precision=_read("precision"),
         config=_read("config"),
         golden=_read("golden"),

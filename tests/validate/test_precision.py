@@ -11,8 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import commit_files, git, import_commit
 
-from relpipe.core import records
-from relpipe.core import sanitize
+from relpipe.core import records, sanitize
 from relpipe.validate import precision
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import globs
