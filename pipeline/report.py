@@ -63,7 +63,7 @@ def to_json(data: ReportData) -> dict[str, Any]:
         "run": data.run_id,
         "title": data.title,
         "inputs": dict(data.inputs),
-        "verdict": data.verdict.to_json(),
+        "verdict": records.to_json(data.verdict),
         "image": records.to_json(o.image) if o.image else {},
         "baseline": records.to_json(o.baseline) if o.baseline else None,
         "facts": records.to_json(_facts(o)) if o.probe and o.probe.facts else {},
