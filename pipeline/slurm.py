@@ -206,19 +206,13 @@ def render_script(
         directives.append(f"--time={opts.time}")
     if opts.account:
         directives.append(f"--account={opts.account}")
-    command = [
-        *opts.relpipe,
-        "qualify",
-        "--from-plan",
-        str(plan),
-        "--shard",
-        f'"$shard/{shards}"',
-        "--out",
-        '"$out"',
-    ]
+    # Every value quoted; only the script's own "$shard" and "$out" expand (a value that merely
+    # starts with a quote, e.g. --repo '"', is a value like any other).
+    command = [*map(q, opts.relpipe), "qualify", "--from-plan", q(str(plan))]
+    command += ["--shard", f'"$shard/{shards}"', "--out", '"$out"']
     if opts.workspace is not None:
-        command += ["--repo", str(opts.workspace)]
-    quoted = " ".join(arg if arg.startswith('"') else q(arg) for arg in command)
+        command += ["--repo", q(str(opts.workspace))]
+    quoted = " ".join(command)
     lines = [
         "#!/bin/bash",
         f"# Written by `relpipe slurm submit` for the plan {q(str(plan))}: one task per shard.",
