@@ -521,7 +521,3 @@ def _expect(resp: Response, status: int, ref: Reference, what: str) -> None:
     except (ValueError, AttributeError):
         pass
     raise RegistryError(f"{ref.name}: {what} answered HTTP {resp.status}{detail}", 1)
-
-
-def to_json_lines(items: Sequence[Resolved]) -> list[dict[str, Any]]:
-    return [r.to_json() for r in items]
