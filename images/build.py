@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import process
+from relpipe.core import process, records
 from relpipe.images import fixture_repo as fx
 from relpipe.images import real_engine
 from relpipe.images.errors import BuildError, ImageError
@@ -98,19 +98,13 @@ class FixtureImage:
         return f"{self.registry}/{self.repository}:{self.tag}"
 
     def to_json(self) -> dict[str, Any]:
+        """`relpipe fixtures build --json`: `reference` in place of registry and repository."""
+        out = records.fields_to_json(self, exclude=("registry", "repository"))
         return {
-            "tag": self.tag,
-            "digest": self.digest,
+            "tag": out.pop("tag"),
+            "digest": out.pop("digest"),
             "reference": self.reference,
-            "variant": self.variant,
-            "engine_version": self.engine_version,
-            "engine_commit": self.engine_commit,
-            "aiter_version": self.aiter_version,
-            "aiter_commit": self.aiter_commit,
-            "rocm_version": self.rocm_version,
-            "lmcache_version": self.lmcache_version,
-            "created": self.created,
-            "pushed": self.pushed,
+            **out,
         }
 
 

@@ -32,7 +32,7 @@ class InvalidReference(ImageError):
     exit_code = 2
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, kw_only=True)
 class Reference:
     """A normalised image reference; `tag` and `digest` may both be set (digest wins)."""
 
@@ -61,10 +61,17 @@ class Reference:
         return is_loopback(self.registry)
 
     def with_tag(self, tag: str) -> Reference:
-        return Reference(self.registry, self.repository, _check_tag(tag), None)
+        return Reference(
+            registry=self.registry, repository=self.repository, tag=_check_tag(tag), digest=None
+        )
 
     def with_digest(self, digest: str) -> Reference:
-        return Reference(self.registry, self.repository, self.tag, check_digest(digest))
+        return Reference(
+            registry=self.registry,
+            repository=self.repository,
+            tag=self.tag,
+            digest=check_digest(digest),
+        )
 
     def tagged(self) -> str:
         """`registry/repository:tag` (tag defaults to `latest`): the key a tag is pinned under."""
@@ -153,4 +160,4 @@ def parse(ref: str | Reference) -> Reference:
         path = f"library/{path}"
     if len(f"{registry}/{path}") > _MAX_NAME:
         raise InvalidReference(f"image name in {ref!r} is longer than {_MAX_NAME} characters")
-    return Reference(registry, path, tag, digest)
+    return Reference(registry=registry, repository=path, tag=tag, digest=digest)

@@ -21,11 +21,11 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from relpipe.core import jsonload
+from relpipe.core import jsonload, records
 from relpipe.images.auth import (
     CAP_EXT,
     KIND_EXT,
@@ -92,18 +92,14 @@ class Resolved:
     ref: str  # as given
     reference: Reference
     digest: str
-    media_type: str
+    media_type: str = field(metadata=records.spec(key="media-type"))
     platform: str | None  # for indexes: the selected entry; for a single manifest: unknown (None)
-    platform_digest: str
+    platform_digest: str = field(metadata=records.spec(key="platform-digest"))
 
-    def to_json(self) -> dict[str, str | None]:
-        return {
-            "ref": self.ref,
-            "digest": self.digest,
-            "media-type": self.media_type,
-            "platform": self.platform,
-            "platform-digest": self.platform_digest,
-        }
+    def to_json(self) -> dict[str, Any]:
+        """`relpipe images resolve --json`, spelled as the lock file spells it (less `reference`,
+        which is `ref` parsed)."""
+        return records.fields_to_json(self, exclude=("reference",))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -507,7 +503,7 @@ class RegistryClient(RegistryConnection):
 def _registry_ref(value: str | Reference) -> Reference:
     """A repository given as `registry/repo` (a tag or digest, if any, is ignored)."""
     ref = parse(value)
-    return Reference(ref.registry, ref.repository)
+    return Reference(registry=ref.registry, repository=ref.repository)
 
 
 def _expect(resp: Response, status: int, ref: Reference, what: str) -> None:
@@ -525,7 +521,3 @@ def _expect(resp: Response, status: int, ref: Reference, what: str) -> None:
     except (ValueError, AttributeError):
         pass
     raise RegistryError(f"{ref.name}: {what} answered HTTP {resp.status}{detail}", 1)
-
-
-def to_json_lines(items: Sequence[Resolved]) -> list[dict[str, Any]]:
-    return [r.to_json() for r in items]

@@ -109,7 +109,7 @@ def pinned(ref: str | Reference) -> Reference:
 # -- the runtime ------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Runtime:
     """A docker client plus the host paths and policy that every run uses."""
 
@@ -150,7 +150,7 @@ class Runtime:
         kwargs.setdefault("gpu", detect_gpu())
         kwargs.setdefault("owner", DEFAULT_OWNER)
         kwargs.setdefault("allow_root", os.environ.get(ALLOW_ROOT_ENV) == "1")
-        runtime = cls(client, **kwargs)
+        runtime = cls(client=client, **kwargs)
         if reap:
             runtime.reap_stale(runtime.owner or DEFAULT_OWNER)
         return runtime

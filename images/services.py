@@ -65,7 +65,7 @@ class ServiceError(RuntimeError):
     """A service could not be found, installed or started; the message says what to do."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Services:
     """Addresses of running services and the PIDs we own (only those are ever stopped)."""
 

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from relpipe.core import records
+from relpipe.core.records import RecordError
 from relpipe.pipeline import enginerepo
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.outputs import (
+    EngineFacts,
     EvalOutput,
     Facts,
     PrecisionOutput,
@@ -90,7 +93,7 @@ class Engine:
         # The probe's JSON is untrusted: a shape it should not have is a failed probe (C2 FAIL).
         try:
             return ProbeOutput(status="ok", facts=normalise_facts(out["result"]))
-        except (TypeError, ValueError, AttributeError) as exc:
+        except (TypeError, ValueError, AttributeError, RecordError) as exc:
             return ProbeOutput(status="error", reason=f"malformed probe output: {exc}")
 
     def _watchdog(self, options: Options) -> str:
@@ -123,8 +126,8 @@ class Engine:
             "seconds": out["seconds"],
         }
         try:
-            return SmokeOutput.from_json(raw)
-        except (TypeError, ValueError) as exc:  # the container's JSON is untrusted: a failure
+            return records.from_json(SmokeOutput, raw, where="smoke result")
+        except RecordError as exc:  # the container's JSON is untrusted: a failure
             return SmokeOutput(status="fail", reason=f"malformed smoke result: {exc}")
 
     def evaluate(self, ref: str, inputs: Mapping[str, Any], options: Options) -> EvalOutput:
@@ -276,8 +279,8 @@ class Engine:
 def _eval_output(raw: Mapping[str, Any], inputs: Mapping[str, Any]) -> EvalOutput:
     """An eval result from the container's (untrusted) JSON; a malformed one is a recorded error."""
     try:
-        return EvalOutput.from_json(raw)
-    except (KeyError, TypeError, ValueError) as exc:
+        return records.from_json(EvalOutput, raw, where=f"{inputs['suite']} result")
+    except RecordError as exc:
         return EvalOutput(
             status="error",
             suite=str(inputs["suite"]),
@@ -332,20 +335,33 @@ def _version(value: Any) -> Any:
     return value.get("version") if isinstance(value, Mapping) else value
 
 
+def _text(value: Any) -> str | None:
+    # A fact is text whatever JSON type the probe gave it (a version may come as a number).
+    return None if value is None else str(value)
+
+
 def normalise_facts(raw: Mapping[str, Any]) -> Facts:
     """Probe JSON -> the flat facts the verdict, lock and notes use (engine, python, torch, ...)."""
     packages = raw.get("packages") or {}
     aiter = raw.get("aiter")
-    return Facts.from_json(
+    engine = raw.get("engine") or {}
+    if isinstance(engine, Mapping):  # the probe's engine object names more than the facts
+        engine = {f.name: _text(engine.get(f.name)) for f in fields(EngineFacts)}
+    facts = {
+        "engine": engine,
+        "python": _version(raw.get("python")),
+        "torch": _version(packages.get("torch") or raw.get("torch")),
+        "triton": _version(packages.get("triton") or raw.get("triton")),
+        "lmcache": _version(packages.get("lmcache")),
+        "aiter": aiter.get("commit") if isinstance(aiter, Mapping) else aiter,
+        "rocm": _version(raw.get("rocm")),
+    }
+    return records.from_json(
+        Facts,
         {
-            "engine": raw.get("engine") or {},
-            "python": _version(raw.get("python")),
-            "torch": _version(packages.get("torch") or raw.get("torch")),
-            "triton": _version(packages.get("triton") or raw.get("triton")),
-            "lmcache": _version(packages.get("lmcache")),
-            "aiter": aiter.get("commit") if isinstance(aiter, Mapping) else aiter,
-            "rocm": _version(raw.get("rocm")),
+            **{k: v if k == "engine" else _text(v) for k, v in facts.items()},
             "gpu": raw.get("gpu"),
             "errors": [str(e) for e in raw.get("errors") or []],
-        }
+        },
+        where="probe result",
     )

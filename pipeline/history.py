@@ -17,7 +17,7 @@ from typing import Any
 
 from relpipe.changelog.history import qualification, regressions, store
 from relpipe.changelog.history.records import ACCURACY
-from relpipe.core import jsonload
+from relpipe.core import jsonload, records
 from relpipe.core.files import write_atomic
 
 RECORD_FILE = "history.json"
@@ -33,15 +33,6 @@ class Trend:
     values: tuple[float, ...]
     band: float | None  # relative
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "point": self.point,
-            "metric": self.metric,
-            "images": list(self.images),
-            "values": list(self.values),
-            "band": self.band,
-        }
-
 
 @dataclass(frozen=True, kw_only=True)
 class HistoryOutput:
@@ -51,36 +42,6 @@ class HistoryOutput:
     image: str = ""  # the image under test as the history names it (marked in the charts)
     findings: tuple[regressions.Finding, ...] = ()
     trends: tuple[Trend, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "reason": self.reason,
-            "store": self.store,
-            "image": self.image,
-            "findings": [f.to_json() for f in self.findings],
-            "trends": [t.to_json() for t in self.trends],
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> HistoryOutput:
-        return cls(
-            status=str(data["status"]),
-            reason=str(data.get("reason", "")),
-            store=str(data.get("store", "")),
-            image=str(data.get("image", "")),
-            findings=tuple(regressions.Finding(**f) for f in data.get("findings", [])),
-            trends=tuple(
-                Trend(
-                    point=str(t["point"]),
-                    metric=str(t["metric"]),
-                    images=tuple(t["images"]),
-                    values=tuple(float(v) for v in t["values"]),
-                    band=t.get("band"),
-                )
-                for t in data.get("trends", [])
-            ),
-        )
 
 
 def notes_rows(out: HistoryOutput | None) -> list[dict[str, Any]]:
@@ -148,13 +109,14 @@ def _relative_band(f: regressions.Finding) -> float | None:
 
 
 def save(out: HistoryOutput, run_dir: Path) -> None:
-    write_atomic(
-        run_dir / RECORD_FILE, (json.dumps(out.to_json(), indent=2, sort_keys=True) + "\n").encode()
-    )
+    text = json.dumps(records.to_json(out), indent=2, sort_keys=True) + "\n"
+    write_atomic(run_dir / RECORD_FILE, text.encode())
 
 
 def load(run_dir: Path) -> HistoryOutput | None:
     path = run_dir / RECORD_FILE
     if not path.is_file():
         return None
-    return HistoryOutput.from_json(jsonload.loads(path.read_text(encoding="utf-8")))
+    return records.from_json(
+        HistoryOutput, jsonload.loads(path.read_text(encoding="utf-8")), where=str(path)
+    )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from relpipe.core import records
 from relpipe.images.archive import pin_or_archived
 from relpipe.images.registry import Pinned, RegistryClient
 from relpipe.pipeline.errors import PipelineError
@@ -43,39 +44,6 @@ class Options:
     # Fixed at plan time, so that shards on other hosts check the very same dataset bytes.
     dataset_sha256: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "suites": list(self.suites),
-            "max_batch": self.max_batch,
-            "timeout_s": self.timeout_s,
-            "gpu": self.gpu,
-            "dataset": self.dataset,
-            "rules": self.rules,
-            "max_new": self.max_new,
-            "kv_dtypes": list(self.kv_dtypes),
-            "prompt_bytes": self.prompt_bytes,
-            "n_shot": self.n_shot,
-            "eval_limit": self.eval_limit,
-            "dataset_sha256": self.dataset_sha256,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Options:
-        return cls(
-            suites=tuple(str(s) for s in data["suites"]),
-            max_batch=int(data["max_batch"]),
-            timeout_s=float(data["timeout_s"]),
-            gpu=str(data["gpu"]),
-            dataset=data.get("dataset"),
-            rules=data.get("rules"),
-            max_new=int(data["max_new"]),
-            kv_dtypes=tuple(str(k) for k in data["kv_dtypes"]),
-            prompt_bytes=int(data["prompt_bytes"]),
-            n_shot=int(data["n_shot"]),
-            eval_limit=int(data["eval_limit"]),
-            dataset_sha256=data.get("dataset_sha256"),
-        )
-
 
 @dataclass(frozen=True, kw_only=True)
 class Plan:
@@ -90,40 +58,27 @@ class Plan:
     workspace: str | None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": "qualify",
-            "image": self.image.to_json(),
-            "baseline": self.baseline.to_json() if self.baseline else None,
-            "config": self.config.to_json() if self.config else None,
-            "thresholds": dict(self.thresholds),
-            "golden": dict(self.golden) if self.golden else None,
-            "options": self.options.to_json(),
-            "relpipe": relpipe_version(),
-        }
+        """run.json: the fields but the workspace (where the plan runs is not what it is) and
+        the relpipe version, an input of the run id."""
+        fields = records.fields_to_json(self, exclude=("workspace",))
+        return {"kind": "qualify", **fields, "relpipe": relpipe_version()}
 
     @property
     def run_id(self) -> str:
         return digest_of(self.to_json())[:32]
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], workspace: str | None = None) -> Plan:
-        if data.get("kind") != "qualify":
+    def from_json(
+        cls, data: Any, workspace: str | None = None, *, where: str = "qualification plan"
+    ) -> Plan:
+        if not isinstance(data, Mapping) or data.get("kind") != "qualify":
             raise PipelineError("not a qualification plan (run.json of `relpipe qualify --plan`)")
         try:
-            baseline, config = data.get("baseline"), data.get("config")
-            return cls(
-                image=Resolved.from_json(data["image"]),
-                baseline=Resolved.from_json(baseline) if baseline is not None else None,
-                config=ConfigScope.from_json(config) if config is not None else None,
-                thresholds=data.get("thresholds") or {},
-                golden=data.get("golden"),
-                options=Options.from_json(data["options"]),
-                workspace=workspace,
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            return records.fields_from_json(cls, {**data, "workspace": workspace}, where=where)
+        except records.RecordError as exc:
             raise PipelineError(
-                f"malformed qualification plan ({exc}); re-run `relpipe qualify --plan`"
-            ) from exc
+                f"malformed qualification plan ({exc.detail}); re-run `relpipe qualify --plan`"
+            ) from None
 
     @property
     def points(self) -> tuple[Point, ...]:

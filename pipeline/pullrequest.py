@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from relpipe.core import jsonload, process
+from relpipe.core import jsonload, process, records
 from relpipe.pipeline import github as gh
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.workspace import Workspace
@@ -88,16 +88,6 @@ class Outcome:
     branch: str
     commit: str | None
     requests: tuple[str, ...] = field(default_factory=tuple)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "action": self.action,
-            "number": self.number,
-            "url": self.url,
-            "branch": self.branch,
-            "commit": self.commit,
-            "requests": list(self.requests),
-        }
 
 
 def branch_for(config_key: str) -> str:
@@ -511,18 +501,13 @@ class Status:
     pull: gh.Pull | None
 
     def to_json(self) -> dict[str, Any]:
+        """The fields, with the pull request as `pr`: its number, state (merged or not) and URL."""
         pull = self.pull
-        return {
-            "branch": self.branch,
-            "remote_commit": self.remote_commit,
-            "pr": None
-            if pull is None
-            else {
-                "number": pull.number,
-                "state": "merged" if pull.merged else pull.state,
-                "url": pull.html_url,
-            },
-        }
+        pr = None
+        if pull is not None:
+            state = "merged" if pull.merged else pull.state
+            pr = {"number": pull.number, "state": state, "url": pull.html_url}
+        return {**records.fields_to_json(self, exclude=("pull",)), "pr": pr}
 
 
 def status(target: Target, config_key: str, client: gh.GitHub) -> Status:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import jsonload, sanitize
+from relpipe.core import jsonload, records, sanitize
 from relpipe.core.files import write_atomic
 from relpipe.pipeline.errors import PipelineError
 
@@ -127,33 +127,21 @@ class StageResult:
     seconds: float
 
     def to_json(self) -> JSON:
-        return {
-            "schema": SCHEMA,
-            "stage": self.stage,
-            "key": self.key,
-            "inputs": dict(self.inputs),
-            "output": dict(self.output),
-            "seconds": round(self.seconds, 3),
-        }
+        """The fields under the record's schema number, seconds to the millisecond."""
+        return {"schema": SCHEMA, **records.fields_to_json(self), "seconds": round(self.seconds, 3)}
 
     @classmethod
-    def from_json(cls, data: JSON, where: Path) -> StageResult:
-        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+    def from_json(cls, data: JSON, *, where: str) -> StageResult:
+        if not isinstance(data, Mapping) or data.get("schema") != SCHEMA:
             raise PipelineError(
                 f"{where}: not a schema-{SCHEMA} stage result; delete it and re-run"
             )
         try:
-            result = cls(
-                stage=str(data["stage"]),
-                key=str(data["key"]),
-                inputs=dict(data["inputs"]),
-                output=dict(data["output"]),
-                seconds=float(data["seconds"]),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
+            result = records.fields_from_json(cls, data, where=where)
+        except records.RecordError as exc:
             raise PipelineError(
-                f"{where}: malformed stage result ({exc}); delete it and re-run"
-            ) from exc
+                f"{where}: malformed stage result ({exc.detail}); delete it and re-run"
+            ) from None
         if stage_key(result.stage, result.inputs) != result.key:
             # A result whose inputs do not hash to its key was edited or belongs to another version.
             raise PipelineError(
@@ -199,7 +187,7 @@ class RunRecord:
     def load(self, stage: str, key: str) -> StageResult | None:
         for path in self._locations(stage, key):
             if path.is_file():
-                result = StageResult.from_json(read_json(path, "stage result"), path)
+                result = StageResult.from_json(read_json(path, "stage result"), where=str(path))
                 if result.key == key:
                     if path.parent != self.stages_dir:
                         atomic_write(
@@ -218,7 +206,7 @@ class RunRecord:
         if not self.stages_dir.is_dir():
             return []
         return [
-            StageResult.from_json(read_json(p, "stage result"), p)
+            StageResult.from_json(read_json(p, "stage result"), where=str(p))
             for p in sorted(self.stages_dir.glob("*.json"))
         ]
 
@@ -226,7 +214,7 @@ class RunRecord:
         """Copy another record's stage results into this one (merging shards); returns the count."""
         count = 0
         for path in sorted((other / "stages").glob("*.json")):
-            result = StageResult.from_json(read_json(path, "shard stage result"), path)
+            result = StageResult.from_json(read_json(path, "shard stage result"), where=str(path))
             target = self.stages_dir / result.filename
             if not target.exists():
                 atomic_write(target, pretty_json(result.to_json()))

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from relpipe.core import journal
+from relpipe.core import journal, records
 from relpipe.core.files import file_lock
 from relpipe.core.status import FAIL
 from relpipe.images.reference import parse
@@ -78,13 +78,8 @@ class Request:
     strict: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "config_key": self.config_key,
-            "image": self.image,
-            "pr_number": self.pr_number,
-            "descriptions": list(self.descriptions),
-            "repo_url": self.repo_url,
-        }
+        """What the release record keeps: how it is run (dry run, strict) is not what it is."""
+        return records.fields_to_json(self, exclude=("dry_run", "strict"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -312,7 +307,7 @@ def pin_lock(path: Path, tagged: str, outcome: Outcome) -> None:
     lock.update(path, [pin])
     facts: dict[str, Any] = {}
     if outcome.probe and outcome.probe.facts:
-        facts = outcome.probe.facts.to_json()
+        facts = records.to_json(outcome.probe.facts)
     facts.pop("errors", None)
     lock.merge_facts(
         path, tagged, pin.digest, {k: v for k, v in facts.items() if v not in (None, {}, [])}
@@ -410,9 +405,9 @@ def release(
     outcome = q.outcome
     inputs: dict[str, Any] = {
         "kind": "release",
-        "qualification": plan.to_json(),
+        "qualification": records.to_json(plan),
         "run": plan.run_id,
-        "request": req.to_json(),
+        "request": records.to_json(req),
         "repo": repo_state(ws.root),
     }
     record = RunRecord(state_dir(ws, state) / "releases" / digest_of(inputs)[:32])
@@ -425,7 +420,7 @@ def release(
                 stage="release-checks",
                 key=stage_key("release-checks", inputs),
                 inputs=inputs,
-                output=staged.checks.to_json(),
+                output=records.to_json(staged.checks),
                 seconds=0.0,
             )
         )

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import sanitize
+from relpipe.core import records, sanitize
 from relpipe.core.errors import require
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.pipeline.history import HistoryOutput, Trend
@@ -63,15 +63,15 @@ def to_json(data: ReportData) -> dict[str, Any]:
         "run": data.run_id,
         "title": data.title,
         "inputs": dict(data.inputs),
-        "verdict": data.verdict.to_json(),
-        "image": o.image.to_json() if o.image else {},
-        "baseline": o.baseline.to_json() if o.baseline else None,
-        "facts": _facts(o).to_json() if o.probe and o.probe.facts else {},
-        "smoke": o.smoke.to_json() if o.smoke else {},
-        "evals": [e.to_json() for e in o.evals],
+        "verdict": records.to_json(data.verdict),
+        "image": records.to_json(o.image) if o.image else {},
+        "baseline": records.to_json(o.baseline) if o.baseline else None,
+        "facts": records.to_json(_facts(o)) if o.probe and o.probe.facts else {},
+        "smoke": records.to_json(o.smoke) if o.smoke else {},
+        "evals": [records.to_json(e) for e in o.evals],
         "precision": _precision_summary(o.precision),
-        "config": o.config.to_json() if o.config else None,
-        "history": o.history.to_json() if o.history else None,
+        "config": records.to_json(o.config) if o.config else None,
+        "history": records.to_json(o.history) if o.history else None,
     }
 
 
@@ -87,7 +87,7 @@ def _report(p: PrecisionOutput | None) -> PrecisionReport | None:
 def _precision_summary(out: PrecisionOutput | None) -> dict[str, Any] | None:
     if out is None:
         return None
-    p = out.to_json()
+    p = records.to_json(out)
     return {
         k: p.get(k)
         for k in (

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.changelog.repo import find_root, is_checkout
-from relpipe.core import sanitize
+from relpipe.core import records, sanitize
 from relpipe.images.registry import RegistryClient
 from relpipe.pipeline import history
 from relpipe.pipeline.containers import Engine
@@ -132,14 +132,14 @@ def _history(plan: Plan, record: RunRecord, outcome: Outcome, *, reread: bool) -
         return history.load(record.root) or HistoryOutput(status="n/a", reason="not recorded")
     state = record.cache.parent.parent if record.cache else state_dir(None, None)
     shape = {
-        "image": plan.image.to_json(),
-        "config": plan.config.to_json() if plan.config else None,
+        "image": records.to_json(plan.image),
+        "config": records.to_json(plan.config) if plan.config else None,
     }
     facts = outcome.probe.facts if outcome.probe and outcome.probe.facts else None
     report = {
         **shape,
-        "facts": facts.to_json() if facts else {},
-        "evals": [e.to_json() for e in outcome.evals],
+        "facts": records.to_json(facts) if facts else {},
+        "evals": [records.to_json(e) for e in outcome.evals],
     }
     out = history.compare_run(report, run_id=plan.run_id, state=state)
     history.save(out, record.root)

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import jsonload
+from relpipe.core import jsonload, records
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.outputs import (
     EvalOutput,
@@ -84,23 +84,24 @@ def shard_count(plan_dir: Path) -> int:
 def lost_output(stage: str, inputs: Mapping[str, Any], reason: str) -> dict[str, Any]:
     """The recorded failure of a stage whose shard ended before running it."""
     if stage == "eval":
-        return EvalOutput(
+        lost = EvalOutput(
             status="fail",
             suite=str(inputs.get("suite", "")),
             batch=int(inputs.get("batch", 0)),
             metric=str(inputs.get("metric", "")),
             reason=reason,
-        ).to_json()
+        )
+        return records.to_json(lost)
     if stage == "smoke":
-        return SmokeOutput(status="fail", reason=reason).to_json()
+        return records.to_json(SmokeOutput(status="fail", reason=reason))
     if stage == "probe":
-        return ProbeOutput(status="error", reason=reason).to_json()
+        return records.to_json(ProbeOutput(status="error", reason=reason))
     if stage == "precision":
-        return PrecisionOutput(status="error", reason=reason).to_json()
+        return records.to_json(PrecisionOutput(status="error", reason=reason))
     if stage == "golden":
-        return ValidatorOutput(status="ok", problems=(reason,)).to_json()
+        return records.to_json(ValidatorOutput(status="ok", problems=(reason,)))
     if stage == "pull":
-        return PullOutput(status="error", image="").to_json()
+        return records.to_json(PullOutput(status="error", image=""))
     raise PipelineError(f"stage {stage!r} of a lost shard has no failure record; report this")
 
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from relpipe.core import jsonload
+from relpipe.core import jsonload, records
 from relpipe.core.files import file_lock, write_atomic
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.shard import shard_count
@@ -95,38 +95,19 @@ class SlurmJob:
     shards: int
     submissions: tuple[Submission, ...] = field(default_factory=tuple)
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "plan": str(self.plan),
-            "shards": self.shards,
-            "submissions": [
-                {"job_id": s.job_id, "tasks": list(s.tasks), "submitted_at": s.submitted_at}
-                for s in self.submissions
-            ],
-        }
-
     @classmethod
     def load(cls, jobs: Path) -> SlurmJob:
         path = jobs / JOB_FILE
         try:
             doc = jsonload.loads(path.read_text(encoding="utf-8"))
-            return cls(
-                plan=Path(doc["plan"]),
-                shards=int(doc["shards"]),
-                submissions=tuple(
-                    Submission(
-                        job_id=str(s["job_id"]),
-                        tasks=tuple(int(t) for t in s["tasks"]),
-                        submitted_at=float(s["submitted_at"]),
-                    )
-                    for s in doc["submissions"]
-                ),
-            )
+            return records.from_json(cls, doc, where=str(path))
         except FileNotFoundError:
             raise PipelineError(
                 f"{jobs}: no {JOB_FILE}; submit the plan first with `relpipe slurm submit PLAN`"
             ) from None
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except records.RecordError as exc:
+            raise PipelineError(f"{path}: not a relpipe Slurm job record ({exc.detail})") from None
+        except (OSError, ValueError) as exc:
             raise PipelineError(f"{path}: not a relpipe Slurm job record ({exc})") from None
 
 
@@ -156,14 +137,7 @@ class ShardState:
         return f"shard {self.shard}: {where} {what}{tail} before this stage finished"
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "shard": self.shard,
-            "job_id": self.job_id,
-            "slurm": self.slurm,
-            "reason": self.reason,
-            "exit_code": self.exit_code,
-            "done": self.done,
-        }
+        return {**records.fields_to_json(self), "done": self.done}
 
 
 # -- the pure parts ------------------------------------------------------------------------------
@@ -232,19 +206,13 @@ def render_script(
         directives.append(f"--time={opts.time}")
     if opts.account:
         directives.append(f"--account={opts.account}")
-    command = [
-        *opts.relpipe,
-        "qualify",
-        "--from-plan",
-        str(plan),
-        "--shard",
-        f'"$shard/{shards}"',
-        "--out",
-        '"$out"',
-    ]
+    # Every value quoted; only the script's own "$shard" and "$out" expand (a value that merely
+    # starts with a quote, e.g. --repo '"', is a value like any other).
+    command = [*map(q, opts.relpipe), "qualify", "--from-plan", q(str(plan))]
+    command += ["--shard", f'"$shard/{shards}"', "--out", '"$out"']
     if opts.workspace is not None:
-        command += ["--repo", str(opts.workspace)]
-    quoted = " ".join(arg if arg.startswith('"') else q(arg) for arg in command)
+        command += ["--repo", q(str(opts.workspace))]
+    quoted = " ".join(command)
     lines = [
         "#!/bin/bash",
         f"# Written by `relpipe slurm submit` for the plan {q(str(plan))}: one task per shard.",
@@ -421,7 +389,7 @@ def submit(
         submission = Submission(job_id=job_id, tasks=tuple(todo), submitted_at=time.time())
         base = previous or SlurmJob(plan=plan, shards=shards)
         record = replace(base, submissions=(*base.submissions, submission))
-        write_atomic(jobs / JOB_FILE, json.dumps(record.to_json(), indent=2) + "\n")
+        write_atomic(jobs / JOB_FILE, json.dumps(records.to_json(record), indent=2) + "\n")
         return script, submission
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from relpipe.changelog.history import regressions
 from relpipe.changelog.history.records import ACCEPTANCE, ACCURACY, PERF
+from relpipe.core import records
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.core.status import overall as overall_status
 from relpipe.pipeline.history import HistoryOutput
@@ -61,16 +62,12 @@ class Check:
         return TITLES[self.id]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "status": self.status,
-            "reason": self.reason,
-            "evidence": [list(row) for row in self.evidence],
-        }
+        """The fields, and the check's title after its id (for readers of report.json)."""
+        out = records.fields_to_json(self)
+        return {"id": out.pop("id"), "title": self.title, **out}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Outcome:
     """What the checks look at: recorded stage outputs (typed), None where not run."""
 
@@ -103,7 +100,11 @@ class Verdict:
         return 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"overall": self.overall, "checks": [c.to_json() for c in self.checks]}
+        """The overall status first, then the checks; `strict` is how it was asked, not what."""
+        return {
+            "overall": self.overall,
+            **records.fields_to_json(self, exclude=("strict", "overall")),
+        }
 
 
 def overall(checks: Sequence[Check]) -> str:

@@ -36,13 +36,6 @@ class Point:
     concurrency: int
     batch: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "concurrency": self.concurrency, "batch": self.batch}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Point:
-        return cls(str(data["name"]), int(data["concurrency"]), int(data["batch"]))
-
 
 @dataclass(frozen=True, kw_only=True)
 class ConfigKey:

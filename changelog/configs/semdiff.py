@@ -9,7 +9,7 @@ the KV offload backend (`kv-offload-backend: { name: lmcache, version: ... }`); 
 how many throughput points the keys expand to (`points`, InferenceX's generator's plan). Recipe
 files (any other YAML) get a leaf-path diff.
 
-The result is structured (frozen records with `to_json`/`from_json`); `changelog.notes` turns it
+The result is structured (frozen records, JSON through `core.records`); `changelog.notes` turns it
 into bullets in both languages. Pure functions of the two texts.
 """
 
@@ -25,6 +25,7 @@ from relpipe.changelog.configs.load import (
     load_yaml,  # the one strict loader (also used via this module)
 )
 from relpipe.changelog.errors import ChangelogError
+from relpipe.core import records
 
 # Arm fields that are not part of an arm's identity: its points, its environment, and versions.
 _POINT_FIELDS = frozenset({"conc-list", "conc-start", "conc-end"})
@@ -68,7 +69,7 @@ class KeyChange:
             raise ChangelogError(f"key change must be 'added' or 'removed', got {self.change!r}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FieldChange:
     """Any other field; `old`/`new` are the YAML scalars as text, None when absent."""
 
@@ -158,15 +159,13 @@ class ConfigDiff:
 
 
 def change_to_json(change: Change) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": change.kind}
-    for f in fields(change):
-        value = getattr(change, f.name)
-        out[f.name] = list(value) if isinstance(value, tuple) else value
-    return out
+    """One change as `release.json` holds it: its kind, then its fields (`core.records`)."""
+    return {"kind": change.kind, **records.fields_to_json(change)}
 
 
 def change_from_json(data: object) -> Change:
-    """Parse one change record (from `release.json`); unknown kinds and wrong types are errors."""
+    """Parse one change record (from `release.json`); an unknown kind or field, a missing field
+    and a wrong type are errors."""
     obj = _mapping(data, "config change")
     kind = obj.get("kind")
     cls = _KINDS.get(kind) if isinstance(kind, str) else None
@@ -178,44 +177,22 @@ def change_from_json(data: object) -> Change:
     extra = set(obj) - names - {"kind"}
     if extra:
         raise ChangelogError(f"config change {kind!r} has unknown fields {sorted(extra)}")
-    args: dict[str, Any] = {}
-    for f in fields(cls):
-        if f.name not in obj:
-            raise ChangelogError(f"config change {kind!r} lacks field {f.name!r}")
-        args[f.name] = _typed(obj[f.name], str(f.type), f"config change {kind}.{f.name}")
-    return cls(**args)
+    return _read(cls, {k: v for k, v in obj.items() if k != "kind"}, f"config change {kind}")
 
 
 def points_to_json(points: KeyPoints) -> dict[str, Any]:
-    return {"key": points.key, "old": points.old, "new": points.new}
+    return records.to_json(points)
 
 
 def points_from_json(data: object) -> KeyPoints:
-    obj = _mapping(data, "points plan entry")
-    return KeyPoints(
-        _typed(obj.get("key"), "str", "points.key"),
-        _typed(obj.get("old"), "int | None", "points.old"),
-        _typed(obj.get("new"), "int | None", "points.new"),
-    )
+    return _read(KeyPoints, data, "points plan entry")
 
 
-def _typed(value: object, spec: str, what: str) -> Any:
-    # Field types are a small closed set; checking them here keeps release.json fail-closed.
-    nullable = spec.endswith("| None")
-    base = spec.removesuffix(" | None")
-    if value is None and nullable:
-        return None
-    if base == "str" and isinstance(value, str):
-        return value
-    if base == "int" and isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if (
-        base == "tuple[int, ...]"
-        and isinstance(value, list)
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-    ):
-        return tuple(value)
-    raise ChangelogError(f"{what} must be {spec}, got {type(value).__name__}; fix release.json")
+def _read(cls: type[_T], data: object, what: str) -> _T:
+    try:
+        return records.from_json(cls, data, where=what)
+    except records.RecordError as exc:
+        raise ChangelogError(f"{exc}; fix release.json") from None
 
 
 def _mapping(data: object, what: str) -> Mapping[str, Any]:
@@ -440,7 +417,11 @@ def _diff_key(key: str, old: _Key, new: _Key) -> list[Change]:
         out.append(ImageChange(key, old.fields.get("image", ""), new.fields.get("image", "")))
     for field in _union(old.fields, new.fields):
         if field != "image" and old.fields.get(field) != new.fields.get(field):
-            out.append(FieldChange(key, field, old.fields.get(field), new.fields.get(field)))
+            out.append(
+                FieldChange(
+                    key=key, path=field, old=old.fields.get(field), new=new.fields.get(field)
+                )
+            )
     old_arms = {(a.scenario, a.label): a for a in old.arms}
     new_arms = {(a.scenario, a.label): a for a in new.arms}
     for ident in _union(old_arms, new_arms):
@@ -481,14 +462,14 @@ def _diff_tree(path: str, old: object, new: object) -> list[Change]:
         for k in _union(old, new):
             sub = f"{path}.{k}" if path else str(k)
             if k not in new:
-                out.append(FieldChange(sub, "", _scalar(old[k]), None))
+                out.append(FieldChange(key=sub, path="", old=_scalar(old[k]), new=None))
             elif k not in old:
-                out.append(FieldChange(sub, "", None, _scalar(new[k])))
+                out.append(FieldChange(key=sub, path="", old=None, new=_scalar(new[k])))
             else:
                 out += _diff_tree(sub, old[k], new[k])
         return out
     if old != new:
-        return [FieldChange(path or "(document)", "", _scalar(old), _scalar(new))]
+        return [FieldChange(key=path or "(document)", path="", old=_scalar(old), new=_scalar(new))]
     return []
 
 

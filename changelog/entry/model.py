@@ -16,7 +16,7 @@ from relpipe.changelog.entry.fields import spec as _spec
 _EXCLUSIVE = ("evals-only", "all-evals", "eval-min-prefill-ep")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Entry:
     """One perf-changelog entry, validated by `validate_entry`; flags default to absent/false."""
 

@@ -36,7 +36,7 @@ import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from operator import itemgetter
 
 from relpipe.changelog.history.records import (
@@ -95,9 +95,6 @@ class Finding:
     note: str
     runs_old: int
     runs_new: int
-
-    def to_json(self) -> dict[str, object]:
-        return asdict(self)
 
 
 @dataclass(kw_only=True, slots=True)

@@ -25,7 +25,11 @@ LINK = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
 
 
 def entry(n: int, who: str = "e") -> Entry:
-    return Entry(("dsr1-fp4-mi355x-atom",), (f"{who} {n}", "说明"), LINK + str(n + 1))
+    return Entry(
+        config_keys=("dsr1-fp4-mi355x-atom",),
+        description=(f"{who} {n}", "说明"),
+        pr_link=LINK + str(n + 1),
+    )
 
 
 def test_append_to_the_corpus_returns_the_new_bytes(tmp_path: Path, corpus_dir: Path) -> None:
@@ -49,7 +53,9 @@ def test_append_creates_a_new_file_and_refuses_a_broken_one(tmp_path: Path) -> N
     with pytest.raises(ChangelogError, match="refusing to append"):
         append(path, entry(1))
     with pytest.raises(ChangelogError, match="cannot render an invalid"):
-        append(tmp_path / "other.yaml", Entry((), ("x",), LINK + "1"))
+        append(
+            tmp_path / "other.yaml", Entry(config_keys=(), description=("x",), pr_link=LINK + "1")
+        )
 
 
 # Printable text drawn directly (str.isprintable: no Other or Separator code point but " "), so
@@ -69,7 +75,10 @@ def test_appending_n_generated_entries_keeps_the_file_valid(
     tmp_path_factory: pytest.TempPathFactory, lines: list[str]
 ) -> None:
     path = tmp_path_factory.mktemp("n") / "perf-changelog.yaml"
-    expected = [Entry((f"key-{i}",), (text,), LINK + str(i + 1)) for i, text in enumerate(lines)]
+    expected = [
+        Entry(config_keys=(f"key-{i}",), description=(text,), pr_link=LINK + str(i + 1))
+        for i, text in enumerate(lines)
+    ]
     for item in expected:
         append(path, item)
     assert list(parse(path.read_bytes()).entries) == expected
@@ -84,8 +93,13 @@ path, start, who = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 count = int(sys.argv[4]) if len(sys.argv) > 4 else 10**9
 print("ready", flush=True)
 for n in range(start, start + count):
-    append(path, Entry(("dsr1-fp4-mi355x-atom",), (f"{{who}} {{n}}", "说明"), "{LINK}" + str(n + 1)))
-"""  # noqa: E501 (embedded child source: wrapping would change the program text)
+    entry = Entry(
+        config_keys=("dsr1-fp4-mi355x-atom",),
+        description=(f"{{who}} {{n}}", "说明"),
+        pr_link="{LINK}" + str(n + 1),
+    )
+    append(path, entry)
+"""
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,17 +130,24 @@ while line := sys.stdin.readline():
     if pid == 0:
         try:
             for n in range(int(line), 10**9):
-                append(path, Entry(("dsr1-fp4-mi355x-atom",), (f"e {{n}}", "说明"), "{LINK}" + str(n + 1)))
+                entry = Entry(
+                    config_keys=("dsr1-fp4-mi355x-atom",),
+                    description=(f"e {{n}}", "说明"),
+                    pr_link="{LINK}" + str(n + 1),
+                )
+                append(path, entry)
         finally:
             os._exit(1)
     print(pid, flush=True)
     print(os.waitpid(pid, 0)[1], flush=True)
-"""  # noqa: E501 (embedded child source: wrapping would change the program text)
+"""
 
 
 def _kill_lane(path: Path, kills: int, seed: int) -> int:
     rng = random.Random(seed)
-    base = render(Entry(("base",), ("base entry",), LINK + "1")).encode()
+    base = render(
+        Entry(config_keys=("base",), description=("base entry",), pr_link=LINK + "1")
+    ).encode()
     path.write_bytes(base)
     appended = 0
     forker = subprocess.Popen(

@@ -82,19 +82,41 @@ def test_render_writes_the_house_style() -> None:
 @pytest.mark.parametrize(
     ("entry", "problem"),
     [
-        (Entry((), ("x",), LINK + "1"), "config-keys must be a non-empty list"),
-        (Entry(("k",), (" ",), LINK + "1"), "description items must be non-empty strings"),
-        (Entry(("k",), ("a\nb",), LINK + "1"), "control, line-break, invisible"),
         (
-            Entry(("k",), ("x",), LINK + "1", scenario_type=("nightly",)),
+            Entry(config_keys=(), description=("x",), pr_link=LINK + "1"),
+            "config-keys must be a non-empty list",
+        ),
+        (
+            Entry(config_keys=("k",), description=(" ",), pr_link=LINK + "1"),
+            "description items must be non-empty strings",
+        ),
+        (
+            Entry(config_keys=("k",), description=("a\nb",), pr_link=LINK + "1"),
+            "control, line-break, invisible",
+        ),
+        (
+            Entry(
+                config_keys=("k",),
+                description=("x",),
+                pr_link=LINK + "1",
+                scenario_type=("nightly",),
+            ),
             "scenario-type 'nightly' is not one of",
         ),
         (
-            Entry(("k",), ("x",), LINK + "1", eval_min_prefill_ep=0),
+            Entry(
+                config_keys=("k",), description=("x",), pr_link=LINK + "1", eval_min_prefill_ep=0
+            ),
             "eval-min-prefill-ep must be an integer >= 1",
         ),
         (
-            Entry(("k",), ("x",), LINK + "1", append_only=True, all_evals=True),
+            Entry(
+                config_keys=("k",),
+                description=("x",),
+                pr_link=LINK + "1",
+                append_only=True,
+                all_evals=True,
+            ),
             "append-only cannot be combined",
         ),
     ],
@@ -304,7 +326,8 @@ def test_render_parse_round_trip_on_both_paths(entry: Entry) -> None:
 
 
 PADDING = "\n".join(
-    render(Entry(("pad",), (f"padding {i}",), LINK + str(i + 1))) for i in range(400)
+    render(Entry(config_keys=("pad",), description=(f"padding {i}",), pr_link=LINK + str(i + 1)))
+    for i in range(400)
 ).encode()
 assert len(PADDING) > grammar.CANONICAL_MIN_BYTES
 
@@ -415,7 +438,10 @@ def test_variants_grammar_proves_common_variants_with_their_style_findings() -> 
         (6, "yaml-ambiguous"),
     ]
     assert block.entry == Entry(
-        ("dsr1-fp4-mi355x-atom",), ("Bump the image", "quoted"), LINK + "9", evals_only=True
+        config_keys=("dsr1-fp4-mi355x-atom",),
+        description=("Bump the image", "quoted"),
+        pr_link=LINK + "9",
+        evals_only=True,
     )
 
 
@@ -437,7 +463,7 @@ def test_a_scan_makes_no_reference_cycles() -> None:
     import gc
 
     entries = [
-        render(Entry(("k",), ("x",), LINK + "1")),
+        render(Entry(config_keys=("k",), description=("x",), pr_link=LINK + "1")),
         "- config-keys:\n  - k  # c\n  description:\n  - x\n  pr-link: l\n  evals-only: yes\n",
         "- config-keys: [a, {b: 1}]\n  description:\n    - x\n  pr-link: l\n",  # event parser
         '- config-keys:\n    - k\n  description:\n    - "open\n  pr-link: l\n',  # YAML error
@@ -461,7 +487,10 @@ def test_a_scan_makes_no_reference_cycles() -> None:
 
 
 _SAMPLE = (
-    "\n".join(render(Entry((f"k{i}",), (f"line {i}",), LINK + str(i))) for i in range(3))
+    "\n".join(
+        render(Entry(config_keys=(f"k{i}",), description=(f"line {i}",), pr_link=LINK + str(i)))
+        for i in range(3)
+    )
 ).encode()
 _INTERESTING = [
     b"\t",

@@ -73,6 +73,20 @@ def test_facts_round_trip(facts: ReleaseFacts) -> None:
         ({"validation": {"checks": [{"id": "C3", "status": "OK"}]}}, "status must be one of"),
         ({"config_changes": [{"kind": "teleport"}]}, "unknown kind 'teleport'"),
         (
+            {"config_changes": [{"kind": "image", "key": "k", "old": "a"}]},
+            r"^config change image: new: missing; fix release.json$",
+        ),
+        (
+            {
+                "config_changes": [
+                    {"kind": "concurrency", "key": "k", "scenario": "s", "arm": "a"}
+                    | {"added": [1, True], "removed": []}
+                ]
+            },
+            r"^config change concurrency: added\[1\]: expected an integer, got true; fix",
+        ),
+        ({"points_plan": [{"key": "k", "old": 1, "new": "2"}]}, r"^points plan entry: new: "),
+        (
             {"config_changes": [{"kind": "key", "key": "k", "change": "moved"}]},
             "must be 'added' or 'removed'",
         ),

@@ -180,7 +180,7 @@ def test_key_and_field_changes() -> None:
     new = old.replace("model: m", "model: n") + "b-fp8-x:\n  image: r/y:1\n  scenarios: {}\n"
     result = semdiff.diff(old, new)
     assert result.changes == (
-        FieldChange("a-fp8-x", "model", "m", "n"),
+        FieldChange(key="a-fp8-x", path="model", old="m", new="n"),
         KeyChange("b-fp8-x", "added"),
     )
     assert result.points == (KeyPoints("a-fp8-x", 1, 1), KeyPoints("b-fp8-x", None, 0))
@@ -190,8 +190,8 @@ def test_recipe_files_get_a_leaf_path_diff() -> None:
     old = "engine:\n  args: {max-num-seqs: 8}\nenv:\n  ATOM_MONO_ENABLE: '0'\n"
     new = "engine:\n  args: {max-num-seqs: 16}\nenv: {}\n"
     assert semdiff.diff(old, new).changes == (
-        FieldChange("engine.args.max-num-seqs", "", "8", "16"),
-        FieldChange("env.ATOM_MONO_ENABLE", "", "0", None),
+        FieldChange(key="engine.args.max-num-seqs", path="", old="8", new="16"),
+        FieldChange(key="env.ATOM_MONO_ENABLE", path="", old="0", new=None),
     )
 
 

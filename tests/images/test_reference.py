@@ -14,20 +14,32 @@ D = "sha256:" + "ab" * 32
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("ubuntu", Reference("docker.io", "library/ubuntu")),
-        ("ubuntu:24.04", Reference("docker.io", "library/ubuntu", "24.04")),
+        ("ubuntu", Reference(registry="docker.io", repository="library/ubuntu")),
+        ("ubuntu:24.04", Reference(registry="docker.io", repository="library/ubuntu", tag="24.04")),
         (
             "rocm/atom-dev:nightly_202610070333",
-            Reference("docker.io", "rocm/atom-dev", "nightly_202610070333"),
+            Reference(registry="docker.io", repository="rocm/atom-dev", tag="nightly_202610070333"),
         ),
-        ("docker.io/rocm/atom-dev", Reference("docker.io", "rocm/atom-dev")),
-        ("index.docker.io/library/ubuntu", Reference("docker.io", "library/ubuntu")),
-        ("docker.io/ubuntu", Reference("docker.io", "library/ubuntu")),
-        ("127.0.0.1:5000/a/b:t", Reference("127.0.0.1:5000", "a/b", "t")),
-        ("localhost/x", Reference("localhost", "x")),
-        ("localhost:5000/x@" + D, Reference("localhost:5000", "x", None, D)),
-        ("ghcr.io/o/r:v1@" + D, Reference("ghcr.io", "o/r", "v1", D)),
-        ("Registry.Example.com/a__b/c-d.e", Reference("Registry.Example.com", "a__b/c-d.e")),
+        ("docker.io/rocm/atom-dev", Reference(registry="docker.io", repository="rocm/atom-dev")),
+        (
+            "index.docker.io/library/ubuntu",
+            Reference(registry="docker.io", repository="library/ubuntu"),
+        ),
+        ("docker.io/ubuntu", Reference(registry="docker.io", repository="library/ubuntu")),
+        ("127.0.0.1:5000/a/b:t", Reference(registry="127.0.0.1:5000", repository="a/b", tag="t")),
+        ("localhost/x", Reference(registry="localhost", repository="x")),
+        (
+            "localhost:5000/x@" + D,
+            Reference(registry="localhost:5000", repository="x", tag=None, digest=D),
+        ),
+        (
+            "ghcr.io/o/r:v1@" + D,
+            Reference(registry="ghcr.io", repository="o/r", tag="v1", digest=D),
+        ),
+        (
+            "Registry.Example.com/a__b/c-d.e",
+            Reference(registry="Registry.Example.com", repository="a__b/c-d.e"),
+        ),
     ],
 )
 def test_parse_normalises(text: str, expected: Reference) -> None:
@@ -61,7 +73,7 @@ def test_properties() -> None:
     ref = parse("127.0.0.1:5000/a/b:t@" + D)
     assert ref.reference == D and ref.tagged() == "127.0.0.1:5000/a/b:t"
     assert parse("x").reference == "latest" and parse("x").api_host == "registry-1.docker.io"
-    assert ref.with_tag("u") == Reference("127.0.0.1:5000", "a/b", "u")
+    assert ref.with_tag("u") == Reference(registry="127.0.0.1:5000", repository="a/b", tag="u")
     assert parse(ref) is ref
 
 

@@ -1,7 +1,7 @@
 """Fixtures of tests/pipeline: a recorded qualification outcome shaped like a real fixture run.
 
 `outcome(**over)` takes each field as recorded JSON (what a run record holds) and parses it with
-the stage output's own `from_json`, so the tests read the same boundary a re-render does.
+`core.records.from_json`, so the tests read the same boundary a re-render does.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from relpipe.core import records
 from relpipe.pipeline.outputs import (
     ConfigScope,
     EvalOutput,
@@ -191,15 +192,15 @@ def precision_json(data: dict[str, Any]) -> dict[str, Any]:
 
 
 _PARSERS: dict[str, Callable[[Any], Any]] = {
-    "image": Resolved.from_json,
-    "baseline": Resolved.from_json,
-    "probe": ProbeOutput.from_json,
-    "smoke": SmokeOutput.from_json,
-    "precision": lambda d: PrecisionOutput.from_json(precision_json(d)),
-    "config": ConfigScope.from_json,
-    "golden": ValidatorOutput.from_json,
-    "changelog": ValidatorOutput.from_json,
-    "notes": ValidatorOutput.from_json,
+    "image": lambda d: records.from_json(Resolved, d),
+    "baseline": lambda d: records.from_json(Resolved, d),
+    "probe": lambda d: records.from_json(ProbeOutput, d),
+    "smoke": lambda d: records.from_json(SmokeOutput, d),
+    "precision": lambda d: records.from_json(PrecisionOutput, precision_json(d)),
+    "config": lambda d: records.from_json(ConfigScope, d),
+    "golden": lambda d: records.from_json(ValidatorOutput, d),
+    "changelog": lambda d: records.from_json(ValidatorOutput, d),
+    "notes": lambda d: records.from_json(ValidatorOutput, d),
 }
 
 
@@ -211,7 +212,7 @@ def outcome(**over: Any) -> Outcome:
     for name, value in base.items():
         if name == "evals":
             fields[name] = tuple(
-                EvalOutput.from_json(e) if isinstance(e, dict) else e for e in value
+                records.from_json(EvalOutput, e) if isinstance(e, dict) else e for e in value
             )
         elif isinstance(value, dict):
             fields[name] = _PARSERS[name](value)

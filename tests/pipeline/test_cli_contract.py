@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from support import git
 
+from relpipe.core import records
 from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.outputs import (
     ConfigScope,
@@ -183,14 +184,14 @@ class RecordedEngine(Engine):
         return PullOutput(status="ok", image="sha256:" + "ef" * 32)
 
     def probe(self, ref: str, options: Options) -> ProbeOutput:
-        return ProbeOutput.from_json(self.recorded["probe"])
+        return records.from_json(ProbeOutput, self.recorded["probe"])
 
     def smoke(self, ref: str, options: Options) -> SmokeOutput:
-        return SmokeOutput.from_json(self.recorded["smoke"])
+        return records.from_json(SmokeOutput, self.recorded["smoke"])
 
     def evaluate(self, ref: str, inputs: dict, options: Options) -> EvalOutput:  # type: ignore[override, type-arg]
         ev = next(e for e in self.recorded["evals"] if e["batch"] == inputs["batch"])
-        return EvalOutput.from_json({k: v for k, v in ev.items() if k != "point"})
+        return records.from_json(EvalOutput, {k: v for k, v in ev.items() if k != "point"})
 
 
 @pytest.fixture
@@ -198,9 +199,9 @@ def run_record(tmp_path: Path, outcome_json) -> Path:  # noqa: ANN001
     """A qualification run record (no baseline), written by the real stage and record code."""
     recorded = outcome_json()
     plan = Plan(
-        image=Resolved.from_json(recorded["image"]),
+        image=records.from_json(Resolved, recorded["image"]),
         baseline=None,
-        config=ConfigScope.from_json(recorded["config"]),
+        config=records.from_json(ConfigScope, recorded["config"]),
         thresholds={},
         golden=None,
         options=Options(),

@@ -12,6 +12,12 @@ from typing import Any
 
 import pytest
 
+from relpipe.changelog.configs.semdiff import FieldChange
+from relpipe.changelog.entry import Entry
+from relpipe.core import records
+from relpipe.images.reference import Reference
+from relpipe.images.runtime import Runtime
+from relpipe.images.services import Services
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.outputs import (
     ConfigScope,
@@ -27,6 +33,7 @@ from relpipe.pipeline.outputs import (
 from relpipe.pipeline.plan import Options, Plan
 from relpipe.pipeline.record import SCHEMA, RunRecord, StageRunner
 from relpipe.pipeline.release import Request
+from relpipe.pipeline.verdict import Outcome
 
 KINDS: dict[str, Any] = {
     "image": Resolved,
@@ -45,15 +52,15 @@ def test_to_json_inverts_from_json_exactly(
 ) -> None:
     # The fixture's JSON of one output, completed the way a stage writes it (every field).
     data = outcome_json()[name]
-    recorded = (
-        KINDS[name].from_json(precision_json(data) if name == "precision" else data).to_json()
-    )
-    assert KINDS[name].from_json(json.loads(json.dumps(recorded))).to_json() == recorded
+    typed = records.from_json(KINDS[name], precision_json(data) if name == "precision" else data)
+    recorded = records.to_json(typed)
+    again = records.from_json(KINDS[name], json.loads(json.dumps(recorded)))
+    assert again == typed and records.to_json(again) == recorded
 
 
 def test_eval_and_release_checks_round_trip(outcome_json: Any) -> None:
     for ev in outcome_json()["evals"]:
-        assert EvalOutput.from_json(ev).to_json() == {
+        assert records.to_json(records.from_json(EvalOutput, ev)) == {
             "reason": "",
             "seconds": 0.0,
             **ev,
@@ -63,18 +70,45 @@ def test_eval_and_release_checks_round_trip(outcome_json: Any) -> None:
         "notes": {"status": "ok", "problems": [], "evidence": {"languages": "en + zh"}},
         "golden": {"status": "n/a", "reason": "no golden_al_distribution/"},
     }
-    assert ReleaseChecks.from_json(checks).to_json() == checks
+    assert records.to_json(records.from_json(ReleaseChecks, checks)) == checks
 
 
-def test_records_are_keyword_only() -> None:
+# Records whose fields are easy to swap unnoticed (four strings in a row, eleven optional outputs).
+KEYWORD_ONLY = (
+    Options,
+    Request,
+    EvalOutput,
+    Entry,
+    Reference,
+    Outcome,
+    FieldChange,
+    Runtime,
+    Services,
+)
+
+
+@pytest.mark.parametrize("record", KEYWORD_ONLY, ids=lambda r: r.__name__)
+def test_records_are_keyword_only(record: type) -> None:
+    fields = [f for f in dataclasses.fields(record) if f.init]
+    assert fields and all(f.kw_only for f in fields)
+    # One value per field, positionally: refused before any field is looked at.
+    with pytest.raises(TypeError, match="positional argument"):
+        record(*["x"] * len(fields))
+
+
+def test_records_are_refused_positionally_and_frozen() -> None:
     with pytest.raises(TypeError):
         Options(("decode-parity",))  # type: ignore[misc]
     with pytest.raises(TypeError):
         Request("key", "rocm/atom-dev:nightly_202610070333")  # type: ignore[misc]
     with pytest.raises(TypeError):
         EvalOutput("pass", "decode-parity", 1, "token_agreement")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Reference("docker.io", "library/ubuntu")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Entry(("k",), ("x",), "https://github.com/o/r/pull/1")  # type: ignore[misc]
     options = Options(max_batch=2)
-    assert Options.from_json(options.to_json()) == options
+    assert records.from_json(Options, records.to_json(options)) == options
     with pytest.raises(dataclasses.FrozenInstanceError):
         options.max_batch = 3  # type: ignore[misc]
 
@@ -87,9 +121,14 @@ def test_a_cached_output_of_another_shape_is_refused_in_one_line(tmp_path: Path)
     StageRunner(record).run("smoke", inputs, lambda: {"status": "pass", "tokens": "many"})
     with pytest.raises(PipelineError) as err:
         run_stage(StageRunner(record), SmokeOutput, "smoke", inputs, _boom, "smoke")
-    assert "smoke" in str(err.value) and "\n" not in str(err.value)
+    assert "\n" not in str(err.value)
+    assert "recorded smoke output is malformed (tokens: expected an integer, got a string" in str(
+        err.value
+    )
     StageRunner(record).run("eval", inputs, lambda: {"status": "pass", "suite": "x"})
-    with pytest.raises(PipelineError, match=r"recorded eval output is malformed \(missing 'batch'"):
+    with pytest.raises(
+        PipelineError, match=r"recorded eval output is malformed \(batch: missing\)"
+    ):
         run_stage(StageRunner(record), EvalOutput, "eval", inputs, _boom, "eval")
 
 
@@ -100,9 +139,9 @@ def _boom() -> SmokeOutput:
 def test_plan_round_trips_and_a_malformed_plan_is_refused(outcome_json: Any) -> None:
     data = outcome_json()
     plan = Plan(
-        image=Resolved.from_json(data["image"]),
-        baseline=Resolved.from_json(data["baseline"]),
-        config=ConfigScope.from_json(data["config"]),
+        image=records.from_json(Resolved, data["image"]),
+        baseline=records.from_json(Resolved, data["baseline"]),
+        config=records.from_json(ConfigScope, data["config"]),
         thresholds={},
         golden=None,
         options=Options(),

@@ -73,6 +73,7 @@ def _run(script: str, work: Path, relpipe: str) -> tuple[list[str], list[str]]:
 @example(plan="/p\ntouch X\n#", jobs="j", repo=None)
 @example(plan="p", jobs="$(touch${IFS}X)", repo="`touch X`")
 @example(plan="p'; touch X; '", jobs="j;touch${IFS}X", repo="a\u2028b")
+@example(plan=";", jobs=";", repo='"')  # a value that starts with a quote is quoted too
 @given(plan=HOSTILE, jobs=HOSTILE, repo=st.none() | HOSTILE)
 def test_the_script_runs_only_its_commands_or_the_value_is_refused(
     tmp_path: Path, plan: str, jobs: str, repo: str | None

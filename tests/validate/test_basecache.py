@@ -16,7 +16,13 @@ RULES = Rules(
 
 
 def _entry(n: int) -> bytes:
-    return render(Entry((f"dsr1-fp4-mi355x-atom-{n}",), (f"entry {n}",), f"{LINK}{n}")).encode()
+    return render(
+        Entry(
+            config_keys=(f"dsr1-fp4-mi355x-atom-{n}",),
+            description=(f"entry {n}",),
+            pr_link=f"{LINK}{n}",
+        )
+    ).encode()
 
 
 # Valid for InferenceX, but not house style throughout (a whitespace-only separator line, as

@@ -202,7 +202,11 @@ def test_stale_branch_is_explained_as_rebase(
     # main moved on by one entry; the branch was cut before it and appends its own.
     append(
         path,
-        Entry(("gptoss-fp4-mi355x-atom",), ("landed on main meanwhile",), f"{REPO_URL}/pull/2499"),
+        Entry(
+            config_keys=("gptoss-fp4-mi355x-atom",),
+            description=("landed on main meanwhile",),
+            pr_link=f"{REPO_URL}/pull/2499",
+        ),
     )
     git(repo, "commit", "-qam", "main moves on")
     path.write_bytes(original + b"\n" + NEW.encode())
@@ -243,7 +247,11 @@ def test_pr_mode_accepts_this_prs_link_or_xxx_only(
 def test_config_keys_resolve_against_the_masters(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    entry = Entry(("no-such-config", "nosuch*", "dsr1-fp4-*-atom"), ("x",), f"{REPO_URL}/pull/2500")
+    entry = Entry(
+        config_keys=("no-such-config", "nosuch*", "dsr1-fp4-*-atom"),
+        description=("x",),
+        pr_link=f"{REPO_URL}/pull/2500",
+    )
     append(repo / "perf-changelog.yaml", entry)
     code, out = hook(capsys)
     assert code == 1
@@ -312,9 +320,9 @@ def test_hook_process_imports_only_stdlib_and_pyyaml(repo: Path) -> None:
     append(
         repo / "perf-changelog.yaml",
         Entry(
-            ("dsr1-fp4-*-atom",),
-            ("x",),
-            f"{REPO_URL}/pull/2500",
+            config_keys=("dsr1-fp4-*-atom",),
+            description=("x",),
+            pr_link=f"{REPO_URL}/pull/2500",
             evals_only=True,
             eval_min_prefill_ep=2,
         ),

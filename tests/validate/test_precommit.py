@@ -73,7 +73,11 @@ def test_pre_commit_passes_an_append_and_fails_a_mid_file_insertion(
     git(bench, "commit", "-q", "-m", "base")
     home = tmp_path / "pre-commit-home"
 
-    entry = Entry(("dsr1-fp4-mi355x-atom",), ("Bump ATOM nightly",), f"{REPO_URL}/pull/2500")
+    entry = Entry(
+        config_keys=("dsr1-fp4-mi355x-atom",),
+        description=("Bump ATOM nightly",),
+        pr_link=f"{REPO_URL}/pull/2500",
+    )
     append(bench / "perf-changelog.yaml", entry)
     git(bench, "add", "perf-changelog.yaml")
     good = _pre_commit(bench, home)

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from relpipe.core import records
 from relpipe.validate.precision.gitio import LogEntry
 
 # Spellings seen upstream -> the normalised type. Anything else is "other".
@@ -90,34 +91,10 @@ class Commit:
         return len(self.parents) > 1
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "sha": self.sha,
-            "parents": list(self.parents),
-            "side": self.side,
-            "author": self.author,
-            "date": self.date,
-            "subject": self.subject,
-            "type": self.type,
-            "scope": self.scope,
-            "pr": self.pr,
-            "merge": self.merge,
-            "files": list(self.files),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Commit:
-        return cls(
-            sha=data["sha"],
-            parents=tuple(data["parents"]),
-            side=data["side"],
-            author=data["author"],
-            date=data["date"],
-            subject=data["subject"],
-            type=data["type"],
-            scope=data["scope"],
-            pr=data["pr"],
-            files=tuple(data["files"]),
-        )
+        """The fields, and `merge` (derived from `parents`) before `files` as reports show it."""
+        out = records.fields_to_json(self)
+        files = out.pop("files")
+        return {**out, "merge": self.merge, "files": files}
 
 
 def _normal(word: str) -> str | None:

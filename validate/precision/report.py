@@ -1,16 +1,15 @@
 """The precision report: what the diff found (`PrecisionReport`, its files, watch and upstream
-results), as JSON (`to_json`/`from_json`, what run records store) and as Markdown for a PR.
+results), as JSON (`core.records`, what run records store) and as Markdown for a PR.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from relpipe.core import sanitize
-from relpipe.validate.errors import ValidateError
+from relpipe.core import records, sanitize
 from relpipe.validate.precision.commits import Commit
 
 VERDICTS = ("relevant", "cosmetic", "not-relevant")
@@ -32,39 +31,16 @@ class FileChange:
     # The commits responsible for the verdict, newest first: for a relevant content-gated file,
     # those whose own change to it fires a rule; otherwise every commit in `touched_by`.
     commits: tuple[str, ...]
+    touched_by: tuple[str, ...] = ()  # every commit that touched the file (under either name)
     reason: str
     binary: bool
-    touched_by: tuple[str, ...] = ()  # every commit that touched the file (under either name)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "old_path": self.old_path,
-            "status": self.status,
-            "category": self.category,
-            "categories": list(self.categories),
-            "verdict": self.verdict,
-            "commits": list(self.commits),
-            "touched_by": list(self.touched_by),
-            "reason": self.reason,
-            "binary": self.binary,
-        }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> FileChange:
+    def from_json(cls, data: object, *, where: str) -> FileChange:
         # Reports written before `touched_by` existed named every touching commit in `commits`.
-        return cls(
-            path=d["path"],
-            old_path=d["old_path"],
-            status=d["status"],
-            category=d["category"],
-            categories=tuple(d["categories"]),
-            verdict=d["verdict"],
-            commits=tuple(d["commits"]),
-            reason=d["reason"],
-            binary=d["binary"],
-            touched_by=tuple(d.get("touched_by", d["commits"])),
-        )
+        if isinstance(data, Mapping) and "touched_by" not in data:
+            data = {**data, "touched_by": data.get("commits", ())}
+        return records.fields_from_json(cls, data, where=where)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,27 +54,6 @@ class WatchResult:
     commits: tuple[str, ...]
     note: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "label": self.label,
-            "path": self.path,
-            "state": self.state,
-            "files": list(self.files),
-            "commits": list(self.commits),
-            "note": self.note,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> WatchResult:
-        return cls(
-            label=d["label"],
-            path=d["path"],
-            state=d["state"],
-            files=tuple(d["files"]),
-            commits=tuple(d["commits"]),
-            note=d["note"],
-        )
-
 
 @dataclass(frozen=True, kw_only=True)
 class UpstreamResult:
@@ -110,27 +65,6 @@ class UpstreamResult:
     found: bool
     commit: str | None
     ok: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "ref": self.ref,
-            "why": self.why,
-            "found": self.found,
-            "commit": self.commit,
-            "ok": self.ok,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> UpstreamResult:
-        return cls(
-            kind=d["kind"],
-            ref=d["ref"],
-            why=d["why"],
-            found=d["found"],
-            commit=d["commit"],
-            ok=d["ok"],
-        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -191,53 +125,13 @@ class PrecisionReport:
         return {sha: tuple(sorted(cats)) for sha, cats in found.items()}
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (the `relpipe diff --json` document); `from_json` inverts it."""
-        return {
-            "schema": 1,
-            "repo": self.repo,
-            "rules": self.rules,
-            "project": self.project,
-            "scope": self.scope,
-            "old_ref": self.old_ref,
-            "new_ref": self.new_ref,
-            "old": self.old,
-            "new": self.new,
-            "ancestor": self.ancestor,
-            "shallow": self.shallow,
-            "commits": [
-                {**c.to_json(), "precision": list(self.commit_categories(c.sha))}
-                for c in self.commits
-            ],
-            "files": [f.to_json() for f in self.files],
-            "summary": self.summary(),
-            "watch": [w.to_json() for w in self.watch],
-            "upstream": [u.to_json() for u in self.upstream],
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> PrecisionReport:
-        """Rebuild a report from `to_json()` output (run records re-render byte-identically)."""
-        try:
-            return cls(
-                repo=d["repo"],
-                rules=d["rules"],
-                project=d["project"],
-                scope=d["scope"],
-                old_ref=d["old_ref"],
-                new_ref=d["new_ref"],
-                old=d["old"],
-                new=d["new"],
-                ancestor=d["ancestor"],
-                shallow=d["shallow"],
-                commits=tuple(Commit.from_json(c) for c in d["commits"]),
-                files=tuple(FileChange.from_json(f) for f in d["files"]),
-                watch=tuple(WatchResult.from_json(w) for w in d["watch"]),
-                upstream=tuple(UpstreamResult.from_json(u) for u in d["upstream"]),
-            )
-        except (KeyError, TypeError) as exc:
-            raise ValidateError(
-                f"not a precision report (missing {exc}); re-run relpipe diff"
-            ) from None
+        """The `relpipe diff --json` document: the fields, a schema number, each commit's
+        precision categories and the summary (derived: `from_json` recomputes them)."""
+        out = {"schema": 1, **records.fields_to_json(self)}
+        for commit in out["commits"]:
+            commit["precision"] = list(self.commit_categories(commit["sha"]))
+        tail = {key: out.pop(key) for key in ("watch", "upstream")}
+        return {**out, "summary": self.summary(), **tail}
 
 
 # --- Markdown -----------------------------------------------------------------------------------
