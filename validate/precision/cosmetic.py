@@ -24,7 +24,7 @@ import itertools
 import re
 import tokenize
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import PurePosixPath
 
 _LOGGERS = frozenset({"logger", "logging", "log", "LOGGER", "_logger", "_LOGGER", "LOG"})
@@ -419,12 +419,26 @@ def _same_from(a_text: str, b_text: str, start: int, stack: tuple[int, ...]) -> 
         return False
 
 
-def _common_prefix(a: str, b: str) -> int:
-    """Length of the common prefix, by bisection over C-speed slice comparisons."""
+def _common_prefix(a: Sequence[object], b: Sequence[object]) -> int:
+    """Length of the common prefix (of texts, bytes or lists), by bisection over C-speed slice
+    comparisons."""
     low, high = 0, min(len(a), len(b))
     while low < high:
         mid = (low + high + 1) // 2
         if a[low:mid] == b[low:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _common_suffix(a: Sequence[object], b: Sequence[object], limit: int) -> int:
+    """Length of the common suffix of two lists, at most `limit`, by bisection like
+    `_common_prefix`."""
+    low, high = 0, limit
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[len(a) - mid : len(a) - low] == b[len(b) - mid : len(b) - low]:
             low = mid
         else:
             high = mid - 1
@@ -510,17 +524,15 @@ def changed_lines(
     Content gates are evaluated on these. With `relevant` (a filter that keeps every line a
     gate could fire on) only the lines it keeps are returned.
     """
-    a = old.decode("utf-8", "replace").splitlines()
-    b = new.decode("utf-8", "replace").splitlines()
-    # Trim the common head and tail first: most edits are small and this makes them O(n).
-    start = 0
-    while start < len(a) and start < len(b) and a[start] == b[start]:
-        start += 1
-    end_a, end_b = len(a), len(b)
-    while end_a > start and end_b > start and a[end_a - 1] == b[end_b - 1]:
-        end_a -= 1
-        end_b -= 1
-    added, removed = _line_changes(a[start:end_a], b[start:end_b], relevant)
+    # Trim the common head and tail first: most edits are small. The lines before the last line
+    # break of the common bytes are the same on both sides, so only the rest is decoded (UTF-8
+    # decoding and line splitting restart cleanly after a `\n`).
+    head = old.rfind(b"\n", 0, _common_prefix(old, new)) + 1
+    a = old[head:].decode("utf-8", "replace").splitlines()
+    b = new[head:].decode("utf-8", "replace").splitlines()
+    start = _common_prefix(a, b)
+    tail = _common_suffix(a, b, min(len(a), len(b)) - start)
+    added, removed = _line_changes(a[start : len(a) - tail], b[start : len(b) - tail], relevant)
     style = "#" if is_python(path) else _comment_style(path)
     # Added lines first: a reason quoting the first matching line then shows the new state.
     lines = [

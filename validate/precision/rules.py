@@ -59,12 +59,19 @@ class Rule:
     content: tuple[str, ...]
     why: str
     scope: tuple[str, ...]
-    path_re: re.Pattern[str] = field(compare=False, repr=False)
     content_re: re.Pattern[str] | None = field(compare=False, repr=False)
     # False for a not-precision category (docs, tests, CI ...): it names the file, never fires.
     precision: bool = True
     over: tuple[str, ...] = ()  # categories this rule wins over where both match ("*": all)
     index: int = 0  # position in the file, for messages
+
+    @functools.cached_property
+    def path_re(self) -> re.Pattern[str]:
+        """Compiled when first needed: `Rules.matching` tries a rule only on paths that start
+        with a literal prefix of its globs, so a diff compiles only the rules of files it
+        touched (compiling all of ATOM's took ~10 ms of every `relpipe diff`). The globs were
+        checked when the rules were read (`globs.problem`)."""
+        return glob_regex(self.paths)
 
     @property
     def label(self) -> str:
@@ -373,7 +380,6 @@ def _rule(source: str, index: int, raw: Any, known: dict[str, Category]) -> Rule
         content=content,
         why=str(item.get("why") or (known[category].why if known else "")),
         scope=_strings(source, f"{where}.scope", item.get("scope")),
-        path_re=glob_regex(paths),
         content_re=_regex(source, f"{where}.content", content),
         precision=known[category].precision if known else True,
         over=over,
