@@ -9,7 +9,7 @@ returns a `PrecisionReport` with the watch evidence and the upstream watch list.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -509,10 +509,10 @@ def _later_blobs(
 
 
 class _BlobRead:
-    """Blobs not yet in `have`, read by one `cat-file` in the background (none when none)."""
+    """Blobs not in `have`, read by one `cat-file` in the background (none when none)."""
 
     def __init__(
-        self, jobs: list[gitio.Job], repo: Path, shas: Iterable[str], have: dict[str, bytes]
+        self, jobs: list[gitio.Job], repo: Path, shas: Iterable[str], have: Collection[str]
     ) -> None:
         self.repo = repo
         script, self.wanted = gitio.objects_script([], [s for s in shas if s not in have])
@@ -574,12 +574,12 @@ def diff(
             info_names, _blobs_of(c for c in modified if _needs_blobs(c, rules))
         )
         objects_job = _job(jobs, repo, gitio.objects_args(), script)
+        history = _History.of(gitio.parse_log(log_job.result("log")))  # while git reads blobs
+        rest = _BlobRead(jobs, repo, _later_blobs(plain, modified, rules, history), set(wanted))
         infos, blobs = gitio.parse_objects(repo, objects_job.result("cat-file"), info_names, wanted)
         if infos[0] is None or infos[1] is None:
             gitio.resolve(repo, [old, new])
             raise ValidateError(f"cannot resolve {old!r} and {new!r} in {repo}")
-        history = _History.of(gitio.parse_log(log_job.result("log")))
-        rest = _BlobRead(jobs, repo, _later_blobs(plain, modified, rules, history), blobs)
         assessed = _assess(modified, rules, blobs)
         rest.into(blobs)
         tree = gitio.parse_paths(tree_job.result("ls-tree")) if tree_job else []
