@@ -183,21 +183,62 @@ EDITS = [
 ]
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.lists(st.sampled_from(SNIPPETS), min_size=1, max_size=8), st.data())
-def test_windowed_comparison_equals_whole_file_comparison(
-    parts: list[str], data: st.DataObject
-) -> None:
+def _edit_agrees(parts: list[str], edits: list[str], data: st.DataObject) -> None:
+    """One line of the text of `parts` replaced by, or preceded by, one of `edits`: the windowed
+    comparison says what the whole-file fingerprints say."""
     old = "".join(parts)
     lines = old.splitlines(keepends=True)
     at = data.draw(st.integers(0, len(lines)))
-    edit = data.draw(st.sampled_from(EDITS))
+    edit = data.draw(st.sampled_from(edits))
     mode = data.draw(st.sampled_from(["insert", "replace"]))
     new_lines = lines[:at] + [edit] + lines[at + (mode == "replace") :]
     new = "".join(new_lines)
     a, b = cosmetic.python_fingerprint(old.encode()), cosmetic.python_fingerprint(new.encode())
     expected = a is not None and a == b
     assert cosmetic.is_cosmetic("f.py", old.encode(), new.encode()) is expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(SNIPPETS), min_size=1, max_size=8), st.data())
+def test_windowed_comparison_equals_whole_file_comparison(
+    parts: list[str], data: st.DataObject
+) -> None:
+    _edit_agrees(parts, EDITS, data)
+
+
+# Statements whose changed line lies inside their brackets, where the comparison may start at
+# that line (`_inside_brackets`): nested brackets, comments, strings with prefixes, a logger's
+# call and a string statement (which must not start there: they may be dropped whole).
+BRACKETED = [
+    "T = {\n    'a': [1,\n          2],\n    # c\n    'b': (3, {4: 5}),\n}\n",
+    "logger.info(\n    'a %s',\n    x,\n)\n",
+    "call(\n    f'{x}',\n    rb'q',\n    y)\n",
+    'D = dict(\n    k="""\nv""",\n    w=1,\n)\n',
+    "rb'x' (\n    1,\n)\n",
+    "class C:\n    m = max(\n        1,\n        2,\n    )\n",
+    "u = [1 ; 2,\n 3]\n",
+]
+BRACKET_EDITS = [
+    "    'c': 6,\n",
+    "    # note\n",
+    "    x,\n",
+    "    'd',\n",
+    "    )\n",
+    "        3,\n",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([*SNIPPETS, *BRACKETED]), min_size=1, max_size=6), st.data())
+def test_comparison_inside_brackets_equals_whole_file_comparison(
+    parts: list[str], data: st.DataObject
+) -> None:
+    restart = cosmetic._BRACKET_RESTART
+    try:
+        cosmetic._BRACKET_RESTART = 0  # start inside brackets however near the statement
+        _edit_agrees(parts, [*EDITS, *BRACKET_EDITS], data)
+    finally:
+        cosmetic._BRACKET_RESTART = restart
 
 
 @pytest.mark.parametrize(

@@ -310,12 +310,16 @@ class _Stream:
 
     The state is recreated by a synthetic prefix, one line per indentation level of `stack`
     (identical for two texts compared from identical states, so it never makes a difference);
-    with it the tokens from `start` on are those of the whole file, DEDENTs included."""
+    with it the tokens from `start` on are those of the whole file, DEDENTs included. With
+    `opened` (brackets open at `start`, see `_inside_brackets`), one more line, a statement
+    that opens them, puts the reader inside them, as in the file."""
 
-    def __init__(self, text: str, start: int, stack: tuple[int, ...]) -> None:
+    def __init__(self, text: str, start: int, stack: tuple[int, ...], opened: str = "") -> None:
         self.text = text
         self.pos = start  # where the next line starts: the tokenizer reads one line at a time
         self.prefix = [" " * column + "_\n" for column in stack[1:]]
+        if opened:
+            self.prefix.append(" " * stack[-1] + "_" + opened + "\n")
         self.indents = [0]
         self.boundary = False  # the last token ended a line, and nothing of the next was read
         self.tokens = self._generate()
@@ -383,7 +387,9 @@ def _ended(held: list[tokenize.TokenInfo] | None, started: bool) -> list[tuple[i
 _SKIP_AHEAD = 2048
 
 
-def _same_from(a_text: str, b_text: str, start: int, stack: tuple[int, ...]) -> bool:
+def _same_from(
+    a_text: str, b_text: str, start: int, stack: tuple[int, ...], opened: str = ""
+) -> bool:
     """Whether `a_text` and `b_text`, identical before the fresh line at `start` (indentation
     stack `stack`), have the same fingerprint from there; False at the first differing token or
     a tokenize error.
@@ -391,7 +397,7 @@ def _same_from(a_text: str, b_text: str, start: int, stack: tuple[int, ...]) -> 
     Where both readers stand at a line boundary with the same indentation stack and long
     identical text lies ahead, both restart at the last fresh line before the next difference:
     the skipped text is identical and read in the same state, so it gives the same tokens."""
-    a, b = _Stream(a_text, start, stack), _Stream(b_text, start, stack)
+    a, b = _Stream(a_text, start, stack, opened), _Stream(b_text, start, stack, opened)
     try:
         while True:
             x, y = next(a.tokens, None), next(b.tokens, None)
@@ -462,7 +468,62 @@ def _python_cosmetic(old: bytes, new: bytes) -> bool:
     line_start = a_text.rfind("\n", 0, _common_prefix(a_text, b_text)) + 1
     # Strictly before the differing line: the stack must be the same in both texts.
     start, stack = _last_fresh(a_text, line_start - 1) if line_start else (0, (0,))
-    return _same_from(a_text, b_text, start, stack)
+    start, opened = _inside_brackets(a_text, start, line_start)
+    return _same_from(a_text, b_text, start, stack, opened)
+
+
+# Characters of one statement before its changed line from which on the comparison starts at
+# that line, inside the statement's brackets, instead of tokenizing both texts up to it (ATOM's
+# utils/envs.py is one 1,500-line dict: each commit to it cost ~2.5 ms more, the release ~10 ms).
+_BRACKET_RESTART = 256
+_BRACKET_CHARS = re.compile(r"[][(){};]")
+_CLOSING = {")": "(", "]": "[", "}": "{"}
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _inside_brackets(text: str, start: int, line: int) -> tuple[int, str]:
+    """(`line`, the brackets open there, in order) when the line starting at `line` lies inside
+    the brackets of the statement that starts at the fresh line `start`, far enough from it;
+    else (`start`, "").
+
+    Only where tokenize's state at `line` follows from the text alone: `line` is outside any
+    string and no backslash continues the line before it, the brackets nest properly, no `;`
+    ends a statement inside them, and the statement is not one that `_Stream` holds back to
+    drop it whole (one that starts with a string or a logger's name): then its tokens from
+    `line` on are the file's, after the tokens of a statement that opens the same brackets."""
+    if line - start < _BRACKET_RESTART:
+        return start, ""
+    parts = _LITERAL.split(text[start:line])
+    shown = [p if i % 2 == 0 else ("" if p[0] == "#" else "S") for i, p in enumerate(parts)]
+    code = "".join(shown)
+    unknown = any(p in _OPEN for p in parts[1::2]) or "'" in code or '"' in code
+    if unknown or code.endswith(("\\\n", "\\\r\n")) or _may_be_held(parts):
+        return start, ""
+    brackets: list[str] = []
+    for ch in _BRACKET_CHARS.findall(code):
+        if ch in "([{":
+            brackets.append(ch)
+        elif ch == ";" or not brackets or brackets.pop() != _CLOSING[ch]:
+            return start, ""
+    return (line, "".join(brackets)) if brackets else (start, "")
+
+
+def _may_be_held(parts: list[str]) -> bool:
+    """Whether the first token of text split by `_LITERAL` (`parts`) may be a string or a
+    logger's name (a string prefix such as `rb` counts as a string)."""
+    for i, part in enumerate(parts):
+        if i % 2:  # a literal: a comment is skipped, a string is the first token
+            if part[0] != "#":
+                return True
+            continue
+        code = part.lstrip()
+        if code:
+            name = _NAME.match(code)
+            if name is None:
+                return False
+            prefix = name.end() == len(code) and i + 1 < len(parts) and parts[i + 1][0] != "#"
+            return prefix or name.group() in _LOGGERS
+    return True
 
 
 def _comment_style(path: str) -> str:
