@@ -525,6 +525,44 @@ class _BlobRead:
             blobs.update(gitio.parse_objects(self.repo, out, [], self.wanted)[1])
 
 
+_FIRST_SHARE = 4  # a quarter of the modified files is judged while git reads the others' blobs
+
+
+def _read_modified(
+    jobs: list[gitio.Job],
+    repo: Path,
+    plain: Sequence[gitio.RawChange],
+    rules: Rules,
+    info_names: Sequence[str],
+    log_job: gitio.Job,
+) -> tuple[list[tuple[str, str] | None], dict[str, bytes], _History, list[_Assessed]]:
+    """Read and assess the modified files of the plain diff: (the `info_names` infos, the
+    blobs read, the history of the log, the assessed files).
+
+    Git and Python work side by side: one `cat-file` reads the infos and the blobs of the first
+    files, another those of the others, judged once the first ones are; a third the blobs of
+    the rest (an added or deleted file may be half of a rename) and of the commits' own
+    versions of content-gated files, asked for once the first files are judged and the log
+    is parsed."""
+    modified = [c for c in plain if c.status in "MT"]
+    first = len(modified) // _FIRST_SHARE
+    script, wanted = gitio.objects_script(
+        info_names, _blobs_of(c for c in modified[:first] if _needs_blobs(c, rules))
+    )
+    objects_job = _job(jobs, repo, gitio.objects_args(), script)
+    others = [c for c in modified[first:] if _needs_blobs(c, rules)]
+    second = _BlobRead(jobs, repo, _blobs_of(others), set(wanted))
+    infos, blobs = gitio.parse_objects(repo, objects_job.result("cat-file"), info_names, wanted)
+    assessed = _assess(modified[:first], rules, blobs)
+    history = _History.of(gitio.parse_log(log_job.result("log")))
+    later = _later_blobs(plain, modified, rules, history)
+    rest = _BlobRead(jobs, repo, later, {*wanted, *second.wanted})
+    second.into(blobs)
+    assessed += _assess(modified[first:], rules, blobs)
+    rest.into(blobs)
+    return infos, blobs, history, assessed
+
+
 def diff(
     repo: Path,
     old: str,
@@ -566,22 +604,12 @@ def diff(
         except ValidateError:
             gitio.resolve(repo, [old, new])  # names the ref that is missing, if that was it
             raise
-        modified = [c for c in plain if c.status in "MT"]
-        # First the two commits, the watched entries and the modified files' blobs (judged
-        # first); then the blobs of the rest (an added or deleted file may be half of a rename)
-        # and of the commits' own versions of content-gated files, read while Python compares.
-        script, wanted = gitio.objects_script(
-            info_names, _blobs_of(c for c in modified if _needs_blobs(c, rules))
+        infos, blobs, history, assessed = _read_modified(
+            jobs, repo, plain, rules, info_names, log_job
         )
-        objects_job = _job(jobs, repo, gitio.objects_args(), script)
-        history = _History.of(gitio.parse_log(log_job.result("log")))  # while git reads blobs
-        rest = _BlobRead(jobs, repo, _later_blobs(plain, modified, rules, history), set(wanted))
-        infos, blobs = gitio.parse_objects(repo, objects_job.result("cat-file"), info_names, wanted)
         if infos[0] is None or infos[1] is None:
             gitio.resolve(repo, [old, new])
             raise ValidateError(f"cannot resolve {old!r} and {new!r} in {repo}")
-        assessed = _assess(modified, rules, blobs)
-        rest.into(blobs)
         tree = gitio.parse_paths(tree_job.result("ls-tree")) if tree_job else []
         hist = gitio.parse_history(hist_job.result("log")) if hist_job else []
         judged = _judge(assessed, rules, scope, history, blobs, repo)
