@@ -17,7 +17,6 @@ config, hooks, alternates and grafts are replaced by `sanitize_git_dir`.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -534,6 +533,8 @@ def open_url(url: str, refs: Sequence[str], cache: Path | None = None) -> Path:
         raise ValidateError(
             f"not a repository URL: {redact(url)!r}; use https://, ssh:// or file://"
         )
+    import hashlib  # here: a diff of a local repository needs no hash
+
     revs = [commit_of(ref) for ref in refs]
     root = cache or cache_root()
     repo = root / hashlib.sha256(url.encode()).hexdigest()[:20]

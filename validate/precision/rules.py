@@ -6,7 +6,6 @@ uncovered files). docs/precision.md describes the format.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -305,19 +304,21 @@ def _document(text: str, source: str) -> Any:
 
 
 def _builtin_document(file: Path, text: str) -> Any:
-    """A built-in rules file's document, cached as JSON under its content hash: importing and
-    running PyYAML costs a `relpipe diff` process more than a nightly's whole diff. The cache
-    holds what the strict loader returned, and the document is validated as usual."""
-    key = hashlib.sha256(text.encode()).hexdigest()[:20]
-    cached = gitio.cache_root().parent / "rules" / f"{file.stem}-{key}.json"
+    """A built-in rules file's document, cached as JSON beside the text it was read from:
+    importing and running PyYAML costs a `relpipe diff` process more than a nightly's whole
+    diff. The cache is used only when its text is this file's (compared whole: no hash to
+    compute, no hashlib to import), and the document is validated as usual."""
+    cached = gitio.cache_root().parent / "rules" / f"{file.stem}.json"
     try:
-        return jsonload.loads(cached.read_bytes())
+        entry = jsonload.loads(cached.read_bytes())
+        if isinstance(entry, dict) and entry.get("text") == text:
+            return entry.get("document")
     except (OSError, ValueError):
         pass
     data = _document(text, str(file))
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(cached, json.dumps(data))
+        write_atomic(cached, json.dumps({"text": text, "document": data}))
     except OSError:
         pass  # a read-only home: parse again next time
     return data
