@@ -90,6 +90,7 @@ def prefilter(patterns: Iterable[re.Pattern[str]]) -> Callable[[Sequence[str]], 
         literals |= need
     if not literals:
         return None
+    literals = _implied(literals)
     exact = sorted(text for text, nocase in literals if not nocase)
     folded = sorted(text for text, nocase in literals if nocase)
 
@@ -105,6 +106,18 @@ def prefilter(patterns: Iterable[re.Pattern[str]]) -> Callable[[Sequence[str]], 
         return [line for i, line in enumerate(lines) if i in hit]
 
     return keep
+
+
+def _implied(literals: set[Literal]) -> set[Literal]:
+    """`literals` without those another one implies (a line containing `kv_cache_dtype` contains
+    `dtype`; one containing `Eagle3` contains `eagle` without case): the same lines pass, with
+    fewer searches (ATOM's gates: 104 literals, 87 searched)."""
+
+    def implies(inner: Literal, outer: Literal) -> bool:
+        (text, nocase), (other, other_nocase) = inner, outer
+        return text in other.lower() if nocase else not other_nocase and text in other
+
+    return {o for o in literals if not any(i != o and implies(i, o) for i in literals)}
 
 
 def _mark(text: str, literals: Sequence[str], starts: Sequence[int], hit: set[int]) -> None:
