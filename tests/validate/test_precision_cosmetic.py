@@ -6,7 +6,7 @@ import io
 import tokenize
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from relpipe.validate.precision import cosmetic
@@ -331,3 +331,41 @@ def test_fresh_lines_are_those_tokenize_reads(parts: list[str], data: st.DataObj
         assert cosmetic._last_fresh(text, limit, begin, stack) == expected
     finally:
         cosmetic._FIRST_WINDOW = first_window
+
+
+# --- the middle lines: only the bytes between the common head and tail are decoded --------------
+
+
+def _middle_by_walks(old: bytes, new: bytes) -> tuple[list[str], list[str]]:
+    """Both texts decoded whole, the equal lines walked off the head, then off the tail."""
+    a = old.decode("utf-8", "replace").splitlines()
+    b = new.decode("utf-8", "replace").splitlines()
+    start = 0
+    while start < len(a) and start < len(b) and a[start] == b[start]:
+        start += 1
+    end_a, end_b = len(a), len(b)
+    while end_a > start and end_b > start and a[end_a - 1] == b[end_b - 1]:
+        end_a, end_b = end_a - 1, end_b - 1
+    return a[start:end_a], b[start:end_b]
+
+
+# Equal lines, line breaks git keeps apart but `splitlines` does not (\r\n, \r, form feed,
+# U+2028), bytes that are not UTF-8 and decode alike, no final line break.
+PIECES = [b"x\n", b"y\n", b"x\r\n", b"x\r", b"\n", b"\xff\n", b"\xfe\n", b"\xe2\x82\n", b"q\x0cr\n"]
+PIECES += ["s\u2028t\n".encode(), b"x", b"y"]
+
+
+@settings(max_examples=300, deadline=None)
+# The head walk runs on into the common tail (x\r\n and x\n are equal lines, other bytes).
+@example(head=[], old=[b"x\n", b"x\n", b"p\n"], new=[b"x\r\n"], tail=[b"x\n"])
+@given(
+    st.lists(st.sampled_from(PIECES), max_size=5),
+    st.lists(st.sampled_from(PIECES), max_size=4),
+    st.lists(st.sampled_from(PIECES), max_size=4),
+    st.lists(st.sampled_from(PIECES), max_size=5),
+)
+def test_middle_lines_are_those_line_walks_find(
+    head: list[bytes], old: list[bytes], new: list[bytes], tail: list[bytes]
+) -> None:
+    a, b = b"".join(head + old + tail), b"".join(head + new + tail)
+    assert cosmetic._middle_lines(a, b) == _middle_by_walks(a, b)

@@ -439,7 +439,7 @@ def _common_prefix(a: Sequence[object], b: Sequence[object]) -> int:
 
 
 def _common_suffix(a: Sequence[object], b: Sequence[object], limit: int) -> int:
-    """Length of the common suffix of two lists, at most `limit`, by bisection like
+    """Length of the common suffix (of bytes or lists), at most `limit`, by bisection like
     `_common_prefix`."""
     low, high = 0, limit
     while low < high:
@@ -585,15 +585,8 @@ def changed_lines(
     Content gates are evaluated on these. With `relevant` (a filter that keeps every line a
     gate could fire on) only the lines it keeps are returned.
     """
-    # Trim the common head and tail first: most edits are small. The lines before the last line
-    # break of the common bytes are the same on both sides, so only the rest is decoded (UTF-8
-    # decoding and line splitting restart cleanly after a `\n`).
-    head = old.rfind(b"\n", 0, _common_prefix(old, new)) + 1
-    a = old[head:].decode("utf-8", "replace").splitlines()
-    b = new[head:].decode("utf-8", "replace").splitlines()
-    start = _common_prefix(a, b)
-    tail = _common_suffix(a, b, min(len(a), len(b)) - start)
-    added, removed = _line_changes(a[start : len(a) - tail], b[start : len(b) - tail], relevant)
+    a, b = _middle_lines(old, new)
+    added, removed = _line_changes(a, b, relevant)
     style = "#" if is_python(path) else _comment_style(path)
     # Added lines first: a reason quoting the first matching line then shows the new state.
     lines = [
@@ -602,6 +595,32 @@ def changed_lines(
         if (stripped := line.strip()) and not (style and stripped.startswith(style))
     ]
     return lines if relevant is None else relevant(lines)
+
+
+def _middle_lines(old: bytes, new: bytes) -> tuple[list[str], list[str]]:
+    """The lines of `old` and `new` between their common head and tail (the lines equal at both
+    ends, the head first, as two line-by-line walks would find them).
+
+    Most edits are small, so only the bytes between the common head and tail are decoded: the
+    lines before the last line break of the common leading bytes, and after the first one of
+    the common trailing bytes, are the same on both sides (UTF-8 decoding and line splitting
+    restart cleanly after a `\n`). Where the middle lines of one side are all equal to the
+    other's first ones, the head may run on into the tail: then the whole rest is decoded."""
+    head = old.rfind(b"\n", 0, _common_prefix(old, new)) + 1
+    same = _common_suffix(old, new, min(len(old), len(new)) - head)
+    tail = len(old) - (old.find(b"\n", len(old) - same) + 1) if same else 0
+    tail = 0 if tail == len(old) else tail  # no line break in the common trailing bytes
+    a, b = _lines(old, head, tail), _lines(new, head, tail)
+    start = _common_prefix(a, b)
+    if tail and start == min(len(a), len(b)):
+        a, b = _lines(old, head, 0), _lines(new, head, 0)
+        start = _common_prefix(a, b)
+    stop = _common_suffix(a, b, min(len(a), len(b)) - start)
+    return a[start : len(a) - stop], b[start : len(b) - stop]
+
+
+def _lines(data: bytes, head: int, tail: int) -> list[str]:
+    return data[head : len(data) - tail].decode("utf-8", "replace").splitlines()
 
 
 def _line_changes(
