@@ -528,6 +528,17 @@ class _BlobRead:
 _FIRST_SHARE = 4  # a quarter of the modified files is judged while git reads the others' blobs
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Modified:
+    """The modified files of the plain diff, read and assessed (`_read_modified`)."""
+
+    infos: list[tuple[str, str] | None]  # of the `info_names`, in order
+    blobs: dict[str, bytes]
+    history: _History
+    assessed: list[_Assessed]
+    renames: gitio.Job  # the rename pass, started once the log was in
+
+
 def _read_modified(
     jobs: list[gitio.Job],
     repo: Path,
@@ -535,15 +546,17 @@ def _read_modified(
     rules: Rules,
     info_names: Sequence[str],
     log_job: gitio.Job,
-) -> tuple[list[tuple[str, str] | None], dict[str, bytes], _History, list[_Assessed]]:
-    """Read and assess the modified files of the plain diff: (the `info_names` infos, the
-    blobs read, the history of the log, the assessed files).
+    renames: Sequence[str],
+) -> _Modified:
+    """Read and assess the modified files of the plain diff; start the rename pass (`renames`,
+    the diff's arguments) on the way.
 
     Git and Python work side by side: one `cat-file` reads the infos and the blobs of the first
     files, another those of the others, judged once the first ones are; a third the blobs of
     the rest (an added or deleted file may be half of a rename) and of the commits' own
     versions of content-gated files, asked for once the first files are judged and the log
-    is parsed."""
+    is parsed. The rename pass, needed last, starts then too: started with the others it took
+    CPU from the reads judged first (the release span: ~14 ms later on a loaded machine)."""
     modified = [c for c in plain if c.status in "MT"]
     first = len(modified) // _FIRST_SHARE
     script, wanted = gitio.objects_script(
@@ -557,10 +570,13 @@ def _read_modified(
     history = _History.of(gitio.parse_log(log_job.result("log")))
     later = _later_blobs(plain, modified, rules, history)
     rest = _BlobRead(jobs, repo, later, {*wanted, *second.wanted})
+    renames_job = _job(jobs, repo, renames)
     second.into(blobs)
     assessed += _assess(modified[first:], rules, blobs)
     rest.into(blobs)
-    return infos, blobs, history, assessed
+    return _Modified(
+        infos=infos, blobs=blobs, history=history, assessed=assessed, renames=renames_job
+    )
 
 
 def diff(
@@ -595,7 +611,6 @@ def diff(
     jobs: list[gitio.Job] = []
     try:
         plain_job = _job(jobs, repo, gitio.diff_args(old_rev, new_rev, renames=False))
-        diff_job = _job(jobs, repo, gitio.diff_args(old_rev, new_rev))
         log_job = _job(jobs, repo, gitio.log_args(old_rev, new_rev))
         tree_job = _job(jobs, repo, gitio.ls_tree_args(new_rev)) if listed else None
         hist_job = _job(jobs, repo, gitio.history_args(new_rev)) if checks else None
@@ -604,16 +619,17 @@ def diff(
         except ValidateError:
             gitio.resolve(repo, [old, new])  # names the ref that is missing, if that was it
             raise
-        infos, blobs, history, assessed = _read_modified(
-            jobs, repo, plain, rules, info_names, log_job
+        pair = _read_modified(
+            jobs, repo, plain, rules, info_names, log_job, gitio.diff_args(old_rev, new_rev)
         )
+        infos, blobs, history = pair.infos, pair.blobs, pair.history
         if infos[0] is None or infos[1] is None:
             gitio.resolve(repo, [old, new])
             raise ValidateError(f"cannot resolve {old!r} and {new!r} in {repo}")
         tree = gitio.parse_paths(tree_job.result("ls-tree")) if tree_job else []
         hist = gitio.parse_history(hist_job.result("log")) if hist_job else []
-        judged = _judge(assessed, rules, scope, history, blobs, repo)
-        changes = gitio.parse_diff_raw(diff_job.result("diff"))
+        judged = _judge(pair.assessed, rules, scope, history, blobs, repo)
+        changes = gitio.parse_diff_raw(pair.renames.result("diff"))
     finally:
         for job in jobs:
             job.close()
