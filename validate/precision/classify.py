@@ -495,16 +495,13 @@ def _gated(change: gitio.RawChange, rules: Rules) -> bool:
     return any(r.content_re is not None for r in _matched_rules(rules, _paths(change)))
 
 
-def _later_blobs(
-    plain: Sequence[gitio.RawChange],
-    modified: Sequence[gitio.RawChange],
-    rules: Rules,
-    history: _History,
-) -> list[str]:
+def _later_blobs(plain: Sequence[gitio.RawChange], rules: Rules, history: _History) -> list[str]:
     """The blobs a diff reads after the modified files' own: those of the other files of the
-    plain diff, and of the commits' own changes to the content-gated modified files."""
+    plain diff, and of the commits' own changes to its content-gated files (an added or
+    deleted one's too: the rename pass may pair them, and a renamed file's commits are those
+    of its two names), so that no read waits for the rename pass."""
     others = [c for c in plain if c.status not in "MT" and _needs_blobs(c, rules)]
-    own = _own_changes(history, [c for c in modified if _gated(c, rules)])
+    own = _own_changes(history, [c for c in plain if _gated(c, rules)])
     return _blobs_of([*others, *(t for ts in own.values() for _, t in ts)])
 
 
@@ -568,7 +565,7 @@ def _read_modified(
     infos, blobs = gitio.parse_objects(repo, objects_job.result("cat-file"), info_names, wanted)
     assessed = _assess(modified[:first], rules, blobs)
     history = _History.of(gitio.parse_log(log_job.result("log")))
-    later = _later_blobs(plain, modified, rules, history)
+    later = _later_blobs(plain, rules, history)
     rest = _BlobRead(jobs, repo, later, {*wanted, *second.wanted})
     renames_job = _job(jobs, repo, renames)
     second.into(blobs)
