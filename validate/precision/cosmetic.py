@@ -16,11 +16,9 @@ a real change. Binary content is never cosmetic.
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import functools
 import io
-import itertools
 import re
 import tokenize
 from collections import Counter
@@ -220,7 +218,7 @@ def _last_fresh(
     """
     parts = _LITERAL.split(text[begin : limit + 1])
     literals = parts[1::2]
-    opened = next((i for i, lit in enumerate(literals) if lit in _OPEN), None)
+    opened = min((i for q in _OPEN if (i := _index(literals, q)) is not None), default=None)
     if opened is not None:
         parts, literals = parts[: 2 * opened + 2], literals[: opened + 1]
     shown = parts[:]
@@ -242,12 +240,22 @@ def _last_fresh(
         chain.append(enclosing_line[1])  # the nearest earlier line indented less: its block
     enclosing = [level for level in stack if level < chain[-1]]
     # The skeleton position of the line -> the text's offset (a line starts in code, or with a
-    # string that the skeleton shows as one character at the same place).
-    code_starts = list(itertools.accumulate(map(len, shown), initial=0))
-    text_starts = list(itertools.accumulate(map(len, parts), initial=0))
-    j = bisect.bisect_right(code_starts, line) - 1
-    at = begin + text_starts[j] + (line - code_starts[j] if j % 2 == 0 else 0)
+    # string that the skeleton shows as one character at the same place): the last part that
+    # starts at or before it, found walking back from the end (the line is near it).
+    j, code_at, text_at = len(shown), len(code), sum(map(len, parts))
+    while code_at > line:
+        j -= 1
+        code_at, text_at = code_at - len(shown[j]), text_at - len(parts[j])
+    at = begin + text_at + (line - code_at if j % 2 == 0 else 0)
     return at, (*enclosing, *reversed(chain))
+
+
+def _index(items: list[str], item: str) -> int | None:
+    """The first index of `item` in `items` (a C-speed search), or None."""
+    try:
+        return items.index(item)
+    except ValueError:
+        return None
 
 
 class _LinesBack:
@@ -275,9 +283,11 @@ class _LinesBack:
                     return None
                 low, self.window = max(0, self.searched - self.window), self.window * 2
                 lines = _statements_under(below if self.spaces_only else None)
+                # A match starting before `searched` ends on its own line.
+                stop = self.code.find("\n", self.searched - 1) + 1 or self.end
                 self.pending = [
                     (m.start(), m.end(1))
-                    for m in lines.finditer(self.code, low, self.end)
+                    for m in lines.finditer(self.code, low, min(stop, self.end))
                     if m.start() < self.searched
                 ]
                 self.searched = low
