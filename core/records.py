@@ -63,9 +63,12 @@ def spec(
     return {_SPEC: Spec(key=key, omit=omit)}
 
 
+_PLAIN = Spec()  # a field without metadata: shared, not built per field per record
+
+
 def _spec(f: dataclasses.Field[Any]) -> Spec:
     found = f.metadata.get(_SPEC)
-    return found if isinstance(found, Spec) else Spec()
+    return found if isinstance(found, Spec) else _PLAIN
 
 
 # --- writing ------------------------------------------------------------------------------------
@@ -83,22 +86,33 @@ def fields_to_json(record: object, *, exclude: Sequence[str] = ()) -> dict[str, 
     """The record's fields as a JSON object, in field order (the half a `to_json` builds on)."""
     if not dataclasses.is_dataclass(record) or isinstance(record, type):
         raise TypeError(f"{type(record).__name__} is not a record (a dataclass instance)")
-    fields = dataclasses.fields(record)
-    unknown = set(exclude) - {f.name for f in fields}
+    plan = _plan(type(record))
+    unknown = set(exclude) - {f.name for f, _ in plan}
     if unknown:
         raise TypeError(f"{type(record).__name__} has no field {sorted(unknown)[0]!r} to exclude")
     out: dict[str, Any] = {}
-    for f in fields:
+    for f, s in plan:
         if f.name in exclude:
             continue
         value = getattr(record, f.name)
-        s = _spec(f)
         if s.omit == "none" and value is None:
             continue
         if s.omit == "default" and value == _default(f):
             continue
-        out[s.key or f.name] = _encode(value, f.name)
+        out[s.key or f.name] = value if type(value) in _SCALARS else _encode(value, f.name)
     return out
+
+
+_PLANS: dict[type, tuple[tuple[dataclasses.Field[Any], Spec], ...]] = {}
+
+
+def _plan(cls: type) -> tuple[tuple[dataclasses.Field[Any], Spec], ...]:
+    """A record class's fields with their specs, looked up once per class (a report writes
+    thousands of records of a few classes)."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        plan = _PLANS[cls] = tuple((f, _spec(f)) for f in dataclasses.fields(cls))
+    return plan
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:
@@ -107,6 +121,9 @@ def _default(f: dataclasses.Field[Any]) -> Any:
     if f.default_factory is not dataclasses.MISSING:
         return f.default_factory()
     raise TypeError(f"field {f.name!r}: omit='default' needs a default")
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _encode(value: Any, path: str) -> Any:
@@ -126,7 +143,11 @@ def _encode(value: Any, path: str) -> Any:
             out[k] = _encode(v, f"{path}[{k!r}]")
         return out
     if isinstance(value, (list, tuple)):
-        return [_encode(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        # Plain JSON scalars as they are (an enum member's type is its enum's, not str or int),
+        # without building a path no error will name: a report's lists hold thousands.
+        return [
+            v if type(v) in _SCALARS else _encode(v, f"{path}[{i}]") for i, v in enumerate(value)
+        ]
     raise TypeError(f"{path}: {type(value).__name__} has no JSON form")
 
 

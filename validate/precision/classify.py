@@ -9,8 +9,8 @@ returns a `PrecisionReport` with the watch evidence and the upstream watch list.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from relpipe.validate.errors import ValidateError
@@ -66,10 +66,7 @@ def _content(
     new = blobs.get(change.new_blob or "", b"")
     binary = cosmetic.is_binary(old) or cosmetic.is_binary(new)
     identical = change.old_blob == change.new_blob and change.status not in "AD"
-    both = change.status in "MRCT" and change.old_blob and change.new_blob and not identical
-    is_cosmetic = (
-        check_cosmetic and bool(both) and not binary and cosmetic.is_cosmetic(change.path, old, new)
-    )
+    is_cosmetic = check_cosmetic and _is_cosmetic(change, blobs, binary)
     if binary or not gated:
         return _Content(binary=binary, identical=identical, cosmetic=is_cosmetic, lines=None)
     return _Content(
@@ -78,6 +75,16 @@ def _content(
         cosmetic=is_cosmetic,
         lines=tuple(cosmetic.changed_lines(change.path, old, new, relevant=gates)),
     )
+
+
+def _is_cosmetic(change: gitio.RawChange, blobs: dict[str, bytes], binary: bool) -> bool:
+    """Whether a change between two different text blobs is cosmetic (`cosmetic.is_cosmetic`)."""
+    if binary or change.status not in "MRCT" or not change.old_blob or not change.new_blob:
+        return False
+    if change.old_blob == change.new_blob:
+        return False  # identical, which `classify` says first
+    old, new = blobs.get(change.old_blob, b""), blobs.get(change.new_blob, b"")
+    return cosmetic.is_cosmetic(change.path, old, new)
 
 
 def _matched_rules(rules: Rules, paths: Sequence[str]) -> list[Rule]:
@@ -198,20 +205,6 @@ def _attribute(entries: Sequence[gitio.LogEntry]) -> tuple[_Aliases, dict[str, l
     return aliases, by_root
 
 
-def _own_changes(
-    entries: Sequence[gitio.LogEntry], aliases: _Aliases, names: dict[str, list[str]]
-) -> dict[str, list[tuple[str, gitio.RawChange]]]:
-    """For each file (by its names in the pair), every commit's own change to it, newest first."""
-    roots = {aliases.find(n): path for path, ns in names.items() for n in ns}
-    own: dict[str, list[tuple[str, gitio.RawChange]]] = {path: [] for path in names}
-    for entry in entries:
-        for touch in entry.touches:
-            root = aliases.find(touch.path)
-            if root in roots:
-                own[roots[root]].append((entry.sha, touch.change()))
-    return own
-
-
 def _responsible(
     changes: Sequence[tuple[str, gitio.RawChange]],
     blobs: dict[str, bytes],
@@ -231,7 +224,8 @@ def _responsible(
         rough = _content(change, blobs, gated=True, check_cosmetic=False, gates=rules.gates)
         if classify(change, rough, rules, scope, matched)[2] != "relevant":
             continue
-        content = _content(change, blobs, gated=True, gates=rules.gates)
+        # Its changed lines are already known: only whether it is cosmetic is left to ask.
+        content = replace(rough, cosmetic=_is_cosmetic(change, blobs, rough.binary))
         if classify(change, content, rules, scope, matched)[2] == "relevant":
             shas.append(sha)
     return tuple(shas)
@@ -395,6 +389,23 @@ class _History:
         return _commits_of(names, self.aliases, self.by_root, self.order)
 
 
+def _own_changes(
+    history: _History, changes: Iterable[gitio.RawChange]
+) -> dict[str, list[tuple[str, gitio.RawChange]]]:
+    """For each of `changes` (a file, by its names in the pair), every commit's own change to
+    it, newest first."""
+    aliases = history.aliases
+    names = {change.path: _paths(change) for change in changes}
+    roots = {aliases.find(n): path for path, ns in names.items() for n in ns}
+    own: dict[str, list[tuple[str, gitio.RawChange]]] = {path: [] for path in names}
+    for entry in history.entries:
+        for touch in entry.touches:
+            root = aliases.find(touch.path)
+            if root in roots:
+                own[roots[root]].append((entry.sha, touch.change()))
+    return own
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Assessed:
     """One file of the pair and what its paths and blobs say (no history needed)."""
@@ -416,7 +427,7 @@ def _assess(
     for change in changes:
         matched = _matched_rules(rules, _paths(change))
         watched = any(map(rules.watched, _paths(change)))
-        gated = any(r.content_re is not None for r in matched)
+        gated = _gated(change, rules)
         content = (
             _content(change, blobs, gated or (watch_gated and watched), gates=rules.gates)
             if watched or any(r.precision for r in matched)
@@ -437,10 +448,8 @@ def _judge(
     repo: Path,
 ) -> dict[str, _Judged]:
     """Judge assessed files, by path. The blobs of the commits' own changes to content-gated
-    files (which commit fired the gate) are read here, in one cat-file, into `blobs`."""
-    # `git log --raw` named the per-commit blobs; one more cat-file reads those the pair did not.
-    names = {a.change.path: _paths(a.change) for a in assessed if a.gated}
-    own = _own_changes(history.entries, history.aliases, names)
+    files (which commit fired the gate) not yet in `blobs` are read here, in one cat-file."""
+    own = _own_changes(history, [a.change for a in assessed if a.gated])
     missing = [
         sha for sha in _blobs_of(t for ts in own.values() for _, t in ts) if sha not in blobs
     ]
@@ -481,6 +490,92 @@ def _needs_blobs(change: gitio.RawChange, rules: Rules) -> bool:
     return any(r.precision for r in _matched_rules(rules, paths)) or any(map(rules.watched, paths))
 
 
+def _gated(change: gitio.RawChange, rules: Rules) -> bool:
+    """Whether a rule that names the change has a content gate (which commit fired it is asked)."""
+    return any(r.content_re is not None for r in _matched_rules(rules, _paths(change)))
+
+
+def _later_blobs(plain: Sequence[gitio.RawChange], rules: Rules, history: _History) -> list[str]:
+    """The blobs a diff reads after the modified files' own: those of the other files of the
+    plain diff, and of the commits' own changes to its content-gated files (an added or
+    deleted one's too: the rename pass may pair them, and a renamed file's commits are those
+    of its two names), so that no read waits for the rename pass."""
+    others = [c for c in plain if c.status not in "MT" and _needs_blobs(c, rules)]
+    own = _own_changes(history, [c for c in plain if _gated(c, rules)])
+    return _blobs_of([*others, *(t for ts in own.values() for _, t in ts)])
+
+
+class _BlobRead:
+    """Blobs not in `have`, read by one `cat-file` in the background (none when none)."""
+
+    def __init__(
+        self, jobs: list[gitio.Job], repo: Path, shas: Iterable[str], have: Collection[str]
+    ) -> None:
+        self.repo = repo
+        script, self.wanted = gitio.objects_script([], [s for s in shas if s not in have])
+        self.job = _job(jobs, repo, gitio.objects_args(), script) if self.wanted else None
+
+    def into(self, blobs: dict[str, bytes]) -> None:
+        """Wait for the blobs and add them to `blobs`."""
+        if self.job is not None:
+            out = self.job.result("cat-file")
+            blobs.update(gitio.parse_objects(self.repo, out, [], self.wanted)[1])
+
+
+_FIRST_SHARE = 4  # a quarter of the modified files is judged while git reads the others' blobs
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Modified:
+    """The modified files of the plain diff, read and assessed (`_read_modified`)."""
+
+    infos: list[tuple[str, str] | None]  # of the `info_names`, in order
+    blobs: dict[str, bytes]
+    history: _History
+    assessed: list[_Assessed]
+    renames: gitio.Job  # the rename pass, started once the log was in
+
+
+def _read_modified(
+    jobs: list[gitio.Job],
+    repo: Path,
+    plain: Sequence[gitio.RawChange],
+    rules: Rules,
+    info_names: Sequence[str],
+    log_job: gitio.Job,
+    renames: Sequence[str],
+) -> _Modified:
+    """Read and assess the modified files of the plain diff; start the rename pass (`renames`,
+    the diff's arguments) on the way.
+
+    Git and Python work side by side: one `cat-file` reads the infos and the blobs of the first
+    files, another those of the others, judged once the first ones are; a third the blobs of
+    the rest (an added or deleted file may be half of a rename) and of the commits' own
+    versions of content-gated files, asked for once the first files are judged and the log
+    is parsed. The rename pass, needed last, starts then too: started with the others it took
+    CPU from the reads judged first (the release span: ~14 ms later on a loaded machine)."""
+    modified = [c for c in plain if c.status in "MT"]
+    first = len(modified) // _FIRST_SHARE
+    script, wanted = gitio.objects_script(
+        info_names, _blobs_of(c for c in modified[:first] if _needs_blobs(c, rules))
+    )
+    objects_job = _job(jobs, repo, gitio.objects_args(), script)
+    others = [c for c in modified[first:] if _needs_blobs(c, rules)]
+    second = _BlobRead(jobs, repo, _blobs_of(others), set(wanted))
+    infos, blobs = gitio.parse_objects(repo, objects_job.result("cat-file"), info_names, wanted)
+    assessed = _assess(modified[:first], rules, blobs)
+    history = _History.of(gitio.parse_log(log_job.result("log")))
+    later = _later_blobs(plain, rules, history)
+    rest = _BlobRead(jobs, repo, later, {*wanted, *second.wanted})
+    renames_job = _job(jobs, repo, renames)
+    second.into(blobs)
+    assessed += _assess(modified[first:], rules, blobs)
+    rest.into(blobs)
+    return _Modified(
+        infos=infos, blobs=blobs, history=history, assessed=assessed, renames=renames_job
+    )
+
+
 def diff(
     repo: Path,
     old: str,
@@ -513,7 +608,6 @@ def diff(
     jobs: list[gitio.Job] = []
     try:
         plain_job = _job(jobs, repo, gitio.diff_args(old_rev, new_rev, renames=False))
-        diff_job = _job(jobs, repo, gitio.diff_args(old_rev, new_rev))
         log_job = _job(jobs, repo, gitio.log_args(old_rev, new_rev))
         tree_job = _job(jobs, repo, gitio.ls_tree_args(new_rev)) if listed else None
         hist_job = _job(jobs, repo, gitio.history_args(new_rev)) if checks else None
@@ -522,22 +616,17 @@ def diff(
         except ValidateError:
             gitio.resolve(repo, [old, new])  # names the ref that is missing, if that was it
             raise
-        # The two commits, the watched entries, and every blob the classification reads (an
-        # added or deleted file's too: it may be half of a rename).
-        script, wanted = gitio.objects_script(
-            info_names, _blobs_of(c for c in plain if _needs_blobs(c, rules))
+        pair = _read_modified(
+            jobs, repo, plain, rules, info_names, log_job, gitio.diff_args(old_rev, new_rev)
         )
-        objects_job = _job(jobs, repo, gitio.objects_args(), script)
-        infos, blobs = gitio.parse_objects(repo, objects_job.result("cat-file"), info_names, wanted)
+        infos, blobs, history = pair.infos, pair.blobs, pair.history
         if infos[0] is None or infos[1] is None:
             gitio.resolve(repo, [old, new])
             raise ValidateError(f"cannot resolve {old!r} and {new!r} in {repo}")
-        modified = _assess([c for c in plain if c.status in "MT"], rules, blobs)  # log runs
-        history = _History.of(gitio.parse_log(log_job.result("log")))
         tree = gitio.parse_paths(tree_job.result("ls-tree")) if tree_job else []
         hist = gitio.parse_history(hist_job.result("log")) if hist_job else []
-        judged = _judge(modified, rules, scope, history, blobs, repo)
-        changes = gitio.parse_diff_raw(diff_job.result("diff"))
+        judged = _judge(pair.assessed, rules, scope, history, blobs, repo)
+        changes = gitio.parse_diff_raw(pair.renames.result("diff"))
     finally:
         for job in jobs:
             job.close()

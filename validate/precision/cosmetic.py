@@ -16,15 +16,13 @@ a real change. Binary content is never cosmetic.
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import functools
 import io
-import itertools
 import re
 import tokenize
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import PurePosixPath
 
 _LOGGERS = frozenset({"logger", "logging", "log", "LOGGER", "_logger", "_LOGGER", "LOG"})
@@ -220,7 +218,7 @@ def _last_fresh(
     """
     parts = _LITERAL.split(text[begin : limit + 1])
     literals = parts[1::2]
-    opened = next((i for i, lit in enumerate(literals) if lit in _OPEN), None)
+    opened = min((i for q in _OPEN if (i := _index(literals, q)) is not None), default=None)
     if opened is not None:
         parts, literals = parts[: 2 * opened + 2], literals[: opened + 1]
     shown = parts[:]
@@ -242,12 +240,22 @@ def _last_fresh(
         chain.append(enclosing_line[1])  # the nearest earlier line indented less: its block
     enclosing = [level for level in stack if level < chain[-1]]
     # The skeleton position of the line -> the text's offset (a line starts in code, or with a
-    # string that the skeleton shows as one character at the same place).
-    code_starts = list(itertools.accumulate(map(len, shown), initial=0))
-    text_starts = list(itertools.accumulate(map(len, parts), initial=0))
-    j = bisect.bisect_right(code_starts, line) - 1
-    at = begin + text_starts[j] + (line - code_starts[j] if j % 2 == 0 else 0)
+    # string that the skeleton shows as one character at the same place): the last part that
+    # starts at or before it, found walking back from the end (the line is near it).
+    j, code_at, text_at = len(shown), len(code), sum(map(len, parts))
+    while code_at > line:
+        j -= 1
+        code_at, text_at = code_at - len(shown[j]), text_at - len(parts[j])
+    at = begin + text_at + (line - code_at if j % 2 == 0 else 0)
     return at, (*enclosing, *reversed(chain))
+
+
+def _index(items: list[str], item: str) -> int | None:
+    """The first index of `item` in `items` (a C-speed search), or None."""
+    try:
+        return items.index(item)
+    except ValueError:
+        return None
 
 
 class _LinesBack:
@@ -275,9 +283,11 @@ class _LinesBack:
                     return None
                 low, self.window = max(0, self.searched - self.window), self.window * 2
                 lines = _statements_under(below if self.spaces_only else None)
+                # A match starting before `searched` ends on its own line.
+                stop = self.code.find("\n", self.searched - 1) + 1 or self.end
                 self.pending = [
                     (m.start(), m.end(1))
-                    for m in lines.finditer(self.code, low, self.end)
+                    for m in lines.finditer(self.code, low, min(stop, self.end))
                     if m.start() < self.searched
                 ]
                 self.searched = low
@@ -310,12 +320,16 @@ class _Stream:
 
     The state is recreated by a synthetic prefix, one line per indentation level of `stack`
     (identical for two texts compared from identical states, so it never makes a difference);
-    with it the tokens from `start` on are those of the whole file, DEDENTs included."""
+    with it the tokens from `start` on are those of the whole file, DEDENTs included. With
+    `opened` (brackets open at `start`, see `_inside_brackets`), one more line, a statement
+    that opens them, puts the reader inside them, as in the file."""
 
-    def __init__(self, text: str, start: int, stack: tuple[int, ...]) -> None:
+    def __init__(self, text: str, start: int, stack: tuple[int, ...], opened: str = "") -> None:
         self.text = text
         self.pos = start  # where the next line starts: the tokenizer reads one line at a time
         self.prefix = [" " * column + "_\n" for column in stack[1:]]
+        if opened:
+            self.prefix.append(" " * stack[-1] + "_" + opened + "\n")
         self.indents = [0]
         self.boundary = False  # the last token ended a line, and nothing of the next was read
         self.tokens = self._generate()
@@ -383,7 +397,9 @@ def _ended(held: list[tokenize.TokenInfo] | None, started: bool) -> list[tuple[i
 _SKIP_AHEAD = 2048
 
 
-def _same_from(a_text: str, b_text: str, start: int, stack: tuple[int, ...]) -> bool:
+def _same_from(
+    a_text: str, b_text: str, start: int, stack: tuple[int, ...], opened: str = ""
+) -> bool:
     """Whether `a_text` and `b_text`, identical before the fresh line at `start` (indentation
     stack `stack`), have the same fingerprint from there; False at the first differing token or
     a tokenize error.
@@ -391,7 +407,7 @@ def _same_from(a_text: str, b_text: str, start: int, stack: tuple[int, ...]) -> 
     Where both readers stand at a line boundary with the same indentation stack and long
     identical text lies ahead, both restart at the last fresh line before the next difference:
     the skipped text is identical and read in the same state, so it gives the same tokens."""
-    a, b = _Stream(a_text, start, stack), _Stream(b_text, start, stack)
+    a, b = _Stream(a_text, start, stack, opened), _Stream(b_text, start, stack, opened)
     try:
         while True:
             x, y = next(a.tokens, None), next(b.tokens, None)
@@ -419,12 +435,26 @@ def _same_from(a_text: str, b_text: str, start: int, stack: tuple[int, ...]) -> 
         return False
 
 
-def _common_prefix(a: str, b: str) -> int:
-    """Length of the common prefix, by bisection over C-speed slice comparisons."""
+def _common_prefix(a: Sequence[object], b: Sequence[object]) -> int:
+    """Length of the common prefix (of texts, bytes or lists), by bisection over C-speed slice
+    comparisons."""
     low, high = 0, min(len(a), len(b))
     while low < high:
         mid = (low + high + 1) // 2
         if a[low:mid] == b[low:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _common_suffix(a: Sequence[object], b: Sequence[object], limit: int) -> int:
+    """Length of the common suffix (of bytes or lists), at most `limit`, by bisection like
+    `_common_prefix`."""
+    low, high = 0, limit
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[len(a) - mid : len(a) - low] == b[len(b) - mid : len(b) - low]:
             low = mid
         else:
             high = mid - 1
@@ -448,7 +478,62 @@ def _python_cosmetic(old: bytes, new: bytes) -> bool:
     line_start = a_text.rfind("\n", 0, _common_prefix(a_text, b_text)) + 1
     # Strictly before the differing line: the stack must be the same in both texts.
     start, stack = _last_fresh(a_text, line_start - 1) if line_start else (0, (0,))
-    return _same_from(a_text, b_text, start, stack)
+    start, opened = _inside_brackets(a_text, start, line_start)
+    return _same_from(a_text, b_text, start, stack, opened)
+
+
+# Characters of one statement before its changed line from which on the comparison starts at
+# that line, inside the statement's brackets, instead of tokenizing both texts up to it (ATOM's
+# utils/envs.py is one 1,500-line dict: each commit to it cost ~2.5 ms more, the release ~10 ms).
+_BRACKET_RESTART = 256
+_BRACKET_CHARS = re.compile(r"[][(){};]")
+_CLOSING = {")": "(", "]": "[", "}": "{"}
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _inside_brackets(text: str, start: int, line: int) -> tuple[int, str]:
+    """(`line`, the brackets open there, in order) when the line starting at `line` lies inside
+    the brackets of the statement that starts at the fresh line `start`, far enough from it;
+    else (`start`, "").
+
+    Only where tokenize's state at `line` follows from the text alone: `line` is outside any
+    string and no backslash continues the line before it, the brackets nest properly, no `;`
+    ends a statement inside them, and the statement is not one that `_Stream` holds back to
+    drop it whole (one that starts with a string or a logger's name): then its tokens from
+    `line` on are the file's, after the tokens of a statement that opens the same brackets."""
+    if line - start < _BRACKET_RESTART:
+        return start, ""
+    parts = _LITERAL.split(text[start:line])
+    shown = [p if i % 2 == 0 else ("" if p[0] == "#" else "S") for i, p in enumerate(parts)]
+    code = "".join(shown)
+    unknown = any(p in _OPEN for p in parts[1::2]) or "'" in code or '"' in code
+    if unknown or code.endswith(("\\\n", "\\\r\n")) or _may_be_held(parts):
+        return start, ""
+    brackets: list[str] = []
+    for ch in _BRACKET_CHARS.findall(code):
+        if ch in "([{":
+            brackets.append(ch)
+        elif ch == ";" or not brackets or brackets.pop() != _CLOSING[ch]:
+            return start, ""
+    return (line, "".join(brackets)) if brackets else (start, "")
+
+
+def _may_be_held(parts: list[str]) -> bool:
+    """Whether the first token of text split by `_LITERAL` (`parts`) may be a string or a
+    logger's name (a string prefix such as `rb` counts as a string)."""
+    for i, part in enumerate(parts):
+        if i % 2:  # a literal: a comment is skipped, a string is the first token
+            if part[0] != "#":
+                return True
+            continue
+        code = part.lstrip()
+        if code:
+            name = _NAME.match(code)
+            if name is None:
+                return False
+            prefix = name.end() == len(code) and i + 1 < len(parts) and parts[i + 1][0] != "#"
+            return prefix or name.group() in _LOGGERS
+    return True
 
 
 def _comment_style(path: str) -> str:
@@ -510,17 +595,8 @@ def changed_lines(
     Content gates are evaluated on these. With `relevant` (a filter that keeps every line a
     gate could fire on) only the lines it keeps are returned.
     """
-    a = old.decode("utf-8", "replace").splitlines()
-    b = new.decode("utf-8", "replace").splitlines()
-    # Trim the common head and tail first: most edits are small and this makes them O(n).
-    start = 0
-    while start < len(a) and start < len(b) and a[start] == b[start]:
-        start += 1
-    end_a, end_b = len(a), len(b)
-    while end_a > start and end_b > start and a[end_a - 1] == b[end_b - 1]:
-        end_a -= 1
-        end_b -= 1
-    added, removed = _line_changes(a[start:end_a], b[start:end_b], relevant)
+    a, b = _middle_lines(old, new)
+    added, removed = _line_changes(a, b, relevant)
     style = "#" if is_python(path) else _comment_style(path)
     # Added lines first: a reason quoting the first matching line then shows the new state.
     lines = [
@@ -529,6 +605,32 @@ def changed_lines(
         if (stripped := line.strip()) and not (style and stripped.startswith(style))
     ]
     return lines if relevant is None else relevant(lines)
+
+
+def _middle_lines(old: bytes, new: bytes) -> tuple[list[str], list[str]]:
+    """The lines of `old` and `new` between their common head and tail (the lines equal at both
+    ends, the head first, as two line-by-line walks would find them).
+
+    Most edits are small, so only the bytes between the common head and tail are decoded: the
+    lines before the last line break of the common leading bytes, and after the first one of
+    the common trailing bytes, are the same on both sides (UTF-8 decoding and line splitting
+    restart cleanly after a `\n`). Where the middle lines of one side are all equal to the
+    other's first ones, the head may run on into the tail: then the whole rest is decoded."""
+    head = old.rfind(b"\n", 0, _common_prefix(old, new)) + 1
+    same = _common_suffix(old, new, min(len(old), len(new)) - head)
+    tail = len(old) - (old.find(b"\n", len(old) - same) + 1) if same else 0
+    tail = 0 if tail == len(old) else tail  # no line break in the common trailing bytes
+    a, b = _lines(old, head, tail), _lines(new, head, tail)
+    start = _common_prefix(a, b)
+    if tail and start == min(len(a), len(b)):
+        a, b = _lines(old, head, 0), _lines(new, head, 0)
+        start = _common_prefix(a, b)
+    stop = _common_suffix(a, b, min(len(a), len(b)) - start)
+    return a[start : len(a) - stop], b[start : len(b) - stop]
+
+
+def _lines(data: bytes, head: int, tail: int) -> list[str]:
+    return data[head : len(data) - tail].decode("utf-8", "replace").splitlines()
 
 
 def _line_changes(

@@ -4,9 +4,11 @@ This module owns every git process the precision diff starts and the parsing of 
 The cost model is a handful of processes per pair whatever its size (DESIGN "Performance"):
 one `cat-file --batch-check` resolves both refs, one `diff --raw -z -M` lists the changed files
 (beside it the same diff with `--no-renames`, which is ready long before the rename pass is),
-one `log -z --raw` lists the commits and the files (and blobs) each touched, one `cat-file --batch`
-reads every blob the classifier needs, one `ls-tree` proves that watched files exist. The diffs,
-log and ls-tree run concurrently because they are independent once the refs are resolved.
+one `log -z --raw` lists the commits and the files (and blobs) each touched, `cat-file
+--batch-command` reads the blobs the classifier needs (a few reads, so that Python judges the
+first files while git reads the others: `classify`), one `ls-tree` proves that watched files
+exist. The diffs, log and ls-tree run concurrently because they are independent once the refs
+are resolved.
 
 Security: refs and URLs are validated before they reach git, git gets argument lists (no shell),
 refs reach `cat-file` through stdin (never parsed as options), revisions are followed by `--`,
@@ -17,7 +19,6 @@ config, hooks, alternates and grafts are replaced by `sanitize_git_dir`.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -534,6 +535,8 @@ def open_url(url: str, refs: Sequence[str], cache: Path | None = None) -> Path:
         raise ValidateError(
             f"not a repository URL: {redact(url)!r}; use https://, ssh:// or file://"
         )
+    import hashlib  # here: a diff of a local repository needs no hash
+
     revs = [commit_of(ref) for ref in refs]
     root = cache or cache_root()
     repo = root / hashlib.sha256(url.encode()).hexdigest()[:20]

@@ -90,6 +90,7 @@ def prefilter(patterns: Iterable[re.Pattern[str]]) -> Callable[[Sequence[str]], 
         literals |= need
     if not literals:
         return None
+    literals = _implied(literals)
     exact = sorted(text for text, nocase in literals if not nocase)
     folded = sorted(text for text, nocase in literals if nocase)
 
@@ -105,6 +106,24 @@ def prefilter(patterns: Iterable[re.Pattern[str]]) -> Callable[[Sequence[str]], 
         return [line for i, line in enumerate(lines) if i in hit]
 
     return keep
+
+
+def _implied(literals: set[Literal]) -> set[Literal]:
+    """`literals` without those another one implies (a line containing `kv_cache_dtype` contains
+    `dtype`; one containing `Eagle3` contains `eagle` without case): the same lines pass, with
+    fewer searches (ATOM's gates: 104 literals, 87 searched)."""
+    folded = [text for text, nocase in literals if nocase]
+    exact = [text for text, nocase in literals if not nocase]
+
+    def found(texts: list[str], text: str) -> int:  # how many of `texts` occur in `text`
+        return sum(map(text.__contains__, texts))
+
+    kept = {(text, True) for text in folded if found(folded, text) == 1}  # only itself
+    return kept | {
+        (text, False)
+        for text in exact
+        if not found(folded, text.lower()) and found(exact, text) == 1
+    }
 
 
 def _mark(text: str, literals: Sequence[str], starts: Sequence[int], hit: set[int]) -> None:

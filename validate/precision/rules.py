@@ -6,7 +6,6 @@ uncovered files). docs/precision.md describes the format.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -59,12 +58,19 @@ class Rule:
     content: tuple[str, ...]
     why: str
     scope: tuple[str, ...]
-    path_re: re.Pattern[str] = field(compare=False, repr=False)
     content_re: re.Pattern[str] | None = field(compare=False, repr=False)
     # False for a not-precision category (docs, tests, CI ...): it names the file, never fires.
     precision: bool = True
     over: tuple[str, ...] = ()  # categories this rule wins over where both match ("*": all)
     index: int = 0  # position in the file, for messages
+
+    @functools.cached_property
+    def path_re(self) -> re.Pattern[str]:
+        """Compiled when first needed: `Rules.matching` tries a rule only on paths that start
+        with a literal prefix of its globs, so a diff compiles only the rules of files it
+        touched (compiling all of ATOM's took ~10 ms of every `relpipe diff`). The globs were
+        checked when the rules were read (`globs.problem`)."""
+        return glob_regex(self.paths)
 
     @property
     def label(self) -> str:
@@ -298,19 +304,21 @@ def _document(text: str, source: str) -> Any:
 
 
 def _builtin_document(file: Path, text: str) -> Any:
-    """A built-in rules file's document, cached as JSON under its content hash: importing and
-    running PyYAML costs a `relpipe diff` process more than a nightly's whole diff. The cache
-    holds what the strict loader returned, and the document is validated as usual."""
-    key = hashlib.sha256(text.encode()).hexdigest()[:20]
-    cached = gitio.cache_root().parent / "rules" / f"{file.stem}-{key}.json"
+    """A built-in rules file's document, cached as JSON beside the text it was read from:
+    importing and running PyYAML costs a `relpipe diff` process more than a nightly's whole
+    diff. The cache is used only when its text is this file's (compared whole: no hash to
+    compute, no hashlib to import), and the document is validated as usual."""
+    cached = gitio.cache_root().parent / "rules" / f"{file.stem}.json"
     try:
-        return jsonload.loads(cached.read_bytes())
+        entry = jsonload.loads(cached.read_bytes())
+        if isinstance(entry, dict) and entry.get("text") == text:
+            return entry.get("document")
     except (OSError, ValueError):
         pass
     data = _document(text, str(file))
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(cached, json.dumps(data))
+        write_atomic(cached, json.dumps({"text": text, "document": data}))
     except OSError:
         pass  # a read-only home: parse again next time
     return data
@@ -373,7 +381,6 @@ def _rule(source: str, index: int, raw: Any, known: dict[str, Category]) -> Rule
         content=content,
         why=str(item.get("why") or (known[category].why if known else "")),
         scope=_strings(source, f"{where}.scope", item.get("scope")),
-        path_re=glob_regex(paths),
         content_re=_regex(source, f"{where}.content", content),
         precision=known[category].precision if known else True,
         over=over,
