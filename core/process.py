@@ -257,6 +257,7 @@ def call(
 
 
 LOG_TAIL = 64 * 1024  # bytes of a daemon's log read back for the line that says why it stopped
+_WHY = ("panic", "fatal", "error")
 
 
 class Daemon:
@@ -301,22 +302,22 @@ class Daemon:
             code = self._proc.poll()
             if code is not None:
                 raise ProcessError(
-                    f"{self.what} exited with {code}: {self._last_line()} (log: {self.log})"
+                    f"{self.what} exited with {code}: {self._why()} (log: {self.log})"
                 )
             time.sleep(poll)
         self.stop()
-        raise ProcessTimeout(
-            f"{self.what} did not become ready in {timeout:g}s (log: {self.log})"
-        )
+        raise ProcessTimeout(f"{self.what} did not become ready in {timeout:g}s (log: {self.log})")
 
-    def _last_line(self) -> str:
+    def _why(self) -> str:
         try:
             with self.log.open("rb") as handle:
                 handle.seek(max(0, handle.seek(0, os.SEEK_END) - LOG_TAIL))
                 lines = handle.read().decode("utf-8", "replace").strip().splitlines()
         except OSError:
             return ""
-        return one_line(lines[-1]) if lines else ""
+        # The line that says why (a Go panic or a `level=fatal` line is followed by its trace).
+        said = [line for line in lines if any(w in line.lower() for w in _WHY)]
+        return one_line((said or lines or [""])[-1])
 
     def stop(self, grace: float = 20.0) -> None:
         stop(self.pid, grace)
@@ -334,9 +335,7 @@ def stop(pid: int, grace: float = 20.0) -> None:
         try:
             done, _ = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:  # not our child: poll its existence
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+            if _gone(pid):
                 return
             done = 0
         if done == pid:
@@ -346,3 +345,19 @@ def stop(pid: int, grace: float = 20.0) -> None:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or one that has exited and waits for a parent that never reaps it (an
+    orphan under a container's init that reaps nothing)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:  # no /proc: existence is all that can be known
+        return False
+    # `pid (comm) state ...`: comm may hold spaces and parentheses, the state follows the last ')'
+    return stat.rpartition(b")")[2].split()[:1] == [b"Z"]

@@ -124,11 +124,11 @@ def test_a_daemon_logs_to_its_file_runs_in_its_own_session_and_stops(tmp_path: P
 
 def test_a_daemon_that_exits_early_is_one_line_quoting_its_log(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
-    body = "sys.stderr.write('starting\\nbind: address already in use\\n'); sys.exit(5)"
+    body = "sys.stderr.write('error: bind: address in use\\n  at main.go:7\\n'); sys.exit(5)"
     daemon = process.Daemon(_server(tmp_path, body), log=log, what="server")
     with pytest.raises(process.ProcessError) as info:
         daemon.wait_ready(lambda: False, timeout=30)
-    assert str(info.value) == f"server exited with 5: bind: address already in use (log: {log})"
+    assert str(info.value) == f"server exited with 5: error: bind: address in use (log: {log})"
     with pytest.raises(process.ProgramMissing):
         process.Daemon(["no-such-server-xyz"], log=log)
 
@@ -155,9 +155,26 @@ def test_stop_ends_a_program_another_process_started(tmp_path: Path) -> None:
         assert outer.stdout is not None
         pid = int(outer.stdout.readline())
         process.stop(pid, grace=30)
+        assert outer.wait(timeout=30) == 0  # its parent saw it end (and reaped it)
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
-        assert outer.wait(timeout=30) == 0
     finally:
         outer.kill()
         outer.wait()
+
+
+def test_stop_does_not_wait_on_an_orphan_nobody_reaps(tmp_path: Path) -> None:
+    """Where init reaps nothing (a container's), a stopped orphan stays a zombie: it is gone."""
+    spawn = (
+        "import subprocess, sys; "
+        "print(subprocess.Popen(['sleep', '300'], stdout=subprocess.DEVNULL,"
+        " stderr=subprocess.DEVNULL, start_new_session=True).pid)"
+    )
+    pid = int(process.run([sys.executable, "-c", spawn], timeout=60).stdout)
+    process.stop(pid, grace=3600)  # past pytest's timeout: returns once SIGTERM took effect
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return  # an init that reaps
+    state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
+    assert state == b"Z"

@@ -1,4 +1,4 @@
-"""Commit subject parsing (validate.precision.subjects): PR numbers, type and scope normalisation."""
+"""Commit subject parsing (validate.precision.subjects): PR numbers, type and scope spellings."""
 
 from __future__ import annotations
 
