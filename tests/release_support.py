@@ -15,7 +15,7 @@ from relpipe.pipeline.demo import mirror_env
 REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
 PR = 2500  # the release PR: its entry links /pull/2500, as InferenceX's PR gate expects
 MASTER = "configs/amd-master.yaml"
-# Tiny grids for the CPU interpreter (tests/pipeline/test_qualify.py's QUICK, with a timeout).
+# Tiny grids for the CPU interpreter (tests/qualify_support.py's QUICK, with a timeout).
 QUICK = (
     "--max-batch",
     "1",
