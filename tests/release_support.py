@@ -8,6 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
+from qualify_support import QUICK as QUALIFY_QUICK
 from support import git
 
 from relpipe.pipeline.demo import mirror_env
@@ -15,19 +16,8 @@ from relpipe.pipeline.demo import mirror_env
 REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
 PR = 2500  # the release PR: its entry links /pull/2500, as InferenceX's PR gate expects
 MASTER = "configs/amd-master.yaml"
-# Tiny grids for the CPU interpreter (tests/qualify_support.py's QUICK, with a timeout).
-QUICK = (
-    "--max-batch",
-    "1",
-    "--max-new",
-    "2",
-    "--prompt-bytes",
-    "8",
-    "--kv-dtypes",
-    "fp32",
-    "--timeout",
-    "300",
-)
+# Tiny grids for the CPU interpreter: the qualification tests' QUICK, with a longer timeout.
+QUICK = (*QUALIFY_QUICK[:-1], "300")
 
 
 def diff_files(diff: str) -> dict[str, tuple[list[str], list[str]]]:
