@@ -13,6 +13,11 @@ The same code serves ``nox -s tests``, ``nox -s demo`` and ``.ci/run``:
 dockerd always runs with ``--bridge=none --iptables=false --ip6tables=false``: containers get no
 network at all, and nothing here ever touches an address outside 127.0.0.0/8.
 
+Every program starts through ``relpipe.core.process``: the servers as ``Daemon`` (own session,
+output appended to ``<name>.log`` in the state folder, readiness polled, a failure one line quoting
+that log), stopped by PID with ``process.stop``; apt-get, ``sinfo``, ``initdb`` and ``pg_ctl`` with
+timeouts that kill.
+
 ``start_postgres`` / ``stop_postgres`` run a throwaway PostgreSQL cluster (Debian's
 ``postgresql``: ``initdb``, ``pg_ctl``) on 127.0.0.1 for the results-history tests; a URL in
 ``RELPIPE_HISTORY_PG`` names a running server instead.
