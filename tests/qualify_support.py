@@ -37,7 +37,7 @@ QUICK = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Env:
     registry: str
     vars: dict[str, str]
@@ -112,19 +112,33 @@ def make_env(
     """Four good fixture nightlies in the registry, and a benchmark repository that names them."""
     nightlies = build_fixtures(registry, REPOSITORY, 4, "good", cache_dir=fixture_cache)
     base = tmp_path_factory.mktemp("pipeline")
-    variables = dict(
+    # Each client's container output folders live in its TMPDIR: what identifies this module's
+    # containers.
+    variables = run_env(registry, docker_host, base / "tmp")
+    repo = prepare_workdir(EXAMPLE, base / "repo", registry, REPOSITORY, mirror=True)
+    return Env(
+        registry=registry,
+        vars=variables,
+        repo=repo,
+        state=base / "state",
+        nightlies=nightlies,
+        fixture_cache=fixture_cache,
+    )
+
+
+def run_env(registry: str, docker_host: str, tmp: Path) -> dict[str, str]:
+    """The environment a `relpipe` run gets in these tests: the loopback registry as docker.io's
+    mirror, this dockerd, the Triton interpreter, no user state, and `tmp` (made) as TMPDIR."""
+    tmp.mkdir()
+    return dict(
         os.environ,
         RELPIPE_REGISTRY=registry,
         DOCKER_HOST=docker_host,
         TRITON_INTERPRET="1",
         RELPIPE_STATE="",
+        TMPDIR=str(tmp),
         **mirror_env(registry),
     )
-    # Each client's container output folders live here: what identifies this module's containers.
-    (base / "tmp").mkdir()
-    variables["TMPDIR"] = str(base / "tmp")
-    repo = prepare_workdir(EXAMPLE, base / "repo", registry, REPOSITORY, mirror=True)
-    return Env(registry, variables, repo, base / "state", nightlies, fixture_cache)
 
 
 def events(run_dir: Path) -> list[dict[str, Any]]:

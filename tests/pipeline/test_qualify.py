@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.services, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Qualified:
     run_dir: Path
     report: dict[str, Any]
@@ -89,12 +89,12 @@ def qualified(env: Env, docker_host: str) -> Iterator[Qualified]:
         qs.remove_containers(docker_host, Path(env.vars["TMPDIR"]))  # whatever happened above
     assert done.returncode == 0, done.stdout + done.stderr
     yield Qualified(
-        run_dir,
-        json.loads((run_dir / "report.json").read_text()),
-        qs.events(run_dir)[before:],
-        done.stdout,
-        orphans,
-        left,
+        run_dir=run_dir,
+        report=json.loads((run_dir / "report.json").read_text()),
+        resumed=qs.events(run_dir)[before:],
+        output=done.stdout,
+        orphans=orphans,
+        left=left,
     )
 
 
