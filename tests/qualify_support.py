@@ -39,11 +39,13 @@ QUICK = [
 
 @dataclass(frozen=True, kw_only=True)
 class Env:
-    registry: str
-    vars: dict[str, str]
-    repo: Path
-    state: Path
-    nightlies: list[FixtureImage]
+    """Where a module's qualification tests run: its nightlies, benchmark repository and state."""
+
+    registry: str  # host:port of the loopback registry, a mirror of docker.io
+    vars: dict[str, str]  # the environment of every relpipe run (`run_env`)
+    repo: Path  # the benchmark repository (a git working tree)
+    state: Path  # relpipe's --state: run records and the stage cache
+    nightlies: list[FixtureImage]  # oldest first
     fixture_cache: Path  # the session's layer cache (tests/conftest.py), shared by xdist workers
 
     @property
