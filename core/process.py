@@ -5,16 +5,21 @@ the background with its output in unnamed temporary files, not pipes, so several
 together without one stalling on a full pipe while another is read, and reads it back capped
 (`limit` bytes), so a hostile volume cannot exhaust memory. A `timeout` kills
 the process (and its process group, when it was started in its own session) and is one line.
-Failures are `ProcessError`: one line naming what ran and what it said. Standard library only:
-the commit hook's git helper uses it.
+`Daemon` starts a server that outlives the call (its own session, output appended to a log
+file) and `stop` ends one by PID; `call` runs a program the user watches on our own terminal.
+Failures are `ProcessError` (`ProgramMissing`, `ProcessTimeout` where a caller words its own
+advice): one line naming what ran and what it said. Standard library only: the commit hook's git
+helper uses it.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from relpipe.core.errors import RelpipeError
@@ -32,6 +37,14 @@ MESSAGE_LIMIT = 300  # characters of a program's own words in an error line
 
 class ProcessError(RelpipeError):
     """A program could not start, timed out, wrote too much or exited non-zero."""
+
+
+class ProgramMissing(ProcessError):
+    """The program is not installed (no such file on PATH)."""
+
+
+class ProcessTimeout(ProcessError):
+    """The program ran past its timeout and was killed."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,6 +70,15 @@ def first_error(stderr: bytes, returncode: int) -> str:
     lines = stderr.decode("utf-8", "replace").strip().splitlines()
     chosen = next((line for line in lines if line.startswith(("fatal", "error"))), None)
     return one_line(chosen or (lines[0] if lines else f"exit {returncode}"))
+
+
+def _cannot_start(what: str, exc: OSError) -> ProcessError:
+    kind = ProgramMissing if exc.errno == errno.ENOENT else ProcessError
+    return kind(f"cannot run {what} ({exc.strerror})")
+
+
+def _timed_out(what: str, timeout: float | None) -> ProcessTimeout:
+    return ProcessTimeout(f"{what} did not finish in {timeout:g} s; killed")
 
 
 def _read(handle: IO[bytes], limit: int | None, what: str, *, refuse: bool = True) -> bytes:
@@ -129,7 +151,7 @@ class Process:
             )
         except OSError as exc:
             self.close()
-            raise ProcessError(f"cannot run {self.what} ({exc.strerror})") from None
+            raise _cannot_start(self.what, exc) from None
         finally:
             if source is not None:
                 source.close()
@@ -143,7 +165,7 @@ class Process:
                 code = _wait_exit(self._proc, timeout)
             except subprocess.TimeoutExpired:
                 self.kill()
-                raise ProcessError(f"{self.what} did not finish in {timeout:g} s; killed") from None
+                raise _timed_out(self.what, timeout) from None
             return Completed(
                 argv=self.argv,
                 returncode=code,
@@ -199,9 +221,9 @@ def run(
             check=False,
         )
     except subprocess.TimeoutExpired:
-        raise ProcessError(f"{name} did not finish in {timeout:g} s; killed") from None
+        raise _timed_out(name, timeout) from None
     except OSError as exc:
-        raise ProcessError(f"cannot run {name} ({exc.strerror})") from None
+        raise _cannot_start(name, exc) from None
     if limit is not None and len(proc.stdout) > limit:
         raise ProcessError(f"{name} wrote more than {limit} bytes; refusing its output")
     done = Completed(
@@ -210,3 +232,132 @@ def run(
     if check and done.returncode != 0:
         raise ProcessError(f"{name} failed: {first_error(done.stderr, done.returncode)}")
     return done
+
+
+def call(
+    argv: Sequence[str],
+    *,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    what: str = "",
+) -> int:
+    """Run `argv` in the foreground on our own stdin, stdout and stderr (a command the user
+    watches, e.g. the test suite under `services run`) and return its exit code. Its output is
+    the user's to read, so nothing is captured; a `timeout` kills it."""
+    name = what or os.path.basename(argv[0])
+    try:
+        return subprocess.call(
+            list(argv), cwd=cwd, env=dict(env) if env is not None else None, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        raise _timed_out(name, timeout) from None
+    except OSError as exc:
+        raise _cannot_start(name, exc) from None
+
+
+LOG_TAIL = 64 * 1024  # bytes of a daemon's log read back for the line that says why it stopped
+_WHY = ("panic", "fatal", "error")
+
+
+class Daemon:
+    """A server that outlives this call: started in its own session, with stdin closed and its
+    output appended to `log`, and left running until `stop` (this object, or `stop(pid)` from
+    another process that only has the PID)."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        log: Path,
+        cwd: Path | str | None = None,
+        env: Mapping[str, str] | None = None,
+        what: str = "",
+    ) -> None:
+        self.argv = tuple(argv)
+        self.what = what or os.path.basename(self.argv[0])
+        self.log = log
+        with log.open("ab") as out:
+            try:
+                self._proc = subprocess.Popen(
+                    self.argv,
+                    cwd=cwd,
+                    env=dict(env) if env is not None else None,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=out,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                raise _cannot_start(self.what, exc) from None
+        self.pid = self._proc.pid
+
+    def wait_ready(self, ready: Callable[[], bool], timeout: float, poll: float = 0.1) -> None:
+        """Poll `ready()` until it is true. A daemon that exits first is an error quoting the
+        last line of its log; one still not ready after `timeout` seconds is stopped."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if ready():
+                return
+            code = self._proc.poll()
+            if code is not None:
+                raise ProcessError(
+                    f"{self.what} exited with {code}: {self._why()} (log: {self.log})"
+                )
+            time.sleep(poll)
+        self.stop()
+        raise ProcessTimeout(f"{self.what} did not become ready in {timeout:g}s (log: {self.log})")
+
+    def _why(self) -> str:
+        try:
+            with self.log.open("rb") as handle:
+                handle.seek(max(0, handle.seek(0, os.SEEK_END) - LOG_TAIL))
+                lines = handle.read().decode("utf-8", "replace").strip().splitlines()
+        except OSError:
+            return ""
+        # The line that says why (a Go panic or a `level=fatal` line is followed by its trace).
+        said = [line for line in lines if any(w in line.lower() for w in _WHY)]
+        return one_line((said or lines or [""])[-1])
+
+    def stop(self, grace: float = 20.0) -> None:
+        stop(self.pid, grace)
+
+
+def stop(pid: int, grace: float = 20.0) -> None:
+    """End a program we started, by PID: SIGTERM, then SIGKILL after `grace` seconds. Works for a
+    child of this process (reaped) and for one another relpipe process started (polled)."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # not our child: poll its existence
+            if _gone(pid):
+                return
+            done = 0
+        if done == pid:
+            return
+        time.sleep(0.1)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or one that has exited and waits for a parent that never reaps it (an
+    orphan under a container's init that reaps nothing)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:  # no /proc: existence is all that can be known
+        return False
+    # `pid (comm) state ...`: comm may hold spaces and parentheses, the state follows the last ')'
+    return stat.rpartition(b")")[2].split()[:1] == [b"Z"]

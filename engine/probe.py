@@ -18,7 +18,7 @@ import json
 import os
 import platform
 import re
-import subprocess
+import subprocess  # not relpipe.core.process: engine/ runs in foreign images (stdlib only)
 import sys
 from collections.abc import Sequence
 from typing import Any

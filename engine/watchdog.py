@@ -13,7 +13,7 @@ import json
 import os
 import queue
 import signal
-import subprocess
+import subprocess  # not relpipe.core.process: engine/ runs in foreign images (stdlib only)
 import sys
 import threading
 import time

@@ -142,7 +142,7 @@ def _run(
 
 
 def _fast_import_stream(
-    commits: Sequence[fx.Commit], tag: str, tag_index: int, branch: str
+    commits: Sequence[fx.CommitSpec], tag: str, tag_index: int, branch: str
 ) -> bytes:
     out = io.BytesIO()
 
@@ -169,7 +169,7 @@ def _fast_import_stream(
     return out.getvalue()
 
 
-def build_repo(history: fx.History, commits: Sequence[fx.Commit], dest: str) -> RepoBuild:
+def build_repo(history: fx.History, commits: Sequence[fx.CommitSpec], dest: str) -> RepoBuild:
     """A real git repository of `commits` laid out at `dest` in the image (worktree + .git)."""
     with tempfile.TemporaryDirectory(prefix="relpipe-fixture-repo-") as tmp:
         repo = Path(tmp) / "repo"

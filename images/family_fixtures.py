@@ -77,7 +77,7 @@ HISTORIES: dict[str, fx.History] = {
         tag_index=0,
         next_version="0.27.2",
         commits=(
-            fx.Commit(
+            fx.CommitSpec(
                 subject="[Release] v0.27.1",
                 changes=(
                     (_VLLM_NORM, _norm("x.dtype")),
@@ -86,17 +86,17 @@ HISTORIES: dict[str, fx.History] = {
                 ),
                 author=_bot("vLLM"),
             ),
-            fx.Commit(
+            fx.CommitSpec(
                 subject="[Build] Pin setuptools for ROCm wheels (#30101)",
                 changes=(("setup.py", "from setuptools import setup\n\nsetup(name='vllm')\n"),),
                 author=_bot("vLLM"),
             ),
-            fx.Commit(
+            fx.CommitSpec(
                 subject="[ROCm][Kernel] Accumulate RMSNorm in float32 (#30144)",
                 changes=((_VLLM_NORM, _norm("torch.float32")),),
                 author=_bot("vLLM"),
             ),
-            fx.Commit(
+            fx.CommitSpec(
                 subject="[Doc] Explain the ROCm benchmark flags (#30160)",
                 changes=(
                     (
@@ -114,7 +114,7 @@ HISTORIES: dict[str, fx.History] = {
         tag_index=0,
         next_version="0.5.17",
         commits=(
-            fx.Commit(
+            fx.CommitSpec(
                 subject="Release v0.5.16",
                 changes=(
                     (_SGLANG_NORM, _norm("x.dtype")),
@@ -123,17 +123,17 @@ HISTORIES: dict[str, fx.History] = {
                 ),
                 author=_bot("SGLang"),
             ),
-            fx.Commit(
+            fx.CommitSpec(
                 subject="[Docker] Document the ROCm 7.2 images (#9101)",
                 changes=(("docker/README.md", _readme("SGLang images", "\nROCm 7.2: rocm720.\n")),),
                 author=_bot("SGLang"),
             ),
-            fx.Commit(
+            fx.CommitSpec(
                 subject="[AMD] Accumulate RMSNorm in float32 (#9144)",
                 changes=((_SGLANG_NORM, _norm("torch.float32")),),
                 author=_bot("SGLang"),
             ),
-            fx.Commit(
+            fx.CommitSpec(
                 subject="chore: bump version to 0.5.17 (#9160)",
                 changes=((_SGLANG_VERSION, '__version__ = "0.5.17"\n'),),
                 author=_bot("SGLang"),
@@ -150,7 +150,7 @@ def engine_paths(engine: str) -> list[str]:
     return sorted({p for c in HISTORIES[engine].commits for p, _ in c.changes})
 
 
-def _sglang_version(commits: Sequence[fx.Commit]) -> str:
+def _sglang_version(commits: Sequence[fx.CommitSpec]) -> str:
     text = next(t for c in reversed(commits) for p, t in c.changes if p == _SGLANG_VERSION)
     m = re.search(r'__version__ = "([^"]+)"', text or "")
     if not m:

@@ -21,9 +21,10 @@ EPOCH = 1788220800
 
 
 @dataclass(frozen=True, kw_only=True)
-class Commit:
-    """One squash-merged commit: subject (+ body), author,
-    and the files it writes (None = delete).
+class CommitSpec:
+    """One squash-merged commit to WRITE into a fixture repository: subject (+ body), author, and
+    the files it writes (None = delete). Not a commit read from git: it has no sha until
+    `images.build` writes it (that record is `core.commit.Commit`).
     """
 
     subject: str
@@ -41,7 +42,7 @@ class History:
     """A repository's commits in order, the index of the commit its release tag points at."""
 
     name: str
-    commits: tuple[Commit, ...]
+    commits: tuple[CommitSpec, ...]
     tag: str
     tag_index: int
     next_version: str
@@ -384,7 +385,7 @@ def test_silu_and_mul_halves_last_dim():
 """
 
 
-def _atom_initial() -> Commit:
+def _atom_initial() -> CommitSpec:
     files = {
         "README.md": "# ATOM\n\nAMD's inference engine for ROCm (relpipe fixture repository).\n",
         "pyproject.toml": _PYPROJECT,
@@ -408,13 +409,15 @@ def _atom_initial() -> Commit:
         "tests/test_layernorm.py": _TEST_LAYERNORM,
         "docs/index.md": "# ATOM documentation\n",
     }
-    return Commit(subject="Initial import of ATOM (#2300)", changes=tuple(sorted(files.items())))
+    return CommitSpec(
+        subject="Initial import of ATOM (#2300)", changes=tuple(sorted(files.items()))
+    )
 
 
 def _c(
     subject: str, *changes: tuple[str, str | None], author: tuple[str, str] | None = None
-) -> Commit:
-    return Commit(
+) -> CommitSpec:
+    return CommitSpec(
         subject=subject, changes=changes, author=author or ("ATOM Bot", "atom-bot@example.invalid")
     )
 
@@ -428,7 +431,7 @@ _LI = ("Li Wei", "li.wei@example.invalid")
 #                  default in config.py, and a comment-only line in linear.py (cosmetic);
 #   nightly 3 -> 4 changes drafter/eagle_proposer outside dtype paths and adds a DP option;
 #   later nightlies are docs-only.
-ATOM_COMMITS: tuple[Commit, ...] = (
+ATOM_COMMITS: tuple[CommitSpec, ...] = (
     _atom_initial(),
     _c(
         "feat(loader): load safetensors shards in sorted order (#2311)",
@@ -527,7 +530,7 @@ NIGHTLY_POINTS: tuple[int, ...] = (5, 8, 11, 13, 14, 15)
 MAX_NIGHTLIES = len(NIGHTLY_POINTS)
 
 # Bad commits appended on top of the last nightly's history by the variants.
-VARIANT_COMMITS: dict[str, Commit] = {
+VARIANT_COMMITS: dict[str, CommitSpec] = {
     "broken": _c(
         "[Perf] fuse the rms_norm reduction into one pass (#2530)",
         ("atom/model_ops/layernorm.py", _LAYERNORM_BROKEN),
@@ -546,8 +549,8 @@ ATOM_HISTORY = History(
 # -- AITER fixture ----------------------------------------------------------------------------
 
 _AITER_BOT = ("AITER Bot", "aiter-bot@example.invalid")
-AITER_COMMITS: tuple[Commit, ...] = (
-    Commit(
+AITER_COMMITS: tuple[CommitSpec, ...] = (
+    CommitSpec(
         subject="Initial import of aiter (#900)",
         changes=(
             ("README.md", "# aiter\n\nAI tensor engine for ROCm (relpipe fixture repository).\n"),
@@ -557,7 +560,7 @@ AITER_COMMITS: tuple[Commit, ...] = (
         ),
         author=_AITER_BOT,
     ),
-    Commit(
+    CommitSpec(
         subject="[Release] v0.1.5 (#960)",
         changes=(
             (
@@ -567,7 +570,7 @@ AITER_COMMITS: tuple[Commit, ...] = (
         ),
         author=_AITER_BOT,
     ),
-    Commit(
+    CommitSpec(
         subject="fix(mha): guard the varlen path on gfx950 (#1012)",
         changes=(("aiter/ops/mha.py", '"""mha kernels (fixture)."""\n'),),
         author=_AITER_BOT,
@@ -582,7 +585,7 @@ ROCM_BUILD = "112"  # /opt/rocm/.info/version holds "7.2.4-112", as ROCm writes 
 LMCACHE_VERSION = "0.5.6.dev139+gf22dec28"
 
 
-def atom_commits(index: int, variant: str) -> tuple[Commit, ...]:
+def atom_commits(index: int, variant: str) -> tuple[CommitSpec, ...]:
     """The ATOM history of nightly `index` (0-based) of `count`,
     the variant commit appended last.
     """

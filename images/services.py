@@ -13,6 +13,11 @@ The same code serves ``nox -s tests``, ``nox -s demo`` and ``.ci/run``:
 dockerd always runs with ``--bridge=none --iptables=false --ip6tables=false``: containers get no
 network at all, and nothing here ever touches an address outside 127.0.0.0/8.
 
+Every program starts through ``relpipe.core.process``: the servers as ``Daemon`` (own session,
+output appended to ``<name>.log`` in the state folder, readiness polled, a failure one line quoting
+that log), stopped by PID with ``process.stop``; apt-get, ``sinfo``, ``initdb`` and ``pg_ctl`` with
+timeouts that kill.
+
 ``start_postgres`` / ``stop_postgres`` run a throwaway PostgreSQL cluster (Debian's
 ``postgresql``: ``initdb``, ``pg_ctl``) on 127.0.0.1 for the results-history tests; a URL in
 ``RELPIPE_HISTORY_PG`` names a running server instead.
@@ -38,19 +43,16 @@ import http.client
 import json
 import os
 import shutil
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from relpipe.core import jsonload
+from relpipe.core import jsonload, process
 
 REGISTRY_ENV = "RELPIPE_REGISTRY"
 DOCKER_ENV = "DOCKER_HOST"
@@ -59,6 +61,8 @@ SLURM_PARTITION = "relpipe"  # the one partition of the test cluster
 SLURM_CPUS = 4  # declared (config_overrides): four array tasks run at once on a 2-core machine
 STATE_FILE = "services.json"
 START_TIMEOUT_S = 60.0
+APT_TIMEOUT_S = 1800.0  # apt-get update + install of one package on a slow mirror
+PG_TIMEOUT_S = 300.0  # initdb, pg_ctl stop (pg_ctl start waits START_TIMEOUT_S itself)
 
 
 class ServiceError(RuntimeError):
@@ -128,19 +132,20 @@ def docker_alive(docker_host: str, timeout: float = 2.0) -> bool:
         conn.close()
 
 
-def _wait(check: object, what: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if callable(check) and check():
-            return
-        if proc.poll() is not None:
-            tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
-            raise ServiceError(
-                f"{what} exited with {proc.returncode}: {' '.join(tail)} (log: {log})"
-            )
-        time.sleep(0.1)
-    _stop_pid(proc.pid)
-    raise ServiceError(f"{what} did not become ready in {START_TIMEOUT_S:.0f}s (log: {log})")
+def _daemon(
+    argv: Sequence[str],
+    log: Path,
+    ready: Callable[[], bool],
+    what: str,
+    env: dict[str, str] | None = None,
+) -> int:
+    """Start one server (`core.process.Daemon`), wait until `ready()`; its PID."""
+    try:
+        daemon = process.Daemon(argv, log=log, env=env, what=what)
+        daemon.wait_ready(ready, START_TIMEOUT_S)
+    except process.ProcessError as exc:
+        raise ServiceError(str(exc)) from None
+    return daemon.pid
 
 
 # -- installation -----------------------------------------------------------------------------
@@ -170,8 +175,11 @@ def ensure_binary(name: str) -> str:
         )
     print(f"relpipe: installing {package} with apt-get", file=sys.stderr)
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-    subprocess.run(["apt-get", "install", "-y", "-qq", package], check=True, env=env)
+    try:
+        for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", package]):
+            process.run(argv, env=env, timeout=APT_TIMEOUT_S)
+    except process.ProcessError as exc:
+        raise ServiceError(f"cannot install {package}: {exc}") from None
     found = shutil.which(name)
     if not found:
         raise ServiceError(f"apt-get installed {package} but {name} is still not on PATH")
@@ -207,16 +215,11 @@ def start_registry(state: Path, extra_config: str = "", name: str = "registry") 
     addr = f"127.0.0.1:{_free_port()}"
     config = state / f"{name}.yml"
     config.write_text(registry_config(state / f"{name}-storage", addr, extra_config))
-    log = state / f"{name}.log"
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [binary, "serve", str(config)], stdout=out, stderr=out, start_new_session=True
-        )
     scheme_ok = (
         (lambda: registry_alive(addr)) if "tls:" not in extra_config else (lambda: _port_open(addr))
     )
-    _wait(scheme_ok, f"docker-registry on {addr}", proc, log)
-    return addr, proc.pid
+    argv = [binary, "serve", str(config)]
+    return addr, _daemon(argv, state / f"{name}.log", scheme_ok, f"docker-registry on {addr}")
 
 
 def _port_open(addr: str) -> bool:
@@ -253,27 +256,22 @@ def start_dockerd(state: Path) -> tuple[str, int]:
         f"--host=unix://{sock}",
         "--storage-driver=overlay2",
     ]
-    with log.open("ab") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=out, start_new_session=True)
     host = f"unix://{sock}"
-    _wait(lambda: docker_alive(host), "dockerd", proc, log)
-    return host, proc.pid
+    return host, _daemon(args, log, lambda: docker_alive(host), "dockerd")
 
 
 def slurm_alive(conf: str, timeout: float = 10.0) -> bool:
     """True when the cluster of `conf` answers and its node takes jobs (idle, mix or alloc)."""
     try:
-        done = subprocess.run(
+        done = process.run(
             ["sinfo", "--noheader", "--responding", "--format=%t"],
             env=dict(os.environ, SLURM_CONF=conf),
-            capture_output=True,
-            text=True,
             timeout=timeout,
             check=False,
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except process.ProcessError:
         return False
-    states = done.stdout.split()
+    states = done.stdout.decode("utf-8", "replace").split()
     return done.returncode == 0 and any(s.rstrip("*~#") in ("idle", "mix", "alloc") for s in states)
 
 
@@ -357,16 +355,10 @@ def start_slurm(state: Path) -> tuple[str, list[int]]:
     ]
     try:
         for name, argv, ready in commands:
-            log = state / f"{name}.log"
-            with log.open("ab") as out:
-                proc = subprocess.Popen(
-                    argv, stdout=out, stderr=out, env=env, start_new_session=True
-                )
-            pids.append(proc.pid)
-            _wait(ready, name, proc, log)
+            pids.append(_daemon(argv, state / f"{name}.log", ready, name, env))
     except BaseException:
         for pid in reversed(pids):
-            _stop_pid(pid)
+            process.stop(pid)
         raise
     return str(conf), pids
 
@@ -376,26 +368,6 @@ def _port_open_conf(conf: Path, which: str) -> bool:
         if which == "ctld" and line.startswith("SlurmctldPort="):
             return _port_open(f"127.0.0.1:{line.split('=', 1)[1]}")
     return False
-
-
-def _stop_pid(pid: int, grace: float = 20.0) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:  # not our child (started by `start`): poll existence
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return
-            done = 0
-        if done == pid:
-            return
-        time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
 
 
 def _pg_bin(name: str) -> str:
@@ -423,33 +395,35 @@ def start_postgres(state: Path) -> tuple[str, Path]:
         shutil.chown(data, "nobody")
         data.chmod(0o700)
     port = _free_port()
-    log = state / "postgres.log"
+    log = data / "log"
     init = [_pg_bin("initdb"), "-D", str(data), "-U", "relpipe", "--auth=trust", "-E", "UTF8"]
-    done = subprocess.run(_as_owner(init), capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise ServiceError(f"initdb failed: {done.stderr.strip().splitlines()[-1:]}")
     opts = f"-c listen_addresses=127.0.0.1 -p {port} -k {data} -c fsync=off"
-    start_cmd = [_pg_bin("pg_ctl"), "-D", str(data), "-l", str(data / "log"), "-o", opts]
-    done = subprocess.run(
-        _as_owner([*start_cmd, "-w", "-t", str(int(START_TIMEOUT_S)), "start"]),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise ServiceError(f"pg_ctl start failed: {done.stdout.strip()[-300:]} (log: {log})")
+    start_cmd = [_pg_bin("pg_ctl"), "-D", str(data), "-l", str(log), "-o", opts]
+    start_cmd += ["-w", "-t", str(int(START_TIMEOUT_S)), "start"]
+    # pg_ctl waits -t seconds itself; the margin is for its own start-up.
+    for argv, timeout in ((init, PG_TIMEOUT_S), (start_cmd, START_TIMEOUT_S + 30)):
+        try:
+            done = process.run(_as_owner(argv), timeout=timeout, check=False)
+        except process.ProcessError as exc:
+            raise ServiceError(f"{exc} (log: {log})") from None
+        if done.returncode != 0:
+            said = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [b""]
+            raise ServiceError(
+                f"{Path(argv[0]).name} failed: {process.one_line(said[0])} (log: {log})"
+            )
     return f"postgresql://relpipe@127.0.0.1:{port}/postgres", data
 
 
 def stop_postgres(data: Path) -> None:
     """Stop the cluster `start_postgres` started (pg_ctl stop, fast mode)."""
     stop_cmd = [_pg_bin("pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]
-    subprocess.run(_as_owner(stop_cmd), capture_output=True, check=False)
+    with contextlib.suppress(process.ProcessError):  # best effort, like the PIDs: never raises
+        process.run(_as_owner(stop_cmd), timeout=PG_TIMEOUT_S, check=False)
 
 
 def stop_pid(pid: int, grace: float = 20.0) -> None:
     """Stop one process we started (SIGTERM, then SIGKILL after `grace`), e.g. an extra registry."""
-    _stop_pid(pid, grace)
+    process.stop(pid, grace)
 
 
 def start(
@@ -501,7 +475,7 @@ def start(
 
 def stop(services: Services) -> None:
     for pid in reversed(services.owned_pids):
-        _stop_pid(pid)
+        process.stop(pid)
     services.owned_pids.clear()
 
 
@@ -552,7 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             (args.state_dir / STATE_FILE).unlink()
             return 0
         services = start(args.state_dir, not args.no_registry, not args.no_docker, args.slurm)
-    except (ServiceError, OSError, subprocess.CalledProcessError) as exc:
+    except (ServiceError, OSError, process.ProcessError) as exc:
         print(f"relpipe services: {exc}", file=sys.stderr)
         return 2
 
@@ -573,7 +547,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"relpipe services: {' '.join(f'{k}={v}' for k, v in services.env().items())}",
             file=sys.stderr,
         )
-        return subprocess.call(cmd, env=env)
+        return process.call(cmd, env=env)  # the user's command: no timeout but their own
+    except process.ProcessError as exc:
+        print(f"relpipe services: {exc}", file=sys.stderr)
+        return 2
     finally:
         stop(services)
 

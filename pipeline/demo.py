@@ -23,11 +23,12 @@ import argparse
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from relpipe.core import process
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "benchmark-repo"
@@ -48,6 +49,7 @@ DEMO_OPTIONS = (
     "--timeout",
     "600",
 )
+GIT_TIMEOUT_S = 300.0  # one git command on the small example repository
 _GIT_ENV = {
     "GIT_AUTHOR_NAME": "relpipe demo",
     "GIT_AUTHOR_EMAIL": "demo@relpipe.invalid",
@@ -74,9 +76,8 @@ def rewrite_registry(text: str, registry: str | None, repository: str = REPOSITO
 
 def git(repo: Path, *args: str) -> str:
     env = dict(os.environ, **_GIT_ENV, HOME=str(repo))
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
-    ).stdout
+    done = process.run(["git", "-C", str(repo), *args], env=env, timeout=GIT_TIMEOUT_S)
+    return done.stdout.decode("utf-8", "replace")
 
 
 def mirror_env(registry: str) -> dict[str, str]:
@@ -132,7 +133,7 @@ def prepare_workdir(
 
 def relpipe(work: Path, *args: str) -> int:
     print(f"\n$ relpipe {' '.join(args)}", flush=True)
-    return subprocess.call([sys.executable, "-m", "relpipe.pipeline", *args], cwd=work)
+    return process.call([sys.executable, "-m", "relpipe.pipeline", *args], cwd=work)
 
 
 def show_pull_request(work: Path, config_key: str, state: Path) -> int:

@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,13 +27,14 @@ from typing import Any
 
 from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.configs.schema import KNOWN
-from relpipe.core import jsonload
+from relpipe.core import jsonload, process
 from relpipe.core.files import file_lock
 from relpipe.pipeline.errors import PipelineError
 
 REQUIREMENTS = ("pydantic>=2.7,<3", "PyYAML>=6.0")
 CACHE = Path(os.environ.get("RELPIPE_DOCTOR_CACHE", Path.home() / ".cache/relpipe/doctor"))
 PROBE = Path(__file__).with_name("doctor_probe.py")
+PROBE_TIMEOUT_S = 900.0  # the probe, and each step of building its venv (pip install)
 LAST_ENTRIES = 5
 _ENTRY = re.compile(rb"^- ", re.MULTILINE)
 _PR = re.compile(rb"pr-link:\s*(https://github\.com/[^/\s]+/[^/\s]+)/pull/(\d+)")
@@ -75,14 +75,23 @@ def isolated_python(python: str | None) -> str:
                 [sys.executable, "-m", "venv", "--clear", str(venv)],
                 [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *REQUIREMENTS],
             ):
-                done = subprocess.run(argv, capture_output=True, text=True, check=False)
-                if done.returncode != 0:
+                try:
+                    done = process.run(argv, timeout=PROBE_TIMEOUT_S, check=False)
+                    said = _last_line(done.stderr, "?") if done.returncode else ""
+                except process.ProcessError as exc:
+                    said = str(exc)
+                if said:
                     raise PipelineError(
                         f"cannot build the doctor's venv ({' '.join(REQUIREMENTS)}): "
-                        f"{(done.stderr.strip().splitlines() or ['?'])[-1]}; give --python PY"
+                        f"{said}; give --python PY"
                     )
             (venv / ".ready").write_text("ok\n")
     return str(venv / "bin" / "python")
+
+
+def _last_line(stderr: bytes, default: str) -> str:
+    lines = stderr.decode("utf-8", "replace").strip().splitlines()
+    return process.one_line(lines[-1]) if lines else default
 
 
 def cases(changelog: bytes) -> list[Case]:
@@ -157,20 +166,21 @@ def probe(python: str, repo: benchrepo.Repo, all_cases: list[Case]) -> dict[str,
         ],
     }
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": ""}
-    done = subprocess.run(
-        [python, "-I", str(PROBE)],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-        check=False,
-    )
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise PipelineError(f"the repository's validator did not run ({layout.validator}): {last}")
+    failed = f"the repository's validator did not run ({layout.validator})"
     try:
-        answer: dict[str, Any] = jsonload.loads(done.stdout)
+        done = process.run(
+            [python, "-I", str(PROBE)],
+            input=json.dumps(request).encode(),
+            env=env,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except process.ProcessError as exc:
+        raise PipelineError(f"{failed}: {exc}") from None
+    if done.returncode != 0:
+        raise PipelineError(f"{failed}: {_last_line(done.stderr, 'no output')}")
+    try:
+        answer: dict[str, Any] = jsonload.loads(done.stdout.decode("utf-8", "replace"))
     except json.JSONDecodeError:
         raise PipelineError("the doctor probe printed no JSON answer") from None
     return answer

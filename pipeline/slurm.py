@@ -22,14 +22,13 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from relpipe.core import jsonload, records
+from relpipe.core import jsonload, process, records
 from relpipe.core.files import file_lock, write_atomic
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.shard import shard_count
@@ -252,28 +251,34 @@ def parse_scontrol(text: str) -> dict[int, tuple[str, str | None, str]]:
 
 # -- talking to the cluster ----------------------------------------------------------------------
 
-Runner = Callable[[Sequence[str]], subprocess.CompletedProcess[str]]
+# A Slurm client command -> its result (exit code checked by the caller). Injectable: a test or
+# another transport can stand in for the cluster; the default runs the command (core.process).
+Runner = Callable[[Sequence[str]], process.Completed]
 
 
-def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+def _run(argv: Sequence[str]) -> process.Completed:
     try:
-        return subprocess.run(
-            list(argv), capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False
-        )
-    except FileNotFoundError:
+        return process.run(argv, timeout=COMMAND_TIMEOUT_S, check=False)
+    except process.ProgramMissing:
         raise PipelineError(
             f"{argv[0]} not found: install Slurm's client commands (Debian: slurm-client) "
             "or run on a login node"
         ) from None
-    except subprocess.TimeoutExpired:
+    except process.ProcessTimeout:
         raise PipelineError(
             f"{argv[0]} did not answer within {COMMAND_TIMEOUT_S:g} s; is slurmctld up?"
         ) from None
+    except process.ProcessError as exc:
+        raise PipelineError(str(exc)) from None
 
 
-def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else "(no message)"
+def _text(output: bytes) -> str:
+    return output.decode("utf-8", "replace")
+
+
+def _first_line(output: bytes) -> str:
+    lines = [line.strip() for line in _text(output).splitlines() if line.strip()]
+    return process.one_line(lines[-1]) if lines else "(no message)"
 
 
 def check_partition(opts: SubmitOptions, run: Runner = _run) -> None:
@@ -281,7 +286,7 @@ def check_partition(opts: SubmitOptions, run: Runner = _run) -> None:
     done = run(["sinfo", "--noheader", f"--partition={opts.partition}", "--format=%G|%N"])
     if done.returncode != 0:
         raise PipelineError(f"sinfo failed: {_first_line(done.stderr)}")
-    rows = [line.split("|", 1) for line in done.stdout.splitlines() if "|" in line]
+    rows = [line.split("|", 1) for line in _text(done.stdout).splitlines() if "|" in line]
     if not rows:
         raise PipelineError(
             f"partition {opts.partition!r} has no nodes (or does not exist); see `sinfo`"
@@ -320,7 +325,7 @@ def status(jobs: Path, run: Runner = _run) -> list[ShardState]:
     for job_id in sorted(set(newest.values())):
         done = run(["scontrol", "--oneliner", "show", "job", job_id])
         # A job older than MinJobAge is forgotten by slurmctld: its exit records still speak.
-        slurm[job_id] = parse_scontrol(done.stdout) if done.returncode == 0 else {}
+        slurm[job_id] = parse_scontrol(_text(done.stdout)) if done.returncode == 0 else {}
     states = []
     for shard in range(1, job.shards + 1):
         task_job = newest.get(shard)
@@ -383,9 +388,10 @@ def submit(
         done = run(["sbatch", "--parsable", str(jobs / SCRIPT)])
         if done.returncode != 0:
             raise PipelineError(f"sbatch refused the job: {_first_line(done.stderr)}")
-        job_id = done.stdout.strip().split(";")[0]
+        answer = _text(done.stdout).strip()
+        job_id = answer.split(";")[0]
         if not job_id.isdigit():
-            raise PipelineError(f"sbatch answered {done.stdout.strip()!r}, not a job id")
+            raise PipelineError(f"sbatch answered {answer[:200]!r}, not a job id")
         submission = Submission(job_id=job_id, tasks=tuple(todo), submitted_at=time.time())
         base = previous or SlurmJob(plan=plan, shards=shards)
         record = replace(base, submissions=(*base.submissions, submission))

@@ -17,6 +17,7 @@ from typing import Any
 from relpipe.changelog.history import regressions
 from relpipe.changelog.history.records import ACCEPTANCE, ACCURACY, PERF
 from relpipe.core import records
+from relpipe.core.commit import Commit
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.core.status import overall as overall_status
 from relpipe.pipeline.history import HistoryOutput
@@ -29,7 +30,6 @@ from relpipe.pipeline.outputs import (
     SmokeOutput,
     ValidatorOutput,
 )
-from relpipe.validate.precision.commits import Commit
 
 TITLES = {
     "C1": "digest verified",

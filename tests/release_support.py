@@ -3,31 +3,19 @@ git copy of the real tree with the environment its releases run in."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
 
+from qualify_support import QUICK as QUALIFY_QUICK
+from qualify_support import run_env
 from support import git
-
-from relpipe.pipeline.demo import mirror_env
 
 REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
 PR = 2500  # the release PR: its entry links /pull/2500, as InferenceX's PR gate expects
 MASTER = "configs/amd-master.yaml"
-# Tiny grids for the CPU interpreter (tests/pipeline/test_qualify.py's QUICK, with a timeout).
-QUICK = (
-    "--max-batch",
-    "1",
-    "--max-new",
-    "2",
-    "--prompt-bytes",
-    "8",
-    "--kv-dtypes",
-    "fp32",
-    "--timeout",
-    "300",
-)
+# Tiny grids for the CPU interpreter: the qualification tests' QUICK, with a longer timeout.
+QUICK = (*QUALIFY_QUICK[:-1], "300")
 
 
 def diff_files(diff: str) -> dict[str, tuple[list[str], list[str]]]:
@@ -59,14 +47,4 @@ def tree_world(
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "InferenceX at 843c6254f")
-    (base / "tmp").mkdir()
-    env = dict(
-        os.environ,
-        RELPIPE_REGISTRY=registry,
-        DOCKER_HOST=docker_host,
-        TRITON_INTERPRET="1",
-        RELPIPE_STATE="",
-        TMPDIR=str(base / "tmp"),
-        **mirror_env(registry),
-    )
-    return repo, env
+    return repo, run_env(registry, docker_host, base / "tmp")

@@ -163,3 +163,15 @@ def test_no_validate_module_outside_a_subsystem_uses_the_gate() -> None:
         if rel[0] != "gate" and "gate" in _validate_uses(path):
             bad.append(str(path.relative_to(ROOT)))
     assert bad == []
+
+
+def test_programs_start_only_through_core_process() -> None:
+    """One process helper (no shell, timeouts that kill, capped output, one-line errors). The
+    engine payload keeps its own calls: it runs in foreign images, without relpipe.core."""
+    bad = []
+    for layer in LAYERS - {"engine"}:
+        for path in _modules(layer):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel != "core/process.py" and "subprocess" in _imports(path):
+                bad.append(f"{rel} imports subprocess; use relpipe.core.process")
+    assert bad == []

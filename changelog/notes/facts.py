@@ -24,6 +24,7 @@ from relpipe.changelog.configs.semdiff import (
 )
 from relpipe.changelog.errors import ChangelogError
 from relpipe.core import jsonload
+from relpipe.core.commit import Commit
 from relpipe.core.files import read_capped
 from relpipe.core.status import STATUSES
 
@@ -120,14 +121,6 @@ class Image:
     engine: Engine | None = None
     rocm: str | None = None
     packages: tuple[tuple[str, str], ...] = ()  # (name, version), sorted by name
-
-
-@dataclass(frozen=True, kw_only=True)
-class Commit:
-    sha: str
-    subject: str
-    pr: int | None = None
-    repo: str | None = None
 
 
 @dataclass(frozen=True)

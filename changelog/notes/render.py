@@ -22,9 +22,10 @@ from relpipe.changelog.configs.semdiff import (
     VersionChange,
 )
 from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.notes.facts import Commit, Image, PointChange, ReleaseFacts
+from relpipe.changelog.notes.facts import Image, PointChange, ReleaseFacts
 from relpipe.changelog.notes.glossary import catalog
 from relpipe.core import sanitize
+from relpipe.core.commit import Commit
 
 LANG_CHOICES = ("en", "zh", "both")
 ZH_HEADING = "## 中文"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
+import subprocess  # not relpipe.core.process: engine/ runs in foreign images (stdlib only)
 import time
 import urllib.error
 import urllib.request

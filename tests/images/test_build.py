@@ -30,7 +30,7 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def _materialise(
-    tmp: Path, commits: tuple[fx.Commit, ...], name: str = "ATOM"
+    tmp: Path, commits: tuple[fx.CommitSpec, ...], name: str = "ATOM"
 ) -> tuple[Path, str, str]:
     """Write a fixture repository's layer entries to disk (as the image has them)."""
     built = build_repo(fx.ATOM_HISTORY, commits, name)

@@ -1,4 +1,5 @@
-"""Fixtures of tests/pipeline: a recorded qualification outcome shaped like a real fixture run.
+"""Fixtures of tests/pipeline: a recorded qualification outcome shaped like a real fixture run,
+and (`env`) the real fixture nightlies and benchmark repository the qualification tests run on.
 
 `outcome(**over)` takes each field as recorded JSON (what a run record holds) and parses it with
 `core.records.from_json`, so the tests read the same boundary a re-render does.
@@ -8,9 +9,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from qualify_support import Env, make_env
 
 from relpipe.core import records
 from relpipe.pipeline.outputs import (
@@ -239,3 +242,16 @@ def outcome_json() -> Any:
 @pytest.fixture(name="precision_json")
 def precision_json_fixture() -> Any:
     return precision_json
+
+
+@pytest.fixture(scope="module")
+def env(
+    registry: str,
+    docker_host: str,
+    fixture_cache: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Env:
+    """Good fixture nightlies in the loopback registry and a benchmark repository naming them, one
+    per test module (tests/pipeline/test_qualify*.py): a module's tests build on each other's
+    runs and edits."""
+    return make_env(registry, docker_host, fixture_cache, tmp_path_factory)

@@ -1,14 +1,15 @@
 """Qualification end to end: real fixture nightlies in the loopback registry, run by real dockerd.
 
 One good nightly series is qualified once (killed during its eval stage, then resumed); the other
-tests read that run: cache hit, byte-identical re-render, sharded == unsharded, release. A broken
-and a hanging nightly fail closed. Engine settings are the smallest that still decode (two tokens,
-short prompts, one eval batch) because the Triton kernels run in the CPU interpreter here.
+tests read that run: cache hit, byte-identical re-render, sharded == unsharded, release and its
+pull request, the same plan as a Slurm array job and as the nightly GitHub workflow. Nightlies that
+must fail are tests/pipeline/test_qualify_fails_closed.py. Engine settings are the smallest that
+still decode (two tokens, short prompts, one eval batch) because the Triton kernels run in the CPU
+interpreter here.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -22,128 +23,18 @@ from typing import Any
 
 import github_api
 import pytest
+import qualify_support as qs
 from corpus import unavailable
+from qualify_support import KEY, QUICK, REPOSITORY, Env
 from support import git
 
 from relpipe.images import services as svc
-from relpipe.images.build import FixtureImage, build_fixtures
-from relpipe.pipeline.demo import EXAMPLE, mirror_env, prepare_workdir
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
-REPOSITORY = "relpipe-test-pipeline/atom-dev"
-KEY = "minimaxm3-fp4-mi355x-atom-agentic-mtp"
-QUICK = [
-    "--max-batch",
-    "1",
-    "--max-new",
-    "2",
-    "--prompt-bytes",
-    "8",
-    "--kv-dtypes",
-    "fp32",
-    "--timeout",
-    "180",
-]
 
-
-@dataclass(frozen=True)
-class Env:
-    registry: str
-    vars: dict[str, str]
-    repo: Path
-    state: Path
-    nightlies: list[FixtureImage]
-    fixture_cache: Path  # the session's layer cache (tests/conftest.py), shared by xdist workers
-
-    @property
-    def newest(self) -> str:
-        # Canonical (docker.io) name: the loopback registry serves it as a mirror.
-        return f"{REPOSITORY}:{self.nightlies[-1].tag}"
-
-    def relpipe(
-        self, *args: str, cwd: Path | None = None, timeout: float = 600
-    ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "relpipe.pipeline", *args],
-            cwd=cwd or self.repo,
-            env=self.vars,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-
-
-def _containers_of(docker_host: str, run_id: str, *, running: bool = False) -> list[str]:
-    """Ids of the containers labelled with the run id as their owner (only running ones)."""
-    import docker
-
-    client = docker.DockerClient(base_url=docker_host)
-    try:
-        filters = {"label": f"org.relpipe.owner={run_id}"}
-        if running:
-            filters["status"] = "running"
-        owned = client.containers.list(all=not running, filters=filters, sparse=True)
-        return sorted(str(c.id) for c in owned)
-    finally:
-        client.close()
-
-
-def _remove_containers(docker_host: str, tmp_root: Path) -> None:
-    """Containers orphaned by the killed client (it could not remove them): remove ours only.
-
-    Ours are those whose output folder lies under this test's TMPDIR; the image digest alone
-    would also match the same fixture run by another xdist worker or test session on this dockerd.
-    """
-    import docker
-
-    root = str(tmp_root.resolve()) + os.sep
-    client = docker.DockerClient(base_url=docker_host)
-    try:
-        # sparse: the listing's own Mounts, no per-container inspect racing with removals
-        listed = client.containers.list(
-            all=True, filters={"label": "org.relpipe.run=1"}, sparse=True
-        )
-        for container in listed:
-            sources = [str(m.get("Source", "")) for m in container.attrs.get("Mounts") or []]
-            if any(source.startswith(root) for source in sources):
-                with contextlib.suppress(docker.errors.NotFound):
-                    container.remove(force=True)
-    finally:
-        client.close()
-
-
-@pytest.fixture(scope="module")
-def env(
-    registry: str,
-    docker_host: str,
-    fixture_cache: Path,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Env:
-    nightlies = build_fixtures(registry, REPOSITORY, 4, "good", cache_dir=fixture_cache)
-    base = tmp_path_factory.mktemp("pipeline")
-    variables = dict(
-        os.environ,
-        RELPIPE_REGISTRY=registry,
-        DOCKER_HOST=docker_host,
-        TRITON_INTERPRET="1",
-        RELPIPE_STATE="",
-        **mirror_env(registry),
-    )
-    # Each client's container output folders live here: what identifies this module's containers.
-    (base / "tmp").mkdir()
-    variables["TMPDIR"] = str(base / "tmp")
-    repo = prepare_workdir(EXAMPLE, base / "repo", registry, REPOSITORY, mirror=True)
-    return Env(registry, variables, repo, base / "state", nightlies, fixture_cache)
-
-
-def _events(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / "events.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Qualified:
     run_dir: Path
     report: dict[str, Any]
@@ -171,50 +62,46 @@ def qualified(env: Env, docker_host: str) -> Iterator[Qualified]:
         while time.monotonic() < deadline and proc.poll() is None:
             runs = list((env.state / "runs").glob("*/events.jsonl"))
             if runs and any(
-                e["stage"] == "eval" and e["what"] == "start" for e in _events(runs[0].parent)
+                e["stage"] == "eval" and e["what"] == "start" for e in qs.events(runs[0].parent)
             ):
                 run_dir = runs[0].parent
                 break
             time.sleep(0.5)
         assert run_dir is not None, f"eval stage never started (exit {proc.poll()})"
         # Kill the client only once the eval's container exists and runs (polled, not assumed).
-        while time.monotonic() < deadline and not _containers_of(
+        while time.monotonic() < deadline and not qs.containers_of(
             docker_host, run_dir.name, running=True
         ):
             assert proc.poll() is None, f"qualify exited ({proc.poll()}) before its eval ran"
             time.sleep(0.1)
-        assert _containers_of(docker_host, run_dir.name, running=True), "no eval container ran"
+        assert qs.containers_of(docker_host, run_dir.name, running=True), "no eval container ran"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         # The killed client could not remove its container: the resumed run must reap it.
-        orphans = _containers_of(docker_host, run_dir.name)
-        before = len(_events(run_dir))
+        orphans = qs.containers_of(docker_host, run_dir.name)
+        before = len(qs.events(run_dir))
         done = env.relpipe(*args)
-        left = [c for c in _containers_of(docker_host, run_dir.name) if c in orphans]
+        left = [c for c in qs.containers_of(docker_host, run_dir.name) if c in orphans]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-        _remove_containers(docker_host, Path(env.vars["TMPDIR"]))  # whatever happened above
+        qs.remove_containers(docker_host, Path(env.vars["TMPDIR"]))  # whatever happened above
     assert done.returncode == 0, done.stdout + done.stderr
     yield Qualified(
-        run_dir,
-        json.loads((run_dir / "report.json").read_text()),
-        _events(run_dir)[before:],
-        done.stdout,
-        orphans,
-        left,
+        run_dir=run_dir,
+        report=json.loads((run_dir / "report.json").read_text()),
+        resumed=qs.events(run_dir)[before:],
+        output=done.stdout,
+        orphans=orphans,
+        left=left,
     )
-
-
-def _statuses(report: dict[str, Any]) -> dict[str, str]:
-    return {c["id"]: c["status"] for c in report["verdict"]["checks"]}
 
 
 def test_good_nightly_warns_on_the_precision_commit_and_resumes_after_a_kill(
     qualified: Qualified,
 ) -> None:
-    statuses = _statuses(qualified.report)
+    statuses = qs.statuses(qualified.report)
     assert statuses == {
         "C1": "PASS",
         "C2": "PASS",
@@ -423,7 +310,7 @@ def test_release_dry_run_then_release_pins_appends_and_writes_notes(
     )
     assert hook.returncode == 0, hook.stdout + hook.stderr
     report = json.loads(next((env.state / "releases").glob("*/report.json")).read_text())
-    assert _statuses(report)["C7"] == "PASS" and _statuses(report)["C8"] == "PASS"
+    assert qs.statuses(report)["C7"] == "PASS" and qs.statuses(report)["C8"] == "PASS"
     notes = next((env.state / "releases").glob("*/notes.md")).read_text()
     assert "## 中文" in notes and tag in notes
     # The release record re-renders from the record and the stage cache alone, byte for byte.
@@ -546,118 +433,17 @@ def test_gsm8k_runs_inside_the_image_and_fails_closed_below_threshold(
     assert "eval decode-parity batch 1: pass (cached)" in result.stderr
 
 
-@pytest.mark.parametrize("variant,check", [("broken", "C3"), ("hang", "C3")])
-def test_bad_nightly_fails_closed_and_release_refuses(env: Env, variant: str, check: str) -> None:
-    repository = f"relpipe-test-pipeline/atom-{variant}"
-    bad = build_fixtures(env.registry, repository, 4, variant, cache_dir=env.fixture_cache)[-1]
-    timeout = "20" if variant == "hang" else "180"
-    quick = [*QUICK[:-1], timeout]
-    result = env.relpipe(
-        "qualify", bad.tagged, "--config-key", KEY, "--state", str(env.state), *quick, "--json"
-    )
-    assert result.returncode == 1, result.stderr
-    report = json.loads(result.stdout)
-    assert report["verdict"]["overall"] == "FAIL"
-    statuses = _statuses(report)
-    assert statuses[check] == "FAIL" and statuses["C4"] == "FAIL"
-    if variant == "hang":
-        assert any(
-            w in report["smoke"]["reason"] for w in ("timeout", "watchdog", "hung", "killed")
-        )
-    before = (env.repo / "perf-changelog.yaml").read_bytes()
-    refused = env.relpipe(
-        "release", "--config-key", KEY, "--image", bad.tagged, "--state", str(env.state), *quick
-    )
-    assert refused.returncode == 1
-    assert "release refused" in refused.stderr and f"{check} " in refused.stderr
-    assert (env.repo / "perf-changelog.yaml").read_bytes() == before
-
-
 # -- Slurm: the same plan as a real array job on a one-node cluster (services --slurm) -------------
-
-
-def _slurm(env: Env, slurm_conf: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "relpipe.pipeline", "slurm", *args],
-        cwd=env.repo,
-        env={**env.vars, "SLURM_CONF": slurm_conf},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
-def _submit(
-    env: Env, slurm_conf: str, plan_dir: Path, jobs: Path, repo: Path, *extra: str
-) -> subprocess.CompletedProcess[str]:
-    return _slurm(
-        env,
-        slurm_conf,
-        "submit",
-        str(plan_dir),
-        "--partition",
-        "relpipe",
-        "--jobs",
-        str(jobs),
-        "--repo",
-        str(repo),
-        *extra,
-    )
-
-
-def _pristine(env: Env, dest: Path) -> Path:
-    """The benchmark repository as the qualified run saw it (the release test changes env.repo)."""
-    subprocess.run(["git", "clone", "-q", str(env.repo), str(dest)], check=True)
-    roots = subprocess.run(
-        ["git", "-C", str(dest), "rev-list", "--max-parents=0", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    subprocess.run(["git", "-C", str(dest), "checkout", "-q", roots.stdout.split()[0]], check=True)
-    return dest
-
-
-def _plan(env: Env, plan_dir: Path, ref: str, shards: int, *extra: str) -> None:
-    planned = env.relpipe(
-        "qualify",
-        ref,
-        "--config-key",
-        KEY,
-        "--state",
-        str(plan_dir.parent / "state"),
-        *QUICK,
-        *extra,
-        "--plan",
-        "--shards",
-        str(shards),
-        "--out",
-        str(plan_dir),
-    )
-    assert planned.returncode == 0, planned.stderr
-
-
-def _wait_ended(env: Env, slurm_conf: str, jobs: Path, timeout: float) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + timeout
-    while True:
-        done = _slurm(env, slurm_conf, "status", str(jobs), "--json")
-        assert done.returncode == 0, done.stderr
-        shards: list[dict[str, Any]] = json.loads(done.stdout)["shards"]
-        active = [s for s in shards if s["slurm"] in ("PENDING", "RUNNING", "COMPLETING")]
-        if not active:
-            return shards
-        assert time.monotonic() < deadline, f"Slurm tasks still active: {active}"
-        time.sleep(1)
 
 
 def test_slurm_array_job_cancelled_resubmitted_and_merged_equals_the_unsharded_run(
     env: Env, qualified: Qualified, slurm_conf: str, tmp_path: Path
 ) -> None:
     plan_dir = tmp_path / "plan"
-    repo = _pristine(env, tmp_path / "repo")  # as the unsharded run saw it
-    _plan(env, plan_dir, env.newest, 4, "--repo", str(repo))
+    repo = qs.pristine(env, tmp_path / "repo")  # as the unsharded run saw it
+    qs.plan(env, plan_dir, env.newest, 4, "--repo", str(repo))
     jobs = tmp_path / "jobs"
-    dry = _submit(env, slurm_conf, plan_dir, jobs, repo, "--dry-run")
+    dry = qs.submit(env, slurm_conf, plan_dir, jobs, repo, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "#SBATCH --array=1-4" in dry.stdout and '--shard "$shard/4"' in dry.stdout
     assert not (jobs / "slurm.json").exists()  # a dry run submits nothing
@@ -674,83 +460,43 @@ def test_slurm_array_job_cancelled_resubmitted_and_merged_equals_the_unsharded_r
     )
     assert checked.returncode == 0, checked.stdout
 
-    submitted = _submit(env, slurm_conf, plan_dir, jobs, repo, "--json")
+    submitted = qs.submit(env, slurm_conf, plan_dir, jobs, repo, "--json")
     assert submitted.returncode == 0, submitted.stderr
     first = json.loads(submitted.stdout)
     assert first["tasks"] == [1, 2, 3, 4]
     # Cancel the job once some stage has finished in a shard that has more stages to do.
     deadline = time.monotonic() + 300
     while not any(
-        e["what"] == "done" for e in _events(jobs / "shard-1")
+        e["what"] == "done" for e in qs.events(jobs / "shard-1")
     ):  # shard 1 holds the image unit: pull, probe, smoke
         assert time.monotonic() < deadline, "shard 1 never finished a stage"
         time.sleep(0.5)
     subprocess.run(
         ["scancel", first["job_id"]], env={**env.vars, "SLURM_CONF": slurm_conf}, check=True
     )
-    ended = _wait_ended(env, slurm_conf, jobs, 120)
-    _remove_containers(env.vars["DOCKER_HOST"], Path(env.vars["TMPDIR"]))
+    ended = qs.wait_ended(env, slurm_conf, jobs, 120)
+    qs.remove_containers(env.vars["DOCKER_HOST"], Path(env.vars["TMPDIR"]))
     unfinished = [s["shard"] for s in ended if not s["done"]]
     assert 1 in unfinished and all(
         s["slurm"] == "CANCELLED" for s in ended if s["shard"] in unfinished
     ), ended
-    done_before = {e["label"] for e in _events(jobs / "shard-1") if e["what"] == "done"}
+    done_before = {e["label"] for e in qs.events(jobs / "shard-1") if e["what"] == "done"}
 
-    again = _submit(env, slurm_conf, plan_dir, jobs, repo, "--json")
+    again = qs.submit(env, slurm_conf, plan_dir, jobs, repo, "--json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["tasks"] == unfinished  # finished shards are not re-run
-    final = _wait_ended(env, slurm_conf, jobs, 400)
+    final = qs.wait_ended(env, slurm_conf, jobs, 400)
     assert all(s["done"] and s["slurm"] == "COMPLETED" for s in final), final
     # The re-submitted shard resumed: what it had finished came from its record.
-    cached = {e["label"] for e in _events(jobs / "shard-1") if e["what"] == "cached"}
+    cached = {e["label"] for e in qs.events(jobs / "shard-1") if e["what"] == "cached"}
     assert done_before and done_before <= cached
 
-    merged = _slurm(
+    merged = qs.slurm(
         env, slurm_conf, "merge", str(jobs), "--out", str(tmp_path / "merged"), "--json"
     )
     assert merged.returncode == 0, merged.stderr
     verdict = json.dumps(json.loads(merged.stdout)["verdict"], sort_keys=True).encode()
     assert verdict == json.dumps(qualified.report["verdict"], sort_keys=True).encode()
-
-
-def test_slurm_task_killed_at_its_time_limit_fails_its_points(
-    env: Env, slurm_conf: str, tmp_path: Path
-) -> None:
-    repository = "relpipe-test-pipeline/atom-slurm-hang"
-    hang = build_fixtures(env.registry, repository, 2, "hang", cache_dir=env.fixture_cache)[-1]
-    plan_dir = tmp_path / "plan"
-    _plan(env, plan_dir, hang.tagged, 1, "--timeout", "600")  # outlives Slurm's 1-minute limit
-    jobs = tmp_path / "jobs"
-    submitted = _submit(env, slurm_conf, plan_dir, jobs, env.repo, "--time", "1")
-    assert submitted.returncode == 0, submitted.stderr
-    try:
-        ended = _wait_ended(env, slurm_conf, jobs, 300)
-    finally:
-        _remove_containers(env.vars["DOCKER_HOST"], Path(env.vars["TMPDIR"]))
-    assert [(s["slurm"], s["exit_code"]) for s in ended] == [("TIMEOUT", None)]
-    early = _slurm(env, slurm_conf, "merge", str(jobs), "--out", str(tmp_path / "m"), "--json")
-    assert early.returncode == 1, early.stderr  # FAIL, not an error: the points are accounted for
-    report = json.loads(early.stdout)
-    assert report["verdict"]["overall"] == "FAIL"
-    c3 = next(c for c in report["verdict"]["checks"] if c["id"] == "C3")
-    assert c3["status"] == "FAIL" and "killed at its time limit" in c3["reason"]
-    assert report["evals"] and all(
-        e["status"] == "fail" and "killed at its time limit" in e["reason"] for e in report["evals"]
-    )
-
-
-def test_slurm_submit_refuses_a_gpu_gres_no_node_has(
-    env: Env, slurm_conf: str, tmp_path: Path
-) -> None:
-    plan_dir = tmp_path / "plan"
-    plan_dir.mkdir()
-    (plan_dir / "matrix.json").write_text('{"include": [{"shard": "1/1"}]}')
-    refused = _slurm(
-        env, slurm_conf, "submit", str(plan_dir), "--partition", "relpipe", "--gres", "gpu:1"
-    )
-    assert refused.returncode == 2
-    assert refused.stderr.count("\n") == 1 and "has the GPU gres gpu:1" in refused.stderr
-    assert not (plan_dir / "slurm" / "slurm.json").exists()
 
 
 # -- the nightly GitHub workflow, its run: steps executed as a runner gives them ----------------
@@ -772,7 +518,7 @@ def test_nightly_workflow_plan_matrix_merge_steps_give_the_unsharded_verdict(
             "RELPIPE_QUALIFY_ARGS": " ".join(QUICK),
         },
         env={**env.vars, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.vars['PATH']}"},
-        checkouts={"benchmark": _pristine(env, tmp_path / "repo")},  # as the unsharded run saw it
+        checkouts={"benchmark": qs.pristine(env, tmp_path / "repo")},  # as the unsharded run saw it
         # The pull-request job (release + PR) runs in test_pr_workflow.py, against Prism.
         given={"pull-request": {"result": "skipped", "outputs": {}}},
     )

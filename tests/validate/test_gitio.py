@@ -72,8 +72,9 @@ def test_hostile_paths_round_trip_through_diff_and_log(tmp_path: Path) -> None:
     changes = gitio.diff_raw(repo, a, b)
     assert sorted(c.path for c in changes) == sorted(HOSTILE_PATHS)
     assert {c.status for c in changes} == {"A"}
-    (entry,) = gitio.log(repo, a, b)
-    assert sorted(t.path for t in entry.touches) == sorted(HOSTILE_PATHS)
+    log = gitio.log(repo, a, b)
+    (entry,) = log.commits
+    assert sorted(t.path for t in log.touches[entry.sha]) == sorted(HOSTILE_PATHS)
     assert entry.body == ":100644 100644 abc M\nM\nbody\x1eline\n"
     assert (entry.sha, entry.parents, entry.side) == (b, (a,), "new")
 

@@ -2,7 +2,7 @@
 
 `classify` judges one changed file against the rules (relevant / cosmetic / not-relevant, with
 category, commits and reason); `diff` runs the batched git reads (`gitio`: a fixed handful of
-processes per pair), the cosmetic comparison (`cosmetic`) and commit attribution (`commits`), and
+processes per pair), the cosmetic comparison (`cosmetic`) and commit attribution, and
 returns a `PrecisionReport` with the watch evidence and the upstream watch list.
 """
 
@@ -13,9 +13,9 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from relpipe.core.commit import Commit
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import cosmetic, gitio
-from relpipe.validate.precision.commits import from_log, parse_subject
 from relpipe.validate.precision.report import (
     FileChange,
     PrecisionReport,
@@ -190,18 +190,19 @@ class _Aliases:
             self.parent[ra] = rb
 
 
-def _attribute(entries: Sequence[gitio.LogEntry]) -> tuple[_Aliases, dict[str, list[str]]]:
+def _attribute(log: gitio.Log) -> tuple[_Aliases, dict[str, list[str]]]:
     aliases = _Aliases()
-    for entry in entries:
-        for touch in entry.touches:
+    for touches in log.touches.values():
+        for touch in touches:
             if touch.old_path:
                 aliases.join(touch.old_path, touch.path)
     by_root: dict[str, list[str]] = {}
-    for entry in entries:
-        roots = {aliases.find(t.path) for t in entry.touches}
-        roots |= {aliases.find(t.old_path) for t in entry.touches if t.old_path}
+    for commit in log.commits:
+        touches = log.touches[commit.sha]
+        roots = {aliases.find(t.path) for t in touches}
+        roots |= {aliases.find(t.old_path) for t in touches if t.old_path}
         for root in roots:
-            by_root.setdefault(root, []).append(entry.sha)
+            by_root.setdefault(root, []).append(commit.sha)
     return aliases, by_root
 
 
@@ -301,7 +302,7 @@ def _watch(
 
 
 def check_upstream(
-    specs: Sequence[UpstreamSpec], history: Sequence[tuple[str, str, str]]
+    specs: Sequence[UpstreamSpec], history: Sequence[Commit]
 ) -> tuple[UpstreamResult, ...]:
     """Evaluate must-contain / must-not-contain against every commit reachable from NEW.
 
@@ -313,13 +314,11 @@ def check_upstream(
         found: str | None = None
         if spec.ref.startswith("#"):
             number = int(spec.ref[1:])
-            found = next(
-                (sha for sha, subject, _ in history if parse_subject(subject).pr == number), None
-            )
+            found = next((c.sha for c in history if c.pr == number), None)
         else:
             picked = f"cherry picked from commit {spec.ref}"
             found = next(
-                (sha for sha, _, body in history if sha.startswith(spec.ref) or picked in body),
+                (c.sha for c in history if c.sha.startswith(spec.ref) or picked in c.body),
                 None,
             )
         ok = (found is not None) == (spec.kind == "must-contain")
@@ -369,19 +368,19 @@ class _Judged:
 class _History:
     """What the commits between the pair say about files (from `git log --raw`)."""
 
-    entries: list[gitio.LogEntry]
+    log: gitio.Log
     aliases: _Aliases
     by_root: dict[str, list[str]]
     order: dict[str, int]
 
     @classmethod
-    def of(cls, entries: list[gitio.LogEntry]) -> _History:
-        aliases, by_root = _attribute(entries)
+    def of(cls, log: gitio.Log) -> _History:
+        aliases, by_root = _attribute(log)
         return cls(
-            entries=entries,
+            log=log,
             aliases=aliases,
             by_root=by_root,
-            order={e.sha: i for i, e in enumerate(entries)},
+            order={c.sha: i for i, c in enumerate(log.commits)},
         )
 
     def commits_of(self, change: gitio.RawChange) -> tuple[str, ...]:
@@ -398,11 +397,11 @@ def _own_changes(
     names = {change.path: _paths(change) for change in changes}
     roots = {aliases.find(n): path for path, ns in names.items() for n in ns}
     own: dict[str, list[tuple[str, gitio.RawChange]]] = {path: [] for path in names}
-    for entry in history.entries:
-        for touch in entry.touches:
+    for commit in history.log.commits:
+        for touch in history.log.touches[commit.sha]:
             root = aliases.find(touch.path)
             if root in roots:
-                own[roots[root]].append((entry.sha, touch.change()))
+                own[roots[root]].append((commit.sha, touch.change()))
     return own
 
 
@@ -641,9 +640,9 @@ def diff(
         new_ref=new,
         old=infos[0][0],
         new=infos[1][0],
-        ancestor=not any(e.side == "old" for e in history.entries),
+        ancestor=not any(c.side == "old" for c in history.log.commits),
         shallow=gitio.is_shallow(repo),
-        commits=tuple(from_log(e) for e in history.entries),
+        commits=history.log.commits,
         files=tuple(row.file for row in rows),
         watch=_watch_rows(rules, rows, present, tree),
         upstream=check_upstream(checks, hist),

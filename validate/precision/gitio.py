@@ -22,13 +22,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from relpipe.core import process
+from relpipe.core.commit import Commit
 from relpipe.core.files import file_lock
 from relpipe.validate.errors import ValidateError
+from relpipe.validate.precision.subjects import parse_subject
 
 SHA_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 # What a user may pass as OLD/NEW: a ref name, a (short) sha, or rev syntax like `v1^` / `HEAD~3`.
@@ -134,17 +136,12 @@ class FileTouch:
 
 
 @dataclass(frozen=True, kw_only=True)
-class LogEntry:
-    """One commit of `git log --left-right OLD...NEW`. side: 'new' (only in NEW) or 'old'."""
+class Log:
+    """What `git log --raw OLD...NEW` says: the commits in its order, and per commit (by sha) the
+    files it touched with their blobs, which only the per-commit attribution reads."""
 
-    sha: str
-    parents: tuple[str, ...]
-    side: str
-    author: str
-    date: str
-    subject: str
-    body: str
-    touches: tuple[FileTouch, ...]
+    commits: tuple[Commit, ...]
+    touches: Mapping[str, tuple[FileTouch, ...]]
 
 
 def redact(url: str) -> str:
@@ -310,7 +307,7 @@ _LOG_FIELDS = 7
 _LOG_FORMAT = "%H%x00%P%x00%m%x00%an%x00%aI%x00%s%x00%b%x00"
 
 
-def parse_log(out: bytes) -> list[LogEntry]:
+def parse_log(out: bytes) -> Log:
     """Parse `git log -z --raw --no-abbrev --format=_LOG_FORMAT` output.
 
     Each commit is 7 NUL-terminated fields and an empty token, then its raw entries (the first
@@ -320,7 +317,8 @@ def parse_log(out: bytes) -> list[LogEntry]:
     # Decoded once, then split: a NUL never belongs to a multi-byte sequence, so this equals
     # decoding each field (invalid UTF-8 becomes U+FFFD within its own field).
     tokens = _decode(out).split("\0")
-    entries: list[LogEntry] = []
+    commits: list[Commit] = []
+    touched: dict[str, tuple[FileTouch, ...]] = {}
     i, n = 0, len(tokens)
     while i < n and tokens[i]:
         if not SHA_RE.fullmatch(tokens[i]) or i + _LOG_FIELDS >= n:
@@ -347,19 +345,48 @@ def parse_log(out: bytes) -> list[LogEntry]:
                     new_mode=new_mode,
                 )
             )
-        entries.append(
-            LogEntry(
-                sha=sha,
+        commits.append(
+            _commit(
+                sha,
+                subject,
+                body,
                 parents=tuple(parents.split()),
                 side="old" if mark == "<" else "new",
                 author=author,
                 date=date,
-                subject=subject,
-                body=body,
-                touches=tuple(touches),
+                files=tuple(t.path for t in touches),
             )
         )
-    return entries
+        touched[sha] = tuple(touches)
+    return Log(commits=tuple(commits), touches=touched)
+
+
+def _commit(
+    sha: str,
+    subject: str,
+    body: str,
+    *,
+    parents: tuple[str, ...] = (),
+    side: str = "new",
+    author: str = "",
+    date: str = "",
+    files: tuple[str, ...] = (),
+) -> Commit:
+    """The record of a commit git printed, with what its subject says (type, scope, PR)."""
+    said = parse_subject(subject)
+    return Commit(
+        sha=sha,
+        subject=subject,
+        body=body,
+        pr=said.pr,
+        type=said.type,
+        scope=said.scope,
+        parents=parents,
+        side=side,
+        author=author,
+        date=date,
+        files=files,
+    )
 
 
 def diff_args(old: str, new: str, *, renames: bool = True) -> list[str]:
@@ -409,7 +436,8 @@ def ls_tree_args(commit: str) -> list[str]:
 
 
 def history_args(commit: str) -> list[str]:
-    """(sha, subject, body) of every commit reachable from `commit` (parse with `parse_history`)."""
+    """Sha, subject and body of every commit reachable from `commit` (parse with
+    `parse_history`)."""
     return [
         "log",
         "-z",
@@ -426,7 +454,7 @@ def diff_raw(repo: Path, old: str, new: str) -> list[RawChange]:
     return parse_diff_raw(run(repo, *diff_args(old, new), what="diff"))
 
 
-def log(repo: Path, old: str, new: str) -> list[LogEntry]:
+def log(repo: Path, old: str, new: str) -> Log:
     """Commits of OLD...NEW with their files (see `log_args`), one process."""
     return parse_log(run(repo, *log_args(old, new), what="log"))
 
@@ -435,10 +463,11 @@ def parse_paths(out: bytes) -> list[str]:
     return [_decode(t) for t in out.split(b"\0") if t]
 
 
-def parse_history(out: bytes) -> list[tuple[str, str, str]]:
+def parse_history(out: bytes) -> list[Commit]:
+    """The commits of `history_args` output (sha, subject, body and what the subject says)."""
     tokens = out.split(b"\0")
     return [
-        (_decode(tokens[i]).strip(), _decode(tokens[i + 1]), _decode(tokens[i + 2]))
+        _commit(_decode(tokens[i]).strip(), _decode(tokens[i + 1]), _decode(tokens[i + 2]))
         for i in range(0, len(tokens) - 2, 3)
     ]
 

@@ -10,12 +10,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from relpipe.core import records, sanitize
-from relpipe.validate.precision.commits import Commit
+from relpipe.core.commit import Commit
 
 VERDICTS = ("relevant", "cosmetic", "not-relevant")
 
 
 # --- the report ---------------------------------------------------------------------------------
+
+
+def commit_json(commit: Commit) -> dict[str, Any]:
+    """A commit as the report writes it: what `git log` gave (not the body, nor the notes'
+    upstream repo), with `merge` (derived from `parents`) before `files`. Read back by
+    `core.records`, which ignores `merge` and the report's `precision`."""
+    out = records.fields_to_json(commit, exclude=("files", "body", "repo"))
+    return {**out, "merge": commit.merge, "files": list(commit.files)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,8 +136,10 @@ class PrecisionReport:
         """The `relpipe diff --json` document: the fields, a schema number, each commit's
         precision categories and the summary (derived: `from_json` recomputes them)."""
         out = {"schema": 1, **records.fields_to_json(self)}
-        for commit in out["commits"]:
-            commit["precision"] = list(self.commit_categories(commit["sha"]))
+        out["commits"] = [
+            {**commit_json(c), "precision": list(self.commit_categories(c.sha))}
+            for c in self.commits
+        ]
         tail = {key: out.pop(key) for key in ("watch", "upstream")}
         return {**out, "summary": self.summary(), **tail}
 
@@ -268,7 +278,7 @@ def _md_commits(report: PrecisionReport) -> list[str]:
             [
                 _code(_short(c.sha)) + (" *old*" if c.side == "old" else ""),
                 _pr_cell(report, c.pr),
-                _cell(c.type) + (" (merge)" if c.merge else ""),
+                _cell(c.type or "") + (" (merge)" if c.merge else ""),
                 _cell(c.subject),
                 _cell(", ".join(report.commit_categories(c.sha))),
             ]

@@ -1,18 +1,15 @@
-"""Engine commits as a reviewer reads them: PR number, normalised type and scope, files touched.
+"""What a commit subject says: its PR number and its normalised type and scope.
 
 Upstream subjects mix styles: conventional (`fix(moe): ...`, `feat!: ...`), bracketed (`[Fix] ...`,
 `[feat](docker): ...`, `[ROCm][Perf] ...`), GitHub merges (`Merge pull request #12 from ...`) and
-squash suffixes (`... (#2479)`). This module turns them into one vocabulary; it owns no git I/O.
+squash suffixes (`... (#2479)`). This module turns them into one vocabulary; it owns no git I/O
+(`gitio` fills the `core.commit.Commit` record with what a subject says).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
-
-from relpipe.core import records
-from relpipe.validate.precision.gitio import LogEntry
 
 # Spellings seen upstream -> the normalised type. Anything else is "other".
 TYPES: dict[str, str] = {
@@ -71,32 +68,6 @@ class Subject:
     pr: int | None
 
 
-@dataclass(frozen=True, kw_only=True)
-class Commit:
-    """One commit between OLD and NEW. side: 'new' (in NEW only) or 'old' (in OLD only)."""
-
-    sha: str
-    parents: tuple[str, ...]
-    side: str
-    author: str
-    date: str
-    subject: str
-    type: str
-    scope: str | None
-    pr: int | None
-    files: tuple[str, ...]
-
-    @property
-    def merge(self) -> bool:
-        return len(self.parents) > 1
-
-    def to_json(self) -> dict[str, Any]:
-        """The fields, and `merge` (derived from `parents`) before `files` as reports show it."""
-        out = records.fields_to_json(self)
-        files = out.pop("files")
-        return {**out, "merge": self.merge, "files": files}
-
-
 def _normal(word: str) -> str | None:
     return TYPES.get(word.strip().lower())
 
@@ -130,21 +101,3 @@ def parse_subject(subject: str) -> Subject:
             return Subject(kinds[0], scope, pr)
         return Subject("other", scope, pr)
     return Subject("other", None, pr)
-
-
-def from_log(entry: LogEntry, files: tuple[str, ...] | None = None) -> Commit:
-    """A `Commit` record from a parsed `git log` entry (files: its touched paths by default)."""
-    subject = parse_subject(entry.subject)
-    touched = tuple(t.path for t in entry.touches) if files is None else files
-    return Commit(
-        sha=entry.sha,
-        parents=entry.parents,
-        side=entry.side,
-        author=entry.author,
-        date=entry.date,
-        subject=entry.subject,
-        type=subject.type,
-        scope=subject.scope,
-        pr=subject.pr,
-        files=touched,
-    )

@@ -1,4 +1,4 @@
-"""Commit subject parsing (validate.commits): PR numbers, type and scope normalisation."""
+"""Commit subject parsing (validate.precision.subjects): PR numbers, type and scope spellings."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relpipe.validate.precision.commits import Subject, parse_subject
+from relpipe.validate.precision.subjects import Subject, parse_subject
 
 
 @pytest.mark.parametrize(
