@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -247,28 +247,38 @@ def merge_facts(
     path: str | os.PathLike[str], ref: str | Reference, digest: str, facts: Mapping[str, Any]
 ) -> LockEntry:
     """Merge probe facts into the entry of `ref`, refusing when the probed digest differs."""
-    p = Path(path)
-    with locked(p):
-        entries = load(p)
-        key = key_for(parse(ref))
-        entry = entries.get(key)
-        if entry is None:
-            raise LockError(f"{p}: no entry for {key}; run `relpipe images pin {key}` first")
+
+    def merged(p: Path, key: str, entry: LockEntry) -> LockEntry:
         if digest not in (entry.digest, entry.platform_digest):
             raise LockError(
                 f"{p}: facts are for {digest} but {key} is pinned to {entry.digest}; re-pin first"
             )
-        merged = dict(entry.facts)
-        merged.update(facts)
-        entries[key] = replace(entry, facts=merged)
-        write_atomic(p, render(entries).encode("utf-8"))
-    return entries[key]
+        return replace(entry, facts={**entry.facts, **facts})
+
+    return _update(path, ref, merged)
 
 
 def set_archive(
     path: str | os.PathLike[str], ref: str | Reference, digest: str, registry: str
 ) -> LockEntry:
     """Record that `ref`'s pinned `digest` is kept byte for byte on `registry`."""
+
+    def archived(p: Path, key: str, entry: LockEntry) -> LockEntry:
+        if digest != entry.digest:
+            raise LockError(f"{p}: {key} is pinned to {entry.digest}, not the archived {digest}")
+        when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return replace(entry, archive={"registry": registry, "archived-at": when})
+
+    return _update(path, ref, archived)
+
+
+def _update(
+    path: str | os.PathLike[str],
+    ref: str | Reference,
+    change: Callable[[Path, str, LockEntry], LockEntry],
+) -> LockEntry:
+    """Replace the pinned entry of `ref` with `change(path, key, entry)`, under the lock file's
+    lock, atomically; a ref with no entry is refused."""
     p = Path(path)
     with locked(p):
         entries = load(p)
@@ -276,9 +286,6 @@ def set_archive(
         entry = entries.get(key)
         if entry is None:
             raise LockError(f"{p}: no entry for {key}; run `relpipe images pin {key}` first")
-        if digest != entry.digest:
-            raise LockError(f"{p}: {key} is pinned to {entry.digest}, not the archived {digest}")
-        when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        entries[key] = replace(entry, archive={"registry": registry, "archived-at": when})
+        entries[key] = change(p, key, entry)
         write_atomic(p, render(entries).encode("utf-8"))
     return entries[key]
