@@ -106,7 +106,9 @@ def _wait_exit(proc: subprocess.Popen[bytes], timeout: float | None) -> int:
     try:
         import select
 
-        readable, _, _ = select.select([pidfd], [], [], timeout)
+        poller = select.poll()  # not select.select: a pidfd may be numbered past FD_SETSIZE
+        poller.register(pidfd, select.POLLIN)
+        readable = poller.poll(max(0.0, timeout) * 1000)
     finally:
         os.close(pidfd)
     if not readable:

@@ -16,6 +16,12 @@ import types
 class _Deferred(types.ModuleType):
     """A module that stands in `sys.modules` until one of its attributes is read."""
 
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        # Without these, reading one (importlib.util.find_spec does) loads the real module too.
+        for attribute in ("__spec__", "__loader__", "__package__"):
+            delattr(self, attribute)
+
     def __getattr__(self, name: str) -> object:
         del sys.modules[self.__name__]  # the import below then loads the real module
         real = __import__(self.__name__)
