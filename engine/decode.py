@@ -194,7 +194,7 @@ def make_decoder(
     raise EngineError(f"unknown decode path {path!r}; use one of {', '.join(PATHS)}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Generation:
     """Output of one batched greedy decode."""
 

@@ -23,7 +23,7 @@ VOCAB = 256
 MAX_WEIGHTS_BYTES = 2 << 30  # a weights file larger than this is refused before it is read
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ModelConfig:
     """Shape of the model. `head_dim` is d_model / n_heads; KV heads divide the query heads."""
 
@@ -76,7 +76,7 @@ class ModelConfig:
 TINY = ModelConfig()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Weights:
     """All parameters, per-layer tensors stacked on a leading layer axis; row-major [out, in]."""
 
@@ -182,7 +182,8 @@ def load(path: str) -> Weights:
             f"weights file {path}: config keys {sorted(raw_config)} != {sorted(fields)}"
         )
     config = ModelConfig(**raw_config)
-    probe = Weights(config, *([torch.empty(0)] * 9))
+    empty = {f.name: torch.empty(0) for f in dataclasses.fields(Weights) if f.name != "config"}
+    probe = Weights(config=config, **empty)
     expected = probe.shapes()
     if set(tensors) != set(expected):
         raise EngineError(f"weights file {path}: tensors {sorted(tensors)} != {sorted(expected)}")

@@ -34,7 +34,7 @@ class BadRequest(EngineError):
     """A request the server refuses (HTTP 400)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Request:
     prompt: str
     max_tokens: int

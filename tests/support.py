@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 from pathlib import Path
+
+import pytest
 
 NAME, EMAIL = "relpipe-test", "test@relpipe.invalid"
 DATE, EPOCH = "2026-01-01T00:00:00Z", 1767225600  # the same instant twice
@@ -112,3 +115,12 @@ def source_root() -> Path:
             except FileExistsError:  # a parallel test worker made it first
                 pass
     return root
+
+
+def assert_keyword_only(record: type) -> None:
+    """Every init field of a dataclass record is keyword-only, and a positional call is refused."""
+    fields = [f for f in dataclasses.fields(record) if f.init]
+    assert fields and all(f.kw_only for f in fields)
+    # One value per field, positionally: refused before any field is looked at.
+    with pytest.raises(TypeError, match="positional argument"):
+        record(*["x"] * len(fields))

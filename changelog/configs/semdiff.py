@@ -48,7 +48,7 @@ _ARM_ORDER = (
 # ---------------------------------------------------------------- records
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ImageChange:
     kind: ClassVar[str] = "image"
     key: str
@@ -80,7 +80,7 @@ class FieldChange:
     new: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _ArmChange:
     """Where a change inside a search-space arm is: config key, scenario, arm label."""
 
@@ -89,14 +89,14 @@ class _ArmChange:
     arm: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ConcurrencyChange(_ArmChange):
     kind: ClassVar[str] = "concurrency"
     added: tuple[int, ...]
     removed: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EnvChange(_ArmChange):
     """One setting changed at some points of an arm: removed (new None), added (old None) or
     changed.
@@ -109,7 +109,7 @@ class EnvChange(_ArmChange):
     concurrency: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class VersionChange(_ArmChange):
     """A nested component's version in one arm, e.g. field kv-offload-backend, name lmcache."""
 
@@ -414,7 +414,9 @@ def diff(old_text: str, new_text: str) -> ConfigDiff:
 def _diff_key(key: str, old: _Key, new: _Key) -> list[Change]:
     out: list[Change] = []
     if old.fields.get("image") != new.fields.get("image"):
-        out.append(ImageChange(key, old.fields.get("image", ""), new.fields.get("image", "")))
+        out.append(
+            ImageChange(key=key, old=old.fields.get("image", ""), new=new.fields.get("image", ""))
+        )
     for field in _union(old.fields, new.fields):
         if field != "image" and old.fields.get(field) != new.fields.get(field):
             out.append(
@@ -430,13 +432,27 @@ def _diff_key(key: str, old: _Key, new: _Key) -> list[Change]:
         added = tuple(sorted(c for c in new_pts if c not in old_pts))
         removed = tuple(sorted(c for c in old_pts if c not in new_pts))
         if added or removed:
-            out.append(ConcurrencyChange(key, ident[0], ident[1], added, removed))
+            out.append(
+                ConcurrencyChange(
+                    key=key, scenario=ident[0], arm=ident[1], added=added, removed=removed
+                )
+            )
         if a and b:
             out += _diff_env(key, a, b)
             for field in _union(a.versions, b.versions):
                 va, vb = a.versions.get(field), b.versions.get(field)
                 if va and vb and va[0] == vb[0] and va[1] != vb[1]:
-                    out.append(VersionChange(key, a.scenario, a.label, field, va[0], va[1], vb[1]))
+                    out.append(
+                        VersionChange(
+                            key=key,
+                            scenario=a.scenario,
+                            arm=a.label,
+                            field=field,
+                            name=va[0],
+                            old=va[1],
+                            new=vb[1],
+                        )
+                    )
     return out
 
 
@@ -450,7 +466,15 @@ def _diff_env(key: str, a: _Arm, b: _Arm) -> list[Change]:
             if old != new:
                 groups[(name, old, new)].append(conc)
     return [
-        EnvChange(key, a.scenario, a.label, name, old, new, tuple(concs))
+        EnvChange(
+            key=key,
+            scenario=a.scenario,
+            arm=a.label,
+            name=name,
+            old=old,
+            new=new,
+            concurrency=tuple(concs),
+        )
         for (name, old, new), concs in groups.items()
     ]
 

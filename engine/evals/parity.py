@@ -32,7 +32,7 @@ LIMITS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DtypeParity:
     kv_dtype: str
     positions: int

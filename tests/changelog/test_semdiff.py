@@ -65,17 +65,25 @@ def _revisions(corpus_dir: Path) -> tuple[str, str]:
 
 
 EXPECTED = (
-    ImageChange(KEY, OLD_IMAGE, NEW_IMAGE),
-    EnvChange(KEY, "agentic-coding", ARM_TP4, "ATOM_MONO_ENABLE", "0", None, tuple(MONO_POINTS)),
-    ConcurrencyChange(KEY, "agentic-coding", ARM_TP2, (8,), ()),
+    ImageChange(key=KEY, old=OLD_IMAGE, new=NEW_IMAGE),
+    EnvChange(
+        key=KEY,
+        scenario="agentic-coding",
+        arm=ARM_TP4,
+        name="ATOM_MONO_ENABLE",
+        old="0",
+        new=None,
+        concurrency=tuple(MONO_POINTS),
+    ),
+    ConcurrencyChange(key=KEY, scenario="agentic-coding", arm=ARM_TP2, added=(8,), removed=()),
     VersionChange(
-        KEY,
-        "agentic-coding",
-        ARM_LMCACHE,
-        "kv-offload-backend",
-        "lmcache",
-        "0.5.3",
-        "0.5.6.dev139+gf22dec28",
+        key=KEY,
+        scenario="agentic-coding",
+        arm=ARM_LMCACHE,
+        field="kv-offload-backend",
+        name="lmcache",
+        old="0.5.3",
+        new="0.5.6.dev139+gf22dec28",
     ),
 )
 
@@ -241,19 +249,23 @@ def test_points_and_per_point_env_are_diffed_exactly(
     both = sorted(set(old) & set(new))
     expected: list[semdiff.Change] = []
     if added or removed:
-        expected.append(ConcurrencyChange("k-fp4-x", "agentic-coding", "tp=4", added, removed))
+        expected.append(
+            ConcurrencyChange(
+                key="k-fp4-x", scenario="agentic-coding", arm="tp=4", added=added, removed=removed
+            )
+        )
     for was, now in ((True, False), (False, True)):
         concs = tuple(c for c in both if old[c] == was and new[c] == now)
         if concs:
             expected.append(
                 EnvChange(
-                    "k-fp4-x",
-                    "agentic-coding",
-                    "tp=4",
-                    "ATOM_MONO_ENABLE",
-                    "0" if was else None,
-                    "0" if now else None,
-                    concs,
+                    key="k-fp4-x",
+                    scenario="agentic-coding",
+                    arm="tp=4",
+                    name="ATOM_MONO_ENABLE",
+                    old="0" if was else None,
+                    new="0" if now else None,
+                    concurrency=concs,
                 )
             )
     assert sorted(result.changes, key=repr) == sorted(expected, key=repr)

@@ -11,8 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import assert_keyword_only
 
-from relpipe.changelog.configs.semdiff import FieldChange
+from relpipe.changelog.configs.semdiff import (
+    ConcurrencyChange,
+    EnvChange,
+    FieldChange,
+    ImageChange,
+    VersionChange,
+)
 from relpipe.changelog.entry import Entry
 from relpipe.core import records
 from relpipe.images.reference import Reference
@@ -82,6 +89,10 @@ KEYWORD_ONLY = (
     Reference,
     Outcome,
     FieldChange,
+    ImageChange,
+    ConcurrencyChange,
+    EnvChange,
+    VersionChange,
     Runtime,
     Services,
 )
@@ -89,11 +100,7 @@ KEYWORD_ONLY = (
 
 @pytest.mark.parametrize("record", KEYWORD_ONLY, ids=lambda r: r.__name__)
 def test_records_are_keyword_only(record: type) -> None:
-    fields = [f for f in dataclasses.fields(record) if f.init]
-    assert fields and all(f.kw_only for f in fields)
-    # One value per field, positionally: refused before any field is looked at.
-    with pytest.raises(TypeError, match="positional argument"):
-        record(*["x"] * len(fields))
+    assert_keyword_only(record)
 
 
 def test_records_are_refused_positionally_and_frozen() -> None:
