@@ -401,8 +401,7 @@ def _diff(
     fatal = [f for f in new.findings if f.code not in HISTORY_CODES | ENTRY_CODES]
     fatal = [f for f in fatal if f.code not in ("duplicate-key", "unsafe-char")]
     if fatal:
-        found = tuple(_graded(fatal, rules))
-        return _unappended(path, "diff", len(new.blocks), found)
+        return _unappended(path, "diff", len(new.blocks), tuple(_graded(fatal, rules)))
     inserted: list[Block] = []
     aligned = history.positional(old.blocks, new.blocks, base, head, rules, path)
     if aligned is None:
