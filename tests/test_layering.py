@@ -175,3 +175,37 @@ def test_programs_start_only_through_core_process() -> None:
             if rel != "core/process.py" and "subprocess" in _imports(path):
                 bad.append(f"{rel} imports subprocess; use relpipe.core.process")
     assert bad == []
+
+
+def _is_dataclass(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+    return name == "dataclass"
+
+
+def _keyword_only(decorator: ast.expr) -> bool:
+    return isinstance(decorator, ast.Call) and any(
+        k.arg == "kw_only" and isinstance(k.value, ast.Constant) and k.value.value is True
+        for k in decorator.keywords
+    )
+
+
+def test_records_of_four_or_more_fields_are_keyword_only() -> None:
+    """A record with four or more fields is built by keyword (issue 21: four strings in a row
+    are easy to swap unnoticed); a positional construction of one is a TypeError."""
+    bad = []
+    for layer in sorted(LAYERS):
+        for path in _modules(layer):
+            for node in ast.walk(_tree(path)):
+                if not isinstance(node, ast.ClassDef):
+                    continue
+                decorators = [d for d in node.decorator_list if _is_dataclass(d)]
+                fields = [
+                    item
+                    for item in node.body
+                    if isinstance(item, ast.AnnAssign) and "ClassVar" not in ast.unparse(item)
+                ]
+                if decorators and len(fields) >= 4 and not _keyword_only(decorators[0]):
+                    rel = path.relative_to(ROOT).as_posix()
+                    bad.append(f"{rel}:{node.lineno} {node.name} ({len(fields)} fields)")
+    assert bad == []

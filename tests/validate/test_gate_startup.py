@@ -12,8 +12,10 @@ import relpipe.validate.gate
 assert type(sys.modules["inspect"]).__name__ == "_Deferred", "not deferred"
 import inspect
 held = inspect  # a module that imported it before its first use keeps this object
-spec = importlib.util.find_spec("inspect")  # reads __spec__: loads the real module
+spec = importlib.util.find_spec("inspect")  # the real spec, without loading the module
 assert spec is not None and spec.origin.endswith("inspect.py"), spec
+assert type(sys.modules["inspect"]).__name__ == "_Deferred", "loaded by find_spec"
+held.isclass(int)  # the first use loads it
 assert type(sys.modules["inspect"]).__name__ == "module"
 def f(a, *, b=1): ...
 print(held.signature(f), held.isfunction(f), held.__name__, held.getmodule(f).__name__)

@@ -18,9 +18,12 @@ class _Deferred(types.ModuleType):
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        # Without these, reading one (importlib.util.find_spec does) loads the real module too.
-        for attribute in ("__spec__", "__loader__", "__package__"):
-            delattr(self, attribute)
+        # The real module's spec, found without loading it: the import system reads it on every
+        # `import inspect` (is it still initialising?), and find_spec gives it to its callers.
+        from importlib.machinery import PathFinder
+
+        self.__spec__ = PathFinder.find_spec(name)
+        self.__loader__ = getattr(self.__spec__, "loader", None)
 
     def __getattr__(self, name: str) -> object:
         del sys.modules[self.__name__]  # the import below then loads the real module

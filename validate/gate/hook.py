@@ -53,7 +53,7 @@ PLACEHOLDERS = ("XXX",)
 NO_EVALS = "no-evals"  # a 2026-10 field (changelog/entry/model.py)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Report:
     """What one run found: mode, counts, and every finding in head-line order."""
 
@@ -401,7 +401,7 @@ def _diff(
     fatal = [f for f in new.findings if f.code not in HISTORY_CODES | ENTRY_CODES]
     fatal = [f for f in fatal if f.code not in ("duplicate-key", "unsafe-char")]
     if fatal:
-        return Report(path, "diff", len(new.blocks), 0, 0, tuple(_graded(fatal, rules)), False)
+        return _unappended(path, "diff", len(new.blocks), tuple(_graded(fatal, rules)))
     inserted: list[Block] = []
     aligned = history.positional(old.blocks, new.blocks, base, head, rules, path)
     if aligned is None:
@@ -448,7 +448,7 @@ def check(
         old = scan(base, path)
         rejected = _base_rejected(old, path)
         if rejected:
-            return Report(path, "base", len(old.blocks), 0, 0, tuple(rejected), False)
+            return _unappended(path, "base", len(old.blocks), tuple(rejected))
         if appending and bases is not None:
             bases.remember(base)
     if head.startswith(base):
@@ -467,13 +467,27 @@ def check(
     found.sort(key=lambda f: f.line)
     unique = list({(f.line, f.code, f.message): f for f in found}.values())
     return Report(
-        path,
-        mode,
-        _entry_count(head),
-        len(appended),
-        corrections,
-        tuple(unique),
-        rules.config_keys is not None,
+        path=path,
+        mode=mode,
+        entries=_entry_count(head),
+        appended=len(appended),
+        corrections=corrections,
+        findings=tuple(unique),
+        configs_checked=rules.config_keys is not None,
+    )
+
+
+def _unappended(path: str, mode: str, entries: int, findings: tuple[Finding, ...]) -> Report:
+    """A report with no entry appended or corrected: a head or base InferenceX cannot read, or a
+    `--full` audit of one file."""
+    return Report(
+        path=path,
+        mode=mode,
+        entries=entries,
+        appended=0,
+        corrections=0,
+        findings=findings,
+        configs_checked=False,
     )
 
 
@@ -507,7 +521,7 @@ def _audit(head: bytes, rules: Rules, path: str) -> Report:
     if links:  # scan's findings are in line order already
         found.extend(_graded(links, rules, history=True))
         found.sort(key=lambda f: f.line)
-    return Report(path, "full", len(changelog.blocks), 0, 0, tuple(found), False)
+    return _unappended(path, "full", len(changelog.blocks), tuple(found))
 
 
 # For a history audit without --repo-url or origin: the repository the first link names.
