@@ -26,18 +26,10 @@ REPOSITORY = "relpipe-bench/atom-dev"
 KEY = "minimaxm3-fp4-mi355x-atom-agentic-mtp"
 # Fixture layers are cached in the checkout (git-ignored), never in the user's ~/.cache/relpipe.
 FIXTURE_CACHE = ROOT / ".relpipe" / "bench" / "fixtures"
-QUICK = [
-    "--max-batch",
-    "1",
-    "--max-new",
-    "2",
-    "--prompt-bytes",
-    "8",
-    "--kv-dtypes",
-    "fp32",
-    "--timeout",
-    "300",
-]
+sys.path.insert(0, str(ROOT / "tests"))
+from qualify_support import QUICK as TESTS_QUICK  # noqa: E402
+
+QUICK = [*TESTS_QUICK[:-1], "300"]  # the qualification tests' tiny grid, a longer timeout
 
 
 def _timed(args: list[str], cwd: Path, env: dict[str, str]) -> float:

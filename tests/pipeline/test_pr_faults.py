@@ -152,6 +152,13 @@ def test_transient_5xx_is_retried(
     assert list(api.pulls) == [1] and not no_branch(world)
 
 
+def _pre_receive(tmp_path: Path, script: str) -> None:
+    """The bare remote's pre-receive hook: `script` (sh) decides each push."""
+    hook = tmp_path / "remote.git" / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\n" + script)
+    hook.chmod(0o755)
+
+
 def test_a_remote_that_rejects_the_push(
     world: Path,
     api: github_api.GitHubDouble,
@@ -160,9 +167,7 @@ def test_a_remote_that_rejects_the_push(
     tmp_path: Path,
 ) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    hook = tmp_path / "remote.git" / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\necho 'protected: no pushes' >&2\nexit 1\n")
-    hook.chmod(0o755)
+    _pre_receive(tmp_path, "echo 'protected: no pushes' >&2\nexit 1\n")
     stage_release(world, "nightly_202610070333")
     assert pr(world, api, "open") == 1
     assert "origin refused the push" in one_line_error(capsys)
@@ -179,13 +184,12 @@ def test_a_refused_second_push_leaves_the_pr_open_with_its_placeholder(
     """The remote takes the first push (the XXX placeholder) and refuses the one that carries the
     PR's link: the PR is open and labelled, and the warning says the placeholder stayed."""
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    hook = tmp_path / "remote.git" / "hooks" / "pre-receive"
-    hook.write_text(
-        "#!/bin/sh\nwhile read old new ref; do\n"
+    _pre_receive(
+        tmp_path,
+        "while read old new ref; do\n"
         '  if [ "$old" != 0000000000000000000000000000000000000000 ]; then\n'
-        "    echo 'no force pushes' >&2; exit 1\n  fi\ndone\n"
+        "    echo 'no force pushes' >&2; exit 1\n  fi\ndone\n",
     )
-    hook.chmod(0o755)
     stage_release(world, "nightly_202610070333")
     assert pr(world, api, "open") == 0
     out = capsys.readouterr().out

@@ -328,17 +328,12 @@ def test_hook_process_imports_only_stdlib_and_pyyaml(repo: Path) -> None:
         ),
     )
     git(repo, "add", "perf-changelog.yaml")
-    probe = (
-        "import sys\nfrom relpipe.validate.gate.hook import main\ncode = main([])\n"
+    third_party = _hook_then_print(
+        repo,
         "mods = {m.split('.')[0] for m in sys.modules}\n"
         "mods |= {'relpipe.' + m.split('.')[1] for m in sys.modules if m.startswith('relpipe.')}\n"
-        "print(sorted(mods - set(sys.stdlib_module_names)))\nsys.exit(code)\n"
+        "print(sorted(mods - set(sys.stdlib_module_names)))\n",
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    third_party = eval(done.stdout.strip().splitlines()[-1])  # noqa: S307 - our own printed list
     ours = {"relpipe", "relpipe.core", "relpipe.changelog", "relpipe.validate", "__main__"}
     allowed = ours | {"yaml", "_yaml", "cython_runtime"}  # PyYAML's C extension is Cython-built
     leftovers = {
@@ -348,6 +343,21 @@ def test_hook_process_imports_only_stdlib_and_pyyaml(repo: Path) -> None:
     }
     assert leftovers == set()
     assert "yaml" in third_party
+
+
+def _hook_then_print(repo: Path, printer: str) -> list[str]:
+    """Run the hook with its defaults in a fresh interpreter, then `printer` (code printing one
+    Python list); the hook must pass (its verdict line is checked), the list is returned."""
+    probe = (
+        "import sys\nfrom relpipe.validate.gate.hook import main\ncode = main([])\n"
+        f"{printer}sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok (append: 1 appended" in done.stdout
+    return list(eval(done.stdout.strip().splitlines()[-1]))  # noqa: S307 - our own printed list
 
 
 def test_usual_commit_loads_no_module_it_does_not_need(repo: Path) -> None:
@@ -361,17 +371,13 @@ def test_usual_commit_loads_no_module_it_does_not_need(repo: Path) -> None:
     bare = subprocess.run(
         [sys.executable, "-c", listing], cwd=repo, capture_output=True, text=True, check=True
     )
-    probe = (
-        "import sys\nfrom relpipe.validate.gate.hook import main\ncode = main([])\n"
-        "print(sorted(m for m in sys.modules if type(sys.modules[m]).__name__ != '_Deferred'))\n"
-        "sys.exit(code)\n"
+    loaded = set(
+        _hook_then_print(
+            repo,
+            "print(sorted(m for m in sys.modules"
+            " if type(sys.modules[m]).__name__ != '_Deferred'))\n",
+        )
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "ok (append: 1 appended" in done.stdout
-    loaded = set(eval(done.stdout.strip().splitlines()[-1]))  # noqa: S307 - our own printed list
     loaded -= set(eval(bare.stdout))  # noqa: S307 - our own printed list
     unneeded = {"inspect", "ast", "dis", "pathlib", "typing", "json", "yaml", "tempfile"}
     assert loaded & unneeded == set()
