@@ -16,7 +16,11 @@ spec = importlib.util.find_spec("inspect")  # the real spec, without loading the
 assert spec is not None and spec.origin.endswith("inspect.py"), spec
 assert type(sys.modules["inspect"]).__name__ == "_Deferred", "loaded by find_spec"
 held.isclass(int)  # the first use loads it
-assert type(sys.modules["inspect"]).__name__ == "module"
+real = sys.modules["inspect"]
+assert type(real).__name__ == "module"
+# A feature test on the placeholder after the load (hasattr of a missing name) finds nothing and
+# leaves the one real module in place.
+assert not hasattr(held, "no_such_function") and sys.modules["inspect"] is real
 def f(a, *, b=1): ...
 print(held.signature(f), held.isfunction(f), held.__name__, held.getmodule(f).__name__)
 """

@@ -5,8 +5,9 @@ hook never needs: the standard library's `inspect`, which `dataclasses` imports 
 a tenth of the hook's start-up, with `ast`, `dis` and `tokenize`) and uses only to write a
 signature into a record class that has no docstring (every record on the hook's path has one).
 Until something reads an attribute of it, `inspect` is a placeholder module; the first read loads
-the real one, so nothing else can tell the difference. tests/validate/test_perf_changelog.py holds
-the hook's append path to loading neither `inspect` nor pathlib, typing, json or PyYAML.
+the real one, so nothing else can tell the difference (tests/validate/test_gate_startup.py).
+tests/validate/test_perf_changelog.py holds the hook's append path to loading neither `inspect`
+nor pathlib, typing, json or PyYAML.
 """
 
 import sys
@@ -26,8 +27,9 @@ class _Deferred(types.ModuleType):
         self.__loader__ = getattr(self.__spec__, "loader", None)
 
     def __getattr__(self, name: str) -> object:
-        del sys.modules[self.__name__]  # the import below then loads the real module
-        real = __import__(self.__name__)
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]  # the import below then loads the real module
+        real = __import__(self.__name__)  # (or finds it, loaded by an earlier read)
         self.__dict__.update(real.__dict__)  # whoever holds this placeholder now sees the real
         return getattr(real, name)
 
