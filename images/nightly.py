@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cache
 from importlib import resources
@@ -182,16 +182,7 @@ def family(selector: str) -> Family:
                 f"(groups: {', '.join(fam.group) or 'none'}; write field=value)"
             )
         where.append((key, value))
-    return Family(
-        name=fam.name,
-        patterns=fam.patterns,
-        order=fam.order,
-        group=fam.group,
-        repositories=fam.repositories,
-        engine=fam.engine,
-        about=fam.about,
-        where=tuple(where),
-    )
+    return replace(fam, where=tuple(where))
 
 
 def default_family(repository: str) -> str:

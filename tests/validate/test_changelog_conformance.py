@@ -504,3 +504,28 @@ def test_the_2026_10_validator_agrees_on_its_own_tests_and_the_3750_change() -> 
     assert verdicts[-7:] == [True, True, False, True, False, False, False]
     wrong = [c.name for c, ok in zip(cases, verdicts, strict=True) if relpipe(c, []).ok != ok]
     assert not wrong, wrong
+
+
+def test_the_placeholders_are_inferencex_s_in_both_layouts(
+    inferencex_tree: Path, inferencex_tree_2026_10: Path
+) -> None:
+    """The pr-links a PR's entry may carry before the PR exists (the gate accepts them in PR mode,
+    `relpipe pr` replaces them once the PR is numbered) are the validators'
+    PR_LINK_PLACEHOLDERS."""
+    import ast
+
+    from relpipe.validate.gate.hook import placeholders
+
+    validators = (
+        inferencex_tree / "utils" / "validate_perf_changelog.py",
+        inferencex_tree_2026_10 / "inferencex-e2e/infx/workflows/validate_perf_changelog.py",
+    )
+    for path in validators:
+        module = ast.parse(path.read_text())
+        (value,) = [
+            node.value
+            for node in module.body
+            if isinstance(node, ast.Assign)
+            and any(getattr(t, "id", "") == "PR_LINK_PLACEHOLDERS" for t in node.targets)
+        ]
+        assert set(ast.literal_eval(value)) == set(placeholders(REPO)), path

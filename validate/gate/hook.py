@@ -49,7 +49,14 @@ if TYPE_CHECKING:
     from relpipe.validate.gate.append_only import Revision
 
 DEFAULT_CHANGELOG = "perf-changelog.yaml"
-PLACEHOLDERS = ("XXX",)
+PLACEHOLDER = "XXX"  # InferenceX's PR_LINK_PLACEHOLDERS (both validators): XXX, <repo>/pull/XXX
+
+
+def placeholders(repo_url: str) -> tuple[str, str]:
+    """The pr-links a PR's entry may carry before the PR exists, for the repository `repo_url`."""
+    return PLACEHOLDER, f"{repo_url}/pull/{PLACEHOLDER}"
+
+
 NO_EVALS = "no-evals"  # a 2026-10 field (changelog/entry/model.py)
 
 
@@ -156,7 +163,7 @@ def _pr_link_finding(block: Block, rules: Rules, path: str) -> Finding | None:
     canonical = history.canonical_link(rules.repo_url)
     if rules.pr_number is not None:
         expected = f"{rules.repo_url}/pull/{rules.pr_number}"
-        if link in (expected, *PLACEHOLDERS, f"{rules.repo_url}/pull/XXX"):
+        if link in (expected, *placeholders(rules.repo_url)):
             return None
         return Finding(
             line=line,
