@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.core import process, records
+from relpipe.core.reference import InvalidReference
 from relpipe.images import fixture_repo as fx
 from relpipe.images import real_engine
 from relpipe.images.errors import BuildError, ImageError
@@ -494,7 +495,7 @@ class FixtureBuilder:
         """The digest the registry has under `ref`, None when it has none (or cannot say)."""
         try:
             return str(client.resolve(ref).digest)
-        except ImageError:
+        except (ImageError, InvalidReference):
             # Absent tag or repository; any other registry fault resurfaces on the push below.
             return None
 

@@ -39,8 +39,8 @@ from relpipe.images.mediatypes import ACCEPT, DEFAULT_PLATFORM, INDEX_TYPES, MAN
 
 if TYPE_CHECKING:
     from relpipe.images.manifest import Platform
+from relpipe.core.reference import Reference, parse
 from relpipe.images.options import CA_ENV
-from relpipe.images.reference import Reference, parse
 from relpipe.images.transport import (
     MIB,
     Limits,

@@ -82,8 +82,8 @@ class Engine:
         return _outcome(run, options)
 
     def probe(self, ref: str, options: Options) -> ProbeOutput:
+        from relpipe.core.reference import parse
         from relpipe.images.nightly import engine_of
-        from relpipe.images.reference import parse
 
         # vLLM and SGLang images record their version and commit their own way (engine.packaging)
         engine = engine_of(parse(ref).repository)

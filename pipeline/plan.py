@@ -164,8 +164,8 @@ def make_plan(
 
 def locked_ref(ws: Workspace | None, ref: str) -> str:
     """The digest the lock file recorded for `ref` (what was benchmarked), else `ref` itself."""
+    from relpipe.core.reference import parse
     from relpipe.images import lock
-    from relpipe.images.reference import parse
 
     if ws is None or not (ws.root / ws.lock).is_file():
         return ref

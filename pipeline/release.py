@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from relpipe.core import journal, records
 from relpipe.core.files import file_lock
+from relpipe.core.reference import parse
 from relpipe.core.status import FAIL
-from relpipe.images.reference import parse
 from relpipe.pipeline import history
 from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.errors import PipelineError

@@ -30,8 +30,8 @@ class Revert:
 
 def previous_image(root: Path, current: str, to: str | None) -> tuple[str, str]:
     """(lock key, digest) of the image to restore: `to`, else the one pinned before `current`."""
+    from relpipe.core.reference import parse
     from relpipe.images import lock
-    from relpipe.images.reference import parse
 
     LOCK = Workspace(root).lock  # noqa: N806 (the lock file's path in every message)
     entries = lock.load(root / LOCK)
@@ -60,7 +60,7 @@ def previous_image(root: Path, current: str, to: str | None) -> tuple[str, str]:
 
 
 def plan_revert(ws: Workspace, config_key: str, to: str | None, reason: str) -> Revert:
-    from relpipe.images.reference import parse
+    from relpipe.core.reference import parse
     from relpipe.pipeline.release import new_image_text
 
     if not reason.strip() or "\n" in reason:

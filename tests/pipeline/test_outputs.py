@@ -22,7 +22,7 @@ from relpipe.changelog.configs.semdiff import (
 )
 from relpipe.changelog.entry import Entry
 from relpipe.core import records
-from relpipe.images.reference import Reference
+from relpipe.core.reference import Reference
 from relpipe.images.runtime import Runtime
 from relpipe.images.services import Services
 from relpipe.pipeline.errors import PipelineError
