@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import process, records
+from relpipe.core import jsoncodec, process
 from relpipe.core.reference import InvalidReference
 from relpipe.images import fixture_repo as fx
 from relpipe.images import real_engine
@@ -100,7 +100,7 @@ class FixtureImage:
 
     def to_json(self) -> dict[str, Any]:
         """`relpipe fixtures build --json`: `reference` in place of registry and repository."""
-        out = records.fields_to_json(self, exclude=("registry", "repository"))
+        out = jsoncodec.fields_to_json(self, exclude=("registry", "repository"))
         return {
             "tag": out.pop("tag"),
             "digest": out.pop("digest"),

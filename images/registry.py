@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from relpipe.core import jsonload, records
+from relpipe.core import jsoncodec, jsonload
 from relpipe.images.auth import (
     CAP_EXT,
     KIND_EXT,
@@ -92,14 +92,14 @@ class Resolved:
     ref: str  # as given
     reference: Reference
     digest: str
-    media_type: str = field(metadata=records.spec(key="media-type"))
+    media_type: str = field(metadata=jsoncodec.spec(key="media-type"))
     platform: str | None  # for indexes: the selected entry; for a single manifest: unknown (None)
-    platform_digest: str = field(metadata=records.spec(key="platform-digest"))
+    platform_digest: str = field(metadata=jsoncodec.spec(key="platform-digest"))
 
     def to_json(self) -> dict[str, Any]:
         """`relpipe images resolve --json`, spelled as the lock file spells it (less `reference`,
         which is `ref` parsed)."""
-        return records.fields_to_json(self, exclude=("reference",))
+        return jsoncodec.fields_to_json(self, exclude=("reference",))
 
 
 @dataclass(frozen=True, kw_only=True)
