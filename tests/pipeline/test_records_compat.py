@@ -19,8 +19,8 @@ import pytest
 
 from relpipe.core import jsoncodec
 from relpipe.pipeline import outputs as out
+from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.history import HistoryOutput
 from relpipe.pipeline.plan import Plan
 from relpipe.pipeline.report import ReportData, render_json
 from relpipe.pipeline.runrecord import StageResult, pretty_json, stage_key
