@@ -30,10 +30,10 @@ from relpipe.core import journal, records
 from relpipe.core.files import file_lock
 from relpipe.core.status import FAIL
 from relpipe.images.reference import parse
-from relpipe.pipeline import history
+from relpipe.pipeline import comparison
+from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.history import HistoryOutput
 from relpipe.pipeline.outputs import EngineFacts, ReleaseChecks, ValidatorOutput, run_stage
 from relpipe.pipeline.plan import Options, Plan
 from relpipe.pipeline.record import (
@@ -189,7 +189,7 @@ def release_facts(
             ],
         },
         "risks": risks,
-        "history": history.notes_rows(outcome.history),
+        "history": comparison.notes_rows(outcome.history),
     }
 
 
@@ -587,7 +587,7 @@ def render_release(
     """
     full = replace(outcome, changelog=checks.changelog, notes=checks.notes, golden=checks.golden)
     if full.history is not None and not force:
-        history.save(full.history, record.root)  # what C11/C12 saw, for `relpipe report`
+        comparison.save(full.history, record.root)  # what C11/C12 saw, for `relpipe report`
     verdict = evaluate(full, strict=strict)
     title = f"release {inputs['request']['config_key']} -> {plan.image.ref}"
     return verdict, render_all(
@@ -619,6 +619,6 @@ def rerender_release(run_dir: Path, strict: bool = False) -> tuple[Verdict, dict
         _never_run,
         "release checks",
     )
-    seen = history.load(run_dir) or HistoryOutput(status="n/a", reason="not recorded")
+    seen = comparison.load(run_dir) or HistoryOutput(status="n/a", reason="not recorded")
     outcome = replace(assemble(plan, outputs), history=seen)
     return render_release(plan, outcome, checks, inputs, record, strict, force=True)

@@ -24,7 +24,7 @@ from typing import Any
 from relpipe.core import records, sanitize
 from relpipe.core.errors import require
 from relpipe.core.status import FAIL, NA, PASS, WARN
-from relpipe.pipeline.history import HistoryOutput, Trend
+from relpipe.pipeline.comparison import HistoryOutput, Trend
 from relpipe.pipeline.outputs import EngineFacts, EvalOutput, Facts, PrecisionOutput
 from relpipe.pipeline.record import pretty_json
 from relpipe.pipeline.verdict import Outcome, Verdict, eval_failures

@@ -17,10 +17,10 @@ from typing import Any
 from relpipe.changelog.repo import find_root, is_checkout
 from relpipe.core import records, sanitize
 from relpipe.images.registry import RegistryClient
-from relpipe.pipeline import history
+from relpipe.pipeline import comparison
+from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.history import HistoryOutput
 from relpipe.pipeline.plan import (
     DEFAULT_MAX_BATCH,
     DEFAULT_SUITES,
@@ -129,7 +129,7 @@ def _history(plan: Plan, record: RunRecord, outcome: Outcome, *, reread: bool) -
     (a merge of shards compares as the unsharded run does: the same store gives the same verdict).
     """
     if reread:
-        return history.load(record.root) or HistoryOutput(status="n/a", reason="not recorded")
+        return comparison.load(record.root) or HistoryOutput(status="n/a", reason="not recorded")
     state = record.cache.parent.parent if record.cache else state_dir(None, None)
     shape = {
         "image": records.to_json(plan.image),
@@ -141,8 +141,8 @@ def _history(plan: Plan, record: RunRecord, outcome: Outcome, *, reread: bool) -
         "facts": records.to_json(facts) if facts else {},
         "evals": [records.to_json(e) for e in outcome.evals],
     }
-    out = history.compare_run(report, run_id=plan.run_id, state=state)
-    history.save(out, record.root)
+    out = comparison.compare_run(report, run_id=plan.run_id, state=state)
+    comparison.save(out, record.root)
     return out
 
 

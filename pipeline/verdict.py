@@ -14,13 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from relpipe.changelog.history import regressions
-from relpipe.changelog.history.records import ACCEPTANCE, ACCURACY, PERF
+from relpipe.changelog.results import regressions
+from relpipe.changelog.results.records import ACCEPTANCE, ACCURACY, PERF
 from relpipe.core import records
 from relpipe.core.commit import Commit
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.core.status import overall as overall_status
-from relpipe.pipeline.history import HistoryOutput
+from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.outputs import (
     ConfigScope,
     EvalOutput,

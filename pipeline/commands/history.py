@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.changelog.history import ingest, regressions, store
+from relpipe.changelog.results import ingest, regressions, store
 from relpipe.core import records, sanitize
 from relpipe.pipeline.commands.parser import Parser, parser
 

@@ -20,7 +20,7 @@ import pytest
 from relpipe.core import records
 from relpipe.pipeline import outputs as out
 from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.history import HistoryOutput
+from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.plan import Plan
 from relpipe.pipeline.record import StageResult, pretty_json, stage_key
 from relpipe.pipeline.report import ReportData, render_json

@@ -1,5 +1,6 @@
-"""The results history in a qualification: record the run's results, then compare the image with
-the previous image of its config key (verdict checks C11 performance, C12 accuracy/acceptance).
+"""A qualification compared with the results store: record the run's results, then compare the
+image with the previous image of its config key (verdict checks C11 performance, C12
+accuracy/acceptance).
 
 The store is `$RELPIPE_HISTORY`, else `<state>/history.sqlite` (the benchmark repository's
 `.relpipe/`). What the comparison found is written to the run record (`history.json`), so a
@@ -15,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.history import qualification, regressions, store
-from relpipe.changelog.history.records import ACCURACY
+from relpipe.changelog.results import qualification, regressions, store
+from relpipe.changelog.results.records import ACCURACY
 from relpipe.core import jsonload, records
 from relpipe.core.files import write_atomic
 
