@@ -32,6 +32,15 @@ def compare_entries(base_entries, head_entries, pr_number):
 """
 
 
+def _copy_with_validator_tail(tree: Path, tmp_path: Path, tail: str) -> Path:
+    """A copy of `tree` whose validator ends with `tail` (code the doctor will run)."""
+    repo = tmp_path / "InferenceX"
+    shutil.copytree(tree, repo)
+    with open(repo / VALIDATOR, "a") as handle:
+        handle.write(tail)
+    return repo
+
+
 def _doctor(repo: Path, python: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
     code = cli(["doctor", "--repo", str(repo), "--python", python, "--json"])
     return code, json.loads(capsys.readouterr().out)
@@ -79,10 +88,7 @@ def test_a_rule_and_a_field_the_repository_adds_are_printed(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    repo = tmp_path / "InferenceX"
-    shutil.copytree(inferencex_tree_2026_10, repo)
-    with open(repo / VALIDATOR, "a") as handle:
-        handle.write(NEW_RULE)
+    repo = _copy_with_validator_tail(inferencex_tree_2026_10, tmp_path, NEW_RULE)
     matrix = repo / MATRIX
     text = matrix.read_text()
     at = text.index(
@@ -164,11 +170,10 @@ def test_the_repositorys_code_gets_no_credentials_and_a_temporary_home(
 ) -> None:
     """Issue 34 item 7: the validator doctor runs sees none of the user's secrets, whatever they
     are called, and a HOME that is not the user's and is gone afterwards."""
-    repo = tmp_path / "InferenceX"
-    shutil.copytree(inferencex_tree_2026_10, repo)
     seen = tmp_path / "seen.json"
-    with open(repo / VALIDATOR, "a") as handle:
-        handle.write(LEAK_PROBE.format(seen=str(seen)))
+    repo = _copy_with_validator_tail(
+        inferencex_tree_2026_10, tmp_path, LEAK_PROBE.format(seen=str(seen))
+    )
     secrets = {
         "GITHUB_TOKEN": "ghp_secret1",
         "GH_TOKEN": "gho_secret2",
@@ -219,11 +224,10 @@ def test_a_timeout_kills_the_repositorys_code_and_every_child_it_started(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    repo = tmp_path / "InferenceX"
-    shutil.copytree(inferencex_tree_2026_10, repo)
     pids = tmp_path / "pids"
-    with open(repo / VALIDATOR, "a") as handle:
-        handle.write(HANGING_VALIDATOR.format(pids=str(pids)))
+    repo = _copy_with_validator_tail(
+        inferencex_tree_2026_10, tmp_path, HANGING_VALIDATOR.format(pids=str(pids))
+    )
     code = cli(["doctor", "--repo", str(repo), "--python", oracle_python, "--timeout", "3"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err
