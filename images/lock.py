@@ -14,12 +14,12 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from relpipe.core import instant
 from relpipe.core.files import file_lock, write_atomic
 from relpipe.core.yamlload import load_yaml
 from relpipe.images.errors import ImageError
@@ -266,7 +266,7 @@ def set_archive(
     def archived(p: Path, key: str, entry: LockEntry) -> LockEntry:
         if digest != entry.digest:
             raise LockError(f"{p}: {key} is pinned to {entry.digest}, not the archived {digest}")
-        when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        when = instant.text(instant.now())
         return replace(entry, archive={"registry": registry, "archived-at": when})
 
     return _update(path, ref, archived)

@@ -18,14 +18,13 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from relpipe.core import jsonload, records
+from relpipe.core import instant, jsonload, records
 from relpipe.images.auth import (
     CAP_EXT,
     KIND_EXT,
@@ -125,7 +124,7 @@ def _media_type(headers: Mapping[str, str]) -> str | None:
 
 
 def _now_utc() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return instant.text(instant.now())
 
 
 def _m() -> ModuleType:

@@ -73,6 +73,7 @@ class Target:
     base: str = "main"
     branch: str = ""
     api_url: str = gh.DEFAULT_API_URL
+    api_deadline_s: float = gh.DEADLINE_S
     labels: tuple[str, ...] = DEFAULT_LABELS
 
     @property
@@ -361,8 +362,8 @@ def publish(
             pull = gh.Pull.from_json(client.send(req, ok=(200,)))
         else:
             pull = create_pull(client, target, bump, branch)
-    except PipelineError:
-        undo_push(target, sha, branch, previous)  # no branch without its PR, nor a half update
+    except BaseException:  # any failure (an overflowing answer, ^C): no branch without its PR
+        undo_push(target, sha, branch, previous)
         raise
     if live is not None:
         return Outcome(
@@ -589,5 +590,6 @@ def validation_summary(report: Path) -> str:
     return "\n".join(head + rows) + "\n"
 
 
-def client_for(api_url: str) -> gh.GitHub:
-    return gh.GitHub(api_url, gh.require_token(os.environ, api_url))
+def client_for(target: Target) -> gh.GitHub:
+    token = gh.require_token(os.environ, target.api_url)
+    return gh.GitHub(target.api_url, token, deadline_s=target.api_deadline_s)
