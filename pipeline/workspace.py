@@ -67,9 +67,16 @@ class Workspace:
     def changelog(self) -> Path:
         return Path(self.layout.changelog)  # relative to the root, as the release writes it
 
-    @property
-    def lock(self) -> Path:
-        return Path(self.layout.lock)
+    @cached_property
+    def lock(self) -> Path | None:
+        """The lock file a team opted into (`[tool.relpipe] lock = "images.lock.yaml"` in
+        `.relpipe.toml`), else None: InferenceX has none, and relpipe keeps its pins in its own
+        state (`pipeline.pins`)."""
+        try:
+            override = benchrepo.read_override(self.root) or {}
+        except ChangelogError as exc:
+            raise PipelineError(str(exc)) from None
+        return Path(self.layout.lock) if "lock" in override else None
 
     def masters(self) -> list[Path]:
         return benchrepo.Repo(self.root, self.layout).masters()
