@@ -20,10 +20,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from relpipe.core import instant
+from relpipe.core.reference import Reference, parse
 from relpipe.images import lock as lockfile
 from relpipe.images.manifest import Index, parse_manifest
 from relpipe.images.options import MIRRORS_ENV, format_mirrors, mirrors_from_env, parse_mirror
-from relpipe.images.reference import Reference, parse
 from relpipe.images.registry import NotFound, Pinned, RegistryClient
 
 MIB = 1024 * 1024

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from relpipe.core import instant, jsonload
 from relpipe.core.files import write_atomic
+from relpipe.core.reference import Reference
 from relpipe.images.nightly import NightlyTag, matching, newest_of
-from relpipe.images.reference import Reference
 from relpipe.images.registry import RegistryClient
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")

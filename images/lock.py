@@ -21,9 +21,9 @@ import yaml
 
 from relpipe.core import instant
 from relpipe.core.files import file_lock, write_atomic
+from relpipe.core.reference import InvalidReference, Reference, parse
 from relpipe.core.yamlload import load_yaml
 from relpipe.images.errors import ImageError
-from relpipe.images.reference import Reference, parse
 from relpipe.images.registry import Pinned
 
 DEFAULT_LOCK = "images.lock.yaml"
@@ -136,7 +136,7 @@ def _archive_field(value: Any, key: str, path: str) -> dict[str, str] | None:
         )
     try:
         parse(f"{value['registry']}/x")
-    except ImageError:
+    except InvalidReference:
         raise LockError(f"{path}: entry {key}: archive registry {value['registry']!r}") from None
     return dict(value)
 
@@ -165,7 +165,7 @@ def parse_lock(data: bytes, path: str = DEFAULT_LOCK) -> dict[str, LockEntry]:
         pdigest = _digest_field(raw, "platform-digest", key, path)
         try:
             ref = parse(key)
-        except ImageError as exc:
+        except InvalidReference as exc:
             raise LockError(f"{path}: entry key {key!r}: {exc}") from None
         if key != key_for(ref):
             raise LockError(

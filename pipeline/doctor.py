@@ -156,7 +156,7 @@ def relpipe_verdict(case: Case) -> tuple[bool, str]:
     report = hook.check(
         case.base,
         case.head,
-        hook.Rules(repo_url=case.repo_url, pr_number=case.pr, config_keys=None),
+        hook.Policy(repo_url=case.repo_url, pr_number=case.pr, config_keys=None),
     )
     errors = [f for f in report.findings if f.severity == ERROR]
     return not errors, errors[0].format(hook.DEFAULT_CHANGELOG) if errors else ""

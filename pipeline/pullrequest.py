@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from relpipe.core import jsonload, process, records
+from relpipe.core import jsoncodec, jsonload, process
 from relpipe.pipeline import github as gh
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.workspace import Workspace
@@ -498,7 +498,7 @@ def dry_run(target: Target, bump: Bump, branch: str, labels: Sequence[str]) -> O
 
 
 @dataclass(frozen=True, kw_only=True)
-class Status:
+class PullStatus:
     branch: str
     remote_commit: str | None
     pull: gh.Pull | None
@@ -510,14 +510,14 @@ class Status:
         if pull is not None:
             state = "merged" if pull.merged else pull.state
             pr = {"number": pull.number, "state": state, "url": pull.html_url}
-        return {**records.fields_to_json(self, exclude=("pull",)), "pr": pr}
+        return {**jsoncodec.fields_to_json(self, exclude=("pull",)), "pr": pr}
 
 
-def status(target: Target, config_key: str, client: gh.GitHub) -> Status:
+def status(target: Target, config_key: str, client: gh.GitHub) -> PullStatus:
     branch = target.branch or branch_for(config_key)
     pulls = client.pulls_for(target.github_repo, branch)
     live = [p for p in pulls if p.state == "open"]
-    return Status(
+    return PullStatus(
         branch=branch,
         remote_commit=remote_sha(target.root, target.remote, branch),
         pull=(live + pulls)[0] if pulls else None,

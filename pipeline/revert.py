@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from relpipe.core import instant
+from relpipe.core.reference import parse
 from relpipe.images import lock
 from relpipe.images.lock import LockEntry
-from relpipe.images.reference import parse
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.workspace import Workspace
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from relpipe.core import records, sanitize
+from relpipe.core import jsoncodec, sanitize
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
 
@@ -106,7 +106,7 @@ def target_from(a: argparse.Namespace) -> Target:
 
 
 def report(outcome: Outcome, as_json: bool) -> None:
-    out = records.to_json(outcome)
+    out = jsoncodec.to_json(outcome)
     if as_json:
         print(sanitize.json_text(out, indent=2, sort_keys=True))
         return
@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.action == "status":
         with prq.client_for(target) as client:
             st = prq.status(target, args.config_key, client)
-        doc = records.to_json(st)
+        doc = jsoncodec.to_json(st)
         if args.json:
             print(sanitize.json_text(doc, indent=2, sort_keys=True))
         else:
