@@ -307,7 +307,7 @@ def _history_check(o: Outcome, kinds: tuple[str, ...], what: str) -> Judgement:
     )
 
 
-def _finding_text(f: regressions.Finding) -> str:
+def _finding_text(f: regressions.PointChange) -> str:
     def num(v: float | None) -> str:
         return "-" if v is None else f"{v:.4g}"
 
