@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from relpipe.core.reference import parse
+from relpipe.core.reference import InvalidReference, parse
 from relpipe.images import nightly
 from relpipe.images.errors import ImageError
 from relpipe.pipeline.errors import PipelineError
@@ -29,8 +29,12 @@ class Line:
 
 
 def line_of(image: str) -> Line:
-    """The image line `image` (as a config spells it) is on."""
-    ref = parse(image)
+    """The image line `image` (as a config spells it) is on; a value that is no image reference
+    (the real tree has `ghcr.io#...`) is a line of its own."""
+    try:
+        ref = parse(image)
+    except InvalidReference:
+        return Line(repository=image, family="", group=None, tag="")
     name = nightly.default_family(ref.repository)
     tag = ref.tag or ""
     found: list[nightly.NightlyTag] = []
