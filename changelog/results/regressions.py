@@ -61,6 +61,7 @@ from relpipe.changelog.results.records import (
     Sample,
     measurement,
 )
+from relpipe.core import records
 
 K_SIGMA = 4.0
 MIN_PAIRS = 5
@@ -100,9 +101,11 @@ class Finding:
     metric_kind: str  # perf | accuracy | acceptance (records.KINDS)
     old_image: str | None
     new_image: str
-    old_commit: str | None  # the engine commits of the two run identities (None: not recorded)
-    new_commit: str | None
-    unit: str
+    # the engine commits of the two run identities (None: not recorded), the metric's unit;
+    # left out of JSON when empty, so records written before them read and write back unchanged
+    old_commit: str | None = field(default=None, metadata=records.spec(omit="none"))
+    new_commit: str | None = field(default=None, metadata=records.spec(omit="none"))
+    unit: str = field(default="", metadata=records.spec(omit="default"))
     old_value: float | None
     new_value: float | None
     change: float | None  # relative (new - old) / old
@@ -111,11 +114,16 @@ class Finding:
     note: str
     runs_old: int
     runs_new: int
-    new_run: str = ""  # the first run of the new identity (where a missing point is summarised)
+    # the first run of the new identity (where a missing point is summarised)
+    new_run: str = field(default="", metadata=records.spec(omit="default"))
     # where the change began when it is older than the previous run (a collapse that persists):
     # the last (image, commit) that worked and the first that did not
-    onset_old: tuple[str, str | None] | None = None
-    onset_new: tuple[str, str | None] | None = None
+    onset_old: tuple[str, str | None] | None = field(
+        default=None, metadata=records.spec(omit="none")
+    )
+    onset_new: tuple[str, str | None] | None = field(
+        default=None, metadata=records.spec(omit="none")
+    )
 
     @property
     def good_bad(self) -> tuple[tuple[str, str | None] | None, tuple[str, str | None]]:

@@ -83,7 +83,12 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument(
         "--out", metavar="FILE", default=DEFAULT_REPORT, help="HTML file (default: %(default)s)"
     )
-    h.add_argument("--title", default="Results history", help="page title (default: %(default)s)")
+    h.add_argument(
+        "--title",
+        metavar="TEXT",
+        default="Results history",
+        help="page title (default: %(default)s)",
+    )
     return p
 
 
