@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from relpipe.changelog.results import regressions
-from relpipe.changelog.results.regressions import Chart, Finding, MissingRun
+from relpipe.changelog.results.regressions import Chart, MissingRun, PointChange
 
 WIDTH, HEIGHT = 900, 300
 LEFT, RIGHT, TOP, BOTTOM = 70, 20, 30, 70
@@ -64,12 +64,12 @@ def render(
     *,
     title: str,
     charts: Sequence[Chart],
-    findings: Sequence[Finding],
+    findings: Sequence[PointChange],
     missing: Sequence[MissingRun],
     suspects: Mapping[int, Any],
 ) -> str:
     """The page. `suspects` maps `id(finding)` to its culprits (validate.precision.culprits)."""
-    by_chart: dict[tuple[str, str], list[Finding]] = {}
+    by_chart: dict[tuple[str, str], list[PointChange]] = {}
     for f in findings:
         by_chart.setdefault((f.series, f.metric), []).append(f)
     parts = [
@@ -93,7 +93,7 @@ def _run(image: str | None, commit: str | None) -> str:
     return f"{image} @{commit[:12]}" if commit else image
 
 
-def _findings_table(findings: Sequence[Finding], suspects: Mapping[int, Any]) -> str:
+def _findings_table(findings: Sequence[PointChange], suspects: Mapping[int, Any]) -> str:
     rows = [f for f in findings if f.kind in MARK and f.kind != regressions.IMPROVEMENT]
     if not rows:
         return "<h2>Regressions</h2><p id='regressions'>None.</p>"
@@ -151,7 +151,7 @@ def _value(value: float | None, unit: str) -> str:
     return _e(f"{text} {unit}" if unit else text)
 
 
-def _chart(c: Chart, found: Sequence[Finding]) -> str:
+def _chart(c: Chart, found: Sequence[PointChange]) -> str:
     values = [v for line in c.lines.values() for v in line if v is not None]
     count = sum(1 for line in c.lines.values() for v in line if v is not None)
     lo, hi = (min(values), max(values)) if values else (0.0, 1.0)

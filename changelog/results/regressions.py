@@ -61,7 +61,7 @@ from relpipe.changelog.results.records import (
     Sample,
     measurement,
 )
-from relpipe.core import records
+from relpipe.core import jsoncodec
 
 K_SIGMA = 4.0
 MIN_PAIRS = 5
@@ -93,7 +93,11 @@ BAD_KINDS = (REGRESSION, FAILED_KIND, BELOW)  # what makes `relpipe history regr
 
 
 @dataclass(frozen=True, kw_only=True)
-class Finding:
+class PointChange:
+    """One metric at one point between two runs: a regression, an improvement, a failure, a
+    score below its threshold, a missing point or unstable acceptance (`kind`), with the noise
+    band it was judged against and the two run identities (image, engine commit)."""
+
     series: str
     point: str
     metric: str
@@ -103,9 +107,9 @@ class Finding:
     new_image: str
     # the engine commits of the two run identities (None: not recorded), the metric's unit;
     # left out of JSON when empty, so records written before them read and write back unchanged
-    old_commit: str | None = field(default=None, metadata=records.spec(omit="none"))
-    new_commit: str | None = field(default=None, metadata=records.spec(omit="none"))
-    unit: str = field(default="", metadata=records.spec(omit="default"))
+    old_commit: str | None = field(default=None, metadata=jsoncodec.spec(omit="none"))
+    new_commit: str | None = field(default=None, metadata=jsoncodec.spec(omit="none"))
+    unit: str = field(default="", metadata=jsoncodec.spec(omit="default"))
     old_value: float | None
     new_value: float | None
     change: float | None  # relative (new - old) / old
@@ -115,14 +119,14 @@ class Finding:
     runs_old: int
     runs_new: int
     # the first run of the new identity (where a missing point is summarised)
-    new_run: str = field(default="", metadata=records.spec(omit="default"))
+    new_run: str = field(default="", metadata=jsoncodec.spec(omit="default"))
     # where the change began when it is older than the previous run (a collapse that persists):
     # the last (image, commit) that worked and the first that did not
     onset_old: tuple[str, str | None] | None = field(
-        default=None, metadata=records.spec(omit="none")
+        default=None, metadata=jsoncodec.spec(omit="none")
     )
     onset_new: tuple[str, str | None] | None = field(
-        default=None, metadata=records.spec(omit="none")
+        default=None, metadata=jsoncodec.spec(omit="none")
     )
 
     @property
@@ -172,7 +176,7 @@ def compare(
     every: bool = False,
     all_points: bool = False,
     series: Iterable[str] = (),
-) -> list[Finding]:
+) -> list[PointChange]:
     """Findings for the newest run change of every point (`every`: each change in order), of
     `series` only when given (learned from every row all the same).
 
@@ -181,7 +185,7 @@ def compare(
     groups, kinds, series_points = _group(samples)
     bands = _Bands(groups, kinds)
     wanted = set(series)
-    out: list[Finding] = []
+    out: list[PointChange] = []
     for key in sorted(groups):
         if kinds[key][0] == OTHER or (wanted and key[0] not in wanted):
             continue
@@ -209,7 +213,7 @@ def _still_collapsed(metric: str, images: Sequence[_Image], at: int) -> bool:
     return _dead(metric, images[at - 1]) and _dead(metric, images[at])
 
 
-def _with_onset(f: Finding, metric: str, images: Sequence[_Image], at: int) -> Finding:
+def _with_onset(f: PointChange, metric: str, images: Sequence[_Image], at: int) -> PointChange:
     """A collapse that began before the previous run: named with the runs where it began (the
     last run that worked and the first that accepted nothing), where its cause lies."""
     if (
@@ -238,7 +242,7 @@ def _ordered(identities: dict[Identity, _Image]) -> list[_Image]:
 
 
 def missing_runs(
-    findings: Iterable[Finding], rows: Iterable[Sample | Measurement]
+    findings: Iterable[PointChange], rows: Iterable[Sample | Measurement]
 ) -> list[MissingRun]:
     """The `missing` findings summarised per run: how many of the points the previous run of the
     series reported this one did not."""
@@ -270,7 +274,7 @@ def _previous(
 
 def for_image(
     rows: Iterable[Sample | Measurement], *, series: str, images: Sequence[str]
-) -> list[Finding] | None:
+) -> list[PointChange] | None:
     """Every point of `series` for the image named by any of `images` (its digest ref, its tag
     ref) against the image before it; None when the history holds nothing of that image."""
     upto = _up_to(rows, series=series, images=images)
@@ -474,7 +478,7 @@ def settles_nothing(unsettled_: set[tuple[str, str]], series: str, image: str) -
     return any(image == ref and series.startswith(name) for name, ref in unsettled_)
 
 
-def _unstable(f: Finding, bands: _Bands) -> Finding:
+def _unstable(f: PointChange, bands: _Bands) -> PointChange:
     """A regression or failure of a run whose acceptance collapsed, in a series whose acceptance
     is unstable (collapsed in some runs of one identity only): instability, not a cause."""
     if f.kind not in (REGRESSION, FAILED_KIND, BELOW) or f.new_value is None:
@@ -507,7 +511,7 @@ def _judge(
     new: _Image,
     bands: _Bands,
     recent: Sequence[float],
-) -> list[Finding]:
+) -> list[PointChange]:
     series, point, metric = key
     base: dict[str, object] = {
         "series": series,
@@ -525,7 +529,7 @@ def _judge(
     }
     new_value = statistics.median(new.values) if new.values else None
     old_value = statistics.median(old.values) if old and old.values else None
-    out: list[Finding] = []
+    out: list[PointChange] = []
     if new_value is None:
         why = new.notes[-1] if new.notes else "no result"
         return [_finding(base, FAILED_KIND, old_value, None, None, "", f"every run failed: {why}")]
@@ -566,8 +570,8 @@ def _finding(
     note: str,
     *,
     change: float | None = None,
-) -> Finding:
-    return Finding(
+) -> PointChange:
+    return PointChange(
         **base,  # type: ignore[arg-type]
         kind=kind,
         old_value=old_value,
@@ -641,9 +645,9 @@ def _missing(
     *,
     every: bool,
     wanted: set[str],
-) -> list[Finding]:
+) -> list[PointChange]:
     """A point the previous run identity of a series had and the next, which ran it, has not."""
-    out: list[Finding] = []
+    out: list[PointChange] = []
     for series, by_image in sorted(series_points.items()):
         if wanted and series not in wanted:
             continue

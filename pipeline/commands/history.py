@@ -28,7 +28,7 @@ from typing import Any
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.results import ingest, regressions, store
 from relpipe.changelog.results.records import Measurement
-from relpipe.core import records, sanitize
+from relpipe.core import jsoncodec, sanitize
 from relpipe.core.files import write_atomic
 from relpipe.pipeline import dashboard
 from relpipe.pipeline.commands.parser import Parser, parser
@@ -156,7 +156,7 @@ def _ingest(db: store.Store, paths: Sequence[str], *, as_json: bool) -> int:
 def _series(db: store.Store, *, as_json: bool) -> int:
     rows = db.series()
     if as_json:
-        doc = {"store": db.where, "series": [records.to_json(r) for r in rows]}
+        doc = {"store": db.where, "series": [jsoncodec.to_json(r) for r in rows]}
         print(sanitize.json_text(doc, indent=2, sort_keys=True))
         return 0
     table = [("series", "points", "metrics", "runs", "images", "samples", "first run", "last run")]
@@ -179,7 +179,7 @@ def _when(ms: int) -> str:
 
 def judge(
     db: store.Store, *, series: Sequence[str], every: bool, all_points: bool
-) -> tuple[list[Measurement], list[regressions.Finding], list[regressions.MissingRun]]:
+) -> tuple[list[Measurement], list[regressions.PointChange], list[regressions.MissingRun]]:
     """Findings of `series` (all when empty), learned from every row of the store."""
     rows = db.measurements()
     findings = regressions.compare(rows, every=every, all_points=all_points, series=series)
@@ -187,7 +187,7 @@ def judge(
 
 
 def suspects_of(
-    findings: Iterable[regressions.Finding], repo: Path | None
+    findings: Iterable[regressions.PointChange], repo: Path | None
 ) -> dict[tuple[str, str, str], culprits.Suspects]:
     """The culprit candidates of every bad finding, one precision diff per (series model, pair)."""
     out: dict[tuple[str, str, str], culprits.Suspects] = {}
@@ -204,7 +204,7 @@ def suspects_of(
 
 
 def _suspects_for(
-    f: regressions.Finding, found: dict[tuple[str, str, str], culprits.Suspects]
+    f: regressions.PointChange, found: dict[tuple[str, str, str], culprits.Suspects]
 ) -> culprits.Suspects | None:
     good, bad = f.good_bad
     return found.get((f.series, (good or ("", None))[1] or "", bad[1] or ""))
@@ -222,7 +222,7 @@ def _regressions(db: store.Store, args: argparse.Namespace) -> int:
         doc = {
             "store": db.where,
             "findings": [_finding_json(f, _suspects_for(f, found)) for f in shown],
-            "missing_runs": [records.to_json(m) for m in missing],
+            "missing_runs": [jsoncodec.to_json(m) for m in missing],
             "counts": dict(Counter(f.kind for f in shown)),
         }
         print(sanitize.json_text(doc, indent=2, sort_keys=True))
@@ -233,18 +233,18 @@ def _regressions(db: store.Store, args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
-def _finding_json(f: regressions.Finding, suspects: culprits.Suspects | None) -> dict[str, Any]:
-    doc = records.to_json(f)
+def _finding_json(f: regressions.PointChange, suspects: culprits.Suspects | None) -> dict[str, Any]:
+    doc = jsoncodec.to_json(f)
     doc["band_unit"] = "score" if f.metric_kind == "accuracy" else "relative"
     good, bad = f.good_bad
     doc["last_good"] = list(good) if good else None
     doc["first_bad"] = list(bad)
     if suspects is not None:
-        doc["culprits"] = records.to_json(suspects)
+        doc["culprits"] = jsoncodec.to_json(suspects)
     return doc
 
 
-def _summary(shown: Sequence[regressions.Finding], missing: Sequence[Any], where: str) -> str:
+def _summary(shown: Sequence[regressions.PointChange], missing: Sequence[Any], where: str) -> str:
     counts = Counter(f.kind for f in shown)
     parts = [f"{counts[k]} {k}" for k in KIND_ORDER if counts[k]]
     holes = sum(m.missing for m in missing)
@@ -253,13 +253,13 @@ def _summary(shown: Sequence[regressions.Finding], missing: Sequence[Any], where
 
 
 def render_text(
-    shown: Sequence[regressions.Finding],
+    shown: Sequence[regressions.PointChange],
     missing: Sequence[regressions.MissingRun],
     found: dict[tuple[str, str, str], culprits.Suspects],
 ) -> list[str]:
     """A table per series and pair of runs (point, metric, old, new, change, band, verdict), the
     culprits under it, then the missing points per run."""
-    groups: dict[tuple[str, str, str], list[regressions.Finding]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[regressions.PointChange]] = defaultdict(list)
     for f in shown:
         groups[(f.series, _run(f.old_image, f.old_commit), _run(f.new_image, f.new_commit))].append(
             f
@@ -317,7 +317,7 @@ def _culprit_lines(s: culprits.Suspects) -> list[str]:
     return lines
 
 
-def _row(f: regressions.Finding) -> tuple[str, ...]:
+def _row(f: regressions.PointChange) -> tuple[str, ...]:
     change = "-" if f.change is None else f"{f.change:+.1%}"
     return (
         f.point,
@@ -344,7 +344,7 @@ def value_text(value: float | None, unit: str) -> str:
     return f"{text} {unit}" if unit else text
 
 
-def band_text(f: regressions.Finding) -> str:
+def band_text(f: regressions.PointChange) -> str:
     if f.band is None:
         return "-"
     if f.metric_kind == "accuracy":
