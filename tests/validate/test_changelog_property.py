@@ -322,3 +322,42 @@ def test_a_base_the_grammar_cannot_prove_is_scanned_and_judged(old: bytes, new: 
     report = gate.check(base, head, gate.Rules(repo_url=REPO, pr_number=None, config_keys=None))
     assert not report.ok
     assert report.findings[0].code == "base" and "base line" in report.findings[0].message
+
+
+# Lines at column 0 that do not start an entry: YAML document markers (`---` starts a second
+# document, anything after `...` does too: InferenceX's `yaml.load` rejects both), list items that
+# are not mappings, comments. Issue 34.12: after an appended entry, `---` passed the hook, and
+# from 32 KiB on (the grammar path) so did `- x` and `...` followed by an entry.
+COLUMN_ZERO = st.sampled_from(
+    ["---", "--- # c", "--- x", "---  ", "...", "... # c", "- x", "-", "- ", "# c", "----", "--"]
+)
+
+
+@st.composite
+def column_zero_appends(draw: st.DrawFn) -> bytes:
+    entries = [draw(st.sampled_from([GOOD.replace("pull/1", f"pull/{n}") for n in (7, 8, 9)]))]
+    entries += [GOOD.replace("pull/1", "pull/10")] * draw(st.integers(0, 2))
+    if draw(st.booleans()):  # the whole-entry grammar path (>= 32 KiB)
+        filler = GOOD.replace('"Initial"', '"' + "y" * 1000 + '"').replace("pull/1", "pull/5")
+        entries = [filler] * 40 + entries
+    lines = "\n".join(entries).split("\n")[:-1]
+    for _ in range(draw(st.integers(1, 2))):
+        at = draw(st.integers(1, len(lines)))
+        lines.insert(at, draw(COLUMN_ZERO))
+    return ("\n" + "\n".join(lines) + "\n").encode()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(column_zero_appends())
+def test_column_zero_text_after_an_entry_gets_pyyamls_verdict(suffix: bytes) -> None:
+    head = BASE + suffix
+    report = gate.check(BASE, head, gate.Rules(repo_url=REPO, pr_number=None, config_keys=None))
+    assert report.ok == reference(BASE, head), [f for f in report.findings if f.severity == "error"]
+    try:
+        loaded = yaml.load(head, Loader=_Unique)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError:
+        loaded = None
+    if not (isinstance(loaded, list) and all(isinstance(e, dict) for e in loaded)):
+        # The whole file audited (`--full`) is rejected too.
+        full = gate.check(None, head, gate.Rules(repo_url=REPO, pr_number=None, config_keys=None))
+        assert not full.ok
