@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from relpipe.core import jsonload, process, records
+from relpipe.core import jsoncodec, jsonload, process
 from relpipe.pipeline import github as gh
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.workspace import Workspace
@@ -73,6 +73,7 @@ class Target:
     base: str = "main"
     branch: str = ""
     api_url: str = gh.DEFAULT_API_URL
+    api_deadline_s: float = gh.DEADLINE_S
     labels: tuple[str, ...] = DEFAULT_LABELS
 
     @property
@@ -361,8 +362,8 @@ def publish(
             pull = gh.Pull.from_json(client.send(req, ok=(200,)))
         else:
             pull = create_pull(client, target, bump, branch)
-    except PipelineError:
-        undo_push(target, sha, branch, previous)  # no branch without its PR, nor a half update
+    except BaseException:  # any failure (an overflowing answer, ^C): no branch without its PR
+        undo_push(target, sha, branch, previous)
         raise
     if live is not None:
         return Outcome(
@@ -497,7 +498,7 @@ def dry_run(target: Target, bump: Bump, branch: str, labels: Sequence[str]) -> O
 
 
 @dataclass(frozen=True, kw_only=True)
-class Status:
+class PullStatus:
     branch: str
     remote_commit: str | None
     pull: gh.Pull | None
@@ -509,14 +510,14 @@ class Status:
         if pull is not None:
             state = "merged" if pull.merged else pull.state
             pr = {"number": pull.number, "state": state, "url": pull.html_url}
-        return {**records.fields_to_json(self, exclude=("pull",)), "pr": pr}
+        return {**jsoncodec.fields_to_json(self, exclude=("pull",)), "pr": pr}
 
 
-def status(target: Target, config_key: str, client: gh.GitHub) -> Status:
+def status(target: Target, config_key: str, client: gh.GitHub) -> PullStatus:
     branch = target.branch or branch_for(config_key)
     pulls = client.pulls_for(target.github_repo, branch)
     live = [p for p in pulls if p.state == "open"]
-    return Status(
+    return PullStatus(
         branch=branch,
         remote_commit=remote_sha(target.root, target.remote, branch),
         pull=(live + pulls)[0] if pulls else None,
@@ -589,5 +590,6 @@ def validation_summary(report: Path) -> str:
     return "\n".join(head + rows) + "\n"
 
 
-def client_for(api_url: str) -> gh.GitHub:
-    return gh.GitHub(api_url, gh.require_token(os.environ, api_url))
+def client_for(target: Target) -> gh.GitHub:
+    token = gh.require_token(os.environ, target.api_url)
+    return gh.GitHub(target.api_url, token, deadline_s=target.api_deadline_s)

@@ -28,9 +28,9 @@ def _split(ref: str, repository: str | None) -> tuple[str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from relpipe.core.reference import parse
     from relpipe.images.nightly import DEFAULT_PATTERN
     from relpipe.images.options import add_registry_args, apply_registry_args
-    from relpipe.images.reference import parse
     from relpipe.images.registry import RegistryClient
     from relpipe.pipeline.commands.parser import parser
     from relpipe.pipeline.run import (

@@ -17,7 +17,7 @@ kind of metric:
   differ in kind, not by noise, and teach no band.
   A change outside the band is still noise when the new value is within the band of the median
   of the last `LEVEL_IMAGES` images: the previous image's value was the outlier (one run).
-  Measured by a run-by-run replay (tests/changelog/test_history_corpus.py): same-image pairs
+  Measured by a run-by-run replay (tests/changelog/test_results_corpus.py): same-image pairs
   flagged 1 of 520 (Aug 2026 dashboard), 14 of 1,404 (May), 0 of 420 (mocker), at most 1 %.
 * accuracy: the drop is judged with the standard errors of both scores (a two-sample z-test at
   `Z_EVAL`), and every score below its own threshold is `below-threshold` whatever the change.
@@ -39,7 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 
-from relpipe.changelog.history.records import (
+from relpipe.changelog.results.records import (
     ACCEPTANCE,
     ACCURACY,
     FAILED,
