@@ -41,7 +41,7 @@ class HistoryOutput:
     reason: str = ""
     store: str = ""
     image: str = ""  # the image under test as the history names it (marked in the charts)
-    findings: tuple[regressions.Finding, ...] = ()
+    findings: tuple[regressions.PointChange, ...] = ()
     trends: tuple[Trend, ...] = ()
 
 
@@ -103,7 +103,7 @@ def compare_run(report: Mapping[str, Any], *, run_id: str, state: Path) -> Histo
     )
 
 
-def _relative_band(f: regressions.Finding) -> float | None:
+def _relative_band(f: regressions.PointChange) -> float | None:
     if f.band is not None and f.metric_kind == ACCURACY:
         return f.band / f.old_value if f.old_value else None  # a score's band is absolute
     return f.band

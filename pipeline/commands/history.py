@@ -106,7 +106,7 @@ def _regressions(db: store.Store, args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
-def _line(f: regressions.Finding) -> str:
+def _line(f: regressions.PointChange) -> str:
     def num(v: float | None) -> str:
         return "-" if v is None else f"{v:.4g}"
 
