@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from relpipe.validate.precision import gitio
+from relpipe.validate.precision.classify import diff
 from relpipe.validate.precision.globs import compile_globs
 
 SPEC_METHODS = ("mtp", "eagle3", "eagle", "dspark")
@@ -324,3 +325,40 @@ def _imports(path: str, source: bytes, sources: dict[str, bytes], layout: Layout
             if candidate in sources:
                 out.add(candidate)
     return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Window:
+    """A span of commits judged for one key: relevant files anywhere, and those on its path."""
+
+    old: str
+    new: str
+    relevant: tuple[str, ...]
+    on_path: tuple[str, ...]
+
+    @property
+    def warns(self) -> bool:
+        """C5 WARNs for the key: a precision-relevant change on its path."""
+        return bool(self.on_path)
+
+    @property
+    def warned_before(self) -> bool:
+        """What C5 said before it was scoped to the key: any relevant change."""
+        return bool(self.relevant)
+
+
+def windows(repo: Path, key: KeyConfig, *, last: int = 100, size: int = 5) -> list[Window]:
+    """The last `last` first-parent commits of HEAD in windows of `size`, each diffed and
+    scoped to `key` (the measurement behind docs/precision.md's key-scoped C5 figures)."""
+    out = gitio.run(repo, "rev-list", "--first-parent", "-n", str(last + 1), "HEAD")
+    revs = out.decode().split()[::-1]
+    found = []
+    for at in range(0, len(revs) - 1, size):
+        old, new = revs[at], revs[min(at + size, len(revs) - 1)]
+        report = diff(repo, old, new, scope="atom")
+        path = resolve(repo, new, key)
+        relevant = tuple(f.path for f in report.files if f.verdict == "relevant")
+        found.append(
+            Window(old=old, new=new, relevant=relevant, on_path=tuple(path.split(relevant)[0]))
+        )
+    return found
