@@ -1,11 +1,9 @@
-"""Culprits and key-scoped precision relevance on ATOM's real history: the commits between the last
-good and the first bad run ranked for the series' model; C5's question narrowed to the key's path."""
+"""Culprits and key-scoped precision relevance on ATOM's real history: the commits between the
+last good and the first bad run ranked for the series' model; C5 narrowed to the key's path."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 from relpipe.validate.precision import culprits, keypath
 
@@ -67,7 +65,6 @@ def test_unknown_commits_are_a_reason_not_a_crash(atom_repo: Path) -> None:
     assert culprits.find(atom_repo, None, BAD, series=SEED_KEY).reason.startswith("an engine")
 
 
-@pytest.mark.slow
 def test_key_scoped_c5_on_atoms_last_100_commits(atom_repo: Path) -> None:
     """The issue's measurement: every 5-commit window of ATOM's last 100 commits has a
     precision-relevant file (20 of 20 WARN); scoped to the seed's key, 17 still WARN, each on a
