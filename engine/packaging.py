@@ -1,4 +1,5 @@
-"""What vLLM's and SGLang's own packaging records about the installed engine (stdlib only).
+"""What an engine's own packaging records about the installed engine (stdlib only); which files
+and names is the engine's declaration's `probe` (engine/declarations/, e.g. vLLM and SGLang).
 
 Read, never imported (importing an engine costs seconds and may fail on a host without a GPU):
 * the distribution's metadata (`vllm-<v>.dist-info/METADATA`; vLLM's ROCm builds append
@@ -24,13 +25,15 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
+from relpipe.engine import declaration
+
 MAX_MODULE = 64 * 1024
 SHA = re.compile(r"g?([0-9a-f]{7,40})\Z")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Layout:
-    """Where one engine's packaging keeps its version and commit."""
+    """Where one engine's packaging keeps its version and commit (its declaration's `probe`)."""
 
     dist: str
     version_modules: tuple[str, ...]  # package-relative files holding version constants
@@ -39,22 +42,16 @@ class Layout:
     checkouts: tuple[str, ...]  # source checkouts images are known to keep
 
 
-LAYOUTS = {
-    "vllm": Layout(
-        dist="vllm",
-        version_modules=("vllm/_version.py", "vllm/commit_id.py"),
-        version_names=("__version__", "version"),
-        commit_names=("__commit_id__", "commit_id", "__commit__"),
-        checkouts=("/vllm-workspace", "/app/vllm"),
-    ),
-    "sglang": Layout(
-        dist="sglang",
-        version_modules=("sglang/version.py",),
-        version_names=("__version__",),
-        commit_names=("__commit__", "__commit_id__"),
-        checkouts=("/sgl-workspace/sglang",),
-    ),
-}
+def layout(engine: str) -> Layout:
+    """`engine`'s packaging layout, from engine/declarations/<engine>.json."""
+    probe = declaration.section(engine, "probe")
+    return Layout(
+        dist=str(probe.get("distribution", engine)),
+        version_modules=tuple(probe.get("version-modules", ())),
+        version_names=tuple(probe.get("version-names", ())),
+        commit_names=tuple(probe.get("commit-names", ())),
+        checkouts=tuple(probe.get("checkouts", ())),
+    )
 
 
 def module_constants(path: str) -> dict[str, str]:
@@ -102,16 +99,20 @@ def _checkout_of(url: str) -> str | None:
 
 def recorded(engine: str, errors: list[str]) -> dict[str, Any]:
     """Version, commit and candidate checkouts as `engine`'s packaging records them."""
-    layout = LAYOUTS[engine]
-    found: dict[str, Any] = {"distribution": layout.dist, "version": None, "file_version": None}
-    found.update(recorded_commit=None, commit_source=None, checkouts=list(layout.checkouts))
+    found_layout = layout(engine)
+    found: dict[str, Any] = {
+        "distribution": found_layout.dist,
+        "version": None,
+        "file_version": None,
+    }
+    found.update(recorded_commit=None, commit_source=None, checkouts=list(found_layout.checkouts))
     try:
-        dist = md.distribution(layout.dist)
+        dist = md.distribution(found_layout.dist)
     except md.PackageNotFoundError:
-        errors.append(f"engine version: no installed distribution named {layout.dist}")
+        errors.append(f"engine version: no installed distribution named {found_layout.dist}")
         return found
     found["version"] = dist.version
-    for rel in layout.version_modules:
+    for rel in found_layout.version_modules:
         path = str(dist.locate_file(rel))
         if not os.path.isfile(path):
             continue
@@ -120,9 +121,9 @@ def recorded(engine: str, errors: list[str]) -> dict[str, Any]:
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError) as exc:
             errors.append(f"engine version file {path}: unreadable ({type(exc).__name__})")
             continue
-        version = next((names[n] for n in layout.version_names if n in names), None)
+        version = next((names[n] for n in found_layout.version_names if n in names), None)
         found["file_version"] = found["file_version"] or version
-        commit = next((names[n] for n in layout.commit_names if n in names), None)
+        commit = next((names[n] for n in found_layout.commit_names if n in names), None)
         m = SHA.match(commit or "")
         if m and found["recorded_commit"] is None:
             found["recorded_commit"], found["commit_source"] = m.group(1), rel
