@@ -32,8 +32,8 @@ SHA = re.compile(r"g?([0-9a-f]{7,40})\Z")
 
 
 @dataclass(frozen=True, kw_only=True)
-class Layout:
-    """Where one engine's packaging keeps its version and commit (its declaration's `probe`)."""
+class Packaging:
+    """Where one engine's packaging keeps its version and commit."""
 
     dist: str
     version_modules: tuple[str, ...]  # package-relative files holding version constants
@@ -42,10 +42,11 @@ class Layout:
     checkouts: tuple[str, ...]  # source checkouts images are known to keep
 
 
-def layout(engine: str) -> Layout:
-    """`engine`'s packaging layout, from engine/declarations/<engine>.json."""
+def packaging_of(engine: str) -> Packaging:
+    """Where `engine`'s packaging keeps its version and commit: its declaration's `probe`
+    (engine/declarations/<engine>.json)."""
     probe = declaration.section(engine, "probe")
-    return Layout(
+    return Packaging(
         dist=str(probe.get("distribution", engine)),
         version_modules=tuple(probe.get("version-modules", ())),
         version_names=tuple(probe.get("version-names", ())),
@@ -99,20 +100,16 @@ def _checkout_of(url: str) -> str | None:
 
 def recorded(engine: str, errors: list[str]) -> dict[str, Any]:
     """Version, commit and candidate checkouts as `engine`'s packaging records them."""
-    found_layout = layout(engine)
-    found: dict[str, Any] = {
-        "distribution": found_layout.dist,
-        "version": None,
-        "file_version": None,
-    }
-    found.update(recorded_commit=None, commit_source=None, checkouts=list(found_layout.checkouts))
+    declared = packaging_of(engine)
+    found: dict[str, Any] = {"distribution": declared.dist, "version": None, "file_version": None}
+    found.update(recorded_commit=None, commit_source=None, checkouts=list(declared.checkouts))
     try:
-        dist = md.distribution(found_layout.dist)
+        dist = md.distribution(declared.dist)
     except md.PackageNotFoundError:
-        errors.append(f"engine version: no installed distribution named {found_layout.dist}")
+        errors.append(f"engine version: no installed distribution named {declared.dist}")
         return found
     found["version"] = dist.version
-    for rel in found_layout.version_modules:
+    for rel in declared.version_modules:
         path = str(dist.locate_file(rel))
         if not os.path.isfile(path):
             continue
@@ -121,9 +118,9 @@ def recorded(engine: str, errors: list[str]) -> dict[str, Any]:
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError) as exc:
             errors.append(f"engine version file {path}: unreadable ({type(exc).__name__})")
             continue
-        version = next((names[n] for n in found_layout.version_names if n in names), None)
+        version = next((names[n] for n in declared.version_names if n in names), None)
         found["file_version"] = found["file_version"] or version
-        commit = next((names[n] for n in found_layout.commit_names if n in names), None)
+        commit = next((names[n] for n in declared.commit_names if n in names), None)
         m = SHA.match(commit or "")
         if m and found["recorded_commit"] is None:
             found["recorded_commit"], found["commit_source"] = m.group(1), rel

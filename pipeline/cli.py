@@ -110,7 +110,7 @@ EXTRAS = {
     "jinja2": "report",  # the HTML report's template (pipeline.report)
     "rich": "report",
     "matplotlib": "report",
-    "psycopg": "history",  # a PostgreSQL history (changelog.history.store)
+    "psycopg": "history",  # a PostgreSQL history (changelog.results.store)
 }
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.core import engines
+from relpipe.core.reference import parse
 from relpipe.images.nightly import engine_of
-from relpipe.images.reference import parse
 from relpipe.pipeline.errors import PipelineError
 from relpipe.validate.precision import gitio
 from relpipe.validate.precision.rules import rules_of

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import records, sanitize
+from relpipe.core import jsoncodec, sanitize
 from relpipe.core.errors import require
 from relpipe.core.status import FAIL, NA, PASS, WARN
-from relpipe.pipeline.history import HistoryOutput, Trend
+from relpipe.pipeline.comparison import HistoryOutput, Trend
 from relpipe.pipeline.outputs import EngineFacts, EvalOutput, Facts, PrecisionOutput
-from relpipe.pipeline.record import pretty_json
+from relpipe.pipeline.runrecord import pretty_json
 from relpipe.pipeline.verdict import Outcome, Verdict, eval_failures
 from relpipe.validate.precision import PrecisionReport
 
@@ -63,15 +63,15 @@ def to_json(data: ReportData) -> dict[str, Any]:
         "run": data.run_id,
         "title": data.title,
         "inputs": dict(data.inputs),
-        "verdict": records.to_json(data.verdict),
-        "image": records.to_json(o.image) if o.image else {},
-        "baseline": records.to_json(o.baseline) if o.baseline else None,
-        "facts": records.to_json(_facts(o)) if o.probe and o.probe.facts else {},
-        "smoke": records.to_json(o.smoke) if o.smoke else {},
-        "evals": [records.to_json(e) for e in o.evals],
+        "verdict": jsoncodec.to_json(data.verdict),
+        "image": jsoncodec.to_json(o.image) if o.image else {},
+        "baseline": jsoncodec.to_json(o.baseline) if o.baseline else None,
+        "facts": jsoncodec.to_json(_facts(o)) if o.probe and o.probe.facts else {},
+        "smoke": jsoncodec.to_json(o.smoke) if o.smoke else {},
+        "evals": [jsoncodec.to_json(e) for e in o.evals],
         "precision": _precision_summary(o.precision),
-        "config": records.to_json(o.config) if o.config else None,
-        "history": records.to_json(o.history) if o.history else None,
+        "config": jsoncodec.to_json(o.config) if o.config else None,
+        "history": jsoncodec.to_json(o.history) if o.history else None,
     }
 
 
@@ -87,7 +87,7 @@ def _report(p: PrecisionOutput | None) -> PrecisionReport | None:
 def _precision_summary(out: PrecisionOutput | None) -> dict[str, Any] | None:
     if out is None:
         return None
-    p = records.to_json(out)
+    p = jsoncodec.to_json(out)
     return {
         k: p.get(k)
         for k in (
@@ -467,7 +467,7 @@ def render_all(data: ReportData, folder: Path, force: bool = False) -> dict[str,
     rendered from the same data they are kept (a cache hit does not pay for matplotlib);
     `force` renders anyway (`relpipe report`, which proves the bytes are reproducible).
     """
-    from relpipe.pipeline.record import atomic_write, digest_of, relpipe_version
+    from relpipe.pipeline.runrecord import atomic_write, digest_of, relpipe_version
 
     key = digest_of({"report": to_json(data), "renderer": RENDERER, "relpipe": relpipe_version()})
     paths = {name: folder / name for name in REPORT_FILES}

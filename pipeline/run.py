@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.changelog.repo import find_root, is_checkout
-from relpipe.core import records, sanitize
+from relpipe.core import jsoncodec, sanitize
 from relpipe.images.registry import RegistryClient
-from relpipe.pipeline import history
+from relpipe.pipeline import comparison
+from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.history import HistoryOutput
 from relpipe.pipeline.plan import (
     DEFAULT_MAX_BATCH,
     DEFAULT_SUITES,
@@ -32,8 +32,8 @@ from relpipe.pipeline.plan import (
     open_record,
 )
 from relpipe.pipeline.progress import Progress
-from relpipe.pipeline.record import RunRecord, StageRunner
 from relpipe.pipeline.report import ReportData, render_all
+from relpipe.pipeline.runrecord import RunRecord, StageRunner
 from relpipe.pipeline.stages import SUITE_METRIC, assemble, run_units, stage_count
 from relpipe.pipeline.verdict import Outcome, Verdict, evaluate
 from relpipe.pipeline.workspace import Workspace
@@ -129,20 +129,20 @@ def _history(plan: Plan, record: RunRecord, outcome: Outcome, *, reread: bool) -
     (a merge of shards compares as the unsharded run does: the same store gives the same verdict).
     """
     if reread:
-        return history.load(record.root) or HistoryOutput(status="n/a", reason="not recorded")
+        return comparison.load(record.root) or HistoryOutput(status="n/a", reason="not recorded")
     state = record.cache.parent.parent if record.cache else state_dir(None, None)
     shape = {
-        "image": records.to_json(plan.image),
-        "config": records.to_json(plan.config) if plan.config else None,
+        "image": jsoncodec.to_json(plan.image),
+        "config": jsoncodec.to_json(plan.config) if plan.config else None,
     }
     facts = outcome.probe.facts if outcome.probe and outcome.probe.facts else None
     report = {
         **shape,
-        "facts": records.to_json(facts) if facts else {},
-        "evals": [records.to_json(e) for e in outcome.evals],
+        "facts": jsoncodec.to_json(facts) if facts else {},
+        "evals": [jsoncodec.to_json(e) for e in outcome.evals],
     }
-    out = history.compare_run(report, run_id=plan.run_id, state=state)
-    history.save(out, record.root)
+    out = comparison.compare_run(report, run_id=plan.run_id, state=state)
+    comparison.save(out, record.root)
     return out
 
 

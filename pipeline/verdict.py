@@ -14,13 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from relpipe.changelog.history import regressions
-from relpipe.changelog.history.records import ACCEPTANCE, ACCURACY, PERF
-from relpipe.core import records
+from relpipe.changelog.results import regressions
+from relpipe.changelog.results.records import ACCEPTANCE, ACCURACY, PERF
+from relpipe.core import jsoncodec
 from relpipe.core.commit import Commit
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.core.status import overall as overall_status
-from relpipe.pipeline.history import HistoryOutput
+from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.outputs import (
     ConfigScope,
     EvalOutput,
@@ -63,7 +63,7 @@ class Check:
 
     def to_json(self) -> dict[str, Any]:
         """The fields, and the check's title after its id (for readers of report.json)."""
-        out = records.fields_to_json(self)
+        out = jsoncodec.fields_to_json(self)
         return {"id": out.pop("id"), "title": self.title, **out}
 
 
@@ -103,7 +103,7 @@ class Verdict:
         """The overall status first, then the checks; `strict` is how it was asked, not what."""
         return {
             "overall": self.overall,
-            **records.fields_to_json(self, exclude=("strict", "overall")),
+            **jsoncodec.fields_to_json(self, exclude=("strict", "overall")),
         }
 
 
@@ -347,7 +347,7 @@ def _history_check(cid: str, o: Outcome, kinds: tuple[str, ...], what: str) -> C
     )
 
 
-def _finding_text(f: regressions.Finding) -> str:
+def _finding_text(f: regressions.PointChange) -> str:
     def num(v: float | None) -> str:
         return "-" if v is None else f"{v:.4g}"
 

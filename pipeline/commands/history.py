@@ -17,8 +17,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.changelog.history import ingest, regressions, store
-from relpipe.core import records, sanitize
+from relpipe.changelog.results import ingest, regressions, store
+from relpipe.core import jsoncodec, sanitize
 from relpipe.pipeline.commands.parser import Parser, parser
 
 
@@ -97,7 +97,7 @@ def _regressions(db: store.Store, args: argparse.Namespace) -> int:
         if f.kind in (regressions.REGRESSION, regressions.FAILED_KIND, regressions.BELOW)
     ]
     if args.json:
-        doc = {"store": db.where, "findings": [records.to_json(f) for f in findings]}
+        doc = {"store": db.where, "findings": [jsoncodec.to_json(f) for f in findings]}
         print(sanitize.json_text(doc, indent=2, sort_keys=True))
     else:
         for f in findings:
@@ -106,7 +106,7 @@ def _regressions(db: store.Store, args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
-def _line(f: regressions.Finding) -> str:
+def _line(f: regressions.PointChange) -> str:
     def num(v: float | None) -> str:
         return "-" if v is None else f"{v:.4g}"
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from relpipe.core import records, sanitize
+from relpipe.core import jsoncodec, sanitize
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
 
@@ -40,7 +40,7 @@ def add_target_args(
     dry_run: str = "print the git steps and REST requests, send nothing",
 ) -> None:
     """Where the PR goes; shared by `relpipe pr` and `relpipe revert`."""
-    from relpipe.pipeline.github import DEFAULT_API_URL
+    from relpipe.pipeline.github import DEADLINE_S, DEFAULT_API_URL
     from relpipe.pipeline.pullrequest import DEFAULT_LABELS, MODIFIER_LABELS, PRIMARY_LABELS
 
     g = p.add_argument_group("the pull request")
@@ -54,6 +54,14 @@ def add_target_args(
     g.add_argument("--base", default="main", metavar="BRANCH", help="base branch of the PR")
     g.add_argument("--branch", default="", metavar="NAME", help=f"head branch (default: {branch})")
     g.add_argument("--api-url", default=DEFAULT_API_URL, metavar="URL", help="GitHub REST API URL")
+    g.add_argument(
+        "--api-deadline",
+        type=float,
+        default=DEADLINE_S,
+        metavar="SECONDS",
+        help="overall deadline of each GitHub request, retries and the whole answer included: "
+        "a server that answers too slowly is cut off there (default: %(default)g)",
+    )
     g.add_argument(
         "--label",
         action="append",
@@ -72,6 +80,8 @@ def target_from(a: argparse.Namespace) -> Target:
     repo = a.github_repo
     if repo.count("/") != 1 or not all(repo.split("/")):
         raise PipelineError(f"--github-repo {repo!r}: write OWNER/NAME")
+    if not 0 < a.api_deadline <= 3600:
+        raise PipelineError("--api-deadline: give seconds between 0 and 3600")
     root = a.repo.resolve()
     if not (root / ".git").exists():
         raise PipelineError(f"--repo {root}: not a git clone of the benchmark repository")
@@ -82,12 +92,13 @@ def target_from(a: argparse.Namespace) -> Target:
         base=a.base,
         branch=a.branch,
         api_url=a.api_url,
+        api_deadline_s=a.api_deadline,
         labels=tuple(a.label or DEFAULT_LABELS),
     )
 
 
 def report(outcome: Outcome, as_json: bool) -> None:
-    out = records.to_json(outcome)
+    out = jsoncodec.to_json(outcome)
     if as_json:
         print(sanitize.json_text(out, indent=2, sort_keys=True))
         return
@@ -130,9 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     target = target_from(args)
     if args.action == "status":
-        with prq.client_for(target.api_url) as client:
+        with prq.client_for(target) as client:
             st = prq.status(target, args.config_key, client)
-        doc = records.to_json(st)
+        doc = jsoncodec.to_json(st)
         if args.json:
             print(sanitize.json_text(doc, indent=2, sort_keys=True))
         else:
@@ -156,7 +167,7 @@ def publish_and_report(target: Target, bump: Bump, mode: str, dry: bool, as_json
     if dry:
         outcome = prq.publish(target, bump, mode=mode, client=None, log=log)
     else:
-        with prq.client_for(target.api_url) as client:
+        with prq.client_for(target) as client:
             outcome = prq.publish(target, bump, mode=mode, client=client, log=log)
     report(outcome, as_json)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")

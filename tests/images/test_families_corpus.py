@@ -15,8 +15,8 @@ import pytest
 from corpus import image_tags, inferencex_dir
 from packaging.version import Version
 
+from relpipe.core.reference import parse
 from relpipe.images.nightly import PatternError, classify, matching, newest
-from relpipe.images.reference import parse
 
 TREES = ("eras/2026-01-15", "eras/2026-03-30", "eras/2026-07-01", "tree", "tree-2026-10")
 IMAGE = re.compile(r"^\s*image:\s*['\"]?([^'\"\s#]+)", re.M)

@@ -354,7 +354,7 @@ def oracle(cases: list[Case], masters: list[Path]) -> list[tuple[bool, str]]:
 
 
 def relpipe(case: Case, keys: list[str]) -> gate.Report:
-    rules = gate.Rules(
+    rules = gate.Policy(
         repo_url=REPO,
         pr_number=case.pr,
         config_keys=keys if case.resolve else None,
@@ -411,7 +411,7 @@ def test_style_is_a_warning_by_default_and_an_error_under_strict(
     case = next(c for c in cases if c.name == "2-space list items")
     loose = relpipe(case, keys)
     assert loose.ok and {f.code for f in loose.findings} == {"indent"}
-    rules = gate.Rules(repo_url=REPO, pr_number=None, config_keys=keys, strict=True)
+    rules = gate.Policy(repo_url=REPO, pr_number=None, config_keys=keys, strict=True)
     strict = gate.check(case.base, case.head, rules)
     assert not strict.ok and {f.severity for f in strict.findings} == {"error"}
 

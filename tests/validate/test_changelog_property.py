@@ -265,7 +265,7 @@ def appended(draw: st.DrawFn) -> bytes:
 @given(appended())
 def test_fast_path_verdict_equals_a_full_strict_parse(suffix: bytes) -> None:
     head = BASE + suffix
-    report = gate.check(BASE, head, gate.Rules(repo_url=REPO, pr_number=None, config_keys=None))
+    report = gate.check(BASE, head, gate.Policy(repo_url=REPO, pr_number=None, config_keys=None))
     assert report.ok == reference(BASE, head), [f for f in report.findings if f.severity == "error"]
 
 
@@ -273,7 +273,9 @@ def test_fast_path_verdict_equals_a_full_strict_parse(suffix: bytes) -> None:
 @given(st.binary(max_size=300))
 def test_any_bytes_give_a_verdict_never_a_traceback(noise: bytes) -> None:
     for base, head in ((BASE, BASE + noise), (None, noise), (noise, BASE)):
-        report = gate.check(base, head, gate.Rules(repo_url=REPO, pr_number=None, config_keys=None))
+        report = gate.check(
+            base, head, gate.Policy(repo_url=REPO, pr_number=None, config_keys=None)
+        )
         assert report.ok in (True, False)
 
 
@@ -296,7 +298,7 @@ GOOD = BASE.decode()
 def test_full_audit_rejects_what_pyyaml_cannot_load(text: str) -> None:
     data = text.encode("utf-8", "surrogateescape")
     assert not reference(data, data)
-    report = gate.check(None, data, gate.Rules(repo_url=REPO, pr_number=None, config_keys=None))
+    report = gate.check(None, data, gate.Policy(repo_url=REPO, pr_number=None, config_keys=None))
     assert not report.ok
     assert all(f.line >= 1 for f in report.findings if f.severity == "error")
 
@@ -305,7 +307,7 @@ def test_a_huge_entry_off_the_house_style_is_capped_not_parsed() -> None:
     """PyYAML's events for a 10 MB entry would take over a GB: a size finding instead."""
     items = b"".join(b"    - {a: %d}\n" % i for i in range(600_000))
     data = BASE + b"\n- config-keys: [k]\n  description:\n" + items + b"  pr-link: l\n"
-    report = gate.check(BASE, data, gate.Rules(repo_url=REPO, pr_number=None, config_keys=None))
+    report = gate.check(BASE, data, gate.Policy(repo_url=REPO, pr_number=None, config_keys=None))
     assert not report.ok
     assert [(f.line, f.code) for f in report.findings if f.severity == "error"][0] == (7, "size")
 
@@ -319,6 +321,6 @@ def test_a_base_the_grammar_cannot_prove_is_scanned_and_judged(old: bytes, new: 
     base = BASE.replace(old, new)
     head = base + b"\n" + BASE.replace(b"pull/1", b"pull/2")
     assert not reference(base, base)
-    report = gate.check(base, head, gate.Rules(repo_url=REPO, pr_number=None, config_keys=None))
+    report = gate.check(base, head, gate.Policy(repo_url=REPO, pr_number=None, config_keys=None))
     assert not report.ok
     assert report.findings[0].code == "base" and "base line" in report.findings[0].message

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from relpipe.changelog.history.records import (
+from relpipe.changelog.results.records import (
     ACCEPTANCE,
     ACCURACY,
     AMBIGUOUS,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from relpipe.images.reference import InvalidReference, Reference, is_loopback, parse
+from relpipe.core.reference import InvalidReference, Reference, is_loopback, parse
 
 D = "sha256:" + "ab" * 32
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.history.records import FAILED, OK, Image, Measurement, Sample
+from relpipe.changelog.results.records import FAILED, OK, Image, Measurement, Sample
 from relpipe.core.errors import require
 
 HISTORY_ENV = "RELPIPE_HISTORY"

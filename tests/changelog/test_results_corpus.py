@@ -14,8 +14,8 @@ from pathlib import Path
 import corpus
 import pytest
 
-from relpipe.changelog.history import inferencex, ingest, regressions
-from relpipe.changelog.history.records import AMBIGUOUS, FAILED, OK, PERF, measurement
+from relpipe.changelog.results import inferencex, ingest, regressions
+from relpipe.changelog.results.records import AMBIGUOUS, FAILED, OK, PERF, measurement
 
 LEVEL = regressions.LEVEL_IMAGES
 

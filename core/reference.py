@@ -1,5 +1,8 @@
 """Image references: parse and normalise `[registry/]repository[:tag][@sha256:<hex>]`.
 
+The vocabulary every layer shares (go-containerregistry's `pkg/name`): the changelog, the notes,
+the checks, the images client and the pipeline read a reference here, never by hand.
+
 Follows the distribution reference grammar (the one docker and skopeo use): a first component
 with a `.` or `:` or equal to `localhost` is a registry; Docker Hub is `docker.io` and its
 single-name repositories live under `library/`. Anything else is rejected with one line that
@@ -11,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from relpipe.images.errors import ImageError
+from relpipe.core.errors import RelpipeError
 
 DOCKER_HUB = "docker.io"
 # Docker Hub's API lives on a different host than its name.
@@ -26,7 +29,7 @@ _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _MAX_NAME = 255
 
 
-class InvalidReference(ImageError):
+class InvalidReference(RelpipeError):
     """A string is not a valid image reference (usage error)."""
 
     exit_code = 2

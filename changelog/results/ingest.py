@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.history import dashboards, inferencex, qualification
-from relpipe.changelog.history.records import (
+from relpipe.changelog.results import dashboards, inferencex, qualification
+from relpipe.changelog.results.records import (
     AMBIGUOUS,
     FAILED,
     HIGHER,

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from relpipe.changelog.history.records import (
+from relpipe.changelog.results.records import (
     ACCEPTANCE,
     ACCURACY,
     AMBIGUOUS,

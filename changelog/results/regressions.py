@@ -17,7 +17,7 @@ kind of metric:
   differ in kind, not by noise, and teach no band.
   A change outside the band is still noise when the new value is within the band of the median
   of the last `LEVEL_IMAGES` images: the previous image's value was the outlier (one run).
-  Measured by a run-by-run replay (tests/changelog/test_history_corpus.py): same-image pairs
+  Measured by a run-by-run replay (tests/changelog/test_results_corpus.py): same-image pairs
   flagged 1 of 520 (Aug 2026 dashboard), 14 of 1,404 (May), 0 of 420 (mocker), at most 1 %.
 * accuracy: the drop is judged with the standard errors of both scores (a two-sample z-test at
   `Z_EVAL`), and every score below its own threshold is `below-threshold` whatever the change.
@@ -39,7 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 
-from relpipe.changelog.history.records import (
+from relpipe.changelog.results.records import (
     ACCEPTANCE,
     ACCURACY,
     FAILED,
@@ -79,7 +79,10 @@ FINDING_KINDS = (REGRESSION, IMPROVEMENT, FAILED_KIND, BELOW)
 
 
 @dataclass(frozen=True, kw_only=True)
-class Finding:
+class PointChange:
+    """One metric at one point between two images: a regression, an improvement, a failure or a
+    score below its threshold (`kind`), with the noise band it was judged against."""
+
     series: str
     point: str
     metric: str
@@ -113,14 +116,14 @@ Group = tuple[str, str, str]
 
 def compare(
     samples: Iterable[Sample | Measurement], *, every: bool = False, all_points: bool = False
-) -> list[Finding]:
+) -> list[PointChange]:
     """Findings for the newest image change of every point (`every`: each image change in order).
 
     Only regression/improvement/failed/below-threshold unless `all_points` (then also the points
     within noise and those without a previous image), as the release notes' table needs."""
     groups, kinds, series_points = _group(samples)
     bands = _Bands(groups, kinds)
-    out: list[Finding] = []
+    out: list[PointChange] = []
     for key in sorted(groups):
         if kinds[key][0] == OTHER:
             continue
@@ -138,7 +141,7 @@ def compare(
 
 def for_image(
     rows: Iterable[Sample | Measurement], *, series: str, images: Sequence[str]
-) -> list[Finding] | None:
+) -> list[PointChange] | None:
     """Every point of `series` for the image named by any of `images` (its digest ref, its tag
     ref) against the image before it; None when the history holds nothing of that image."""
     upto = _up_to(rows, series=series, images=images)
@@ -319,7 +322,7 @@ def _judge(
     new: _Image,
     bands: _Bands,
     recent: Sequence[float],
-) -> list[Finding]:
+) -> list[PointChange]:
     series, point, metric = key
     base: dict[str, object] = {
         "series": series,
@@ -333,7 +336,7 @@ def _judge(
     }
     new_value = statistics.median(new.values) if new.values else None
     old_value = statistics.median(old.values) if old and old.values else None
-    out: list[Finding] = []
+    out: list[PointChange] = []
     if new_value is None:
         why = new.notes[-1] if new.notes else "no result"
         return [_finding(base, FAILED_KIND, old_value, None, None, "", f"every run failed: {why}")]
@@ -374,8 +377,8 @@ def _finding(
     note: str,
     *,
     change: float | None = None,
-) -> Finding:
-    return Finding(
+) -> PointChange:
+    return PointChange(
         **base,  # type: ignore[arg-type]
         kind=kind,
         old_value=old_value,
@@ -448,9 +451,9 @@ def _missing(
     series_points: dict[str, dict[str, set[Group]]],
     *,
     every: bool,
-) -> list[Finding]:
+) -> list[PointChange]:
     """A point the previous image of a series had and the next image, which ran it, has not."""
-    out: list[Finding] = []
+    out: list[PointChange] = []
     for series, by_image in sorted(series_points.items()):
         order = sorted(
             by_image, key=lambda ref: min(groups[k][ref].first_seq for k in by_image[ref])

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from relpipe.changelog.history.records import (
+from relpipe.changelog.results.records import (
     ACCURACY,
     FAILED,
     HIGHER,

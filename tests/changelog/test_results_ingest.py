@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from relpipe.changelog.history import ingest, regressions
-from relpipe.changelog.history.records import AMBIGUOUS, FAILED, OK
+from relpipe.changelog.results import ingest, regressions
+from relpipe.changelog.results.records import AMBIGUOUS, FAILED, OK
 from relpipe.pipeline import cli
 
 
