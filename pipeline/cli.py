@@ -10,7 +10,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from relpipe.core import sanitize
+from relpipe.core import sanitize, suggest
 from relpipe.core.errors import RelpipeError, report_unexpected
 from relpipe.engine.errors import EngineError
 
@@ -74,7 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     name, rest = args[0], args[1:]
     if name not in COMMANDS:
-        print(f"relpipe: error: unknown command {name!r}; run `relpipe --help`", file=sys.stderr)
+        hint = suggest.did_you_mean(name, ("--help", "--version") if name[:1] == "-" else COMMANDS)
+        print(
+            f"relpipe: error: unknown command {sanitize.terminal(repr(name), limit=200)}{hint}; "
+            "run `relpipe --help`",
+            file=sys.stderr,
+        )
         return 2
     try:
         module = importlib.import_module(f"relpipe.pipeline.commands.{COMMANDS[name][0]}")
