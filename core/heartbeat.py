@@ -23,9 +23,14 @@ def _stderr(line: str) -> None:
 
 @contextlib.contextmanager
 def heartbeat(
-    what: str, *, every: float = EVERY_S, say: Callable[[str], None] = _stderr
+    what: str,
+    *,
+    every: float = EVERY_S,
+    say: Callable[[str], None] = _stderr,
+    announce: bool = True,
 ) -> Iterator[None]:
-    """Say `what` now, a "still running" line every `every` seconds, and "done" at the end."""
+    """Say `what` now, a "still running" line every `every` seconds, and "done" at the end
+    (without `announce`, only the "still running" lines: the caller says the rest)."""
     started = time.monotonic()
     stop = threading.Event()
 
@@ -33,7 +38,8 @@ def heartbeat(
         while not stop.wait(every):
             say(f"{what}: still running ({time.monotonic() - started:.0f} s)")
 
-    say(f"{what} ...")
+    if announce:
+        say(f"{what} ...")
     thread = threading.Thread(target=beat, name=f"heartbeat: {what}", daemon=True)
     thread.start()
     ok = False
@@ -43,5 +49,6 @@ def heartbeat(
     finally:
         stop.set()
         thread.join()
-        took = time.monotonic() - started
-        say(f"{what}: {'done' if ok else 'stopped'} ({took:.0f} s)")
+        if announce:
+            took = time.monotonic() - started
+            say(f"{what}: {'done' if ok else 'stopped'} ({took:.0f} s)")
