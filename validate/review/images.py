@@ -12,6 +12,7 @@ hardware is a WARN. The new-architecture exception needs a person: it is a FAIL 
 
 from __future__ import annotations
 
+from relpipe.core.reference import familiar, split
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.context import Review
 from relpipe.validate.review.result import Evidence, Result, plural, result
@@ -22,13 +23,7 @@ UPSTREAM = {"vllm": ("vllm/",), "sglang": ("lmsysorg/",)}
 
 def repository(image: str) -> str:
     """`docker.io/vllm/vllm-openai:tag@sha256:...` -> `vllm/vllm-openai` (`#` read as `/`)."""
-    name = image.replace("#", "/").split("@", 1)[0]
-    last = name.rsplit("/", 1)
-    if ":" in last[-1]:
-        name = name[: name.rfind(":")]
-    for registry in ("docker.io/", "index.docker.io/", "registry-1.docker.io/"):
-        name = name.removeprefix(registry)
-    return name.lower()
+    return familiar(split(image.replace("#", "/")).name).lower()
 
 
 def check_images(review: Review) -> Result:
