@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from relpipe.core import jsoncodec, jsonload, process
+from relpipe.core import jsoncodec, jsonload, process, sanitize
 from relpipe.pipeline import github as gh
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.workspace import Workspace
@@ -257,9 +257,47 @@ def apply_bump(work: Path, bump: Bump) -> None:
         write_atomic(path, data)
 
 
+MARK = "Relpipe-Bump: "  # the trailer of every commit relpipe writes on a PR branch
+_OLD_MARK = "Config key: "  # what relpipe's commits carried before the trailer
+
+
 def commit_message(bump: Bump) -> str:
-    lines = [bump.title, "", f"Config key: {bump.config_key}"]
+    lines = [bump.title, "", f"{_OLD_MARK}{bump.config_key}", f"{MARK}{bump.config_key}"]
     return "\n".join(lines) + "\n"
+
+
+def refuse_foreign_commits(
+    target: Target, branch: str, tip: str, base_sha: str, number: int
+) -> None:
+    """Stop when the PR branch carries a commit relpipe did not write: an update rebuilds the
+    branch as one commit on the base, which would drop it. relpipe stops rather than rebuilding
+    on top of it: a colleague's commit may change what the release's checks saw."""
+    git(target.root, "fetch", "--quiet", target.remote, f"refs/heads/{branch}")
+    fetched = git(target.root, "rev-parse", "FETCH_HEAD").strip()
+    if fetched != tip:
+        raise PullRequestRefused(
+            f"{branch} moved on {target.remote} while relpipe read it; run update again"
+        )
+    listed = git(
+        target.root, "rev-list", "--format=%H%x1f%an%x1f%s%x1f%B%x1e", tip, "--not", base_sha
+    )
+    for record in listed.split("\x1e"):
+        body = record.lstrip("\n")
+        if not body.startswith("commit ") or "\n" not in body:
+            continue
+        fields = body.split("\n", 1)[1].split("\x1f")
+        if len(fields) < 4:
+            continue
+        sha, author, subject, message = fields[0].strip(), fields[1], fields[2], fields[3]
+        lines = message.splitlines()
+        if any(line.startswith((MARK, _OLD_MARK)) for line in lines):
+            continue
+        said = sanitize.terminal(f'{sha[:12]} "{subject}" by {author}', limit=200)
+        raise PullRequestRefused(
+            f"PR #{number}'s branch {branch} carries a commit relpipe did not write ({said}); "
+            "an update rewrites the branch and would drop it: fold it into the release (or ask "
+            "its author to), then run update again; nothing pushed"
+        )
 
 
 def run_hook(
@@ -347,6 +385,8 @@ def publish(
             )
     git(target.root, "fetch", "--quiet", target.remote, f"refs/heads/{target.base}")
     base_sha = git(target.root, "rev-parse", "FETCH_HEAD").strip()
+    if previous is not None and live is not None:
+        refuse_foreign_commits(target, branch, previous, base_sha, live.number)
     claimed = linked_number(target, bump)
     if live is not None:
         bump = with_pr_link(bump, target, live.number)
@@ -571,8 +611,6 @@ def title_and_body(notes_path: Path) -> tuple[str, str]:
 
 def validation_summary(report: Path) -> str:
     """A Markdown table of the release verdict's checks (report.json beside the notes)."""
-    from relpipe.core import sanitize
-
     if not report.is_file():
         return ""
     try:

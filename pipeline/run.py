@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.changelog.repo import find_root, is_checkout
-from relpipe.core import jsoncodec, sanitize
+from relpipe.core import checkrender, jsoncodec
 from relpipe.images.registry import RegistryClient
 from relpipe.pipeline import comparison
 from relpipe.pipeline.comparison import HistoryOutput
@@ -340,9 +340,7 @@ def print_result(result: RunResult, as_json: bool) -> int:
         print(result.reports["report.json"].read_text(), end="")
     else:
         for check in result.verdict.checks:
-            # Reasons quote commit subjects and image facts: no escape sequence reaches the tty.
-            reason = sanitize.terminal(check.reason, limit=1000)
-            print(f"{check.id:<4} {check.status:<4}  {check.title}: {reason}")
+            print(checkrender.text_line(check))
         print(
             f"verdict: {result.verdict.overall}  "
             f"({len(result.cached)} cached, {len(result.ran)} ran)"

@@ -61,6 +61,7 @@ def test_the_wheel_carries_the_data_the_code_reads_and_both_scripts(
         "relpipe/validate/precision/atom_rules.yaml",
         "relpipe/changelog/notes/catalog.yaml",
         "relpipe/pipeline/report.html.j2",
+        "relpipe/core/checks.html.j2",  # the checks' HTML macros every page imports
         "relpipe/engine/__main__.py",
         "relpipe/changelog/results/migrations/0001_results.sql",  # the history store's schema
         "relpipe/changelog/results/migrations/0002_results_order.sql",

@@ -31,15 +31,22 @@ if TYPE_CHECKING:
     from relpipe.pipeline.pullrequest import Bump, Outcome, Target
 
 ACTIONS = ("open", "update", "status")
+ACTION_HELP = {
+    "open": "commit the release in the working tree, push its branch and open the PR",
+    "update": "bring the open PR up to date after a newer release (branch, title, body)",
+    "status": "the branch and the PR of a config key, read-only",
+}
+DRY_RUN_HELP = "print the git steps and REST requests, send nothing"
 
 
 def add_target_args(
     p: argparse.ArgumentParser,
     *,
     branch: str = "relpipe/bump/KEY",
-    dry_run: str = "print the git steps and REST requests, send nothing",
+    dry_run: str | None = DRY_RUN_HELP,
 ) -> None:
-    """Where the PR goes; shared by `relpipe pr` and `relpipe revert`."""
+    """Where the PR goes; shared by `relpipe pr` and `relpipe revert`. Without `dry_run` (the
+    read-only `pr status`) there is no --label or --dry-run to offer."""
     from relpipe.pipeline.github import DEADLINE_S, DEFAULT_API_URL
     from relpipe.pipeline.pullrequest import DEFAULT_LABELS, MODIFIER_LABELS, PRIMARY_LABELS
 
@@ -62,15 +69,16 @@ def add_target_args(
         help="overall deadline of each GitHub request, retries and the whole answer included: "
         "a server that answers too slowly is cut off there (default: %(default)g)",
     )
-    g.add_argument(
-        "--label",
-        action="append",
-        metavar="L",
-        default=None,
-        help=f"sweep label, repeatable: exactly one of {', '.join(PRIMARY_LABELS)}, plus any of "
-        f"{', '.join(MODIFIER_LABELS)} (default: {', '.join(DEFAULT_LABELS)})",
-    )
-    g.add_argument("--dry-run", action="store_true", help=dry_run)
+    if dry_run is not None:
+        g.add_argument(
+            "--label",
+            action="append",
+            metavar="L",
+            default=None,
+            help=f"sweep label, repeatable: exactly one of {', '.join(PRIMARY_LABELS)}, plus "
+            f"any of {', '.join(MODIFIER_LABELS)} (default: {', '.join(DEFAULT_LABELS)})",
+        )
+        g.add_argument("--dry-run", action="store_true", help=dry_run)
     g.add_argument("--json", action="store_true", help="print one JSON document")
 
 
@@ -93,7 +101,7 @@ def target_from(a: argparse.Namespace) -> Target:
         branch=a.branch,
         api_url=a.api_url,
         api_deadline_s=a.api_deadline,
-        labels=tuple(a.label or DEFAULT_LABELS),
+        labels=tuple(getattr(a, "label", None) or DEFAULT_LABELS),
     )
 
 
@@ -112,33 +120,42 @@ def report(outcome: Outcome, as_json: bool) -> None:
     )
 
 
+def _parser() -> argparse.ArgumentParser:
+    """One sub-parser per action: `relpipe pr open --help` shows the options of `open`."""
+    p = parser("relpipe pr", __doc__)
+    sub = p.add_subparsers(dest="action", required=True, metavar="COMMAND")
+    for action in ACTIONS:
+        a = sub.add_parser(action, help=ACTION_HELP[action], description=ACTION_HELP[action])
+        a.add_argument("--config-key", metavar="KEY", required=True, help="config key of the bump")
+        if action != "status":
+            a.add_argument(
+                "--notes",
+                metavar="FILE",
+                type=Path,
+                default=None,
+                help="release notes (default: the newest release record of the key)",
+            )
+            a.add_argument(
+                "--state",
+                metavar="DIR",
+                type=Path,
+                default=None,
+                help="relpipe state folder (default: $RELPIPE_STATE, else REPO/.relpipe)",
+            )
+        if action == "update":
+            a.add_argument(
+                "--open-missing", action="store_true", help="open the PR when none is open"
+            )
+        add_target_args(a, dry_run=None if action == "status" else DRY_RUN_HELP)
+    return p
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from relpipe.pipeline import pullrequest as prq
     from relpipe.pipeline.run import state_dir
     from relpipe.pipeline.workspace import Workspace
 
-    p = parser("relpipe pr", __doc__)
-    p.add_argument("action", choices=ACTIONS, help="open, update or status")
-    p.add_argument("--config-key", metavar="KEY", required=True, help="config key of the bump")
-    p.add_argument(
-        "--notes",
-        metavar="FILE",
-        type=Path,
-        default=None,
-        help="release notes (default: the newest release record of the key)",
-    )
-    p.add_argument(
-        "--state",
-        metavar="DIR",
-        type=Path,
-        default=None,
-        help="relpipe state folder (default: $RELPIPE_STATE, else REPO/.relpipe)",
-    )
-    p.add_argument(
-        "--open-missing", action="store_true", help="update: open the PR when none is open"
-    )
-    add_target_args(p)
-    args = p.parse_args(argv)
+    args = _parser().parse_args(argv)
     target = target_from(args)
     if args.action == "status":
         with prq.client_for(target) as client:
@@ -156,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     title, body = prq.title_and_body(notes)
     bump = prq.read_bump(target.root, args.config_key, title, body)
-    mode = "sync" if args.open_missing else args.action
+    mode = "sync" if getattr(args, "open_missing", False) else args.action
     return publish_and_report(target, bump, mode, args.dry_run, args.json)
 
 

@@ -345,6 +345,6 @@ def test_an_answer_that_drips_meets_the_one_deadline_of_its_request(
 
 def test_the_deadline_is_stated_in_help(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        relpipe(["pr", "--help"])
+        relpipe(["pr", "open", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "--api-deadline SECONDS overall deadline of each GitHub request" in out

@@ -31,10 +31,10 @@ from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.configs.load import load_yaml, resolve_key
 from relpipe.changelog.configs.schema import line_of, unknown_fields
 from relpipe.changelog.errors import ChangelogError
+from relpipe.core.check import Evidence
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.review import shell
 from relpipe.validate.review.recipe import Recipe, RecipeError, effective, located
-from relpipe.validate.review.result import Evidence
 from relpipe.validate.review.rx import rx
 from relpipe.validate.review.source import Source
 
