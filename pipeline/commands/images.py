@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.core import sanitize
-from relpipe.core.reference import parse
+from relpipe.core.reference import parse, split
 from relpipe.images.errors import ImageError
 from relpipe.images.nightly import families
 from relpipe.images.options import add_registry_args, apply_registry_args
@@ -113,7 +113,7 @@ def _pin(args: argparse.Namespace) -> int:
         from relpipe.changelog.configs.pin import pin_image
 
         pin = pins[0]
-        image = pin.ref.split("@", 1)[0]
+        image = split(pin.ref).without_digest
         if args.with_digest:
             image = f"{image}@{pin.digest}"
         result = pin_image(args.config, args.config_key, image)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from relpipe.core import engines
 from relpipe.core.check import Evidence, Judgement, judged
+from relpipe.core.reference import familiar, split
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.context import Review, plural
 from relpipe.validate.review.scope import _line_of
@@ -28,13 +29,7 @@ def upstream() -> dict[str, tuple[str, ...]]:
 
 def repository(image: str) -> str:
     """`docker.io/vllm/vllm-openai:tag@sha256:...` -> `vllm/vllm-openai` (`#` read as `/`)."""
-    name = image.replace("#", "/").split("@", 1)[0]
-    last = name.rsplit("/", 1)
-    if ":" in last[-1]:
-        name = name[: name.rfind(":")]
-    for registry in ("docker.io/", "index.docker.io/", "registry-1.docker.io/"):
-        name = name.removeprefix(registry)
-    return name.lower()
+    return familiar(split(image.replace("#", "/")).name).lower()
 
 
 def check_images(review: Review) -> Judgement:
