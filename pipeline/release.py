@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from relpipe.core import journal, jsoncodec
 from relpipe.core.files import file_lock
 from relpipe.core.reference import parse
-from relpipe.core.status import FAIL
+from relpipe.core.status import FAIL, NA, PASS
 from relpipe.pipeline import comparison
 from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.containers import Engine
@@ -175,7 +175,7 @@ def release_facts(
         "precision": precision_facts(report),
         "validation": {
             "checks": [
-                {"id": c.id, "status": c.status} for c in verdict.checks if c.status != "N/A"
+                {"id": c.id, "status": c.status} for c in verdict.checks if c.status != NA
             ],
             "evals": [
                 {
@@ -350,7 +350,7 @@ def hook_result(ws: Workspace, scratch: Path, req: Request) -> ValidatorOutput:
         "entries": report.entries,
         "appended": report.appended,
     }
-    return ValidatorOutput(status="ok", problems=tuple(problems), evidence=evidence)
+    return ValidatorOutput(status=PASS, problems=tuple(problems), evidence=evidence)
 
 
 def notes_result(notes: str, facts: Mapping[str, Any]) -> ValidatorOutput:
@@ -359,7 +359,7 @@ def notes_result(notes: str, facts: Mapping[str, Any]) -> ValidatorOutput:
 
     findings = notes_check.check(notes, ReleaseFacts.from_json(facts), "notes.md")
     return ValidatorOutput(
-        status="ok",
+        status=PASS,
         problems=tuple(str(f) for f in findings),
         evidence={"languages": "en + zh", "lines": notes.count("\n")},
     )
@@ -619,6 +619,6 @@ def rerender_release(run_dir: Path, strict: bool = False) -> tuple[Verdict, dict
         _never_run,
         "release checks",
     )
-    seen = comparison.load(run_dir) or HistoryOutput(status="n/a", reason="not recorded")
+    seen = comparison.load(run_dir) or HistoryOutput(status=NA, reason="not recorded")
     outcome = replace(assemble(plan, outputs), history=seen)
     return render_release(plan, outcome, checks, inputs, record, strict, force=True)

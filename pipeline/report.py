@@ -80,7 +80,7 @@ def _facts(o: Outcome) -> Facts:
 
 def _report(p: PrecisionOutput | None) -> PrecisionReport | None:
     """The precision report when the diff ran (status ok), else None."""
-    return p.report if p is not None and p.status == "ok" else None
+    return p.report if p is not None and p.status == PASS else None
 
 
 def _precision_summary(out: PrecisionOutput | None) -> dict[str, Any] | None:
@@ -314,7 +314,7 @@ def plot_history(h: HistoryOutput | None) -> str | None:
     shaded, the image under test marked."""
     from matplotlib.figure import Figure
 
-    trends = [t for t in (h.trends if h is not None and h.status == "ok" else ()) if t.values]
+    trends = [t for t in (h.trends if h is not None and h.status == PASS else ()) if t.values]
     if h is None or not trends:
         return None
     metrics = sorted({t.metric for t in trends})
