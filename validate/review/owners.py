@@ -63,8 +63,9 @@ def _compile(pattern: str) -> Any:
             out += re2.escape(body[i])
             i += 1
     prefix = "^" if anchored else "^(?:.*/)?"
-    # RE2 (linear time): `*a*a*a*a*a*a*a*a*a*a*a*a*b` backtracks exponentially in `re`.
-    return re2.compile(prefix + out + "(?:/.*)?$")
+    # RE2 (linear time): `*a*a*a*a*a*a*a*a*a*a*a*a*b` backtracks exponentially in `re`. `(?s)`:
+    # a path may hold a newline, and `.` must cross it (`configs/a<LF>b` is under `/configs/`).
+    return re2.compile("(?s)" + prefix + out + "(?:/.*)?$")
 
 
 def codeowners(review: Review) -> tuple[str, list[Rule]] | None:

@@ -27,7 +27,7 @@ from relpipe.validate.review.scope import (
     scope_keys,
     select_keys,
 )
-from relpipe.validate.review.source import Source, open_source
+from relpipe.validate.review.source import Source, open_source, path_text
 
 # The review's checks, in the order they are reported: each declared once, with its title and
 # whether it is fast and local enough for the commit hook (`--fast`). A new check is one line here.
@@ -97,7 +97,7 @@ def check_ref(value: str, flag: str) -> str:
 def _unquote(name: bytes) -> str:
     """A path as git prints it in a patch header: C-quoted when it has `"`, tab, ESC, ..."""
     if not name.startswith(b'"') or not name.endswith(b'"'):
-        return name.decode("utf-8", "replace")
+        return path_text(name)
     body, out, i = name[1:-1], bytearray(), 0
     escapes = {ord("t"): 9, ord("n"): 10, ord('"'): 34, ord("\\"): 92, ord("a"): 7, ord("b"): 8}
     escapes |= {ord("f"): 12, ord("v"): 11, ord("r"): 13}
@@ -112,7 +112,7 @@ def _unquote(name: bytes) -> str:
             continue
         out.append(body[i])
         i += 1
-    return out.decode("utf-8", "replace")
+    return path_text(bytes(out))
 
 
 def diff(repo: Path, base: str, head: str | None) -> Change:
@@ -138,7 +138,7 @@ def diff(repo: Path, base: str, head: str | None) -> Change:
             header = False
             start, count = int(m.group(1)), int(m.group(2) or 1)
             lines[current].update(range(start, start + count))
-    paths = [p.decode("utf-8", "replace") for p in names.split(b"\0") if p]
+    paths = [path_text(p) for p in names.split(b"\0") if p]
     return Change(
         base=base,
         head=head or "working tree",
