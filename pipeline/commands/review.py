@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from relpipe.changelog.repository.era import MODELS_NAME
 from relpipe.core import sanitize
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.pipeline.commands.parser import Parser
@@ -28,7 +29,7 @@ TITLES = {
     "owners": "code owners of the changed files",
     "checklist": "sign-off uses the current checklist",
     "upstream-images": "upstream vLLM/SGLang images",
-    "deprecated": "no deprecated model or scenario (MODELS.md)",
+    "deprecated": f"no deprecated model or scenario ({MODELS_NAME})",
     "arch-hacks": "no architecture hacks",
     "chat-template": "spec-decode benchmarks use the chat template",
     "engine-patches": "no engine patches without a waiver",

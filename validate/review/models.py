@@ -182,7 +182,7 @@ def check_deprecated(review: Review) -> Result:
     cid = "deprecated"
     if not review.scopes:
         return result(cid, NA, "no config key in scope")
-    models_md = review.source.layout.models
+    models_md = review.source.era.models
     text = review.source.text(models_md)
     if text is None:
         return result(cid, NA, f"{models_md} is not in the repository")
@@ -221,7 +221,7 @@ def check_deprecated(review: Review) -> Result:
                     (pending if policy.arms_pending else rows).extend(found)
     if rows:
         first = rows[0].what
-        n = len({r.what for r in rows if r.where.startswith(review.source.layout.masters)})
+        n = len({r.what for r in rows if r.where.startswith(review.source.era.masters)})
         return result(
             cid,
             FAIL,
@@ -234,7 +234,7 @@ def check_deprecated(review: Review) -> Result:
         return result(cid, WARN, why, [*upcoming, *pending])
     if pending:
         note = Evidence.at(models_md, policy.arms_pending, "non-spec arms: not yet enacted")
-        n = len({r.what for r in pending if r.where.startswith(review.source.layout.masters)})
+        n = len({r.what for r in pending if r.where.startswith(review.source.era.masters)})
         return result(
             cid,
             WARN,

@@ -86,7 +86,7 @@ def check_changelog_required(review: Review) -> Result:
             CID,
             FAIL,
             f"{plural(len(affected), 'config key')} affected and no "
-            f"{review.source.layout.changelog} entry appended: "
+            f"{review.source.era.changelog} entry appended: "
             f"{keys}",
             rows,
         )

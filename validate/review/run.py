@@ -14,6 +14,7 @@ from pathlib import Path
 
 import re2
 
+from relpipe.changelog.repository.era import Era
 from relpipe.core.status import NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import gitio
@@ -161,7 +162,7 @@ def run(
         scopes = scope_keys(source, masters, names)
         if base_ref:
             change = diff(source.root, base_ref, head_ref)
-            base_source = Source(root=source.root, ref=base_ref, layout=source.layout)
+            base_source = Source(root=source.root, ref=base_ref, era=source.era)
     else:
         try:
             gitio.run(source.root, "rev-parse", "--git-dir", what="rev-parse")
@@ -172,10 +173,10 @@ def run(
             ) from None
         base = base_ref or default_base(source.root)
         change = diff(source.root, base, head_ref)
-        base_source = Source(root=source.root, ref=base, layout=source.layout)
+        base_source = Source(root=source.root, ref=base, era=source.era)
         touched = set(change.paths)
         every = (
-            scope_keys(source, masters, _candidates(masters, change))
+            scope_keys(source, masters, _candidates(source.era, masters, change))
             if not KEYLESS.issuperset(wanted)
             else []
         )
@@ -199,26 +200,18 @@ def run(
     return _not_read(review, [CHECKS[cid][0](review) for cid in wanted])
 
 
-def _candidates(masters: Masters, change: Change) -> list[str]:
+def _candidates(era: Era, masters: Masters, change: Change) -> list[str]:
     """Keys that may be in a change's scope. Resolving a key's launch path costs ~20 ms, so
     when no changed file can be on any launch path (only master configs, the changelog,
     Markdown, .github/), only keys whose master block has a changed line are resolved."""
     own = set(masters.lines)
-    if any(_maybe_launch_file(p) and p not in own for p in change.paths):
+    if any(era.may_launch(p) and p not in own for p in change.paths):
         return list(masters.configs)
     return [
         key
         for key, (path, start, end) in masters.where.items()
         if any(start <= n <= end for n in change.lines.get(path, ()))
     ]
-
-
-def _maybe_launch_file(path: str) -> bool:
-    return not (
-        path in ("perf-changelog.yaml",)
-        or path.endswith(".md")
-        or path.startswith((".github/", "docs/"))
-    )
 
 
 def _not_read(review: Review, results: list[Result]) -> list[Result]:
