@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from relpipe.core.reference import parse  # noqa: E402
 from relpipe.images import services  # noqa: E402
 from relpipe.images.evidence import choose_newest  # noqa: E402
 from relpipe.images.manifest import (  # noqa: E402
@@ -29,7 +30,6 @@ from relpipe.images.manifest import (  # noqa: E402
     Descriptor,
     render_manifest,
 )
-from relpipe.images.reference import parse  # noqa: E402
 from relpipe.images.registry import RegistryClient  # noqa: E402
 
 TAGS = 200

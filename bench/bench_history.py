@@ -30,7 +30,7 @@ def dashboard() -> Path:
 
 
 def _synthetic() -> list:
-    from relpipe.changelog.history.records import HIGHER, OK, PERF, Image, Sample
+    from relpipe.changelog.results.records import HIGHER, OK, PERF, Image, Sample
 
     out = []
     for i in range(POINTS):
@@ -55,7 +55,7 @@ def _synthetic() -> list:
 
 
 def main() -> list[str]:
-    from relpipe.changelog.history import ingest, regressions, store
+    from relpipe.changelog.results import ingest, regressions, store
 
     lines = []
     path = dashboard()
@@ -96,8 +96,8 @@ def main() -> list[str]:
 
 
 def _qualify_overhead(tmp: Path) -> str:
-    from relpipe.changelog.history import store
-    from relpipe.pipeline import history
+    from relpipe.changelog.results import store
+    from relpipe.pipeline import comparison
 
     state = tmp / "state"
     report = {
@@ -125,9 +125,9 @@ def _qualify_overhead(tmp: Path) -> str:
     first = {"ref": "rocm/atom-dev:nightly_1", "digest": "sha256:" + "a" * 64}
     old = {**report, "image": {**report["image"], **first, "created": "2026-10-01T00:00:00Z"}}
     os.environ.pop(store.HISTORY_ENV, None)
-    history.compare_run(old, run_id="r1", state=state)
-    history.compare_run(report, run_id="r2", state=state)
-    took = best(lambda: history.compare_run(report, run_id="r2", state=state), 5)
+    comparison.compare_run(old, run_id="r1", state=state)
+    comparison.compare_run(report, run_id="r2", state=state)
+    took = best(lambda: comparison.compare_run(report, run_id="r2", state=state), 5)
     ref = best(lambda: store.open_store(str(state / "history.sqlite")).close(), 5)
     verdict = "ok" if took < QUALIFY_TARGET_S else "MISS"
     return (

@@ -4,7 +4,8 @@ No shell, ever (`argv` is a list). `run` runs one program through pipes; `Proces
 the background with its output in unnamed temporary files, not pipes, so several can run
 together without one stalling on a full pipe while another is read, and reads it back capped
 (`limit` bytes), so a hostile volume cannot exhaust memory. A `timeout` kills
-the process (and its process group, when it was started in its own session) and is one line.
+the process (and its process group, when it was started in its own session: then also the
+children left behind after a normal exit) and is one line.
 `Daemon` starts a server that outlives the call (its own session, output appended to a log
 file) and `stop` ends one by PID; `call` runs a program the user watches on our own terminal.
 Failures are `ProcessError` (`ProgramMissing`, `ProcessTimeout` where a caller words its own
@@ -14,6 +15,7 @@ helper uses it.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
@@ -178,16 +180,19 @@ class Process:
             self.close()
 
     def kill(self) -> None:
+        """Kill the program; one started in its own session with its whole process group, also
+        the children it left running after it exited (the group outlives its leader)."""
         proc = getattr(self, "_proc", None)
-        if proc is None or proc.poll() is not None:
+        if proc is None:
             return
         if self._new_session:
-            try:
+            # Safe after the leader was reaped: Linux gives no new process a PID that is still
+            # some group's ID, so the group is ours or gone.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc.kill()
-        proc.wait()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
     def close(self) -> None:
         """Stop the process if it still runs, and drop its files."""

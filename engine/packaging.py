@@ -29,7 +29,7 @@ SHA = re.compile(r"g?([0-9a-f]{7,40})\Z")
 
 
 @dataclass(frozen=True, kw_only=True)
-class Layout:
+class Packaging:
     """Where one engine's packaging keeps its version and commit."""
 
     dist: str
@@ -39,15 +39,15 @@ class Layout:
     checkouts: tuple[str, ...]  # source checkouts images are known to keep
 
 
-LAYOUTS = {
-    "vllm": Layout(
+PACKAGING = {
+    "vllm": Packaging(
         dist="vllm",
         version_modules=("vllm/_version.py", "vllm/commit_id.py"),
         version_names=("__version__", "version"),
         commit_names=("__commit_id__", "commit_id", "__commit__"),
         checkouts=("/vllm-workspace", "/app/vllm"),
     ),
-    "sglang": Layout(
+    "sglang": Packaging(
         dist="sglang",
         version_modules=("sglang/version.py",),
         version_names=("__version__",),
@@ -102,16 +102,16 @@ def _checkout_of(url: str) -> str | None:
 
 def recorded(engine: str, errors: list[str]) -> dict[str, Any]:
     """Version, commit and candidate checkouts as `engine`'s packaging records them."""
-    layout = LAYOUTS[engine]
-    found: dict[str, Any] = {"distribution": layout.dist, "version": None, "file_version": None}
-    found.update(recorded_commit=None, commit_source=None, checkouts=list(layout.checkouts))
+    declared = PACKAGING[engine]
+    found: dict[str, Any] = {"distribution": declared.dist, "version": None, "file_version": None}
+    found.update(recorded_commit=None, commit_source=None, checkouts=list(declared.checkouts))
     try:
-        dist = md.distribution(layout.dist)
+        dist = md.distribution(declared.dist)
     except md.PackageNotFoundError:
-        errors.append(f"engine version: no installed distribution named {layout.dist}")
+        errors.append(f"engine version: no installed distribution named {declared.dist}")
         return found
     found["version"] = dist.version
-    for rel in layout.version_modules:
+    for rel in declared.version_modules:
         path = str(dist.locate_file(rel))
         if not os.path.isfile(path):
             continue
@@ -120,9 +120,9 @@ def recorded(engine: str, errors: list[str]) -> dict[str, Any]:
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError) as exc:
             errors.append(f"engine version file {path}: unreadable ({type(exc).__name__})")
             continue
-        version = next((names[n] for n in layout.version_names if n in names), None)
+        version = next((names[n] for n in declared.version_names if n in names), None)
         found["file_version"] = found["file_version"] or version
-        commit = next((names[n] for n in layout.commit_names if n in names), None)
+        commit = next((names[n] for n in declared.commit_names if n in names), None)
         m = SHA.match(commit or "")
         if m and found["recorded_commit"] is None:
             found["recorded_commit"], found["commit_source"] = m.group(1), rel

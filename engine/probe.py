@@ -317,7 +317,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m relpipe.engine probe", description=__doc__)
     p.add_argument(
         "--engine",
-        choices=("atom", *packaging.LAYOUTS),
+        choices=("atom", *packaging.PACKAGING),
         default=env("RELPIPE_ENGINE", "atom"),
         help="which engine the image serves (default: %(default)s)",
     )

@@ -17,12 +17,13 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
+from relpipe.core import instant
+from relpipe.core.reference import Reference, parse
 from relpipe.images import lock as lockfile
 from relpipe.images.manifest import Index, parse_manifest
 from relpipe.images.options import MIRRORS_ENV, format_mirrors, mirrors_from_env, parse_mirror
-from relpipe.images.reference import Reference, parse
 from relpipe.images.registry import NotFound, Pinned, RegistryClient
 
 MIB = 1024 * 1024
@@ -152,7 +153,7 @@ def stale_pins(
 ) -> list[Stale]:
     """Pinned tags that disappeared upstream (or moved away from their digest), and pins
     older than `retention_days` (by `resolved-at`) that have no archive."""
-    now = now or datetime.now(UTC)
+    now = now or instant.now()
     out = []
     for key, entry in sorted(entries.items()):
         ref = parse(key)
@@ -163,7 +164,7 @@ def stale_pins(
                 where = f"; archived at {entry.archive['registry']}" if entry.archive else ""
                 out.append(Stale(key=key, reason=f"the tag is gone upstream{where}"))
                 continue
-        when = _parse_time(entry.resolved_at)
+        when = instant.parse_or_none(entry.resolved_at)
         if entry.archive is None and when and now - when > timedelta(days=retention_days):
             age = (now - when).days
             out.append(
@@ -174,11 +175,3 @@ def stale_pins(
                 )
             )
     return out
-
-
-def _parse_time(text: str) -> datetime | None:
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.core import jsonload
-from relpipe.images.reference import is_loopback
+from relpipe.core.reference import is_loopback
 from relpipe.images.transport import RegistryError, origin, safe_url
 
 USER_ENV = "RELPIPE_REGISTRY_USERNAME"

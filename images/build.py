@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import process, records
+from relpipe.core import jsoncodec, process
+from relpipe.core.reference import InvalidReference
 from relpipe.images import fixture_repo as fx
 from relpipe.images import real_engine
 from relpipe.images.errors import BuildError, ImageError
@@ -99,7 +100,7 @@ class FixtureImage:
 
     def to_json(self) -> dict[str, Any]:
         """`relpipe fixtures build --json`: `reference` in place of registry and repository."""
-        out = records.fields_to_json(self, exclude=("registry", "repository"))
+        out = jsoncodec.fields_to_json(self, exclude=("registry", "repository"))
         return {
             "tag": out.pop("tag"),
             "digest": out.pop("digest"),
@@ -494,7 +495,7 @@ class FixtureBuilder:
         """The digest the registry has under `ref`, None when it has none (or cannot say)."""
         try:
             return str(client.resolve(ref).digest)
-        except ImageError:
+        except (ImageError, InvalidReference):
             # Absent tag or repository; any other registry fault resurfaces on the push below.
             return None
 

@@ -21,6 +21,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from relpipe.core.reference import DOCKER_HUB, DOCKER_HUB_API, Reference, is_loopback
 from relpipe.images.auth import (
     AUTH_HOST_ENV,
     CAP_EXT,
@@ -41,7 +42,6 @@ from relpipe.images.options import (
     mirrors_from_env,
     parse_mirror,
 )
-from relpipe.images.reference import DOCKER_HUB, DOCKER_HUB_API, Reference, is_loopback
 from relpipe.images.transport import (
     MIB,
     Engine,

@@ -16,20 +16,15 @@ import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
-from relpipe.core import jsonload
+from relpipe.core import instant, jsonload
 from relpipe.core.files import write_atomic
+from relpipe.core.reference import Reference
 from relpipe.images.nightly import NightlyTag, matching, newest_of
-from relpipe.images.reference import Reference
 from relpipe.images.registry import RegistryClient
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
-_CREATED = re.compile(
-    r"(?P<seconds>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(?P<fraction>\d{1,9}))?"
-    r"(?P<zone>Z|[+-]\d{2}:\d{2})"
-)
 _MAX_ENTRIES = 100_000
 
 
@@ -81,18 +76,11 @@ def created_times(
 
 
 def _utc(created: str) -> str | None:
-    """RFC 3339 -> UTC `YYYY-MM-DDTHH:MM:SS.ffffffZ`, so created times compare as text; None
-    for a time that is not one (nanoseconds, which docker writes, are cut to microseconds)."""
-    m = _CREATED.fullmatch(created)
-    if m is None:
-        return None
-    fraction = (m["fraction"] or "")[:6].ljust(6, "0")
-    zone = "+00:00" if m["zone"] == "Z" else m["zone"]
-    try:
-        when = datetime.fromisoformat(f"{m['seconds']}.{fraction}{zone}")
-    except ValueError:
-        return None
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """RFC 3339 -> UTC `YYYY-MM-DDTHH:MM:SS.ffffffZ` (the cache's one spelling, through the one
+    parser of instants, `core.instant`); None for a time that is not one (nanoseconds, which
+    docker writes, are cut to microseconds)."""
+    when = instant.parse_or_none(created)
+    return None if when is None else when.replace(tzinfo=None).isoformat("T", "microseconds") + "Z"
 
 
 def save_cache(path: Path | None, cache: Mapping[str, str]) -> None:

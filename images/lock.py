@@ -14,16 +14,16 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from relpipe.core import instant
 from relpipe.core.files import file_lock, write_atomic
+from relpipe.core.reference import InvalidReference, Reference, parse
 from relpipe.core.yamlload import load_yaml
 from relpipe.images.errors import ImageError
-from relpipe.images.reference import Reference, parse
 from relpipe.images.registry import Pinned
 
 DEFAULT_LOCK = "images.lock.yaml"
@@ -136,7 +136,7 @@ def _archive_field(value: Any, key: str, path: str) -> dict[str, str] | None:
         )
     try:
         parse(f"{value['registry']}/x")
-    except ImageError:
+    except InvalidReference:
         raise LockError(f"{path}: entry {key}: archive registry {value['registry']!r}") from None
     return dict(value)
 
@@ -165,7 +165,7 @@ def parse_lock(data: bytes, path: str = DEFAULT_LOCK) -> dict[str, LockEntry]:
         pdigest = _digest_field(raw, "platform-digest", key, path)
         try:
             ref = parse(key)
-        except ImageError as exc:
+        except InvalidReference as exc:
             raise LockError(f"{path}: entry key {key!r}: {exc}") from None
         if key != key_for(ref):
             raise LockError(
@@ -266,7 +266,7 @@ def set_archive(
     def archived(p: Path, key: str, entry: LockEntry) -> LockEntry:
         if digest != entry.digest:
             raise LockError(f"{p}: {key} is pinned to {entry.digest}, not the archived {digest}")
-        when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        when = instant.text(instant.now())
         return replace(entry, archive={"registry": registry, "archived-at": when})
 
     return _update(path, ref, archived)

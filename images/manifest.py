@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from relpipe.core import jsonload
+from relpipe.core.reference import InvalidReference, check_digest
 from relpipe.images.errors import ImageError
 from relpipe.images.mediatypes import (  # re-exported: the names manifests are typed by
     ACCEPT,
@@ -24,7 +25,6 @@ from relpipe.images.mediatypes import (  # re-exported: the names manifests are 
     OCI_INDEX,
     OCI_MANIFEST,
 )
-from relpipe.images.reference import check_digest
 
 __all__ = [
     "ACCEPT",
@@ -171,7 +171,7 @@ def _descriptor(raw: Any, what: str) -> Descriptor:
         raise ManifestError(f"{what}: descriptor size must be a non-negative integer")
     try:
         check_digest(digest or "")
-    except ImageError:
+    except InvalidReference:
         raise ManifestError(f"{what}: unsupported or invalid digest {digest!r}") from None
     platform = None
     if "platform" in raw:

@@ -24,6 +24,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from relpipe.core import instant
 from relpipe.images.errors import ImageError
 
 DEFAULT_PATTERN = "atom"
@@ -278,7 +279,8 @@ def matching(
 
 
 def _created_key(fam: Family, t: NightlyTag, created: str | None) -> tuple[Any, ...]:
-    evidence = (0,) if created is None else (1, created)
+    when = instant.parse_or_none(created)  # compared as instants, never as text
+    evidence = (0,) if when is None else (1, when)
     rest = iter(t.key)
     return tuple(evidence if name == "created" else next(rest) for name in fam.order)
 

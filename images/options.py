@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from relpipe.core import jsonload
+from relpipe.core.reference import DOCKER_HUB, InvalidReference, parse
 from relpipe.images.errors import ImageError
-from relpipe.images.reference import DOCKER_HUB, InvalidReference, parse
 
 MIRRORS_ENV = "RELPIPE_REGISTRY_MIRRORS"  # comma-separated SRC=DST
 PLATFORM_ENV = "RELPIPE_PLATFORM"  # os/arch[/variant] for every pin and resolve

@@ -18,14 +18,13 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from relpipe.core import jsonload, records
+from relpipe.core import instant, jsoncodec, jsonload
 from relpipe.images.auth import (
     CAP_EXT,
     KIND_EXT,
@@ -39,8 +38,8 @@ from relpipe.images.mediatypes import ACCEPT, DEFAULT_PLATFORM, INDEX_TYPES, MAN
 
 if TYPE_CHECKING:
     from relpipe.images.manifest import Platform
+from relpipe.core.reference import Reference, parse
 from relpipe.images.options import CA_ENV
-from relpipe.images.reference import Reference, parse
 from relpipe.images.transport import (
     MIB,
     Limits,
@@ -92,14 +91,14 @@ class Resolved:
     ref: str  # as given
     reference: Reference
     digest: str
-    media_type: str = field(metadata=records.spec(key="media-type"))
+    media_type: str = field(metadata=jsoncodec.spec(key="media-type"))
     platform: str | None  # for indexes: the selected entry; for a single manifest: unknown (None)
-    platform_digest: str = field(metadata=records.spec(key="platform-digest"))
+    platform_digest: str = field(metadata=jsoncodec.spec(key="platform-digest"))
 
     def to_json(self) -> dict[str, Any]:
         """`relpipe images resolve --json`, spelled as the lock file spells it (less `reference`,
         which is `ref` parsed)."""
-        return records.fields_to_json(self, exclude=("reference",))
+        return jsoncodec.fields_to_json(self, exclude=("reference",))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,7 +124,7 @@ def _media_type(headers: Mapping[str, str]) -> str | None:
 
 
 def _now_utc() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return instant.text(instant.now())
 
 
 def _m() -> ModuleType:

@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from relpipe.core.reference import Reference, parse
 from relpipe.images.errors import ContainerError
 from relpipe.images.extract import extract_archive
 from relpipe.images.ownership import container_labels, reap_stale
-from relpipe.images.reference import Reference, parse
 from relpipe.images.results import (
     OUT_DIR,
     RESULT_NAME,

@@ -7,10 +7,11 @@ fast and do not pull torch, docker or httpx into processes that do not need them
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
-from relpipe.core import sanitize
+from relpipe.core import sanitize, suggest
 from relpipe.core.errors import RelpipeError, report_unexpected
 from relpipe.engine.errors import EngineError
 
@@ -74,7 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     name, rest = args[0], args[1:]
     if name not in COMMANDS:
-        print(f"relpipe: error: unknown command {name!r}; run `relpipe --help`", file=sys.stderr)
+        hint = suggest.did_you_mean(name, ("--help", "--version") if name[:1] == "-" else COMMANDS)
+        print(
+            f"relpipe: error: unknown command {sanitize.terminal(repr(name), limit=200)}{hint}; "
+            "run `relpipe --help`",
+            file=sys.stderr,
+        )
         return 2
     try:
         module = importlib.import_module(f"relpipe.pipeline.commands.{COMMANDS[name][0]}")
@@ -96,6 +102,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"relpipe {name}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`relpipe ... | head`): end quietly. stdout is pointed at devnull
+        # so the interpreter's final flush does not raise a second time.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception:  # noqa: BLE001 - the one handler of unexpected errors (exit 3 + log)
         return _unexpected(name, args)
 
@@ -110,7 +121,7 @@ EXTRAS = {
     "jinja2": "report",  # the HTML report's template (pipeline.report)
     "rich": "report",
     "matplotlib": "report",
-    "psycopg": "history",  # a PostgreSQL history (changelog.history.store)
+    "psycopg": "history",  # a PostgreSQL history (changelog.results.store)
 }
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from relpipe.changelog.repository.era import THRESHOLDS_NAME
-from relpipe.core import records
-from relpipe.core.records import RecordError
+from relpipe.core import jsoncodec
+from relpipe.core.jsoncodec import RecordError
 from relpipe.pipeline import enginerepo
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.outputs import (
@@ -83,8 +83,8 @@ class Engine:
         return _outcome(run, options)
 
     def probe(self, ref: str, options: Options) -> ProbeOutput:
+        from relpipe.core.reference import parse
         from relpipe.images.nightly import engine_of
-        from relpipe.images.reference import parse
 
         # vLLM and SGLang images record their version and commit their own way (engine.packaging)
         engine = engine_of(parse(ref).repository)
@@ -127,7 +127,7 @@ class Engine:
             "seconds": out["seconds"],
         }
         try:
-            return records.from_json(SmokeOutput, raw, where="smoke result")
+            return jsoncodec.from_json(SmokeOutput, raw, where="smoke result")
         except RecordError as exc:  # the container's JSON is untrusted: a failure
             return SmokeOutput(status="fail", reason=f"malformed smoke result: {exc}")
 
@@ -280,7 +280,7 @@ class Engine:
 def _eval_output(raw: Mapping[str, Any], inputs: Mapping[str, Any]) -> EvalOutput:
     """An eval result from the container's (untrusted) JSON; a malformed one is a recorded error."""
     try:
-        return records.from_json(EvalOutput, raw, where=f"{inputs['suite']} result")
+        return jsoncodec.from_json(EvalOutput, raw, where=f"{inputs['suite']} result")
     except RecordError as exc:
         return EvalOutput(
             status="error",
@@ -357,7 +357,7 @@ def normalise_facts(raw: Mapping[str, Any]) -> Facts:
         "aiter": aiter.get("commit") if isinstance(aiter, Mapping) else aiter,
         "rocm": _version(raw.get("rocm")),
     }
-    return records.from_json(
+    return jsoncodec.from_json(
         Facts,
         {
             **{k: v if k == "engine" else _text(v) for k, v in facts.items()},

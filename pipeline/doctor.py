@@ -11,6 +11,13 @@ present, its sweep generator. relpipe computes the same things in this process. 
   (`changelog.configs.schema`) does not;
 - masters: the repository's check of its `srt-recipe` rows against relpipe's reading;
 - points per key: the generator's benchmark points against relpipe's plan (when importable).
+
+Three outcomes: agree (everything compared, no difference), disagree (every difference listed),
+incomplete (something could not be compared: named, with the reason). Only the first is exit 0.
+
+The repository's code is not trusted with the user's secrets: it gets a minimal environment (a
+few named variables, no tokens or credentials, a temporary HOME) and runs in its own process
+group, killed whole on timeout. It still runs with the user's file permissions.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +44,11 @@ REQUIREMENTS = ("pydantic>=2.7,<3", "PyYAML>=6.0")
 CACHE = Path(os.environ.get("RELPIPE_DOCTOR_CACHE", Path.home() / ".cache/relpipe/doctor"))
 PROBE = Path(__file__).with_name("doctor_probe.py")
 PROBE_TIMEOUT_S = 900.0  # the probe, and each step of building its venv (pip install)
+ANSWER_LIMIT = 64 << 20  # bytes of the probe's JSON answer read back
+# The only variables of the user's environment the repository's code sees: an allowlist, so a
+# token (GITHUB_TOKEN, GH_TOKEN), a registry password or a database URL never reaches it.
+PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+AGREE, DISAGREE, INCOMPLETE = "agree", "disagree", "incomplete"
 LAST_ENTRIES = 5
 _ENTRY = re.compile(rb"^- ", re.MULTILINE)
 _PR = re.compile(rb"pr-link:\s*(https://github\.com/[^/\s]+/[^/\s]+)/pull/(\d+)")
@@ -144,13 +157,26 @@ def relpipe_verdict(case: Case) -> tuple[bool, str]:
     report = hook.check(
         case.base,
         case.head,
-        hook.Rules(repo_url=case.repo_url, pr_number=case.pr, config_keys=None),
+        hook.Policy(repo_url=case.repo_url, pr_number=case.pr, config_keys=None),
     )
     errors = [f for f in report.findings if f.severity == ERROR]
     return not errors, errors[0].format(hook.DEFAULT_CHANGELOG) if errors else ""
 
 
-def probe(python: str, repo: Checkout, all_cases: list[Case]) -> dict[str, Any]:
+def minimal_env(home: Path) -> dict[str, str]:
+    """The environment of the repository's code: `PASSED_ENV`, and `home` as HOME and TMPDIR."""
+    env = {name: os.environ[name] for name in PASSED_ENV if name in os.environ}
+    env.setdefault("PATH", os.defpath)
+    env.update(HOME=str(home), TMPDIR=str(home), PYTHONDONTWRITEBYTECODE="1")
+    return env
+
+
+def probe(
+    python: str,
+    repo: Checkout,
+    all_cases: list[Case],
+    timeout: float = PROBE_TIMEOUT_S,
+) -> dict[str, Any]:
     era = repo.era
     request = {
         "project": str(repo.root / era.project) if era.project else str(repo.root),
@@ -166,16 +192,17 @@ def probe(python: str, repo: Checkout, all_cases: list[Case]) -> dict[str, Any]:
             for c in all_cases
         ],
     }
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": ""}
     failed = f"the repository's validator did not run ({era.validator})"
     try:
-        done = process.run(
-            [python, "-I", str(PROBE)],
-            input=json.dumps(request).encode(),
-            env=env,
-            timeout=PROBE_TIMEOUT_S,
-            check=False,
-        )
+        with tempfile.TemporaryDirectory(prefix="relpipe-doctor-home-") as home:
+            # Its own session: a timeout kills the probe and every child it left (killpg).
+            done = process.Process(
+                [python, "-I", str(PROBE)],
+                input=json.dumps(request).encode(),
+                env=minimal_env(Path(home)),
+                new_session=True,
+                what="the repository's code (doctor probe)",
+            ).wait(timeout=timeout, limit=ANSWER_LIMIT)
     except process.ProcessError as exc:
         raise PipelineError(f"{failed}: {exc}") from None
     if done.returncode != 0:
@@ -191,10 +218,17 @@ def probe(python: str, repo: Checkout, all_cases: list[Case]) -> dict[str, Any]:
 class Diagnosis:
     disagreements: tuple[Disagreement, ...]
     compared: tuple[str, ...]  # what was compared, with counts
-    skipped: tuple[str, ...]  # what the repository's code could not run, and why
+    skipped: tuple[str, ...]  # what could not be compared, and why ("points: ModuleNotFound...")
+
+    @property
+    def outcome(self) -> str:
+        """disagree when anything differs; else incomplete when anything was not compared."""
+        if self.disagreements:
+            return DISAGREE
+        return INCOMPLETE if self.skipped else AGREE
 
 
-def diagnose(repo: Checkout, python: str) -> Diagnosis:
+def diagnose(repo: Checkout, python: str, timeout: float = PROBE_TIMEOUT_S) -> Diagnosis:
     """Every disagreement between the repository's own code and relpipe on its own data."""
     path = repo.root / repo.era.changelog
     if not path.is_file():
@@ -205,7 +239,7 @@ def diagnose(repo: Checkout, python: str) -> Diagnosis:
             f'repository has none, say so in {OVERRIDE} ([tool.relpipe] validator = "")'
         )
     all_cases = cases(path.read_bytes())
-    answer = probe(python, repo, all_cases)
+    answer = probe(python, repo, all_cases, timeout)
     found: list[Disagreement] = []
     for case, (ok, reason) in zip(all_cases, answer["verdicts"], strict=True):
         mine, why = relpipe_verdict(case)
@@ -231,9 +265,16 @@ def diagnose(repo: Checkout, python: str) -> Diagnosis:
                 )
             )
     skipped = [f"fields: {answer['fields_error']}"] if answer.get("fields_error") else []
+    compared = [f"{len(all_cases)} changelog case(s)"]
+    if not answer.get("fields_error"):
+        compared.append(f"{len(answer['fields'])} master field(s)")
     masters_ok, masters_why = _relpipe_masters(repo)
     theirs_error = answer.get("masters_error")
-    if (theirs_error is None) != masters_ok:
+    if answer.get("masters_skipped"):
+        skipped.append(f"masters: {answer['masters_skipped']}")
+    elif answer.get("masters_absent"):
+        pass  # the repository has no such check (before 2026-10): nothing to compare
+    elif (theirs_error is None) != masters_ok:
         found.append(
             Disagreement(
                 kind="masters",
@@ -242,17 +283,15 @@ def diagnose(repo: Checkout, python: str) -> Diagnosis:
                 relpipe=masters_why or "accepts",
             )
         )
+    if not answer.get("masters_skipped") and not answer.get("masters_absent"):
+        compared.append("the masters' check")
     points = answer.get("points")
     if points is None:
         skipped.append(f"points: {answer.get('points_error')}")
     else:
         found += _points(repo, points)
-    compared = (
-        f"{len(all_cases)} changelog case(s)",
-        f"{len(answer['fields'])} master field(s)",
-        f"points of {len(points)} key(s)" if points is not None else "no points",
-    )
-    return Diagnosis(disagreements=tuple(found), compared=compared, skipped=tuple(skipped))
+        compared.append(f"points of {len(points)} key(s)")
+    return Diagnosis(disagreements=tuple(found), compared=tuple(compared), skipped=tuple(skipped))
 
 
 def _relpipe_masters(repo: Checkout) -> tuple[bool, str]:

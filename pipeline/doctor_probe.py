@@ -9,7 +9,11 @@ standard library and the repository's modules (found from the paths it is given)
 request: {"project": DIR, "validator": FILE, "masters": [FILE], "runners": FILE,
           "cases": [{"base": b64, "head": b64, "pr": int|null}]}
 answer:  {"verdicts": [[accepted, reason]], "fields": [alias], "fields_error": str|null,
-          "masters_error": str|null, "points": {key: n}|null, "points_error": str|null}
+          "masters_error": str|null, "masters_skipped": str|null, "masters_absent": bool,
+          "points": {key: n}|null, "points_error": str|null}
+
+masters_skipped: the matrix validation could not be imported (not compared); masters_absent:
+the repository has no `srt_recipe_references` check (nothing to compare).
 
 Each case is judged as InferenceX's PR gate does: `parse_changelog` of base and head,
 `compare_entries`, `validate_raw_change` (any exception is a rejection, as in its CI).
@@ -136,6 +140,7 @@ def main() -> None:
     module, error = _attempt(_matrix_module)
     fields, fields_error = (None, error) if module is None else _attempt(_model_fields, module)
     answer.update(fields=fields or [], fields_error=fields_error)
+    answer.update(masters_error=None, masters_skipped=error, masters_absent=False)
     if module is not None and hasattr(module, "srt_recipe_references"):
         import yaml
 
@@ -144,8 +149,8 @@ def main() -> None:
             with open(path, "rb") as handle:
                 merged.update(yaml.safe_load(handle) or {})
         _, answer["masters_error"] = _attempt(module.srt_recipe_references, merged)
-    else:
-        answer["masters_error"] = None
+    elif module is not None:
+        answer["masters_absent"] = True
     answer["points"], answer["points_error"] = _attempt(
         _points, request["masters"], request["runners"]
     )

@@ -27,14 +27,14 @@ def source_of(ref: str, rules: str | None) -> tuple[str | None, str]:
     or SGLang image (by its tag family, `images.nightly.engine_of`) has its engine's checkout
     (`engine.packaging`: `/vllm-workspace`, `/sgl-workspace/sglang`) and, unless `rules` names
     others, that engine's built-in rules."""
-    from relpipe.engine.packaging import LAYOUTS
+    from relpipe.core.reference import parse
+    from relpipe.engine.packaging import PACKAGING
     from relpipe.images.nightly import engine_of
-    from relpipe.images.reference import parse
 
     engine = engine_of(parse(ref).repository)
-    if engine not in LAYOUTS:
+    if engine not in PACKAGING:
         return rules, ENGINE_PATH
-    return rules or engine, LAYOUTS[engine].checkouts[0]
+    return rules or engine, PACKAGING[engine].checkouts[0]
 
 
 def extract(

@@ -23,15 +23,19 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from relpipe.core import jsonload, sanitize
+from relpipe.core import instant, jsonload, sanitize
 from relpipe.core.errors import require
 from relpipe.pipeline.errors import PipelineError
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
 RETRY_STATUSES = (500, 502, 503, 504)
-TIMEOUT_S = 30.0
+TIMEOUT_S = 30.0  # connect, and each read or write
+DEADLINE_S = 120.0  # one whole request: retries, waits and the answer's last byte
+MAX_ANSWER = 16 * 1024 * 1024  # a list of 100 pull requests is about 2 MB
 MAX_BODY = 65536  # GitHub's limit on a PR body, in characters
+MAX_NUMBER = 2**31 - 1  # GitHub's issue and PR numbers are 32-bit
+_DEADLINE = "relpipe.deadline"  # the request extension the retry transport reads
 
 
 class GitHubError(PipelineError):
@@ -70,8 +74,14 @@ class Pull:
     @classmethod
     def from_json(cls, raw: Any) -> Pull:
         try:
+            number = raw["number"]
+            # bool is an int, and 1e400 parses as a float (inf): neither is a PR number
+            if isinstance(number, bool) or not isinstance(number, int):
+                raise TypeError(number)
+            if not 1 <= number <= MAX_NUMBER:
+                raise ValueError(number)
             return cls(
-                number=int(raw["number"]),
+                number=number,
                 state=str(raw["state"]),
                 merged=raw.get("merged_at") is not None,
                 html_url=str(raw["html_url"]),
@@ -79,7 +89,8 @@ class Pull:
             )
         except (KeyError, TypeError, ValueError):
             raise GitHubError(
-                "GitHub answered a pull request without number/state/html_url/head; check --api-url"
+                "GitHub answered a pull request without a number (1 to 2**31-1), state, html_url "
+                "or head; check --api-url"
             ) from None
 
 
@@ -209,15 +220,18 @@ def _retry_class() -> type:
             self._inner, self._tries, self._backoff, self._sleep = inner, tries, backoff_s, sleep
 
         def handle_request(self, request: Any) -> Any:
+            deadline = request.extensions.get(_DEADLINE, float("inf"))
             for attempt in range(self._tries):
                 response = self._inner.handle_request(request)
                 if response.status_code not in RETRY_STATUSES or attempt == self._tries - 1:
                     return response
+                after = response.headers.get("retry-after", "")
+                delay = min(float(after) if after.isdigit() else self._backoff * 2**attempt, 60.0)
+                if time.monotonic() + delay >= deadline:  # no wait past the request's deadline
+                    return response
                 response.read()
                 response.close()
-                after = response.headers.get("retry-after", "")
-                delay = float(after) if after.isdigit() else self._backoff * 2**attempt
-                self._sleep(min(delay, 60.0))
+                self._sleep(delay)
             raise AssertionError("unreachable")
 
         def close(self) -> None:
@@ -230,16 +244,23 @@ class GitHub:
     """One httpx client for one API URL; methods send `ApiRequest`s and parse the answers."""
 
     def __init__(
-        self, api_url: str, token: str, *, transport: Any = None, backoff_s: float = 1.0
+        self,
+        api_url: str,
+        token: str,
+        *,
+        transport: Any = None,
+        backoff_s: float = 1.0,
+        deadline_s: float = DEADLINE_S,
     ) -> None:
         httpx = require("httpx", "images")
         self.api_url = api_url.rstrip("/")
+        self.deadline_s = deadline_s
         inner = transport or httpx.HTTPTransport(retries=1)
         self._client = httpx.Client(
             base_url=self.api_url,
             auth=_auth_class()(token, self.api_url),
             transport=_retry_class()(inner, backoff_s=backoff_s),
-            timeout=TIMEOUT_S,
+            timeout=min(TIMEOUT_S, deadline_s),
             follow_redirects=False,
             headers={
                 "Accept": "application/vnd.github+json",
@@ -255,28 +276,45 @@ class GitHub:
         self._client.close()
 
     def send(self, req: ApiRequest, *, ok: Sequence[int] = (200, 201)) -> Any:
+        """Send `req` and parse the answer, all within one deadline (`deadline_s`): a server that
+        drips its answer a byte at a time is cut off there, not after minutes of slow reads."""
         httpx = require("httpx", "images")
+        where = f"{req.method} {self.api_url}{req.path}"
+        deadline = time.monotonic() + self.deadline_s
+        request = self._client.build_request(
+            req.method,
+            req.path,
+            params=dict(req.params),
+            json=req.body,
+            extensions={_DEADLINE: deadline},
+        )
         try:
-            response = self._client.request(
-                req.method, req.path, params=dict(req.params), json=req.body
-            )
+            response = self._client.send(request, stream=True)
+            try:
+                content = _read_within(response, deadline)
+            finally:
+                response.close()
         except httpx.HTTPError as exc:
             raise GitHubError(
-                f"{req.method} {self.api_url}{req.path}: {type(exc).__name__}; "
-                "check --api-url and the network, then retry"
+                f"{where}: {type(exc).__name__}; check --api-url and the network, then retry"
+            ) from None
+        except _Late:
+            raise GitHubError(
+                f"{where}: no whole answer within the {self.deadline_s:g} s deadline of one "
+                "request; retry later (or raise --api-deadline)"
+            ) from None
+        except _TooLarge:
+            raise GitHubError(
+                f"{where}: the answer is over {MAX_ANSWER} bytes; check --api-url"
             ) from None
         if response.status_code not in ok:
-            raise api_error(
-                req, self.api_url, response.status_code, response.headers, response.content
-            )
+            raise api_error(req, self.api_url, response.status_code, response.headers, content)
         if response.status_code == 404:
             return None
         try:
-            return response.json()
+            return jsonload.loads(content)
         except ValueError:
-            raise GitHubError(
-                f"{req.method} {self.api_url}{req.path}: the answer is not JSON; check --api-url"
-            ) from None
+            raise GitHubError(f"{where}: the answer is not JSON; check --api-url") from None
 
     def pulls_for(self, repo: str, branch: str) -> list[Pull]:
         raw = self.send(list_pulls_request(repo, branch), ok=(200,))
@@ -286,6 +324,31 @@ class GitHub:
 
     def label_exists(self, repo: str, name: str) -> bool:
         return self.send(get_label_request(repo, name), ok=(200, 404)) is not None
+
+
+class _Late(Exception):
+    """The request's deadline passed before its answer's last byte."""
+
+
+class _TooLarge(Exception):
+    """The answer is over MAX_ANSWER bytes."""
+
+
+def _read_within(response: Any, deadline: float) -> bytes:
+    """The answer's bytes, checking the deadline and the size cap after every chunk (each read
+    is itself bounded by the client's read timeout)."""
+    chunks: list[bytes] = []
+    size = 0
+    if time.monotonic() > deadline:
+        raise _Late
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > MAX_ANSWER:
+            raise _TooLarge
+        chunks.append(chunk)
+        if time.monotonic() > deadline:
+            raise _Late
+    return b"".join(chunks)
 
 
 def api_error(
@@ -311,15 +374,14 @@ def api_error(
             "or run `gh auth login`"
         )
     if status in (403, 429) and (headers.get("x-ratelimit-remaining") == "0" or status == 429):
-        reset = headers.get("x-ratelimit-reset", "")
-        when = (
-            time.strftime("%H:%M:%S UTC", time.gmtime(int(reset))) if reset.isdigit() else "later"
-        )
+        # A reset no calendar holds (99999999999999999999) is "later", never an overflow.
+        reset = instant.from_epoch(headers.get("x-ratelimit-reset", ""))
+        when = reset.strftime("%H:%M:%S UTC") if reset is not None else "later"
         return GitHubError(f"{where}: {status} rate limit exhausted; retry after {when}")
-    if status == 403 and headers.get("retry-after", "").isdigit():
-        return GitHubError(
-            f"{where}: 403 secondary rate limit{said}; retry in {headers['retry-after']} s"
-        )
+    wait = headers.get("retry-after", "")
+    if status == 403 and wait.isdigit():
+        seconds = f"{int(wait)} s" if len(wait) <= 6 else "a while"
+        return GitHubError(f"{where}: 403 secondary rate limit{said}; retry in {seconds}")
     if status == 403:
         return GitHubError(
             f"{where}: 403 forbidden{said}; the token needs pull-requests: write and "

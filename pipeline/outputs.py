@@ -1,11 +1,11 @@
 """Typed stage outputs: what each qualification stage records, as frozen keyword-only dataclasses.
 
-Stage results are JSON in the run record (`pipeline.record`); this module is the boundary. A stage
-returns one of these records, `run_stage` stores it with `core.records.to_json` and reads a cached
-result back with `core.records.from_json` (the records' fields and types say the JSON shape), so
-every layer above the record (stages, verdict, reports, release) reads fields, never dotted
-strings into dicts. A cached result that does not parse is refused with one line naming the field
-(delete it and re-run), never misread. The JSON shapes are the ones documented in
+Stage results are JSON in the run record (`pipeline.runrecord`); this module is the boundary. A
+stage returns one of these records, `run_stage` stores it with `core.jsoncodec.to_json` and reads a
+cached result back with `core.jsoncodec.from_json` (the records' fields and types say the JSON
+shape), so every layer above the record (stages, verdict, reports, release) reads fields, never
+dotted strings into dicts. A cached result that does not parse is refused with one line naming
+the field (delete it and re-run), never misread. The JSON shapes are the ones documented in
 docs/pipeline.md; `to_json(from_json(x))` is `x` for every output a stage writes, which is what
 keeps a re-rendered report byte-identical.
 """
@@ -16,18 +16,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from relpipe.core import records
-from relpipe.core.records import RecordError
+from relpipe.core import jsoncodec
+from relpipe.core.jsoncodec import RecordError
 from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.record import StageRunner
+from relpipe.pipeline.runrecord import StageRunner
 from relpipe.pipeline.workspace import Point
 from relpipe.validate.precision import PrecisionReport
 
 JSON = Any  # a value of a JSON document (the edge this module guards)
 
 # Fields left out of the recorded JSON when None / when at their default (the recorded shapes).
-OMIT_NONE = records.spec(omit="none")
-OMIT_DEFAULT = records.spec(omit="default")
+OMIT_NONE = jsoncodec.spec(omit="none")
+OMIT_DEFAULT = jsoncodec.spec(omit="default")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,15 +157,17 @@ class PrecisionOutput:
 
     def to_json(self) -> dict[str, JSON]:
         if self.report is None:
-            return records.fields_to_json(self, exclude=("report",))
-        return {"status": self.status, **records.to_json(self.report)}
+            return jsoncodec.fields_to_json(self, exclude=("report",))
+        return {"status": self.status, **jsoncodec.to_json(self.report)}
 
     @classmethod
     def from_json(cls, data: JSON, *, where: str) -> PrecisionOutput:
-        out = records.fields_from_json(cls, data, where=where)
+        out = jsoncodec.fields_from_json(cls, data, where=where)
         if out.status != "ok":
             return out
-        return cls(status=out.status, report=records.from_json(PrecisionReport, data, where=where))
+        return cls(
+            status=out.status, report=jsoncodec.from_json(PrecisionReport, data, where=where)
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -180,8 +182,8 @@ class ValidatorOutput:
     def to_json(self) -> dict[str, JSON]:
         # An n/a result records neither problems nor evidence; any other records both.
         if self.status == "n/a":
-            return records.fields_to_json(self, exclude=("problems", "evidence"))
-        return records.fields_to_json(replace(self, evidence=self.evidence or {}))
+            return jsoncodec.fields_to_json(self, exclude=("problems", "evidence"))
+        return jsoncodec.fields_to_json(replace(self, evidence=self.evidence or {}))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,10 +199,10 @@ T = TypeVar("T")
 
 
 def parse(kind: type[T], data: JSON, what: str) -> T:
-    """`data` read as a `kind` (`core.records`), or one line saying which recorded output is
+    """`data` read as a `kind` (`core.jsoncodec`), or one line saying which recorded output is
     malformed and where."""
     try:
-        return records.from_json(kind, data, where=what)
+        return jsoncodec.from_json(kind, data, where=what)
     except RecordError as exc:
         raise PipelineError(
             f"recorded {what} is malformed ({exc.detail}); delete the run record and re-run"
@@ -216,5 +218,5 @@ def run_stage(
     label: str = "",
 ) -> T:
     """Run (or read back) one stage through the record: JSON in the record, `kind` above it."""
-    raw = runner.run(stage, inputs, lambda: records.to_json(fn()), label)
+    raw = runner.run(stage, inputs, lambda: jsoncodec.to_json(fn()), label)
     return parse(kind, raw, f"{label or stage} output")

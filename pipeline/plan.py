@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import records
+from relpipe.core import jsoncodec
 from relpipe.images.archive import pin_or_archived
 from relpipe.images.registry import Pinned, RegistryClient
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.outputs import ConfigScope, Resolved
-from relpipe.pipeline.record import RunRecord, digest_of, relpipe_version
+from relpipe.pipeline.runrecord import RunRecord, digest_of, relpipe_version
 from relpipe.pipeline.workspace import Point, Workspace
 
 DEFAULT_SUITES = ("decode-parity",)
@@ -60,7 +60,7 @@ class Plan:
     def to_json(self) -> dict[str, Any]:
         """run.json: the fields but the workspace (where the plan runs is not what it is) and
         the relpipe version, an input of the run id."""
-        fields = records.fields_to_json(self, exclude=("workspace",))
+        fields = jsoncodec.fields_to_json(self, exclude=("workspace",))
         return {"kind": "qualify", **fields, "relpipe": relpipe_version()}
 
     @property
@@ -74,8 +74,8 @@ class Plan:
         if not isinstance(data, Mapping) or data.get("kind") != "qualify":
             raise PipelineError("not a qualification plan (run.json of `relpipe qualify --plan`)")
         try:
-            return records.fields_from_json(cls, {**data, "workspace": workspace}, where=where)
-        except records.RecordError as exc:
+            return jsoncodec.fields_from_json(cls, {**data, "workspace": workspace}, where=where)
+        except jsoncodec.RecordError as exc:
             raise PipelineError(
                 f"malformed qualification plan ({exc.detail}); re-run `relpipe qualify --plan`"
             ) from None
@@ -164,8 +164,8 @@ def make_plan(
 
 def locked_ref(ws: Workspace | None, ref: str) -> str:
     """The digest the lock file recorded for `ref` (what was benchmarked), else `ref` itself."""
+    from relpipe.core.reference import parse
     from relpipe.images import lock
-    from relpipe.images.reference import parse
 
     if ws is None or not (ws.root / ws.lock).is_file():
         return ref

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from relpipe.core import jsonload, process, records
+from relpipe.core import jsoncodec, jsonload, process, sanitize
 from relpipe.pipeline import github as gh
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.workspace import Workspace
@@ -73,6 +73,7 @@ class Target:
     base: str = "main"
     branch: str = ""
     api_url: str = gh.DEFAULT_API_URL
+    api_deadline_s: float = gh.DEADLINE_S
     labels: tuple[str, ...] = DEFAULT_LABELS
 
     @property
@@ -256,9 +257,47 @@ def apply_bump(work: Path, bump: Bump) -> None:
         write_atomic(path, data)
 
 
+MARK = "Relpipe-Bump: "  # the trailer of every commit relpipe writes on a PR branch
+_OLD_MARK = "Config key: "  # what relpipe's commits carried before the trailer
+
+
 def commit_message(bump: Bump) -> str:
-    lines = [bump.title, "", f"Config key: {bump.config_key}"]
+    lines = [bump.title, "", f"{_OLD_MARK}{bump.config_key}", f"{MARK}{bump.config_key}"]
     return "\n".join(lines) + "\n"
+
+
+def refuse_foreign_commits(
+    target: Target, branch: str, tip: str, base_sha: str, number: int
+) -> None:
+    """Stop when the PR branch carries a commit relpipe did not write: an update rebuilds the
+    branch as one commit on the base, which would drop it. relpipe stops rather than rebuilding
+    on top of it: a colleague's commit may change what the release's checks saw."""
+    git(target.root, "fetch", "--quiet", target.remote, f"refs/heads/{branch}")
+    fetched = git(target.root, "rev-parse", "FETCH_HEAD").strip()
+    if fetched != tip:
+        raise PullRequestRefused(
+            f"{branch} moved on {target.remote} while relpipe read it; run update again"
+        )
+    listed = git(
+        target.root, "rev-list", "--format=%H%x1f%an%x1f%s%x1f%B%x1e", tip, "--not", base_sha
+    )
+    for record in listed.split("\x1e"):
+        body = record.lstrip("\n")
+        if not body.startswith("commit ") or "\n" not in body:
+            continue
+        fields = body.split("\n", 1)[1].split("\x1f")
+        if len(fields) < 4:
+            continue
+        sha, author, subject, message = fields[0].strip(), fields[1], fields[2], fields[3]
+        lines = message.splitlines()
+        if any(line.startswith((MARK, _OLD_MARK)) for line in lines):
+            continue
+        said = sanitize.terminal(f'{sha[:12]} "{subject}" by {author}', limit=200)
+        raise PullRequestRefused(
+            f"PR #{number}'s branch {branch} carries a commit relpipe did not write ({said}); "
+            "an update rewrites the branch and would drop it: fold it into the release (or ask "
+            "its author to), then run update again; nothing pushed"
+        )
 
 
 def run_hook(
@@ -346,6 +385,8 @@ def publish(
             )
     git(target.root, "fetch", "--quiet", target.remote, f"refs/heads/{target.base}")
     base_sha = git(target.root, "rev-parse", "FETCH_HEAD").strip()
+    if previous is not None and live is not None:
+        refuse_foreign_commits(target, branch, previous, base_sha, live.number)
     claimed = linked_number(target, bump)
     if live is not None:
         bump = with_pr_link(bump, target, live.number)
@@ -361,8 +402,8 @@ def publish(
             pull = gh.Pull.from_json(client.send(req, ok=(200,)))
         else:
             pull = create_pull(client, target, bump, branch)
-    except PipelineError:
-        undo_push(target, sha, branch, previous)  # no branch without its PR, nor a half update
+    except BaseException:  # any failure (an overflowing answer, ^C): no branch without its PR
+        undo_push(target, sha, branch, previous)
         raise
     if live is not None:
         return Outcome(
@@ -497,7 +538,7 @@ def dry_run(target: Target, bump: Bump, branch: str, labels: Sequence[str]) -> O
 
 
 @dataclass(frozen=True, kw_only=True)
-class Status:
+class PullStatus:
     branch: str
     remote_commit: str | None
     pull: gh.Pull | None
@@ -509,14 +550,14 @@ class Status:
         if pull is not None:
             state = "merged" if pull.merged else pull.state
             pr = {"number": pull.number, "state": state, "url": pull.html_url}
-        return {**records.fields_to_json(self, exclude=("pull",)), "pr": pr}
+        return {**jsoncodec.fields_to_json(self, exclude=("pull",)), "pr": pr}
 
 
-def status(target: Target, config_key: str, client: gh.GitHub) -> Status:
+def status(target: Target, config_key: str, client: gh.GitHub) -> PullStatus:
     branch = target.branch or branch_for(config_key)
     pulls = client.pulls_for(target.github_repo, branch)
     live = [p for p in pulls if p.state == "open"]
-    return Status(
+    return PullStatus(
         branch=branch,
         remote_commit=remote_sha(target.root, target.remote, branch),
         pull=(live + pulls)[0] if pulls else None,
@@ -570,8 +611,6 @@ def title_and_body(notes_path: Path) -> tuple[str, str]:
 
 def validation_summary(report: Path) -> str:
     """A Markdown table of the release verdict's checks (report.json beside the notes)."""
-    from relpipe.core import sanitize
-
     if not report.is_file():
         return ""
     try:
@@ -589,5 +628,6 @@ def validation_summary(report: Path) -> str:
     return "\n".join(head + rows) + "\n"
 
 
-def client_for(api_url: str) -> gh.GitHub:
-    return gh.GitHub(api_url, gh.require_token(os.environ, api_url))
+def client_for(target: Target) -> gh.GitHub:
+    token = gh.require_token(os.environ, target.api_url)
+    return gh.GitHub(target.api_url, token, deadline_s=target.api_deadline_s)

@@ -27,17 +27,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from relpipe.changelog.repository.era import MASTER_SUFFIX
-from relpipe.core import journal, records
+from relpipe.core import journal, jsoncodec
 from relpipe.core.files import file_lock
+from relpipe.core.reference import parse
 from relpipe.core.status import FAIL
-from relpipe.images.reference import parse
-from relpipe.pipeline import history
+from relpipe.pipeline import comparison
+from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.history import HistoryOutput
 from relpipe.pipeline.outputs import EngineFacts, ReleaseChecks, ValidatorOutput, run_stage
 from relpipe.pipeline.plan import Options, Plan
-from relpipe.pipeline.record import (
+from relpipe.pipeline.report import ReportData, render_all
+from relpipe.pipeline.run import RunResult, qualify, state_dir
+from relpipe.pipeline.runrecord import (
     RunRecord,
     StageResult,
     StageRunner,
@@ -45,8 +47,6 @@ from relpipe.pipeline.record import (
     pretty_json,
     stage_key,
 )
-from relpipe.pipeline.report import ReportData, render_all
-from relpipe.pipeline.run import RunResult, qualify, state_dir
 from relpipe.pipeline.stages import NO_GOLDEN, assemble, golden_al_result, run_units
 from relpipe.pipeline.verdict import Outcome, Verdict, evaluate
 from relpipe.pipeline.workspace import Workspace
@@ -80,7 +80,7 @@ class Request:
 
     def to_json(self) -> dict[str, Any]:
         """What the release record keeps: how it is run (dry run, strict) is not what it is."""
-        return records.fields_to_json(self, exclude=("dry_run", "strict"))
+        return jsoncodec.fields_to_json(self, exclude=("dry_run", "strict"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,7 +190,7 @@ def release_facts(
             ],
         },
         "risks": risks,
-        "history": history.notes_rows(outcome.history),
+        "history": comparison.notes_rows(outcome.history),
     }
 
 
@@ -268,7 +268,7 @@ def stage_release(
 
 
 def write_text(path: Path, text: str) -> None:
-    from relpipe.pipeline.record import atomic_write
+    from relpipe.pipeline.runrecord import atomic_write
 
     atomic_write(path, text.encode("utf-8"))
 
@@ -308,7 +308,7 @@ def pin_lock(path: Path, tagged: str, outcome: Outcome) -> None:
     lock.update(path, [pin])
     facts: dict[str, Any] = {}
     if outcome.probe and outcome.probe.facts:
-        facts = records.to_json(outcome.probe.facts)
+        facts = jsoncodec.to_json(outcome.probe.facts)
     facts.pop("errors", None)
     lock.merge_facts(
         path, tagged, pin.digest, {k: v for k, v in facts.items() if v not in (None, {}, [])}
@@ -340,7 +340,7 @@ def hook_result(ws: Workspace, scratch: Path, req: Request) -> ValidatorOutput:
     changelog = ws.changelog
     base = ws.root / changelog
     keys = [k for m in Workspace(scratch).masters() for k in master_keys(m)]
-    rules = perf_changelog.Rules(repo_url=req.repo_url, pr_number=req.pr_number, config_keys=keys)
+    rules = perf_changelog.Policy(repo_url=req.repo_url, pr_number=req.pr_number, config_keys=keys)
     head = (scratch / changelog).read_bytes()
     report = perf_changelog.check(
         base.read_bytes() if base.exists() else b"", head, rules, str(changelog)
@@ -406,9 +406,9 @@ def release(
     outcome = q.outcome
     inputs: dict[str, Any] = {
         "kind": "release",
-        "qualification": records.to_json(plan),
+        "qualification": jsoncodec.to_json(plan),
         "run": plan.run_id,
-        "request": records.to_json(req),
+        "request": jsoncodec.to_json(req),
         "repo": repo_state(ws.root),
     }
     record = RunRecord(state_dir(ws, state) / "releases" / digest_of(inputs)[:32])
@@ -421,7 +421,7 @@ def release(
                 stage="release-checks",
                 key=stage_key("release-checks", inputs),
                 inputs=inputs,
-                output=records.to_json(staged.checks),
+                output=jsoncodec.to_json(staged.checks),
                 seconds=0.0,
             )
         )
@@ -589,7 +589,7 @@ def render_release(
     """
     full = replace(outcome, changelog=checks.changelog, notes=checks.notes, golden=checks.golden)
     if full.history is not None and not force:
-        history.save(full.history, record.root)  # what C11/C12 saw, for `relpipe report`
+        comparison.save(full.history, record.root)  # what C11/C12 saw, for `relpipe report`
     verdict = evaluate(full, strict=strict)
     title = f"release {inputs['request']['config_key']} -> {plan.image.ref}"
     return verdict, render_all(
@@ -621,6 +621,6 @@ def rerender_release(run_dir: Path, strict: bool = False) -> tuple[Verdict, dict
         _never_run,
         "release checks",
     )
-    seen = history.load(run_dir) or HistoryOutput(status="n/a", reason="not recorded")
+    seen = comparison.load(run_dir) or HistoryOutput(status="n/a", reason="not recorded")
     outcome = replace(assemble(plan, outputs), history=seen)
     return render_release(plan, outcome, checks, inputs, record, strict, force=True)

@@ -7,9 +7,10 @@ deterministic by fixing its hash salt (element ids) and dropping its Date metada
 Strings that came from outside (commit subjects, paths, facts, error messages) go through
 `core.sanitize` for the format they land in: Markdown (markup escaped, no @mention or bare #N, no
 control or bidi characters, lines capped) in report.md; report.html is rendered by jinja2 from
-`report.html.j2` with autoescape on and `core.sanitize` as the environment's finalize, so every
-value printed is cleaned and escaped whatever the template says. Plot labels are plain text
-(matplotlib's mathtext is off: a `$` in a point name is a dollar sign).
+`report.html.j2` in `core.checkrender`'s environment (autoescape on, `core.sanitize` as its
+finalize), so every value printed is cleaned and escaped whatever the template says. The checks
+themselves (table, evidence, badges) are rendered by `core.checkrender`, as in `relpipe review`.
+Plot labels are plain text (matplotlib's mathtext is off: a `$` in a point name is a dollar sign).
 """
 
 from __future__ import annotations
@@ -21,20 +22,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import records, sanitize
-from relpipe.core.errors import require
+from relpipe.core import checkrender, jsoncodec, sanitize
+from relpipe.core.checkrender import COLORS
 from relpipe.core.status import FAIL, NA, PASS, WARN
-from relpipe.pipeline.history import HistoryOutput, Trend
+from relpipe.pipeline.comparison import HistoryOutput, Trend
 from relpipe.pipeline.outputs import EngineFacts, EvalOutput, Facts, PrecisionOutput
-from relpipe.pipeline.record import pretty_json
+from relpipe.pipeline.runrecord import pretty_json
 from relpipe.pipeline.verdict import Outcome, Verdict, eval_failures
 from relpipe.validate.precision import PrecisionReport
 
 REPORT_FILES = ("report.json", "report.md", "report.html")
 RENDERER = 5  # bump when the report layout changes, so that kept reports are re-rendered
 TEMPLATE = "report.html.j2"
-_COLORS: dict[str, str] = {PASS: "#1a7f37", WARN: "#9a6700", FAIL: "#cf222e", NA: "#6e7781"}
-_ICONS: dict[str, str] = {PASS: "✅", WARN: "⚠️", FAIL: "❌", NA: "➖"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,15 +62,15 @@ def to_json(data: ReportData) -> dict[str, Any]:
         "run": data.run_id,
         "title": data.title,
         "inputs": dict(data.inputs),
-        "verdict": records.to_json(data.verdict),
-        "image": records.to_json(o.image) if o.image else {},
-        "baseline": records.to_json(o.baseline) if o.baseline else None,
-        "facts": records.to_json(_facts(o)) if o.probe and o.probe.facts else {},
-        "smoke": records.to_json(o.smoke) if o.smoke else {},
-        "evals": [records.to_json(e) for e in o.evals],
+        "verdict": jsoncodec.to_json(data.verdict),
+        "image": jsoncodec.to_json(o.image) if o.image else {},
+        "baseline": jsoncodec.to_json(o.baseline) if o.baseline else None,
+        "facts": jsoncodec.to_json(_facts(o)) if o.probe and o.probe.facts else {},
+        "smoke": jsoncodec.to_json(o.smoke) if o.smoke else {},
+        "evals": [jsoncodec.to_json(e) for e in o.evals],
         "precision": _precision_summary(o.precision),
-        "config": records.to_json(o.config) if o.config else None,
-        "history": records.to_json(o.history) if o.history else None,
+        "config": jsoncodec.to_json(o.config) if o.config else None,
+        "history": jsoncodec.to_json(o.history) if o.history else None,
     }
 
 
@@ -87,7 +86,7 @@ def _report(p: PrecisionOutput | None) -> PrecisionReport | None:
 def _precision_summary(out: PrecisionOutput | None) -> dict[str, Any] | None:
     if out is None:
         return None
-    p = records.to_json(out)
+    p = jsoncodec.to_json(out)
     return {
         k: p.get(k)
         for k in (
@@ -141,13 +140,9 @@ def render_markdown(data: ReportData) -> bytes:
     out = [
         f"## relpipe: {md(data.title)}",
         "",
-        f"**Verdict: {_ICONS[v.overall]} {v.overall}** (run `{data.run_id[:16]}`)",
+        f"**Verdict: {checkrender.badge(v.overall)}** (run `{data.run_id[:16]}`)",
         "",
-        "| # | check | status | reason |",
-        "|---|---|---|---|",
-    ]
-    out += [
-        f"| {c.id} | {c.title} | {_ICONS[c.status]} {c.status} | {md(c.reason)} |" for c in v.checks
+        *checkrender.markdown_table(v.checks, checkrender.REPORT),
     ]
     out += ["", "### Image", "", "| | |", "|---|---|"]
     out += [f"| {k} | {code(val) if as_code else md(val)} |" for k, val, as_code in _image_rows(o)]
@@ -168,16 +163,8 @@ def render_markdown(data: ReportData) -> bytes:
     out += _precision_markdown(_report(o.precision))
     out += ["", "### Evidence", ""]
     for c in v.checks:
-        if not c.evidence:
-            continue
-        out += [
-            f"<details><summary>{c.id} {md(c.title)}: {c.status}</summary>",
-            "",
-            "| | |",
-            "|---|---|",
-        ]
-        out += [f"| {md(k)} | {md(val)} |" for k, val in c.evidence]
-        out += ["", "</details>", ""]
+        if c.evidence:
+            out += [*checkrender.markdown_evidence(c, checkrender.REPORT), ""]
     return ("\n".join(out).rstrip() + "\n").encode()
 
 
@@ -269,7 +256,7 @@ def _evals_figure(figure_cls: Any, suites: Sequence[str], evals: Sequence[EvalOu
         rows = [e for e in evals if e.suite == suite]
         xs = list(range(len(rows)))
         scores = [e.score or 0.0 for e in rows]
-        colors = [_COLORS[FAIL if eval_failures(e) else PASS] for e in rows]
+        colors = [COLORS[FAIL if eval_failures(e) else PASS] for e in rows]
         ax.bar(xs, scores, color=colors, width=0.6, label="score")
         thresholds = [
             (x, e.threshold) for x, e in zip(xs, rows, strict=True) if e.threshold is not None
@@ -312,8 +299,8 @@ def _precision_figure(figure_cls: Any, cats: Sequence[tuple[str, dict[str, int]]
     ys = list(range(len(cats)))
     rel = [c["relevant"] for _, c in cats]
     cos = [c["cosmetic"] for _, c in cats]
-    ax.barh(ys, rel, color=_COLORS[WARN], label="relevant")
-    ax.barh(ys, cos, left=rel, color=_COLORS[NA], label="cosmetic")
+    ax.barh(ys, rel, color=COLORS[WARN], label="relevant")
+    ax.barh(ys, cos, left=rel, color=COLORS[NA], label="cosmetic")
     ax.set_yticks(ys, [_label(name) for name, _ in cats], fontsize=8)
     ax.set_xlabel("files changed")
     ax.set_title("precision diff: files by category", fontsize=10)
@@ -376,29 +363,8 @@ text-align:left;vertical-align:top;font-size:14px}th{background:#f6f8fa}code{fon
 .s{font-weight:bold;color:#fff;padding:2px 8px;border-radius:4px}figure{margin:1em 0}"""
 
 
-def _finalize(value: Any) -> Any:
-    """Every value a template prints: cleaned by `core.sanitize` (autoescape then escapes it);
-    Markup (macros' output, the SVG plots) is ours and passes as is."""
-    markup = require("markupsafe", "report")
-    if isinstance(value, markup.Markup):
-        return value
-    return sanitize.html_text("" if value is None else value, limit=1000)
-
-
-def _environment() -> Any:
-    jinja2 = require("jinja2", "report")
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("relpipe.pipeline", "."),
-        autoescape=True,
-        finalize=_finalize,
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-    )
-
-
 def render_html(data: ReportData) -> bytes:
     """report.html from `report.html.j2`; the template gets plain values, never pre-escaped HTML."""
-    markup = require("markupsafe", "report")
     o, v = data.outcome, data.verdict
     p = _report(o.precision)
     eval_svg = plot_evals(o.evals)
@@ -424,33 +390,23 @@ def render_html(data: ReportData) -> bytes:
             ],
         }
     page = (
-        _environment()
+        checkrender.html_environment("relpipe.pipeline")
         .get_template(TEMPLATE)
         .render(
-            css=markup.Markup(_CSS),
-            colors=_COLORS,
+            css=checkrender.markup(_CSS),
             title=data.title,
             run_id=data.run_id[:16],
             verdict=v.overall,
-            checks=[
-                {
-                    "id": c.id,
-                    "title": c.title,
-                    "status": c.status,
-                    "reason": c.reason,
-                    "evidence": [list(row) for row in c.evidence],
-                }
-                for c in v.checks
-            ],
+            checks=v.checks,
             image=_image_rows(o),
-            eval_svg=markup.Markup(eval_svg) if eval_svg else None,
+            eval_svg=checkrender.markup(eval_svg) if eval_svg else None,
             evals=[
                 [e.suite, e.point, e.metric, _fmt(e.score), _fmt(e.threshold), e.samples]
                 for e in o.evals
             ],
             precision=precision,
-            precision_svg=markup.Markup(prec_svg) if prec_svg else None,
-            history_svg=markup.Markup(hist_svg) if hist_svg else None,
+            precision_svg=checkrender.markup(prec_svg) if prec_svg else None,
+            history_svg=checkrender.markup(hist_svg) if hist_svg else None,
         )
     )
     return page.encode()
@@ -467,7 +423,7 @@ def render_all(data: ReportData, folder: Path, force: bool = False) -> dict[str,
     rendered from the same data they are kept (a cache hit does not pay for matplotlib);
     `force` renders anyway (`relpipe report`, which proves the bytes are reproducible).
     """
-    from relpipe.pipeline.record import atomic_write, digest_of, relpipe_version
+    from relpipe.pipeline.runrecord import atomic_write, digest_of, relpipe_version
 
     key = digest_of({"report": to_json(data), "renderer": RENDERER, "relpipe": relpipe_version()})
     paths = {name: folder / name for name in REPORT_FILES}

@@ -12,9 +12,13 @@ APPENDS an entry naming the restored image and the reason; the PR is then opened
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
+from relpipe.core import instant
+from relpipe.core.reference import parse
+from relpipe.images import lock
+from relpipe.images.lock import LockEntry
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.workspace import Workspace
 
@@ -28,45 +32,51 @@ class Revert:
     reason: str
 
 
-def previous_image(root: Path, current: str, to: str | None) -> tuple[str, str]:
-    """(lock key, digest) of the image to restore: `to`, else the one pinned before `current`."""
-    from relpipe.images import lock
-    from relpipe.images.reference import parse
-
-    LOCK = Workspace(root).lock  # noqa: N806 (the lock file's path in every message)
-    entries = lock.load(root / LOCK)
+def previous_image(
+    entries: Mapping[str, LockEntry], current: str, to: str | None, where: str
+) -> tuple[str, str]:
+    """(pin key, digest) of the image to restore: `to`, else the one of the same repository
+    created last before `current` (compared as instants), from the pins in `where`."""
     now = lock.lookup(entries, current)
     if now is None:
         raise PipelineError(
-            f"{current} is not in {LOCK}: the lock keeps the history a revert reads; "
+            f"{current} is not in {where}: the pins keep the history a revert reads; "
             "pin it with `relpipe images pin` or pass --to IMAGE"
         )
     if to is not None:
         target = lock.lookup(entries, to)
         if target is None:
-            raise PipelineError(f"{to} is not in {LOCK}; pin it first with `relpipe images pin`")
+            raise PipelineError(f"{to} is not in {where}; pin it first with `relpipe images pin`")
         return target.key, target.digest
     name = parse(now.key).name
-    history = sorted(
-        (e for e in entries.values() if parse(e.key).name == name),
-        key=lambda e: (e.created or "", e.key),
-    )
-    before = history[: history.index(now)]
+    current_at = instant.parse_or_none(now.created)
+    if current_at is None:
+        raise PipelineError(
+            f"{current} has no created time in {where}, so no image is known to precede it; "
+            "pass --to IMAGE"
+        )
+    # Instants, never text: `...T10:00:00-05:00` is later than `...T12:00:00Z`.
+    dated = [
+        (when, e.key, e)
+        for e in entries.values()
+        if parse(e.key).name == name and (when := instant.parse_or_none(e.created)) is not None
+    ]
+    before = [item[2] for item in sorted(dated) if item[0] < current_at]
     if not before:
         raise PipelineError(
-            f"no image of {name} was pinned before {current} in {LOCK}; pass --to IMAGE"
+            f"no image of {name} was pinned before {current} in {where}; pass --to IMAGE"
         )
     return before[-1].key, before[-1].digest
 
 
 def plan_revert(ws: Workspace, config_key: str, to: str | None, reason: str) -> Revert:
-    from relpipe.images.reference import parse
     from relpipe.pipeline.release import new_image_text
 
     if not reason.strip() or "\n" in reason:
         raise PipelineError("--reason must be one non-empty line saying why the image goes back")
     current = ws.config_key(config_key, 1).image
-    key, digest = previous_image(ws.root, current, to)
+    where = str(ws.lock)
+    key, digest = previous_image(lock.load(ws.root / ws.lock), current, to, where)
     restored = new_image_text(current, parse(key).tagged())
     if parse(restored).tagged() == parse(current).tagged():
         raise PipelineError(f"{config_key} already pins {current}; nothing to revert")

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.changelog.repository.checkout import find_root, is_checkout
-from relpipe.core import records, sanitize
+from relpipe.core import checkrender, jsoncodec
 from relpipe.images.registry import RegistryClient
-from relpipe.pipeline import history
+from relpipe.pipeline import comparison
+from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.history import HistoryOutput
 from relpipe.pipeline.plan import (
     DEFAULT_MAX_BATCH,
     DEFAULT_SUITES,
@@ -32,8 +32,8 @@ from relpipe.pipeline.plan import (
     open_record,
 )
 from relpipe.pipeline.progress import Progress
-from relpipe.pipeline.record import RunRecord, StageRunner
 from relpipe.pipeline.report import ReportData, render_all
+from relpipe.pipeline.runrecord import RunRecord, StageRunner
 from relpipe.pipeline.stages import SUITE_METRIC, assemble, run_units, stage_count
 from relpipe.pipeline.verdict import Outcome, Verdict, evaluate
 from relpipe.pipeline.workspace import Workspace
@@ -129,20 +129,20 @@ def _history(plan: Plan, record: RunRecord, outcome: Outcome, *, reread: bool) -
     (a merge of shards compares as the unsharded run does: the same store gives the same verdict).
     """
     if reread:
-        return history.load(record.root) or HistoryOutput(status="n/a", reason="not recorded")
+        return comparison.load(record.root) or HistoryOutput(status="n/a", reason="not recorded")
     state = record.cache.parent.parent if record.cache else state_dir(None, None)
     shape = {
-        "image": records.to_json(plan.image),
-        "config": records.to_json(plan.config) if plan.config else None,
+        "image": jsoncodec.to_json(plan.image),
+        "config": jsoncodec.to_json(plan.config) if plan.config else None,
     }
     facts = outcome.probe.facts if outcome.probe and outcome.probe.facts else None
     report = {
         **shape,
-        "facts": records.to_json(facts) if facts else {},
-        "evals": [records.to_json(e) for e in outcome.evals],
+        "facts": jsoncodec.to_json(facts) if facts else {},
+        "evals": [jsoncodec.to_json(e) for e in outcome.evals],
     }
-    out = history.compare_run(report, run_id=plan.run_id, state=state)
-    history.save(out, record.root)
+    out = comparison.compare_run(report, run_id=plan.run_id, state=state)
+    comparison.save(out, record.root)
     return out
 
 
@@ -340,9 +340,7 @@ def print_result(result: RunResult, as_json: bool) -> int:
         print(result.reports["report.json"].read_text(), end="")
     else:
         for check in result.verdict.checks:
-            # Reasons quote commit subjects and image facts: no escape sequence reaches the tty.
-            reason = sanitize.terminal(check.reason, limit=1000)
-            print(f"{check.id:<4} {check.status:<4}  {check.title}: {reason}")
+            print(checkrender.text_line(check))
         print(
             f"verdict: {result.verdict.overall}  "
             f"({len(result.cached)} cached, {len(result.ran)} ran)"

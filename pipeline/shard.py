@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import jsonload, records
+from relpipe.core import jsoncodec, jsonload
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.outputs import (
     EvalOutput,
@@ -29,8 +29,8 @@ from relpipe.pipeline.outputs import (
     ValidatorOutput,
 )
 from relpipe.pipeline.plan import Plan
-from relpipe.pipeline.record import RunRecord, pretty_json
 from relpipe.pipeline.run import RunResult, execute
+from relpipe.pipeline.runrecord import RunRecord, pretty_json
 from relpipe.pipeline.stages import shard_of, units
 
 _SHARD = re.compile(r"([0-9]{1,4})/([0-9]{1,4})")
@@ -91,17 +91,17 @@ def lost_output(stage: str, inputs: Mapping[str, Any], reason: str) -> dict[str,
             metric=str(inputs.get("metric", "")),
             reason=reason,
         )
-        return records.to_json(lost)
+        return jsoncodec.to_json(lost)
     if stage == "smoke":
-        return records.to_json(SmokeOutput(status="fail", reason=reason))
+        return jsoncodec.to_json(SmokeOutput(status="fail", reason=reason))
     if stage == "probe":
-        return records.to_json(ProbeOutput(status="error", reason=reason))
+        return jsoncodec.to_json(ProbeOutput(status="error", reason=reason))
     if stage == "precision":
-        return records.to_json(PrecisionOutput(status="error", reason=reason))
+        return jsoncodec.to_json(PrecisionOutput(status="error", reason=reason))
     if stage == "golden":
-        return records.to_json(ValidatorOutput(status="ok", problems=(reason,)))
+        return jsoncodec.to_json(ValidatorOutput(status="ok", problems=(reason,)))
     if stage == "pull":
-        return records.to_json(PullOutput(status="error", image=""))
+        return jsoncodec.to_json(PullOutput(status="error", image=""))
     raise PipelineError(f"stage {stage!r} of a lost shard has no failure record; report this")
 
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from relpipe.core import jsonload, process, records
+from relpipe.core import jsoncodec, jsonload, process
 from relpipe.core.files import file_lock, write_atomic
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.shard import shard_count
@@ -99,12 +99,12 @@ class SlurmJob:
         path = jobs / JOB_FILE
         try:
             doc = jsonload.loads(path.read_text(encoding="utf-8"))
-            return records.from_json(cls, doc, where=str(path))
+            return jsoncodec.from_json(cls, doc, where=str(path))
         except FileNotFoundError:
             raise PipelineError(
                 f"{jobs}: no {JOB_FILE}; submit the plan first with `relpipe slurm submit PLAN`"
             ) from None
-        except records.RecordError as exc:
+        except jsoncodec.RecordError as exc:
             raise PipelineError(f"{path}: not a relpipe Slurm job record ({exc.detail})") from None
         except (OSError, ValueError) as exc:
             raise PipelineError(f"{path}: not a relpipe Slurm job record ({exc})") from None
@@ -136,7 +136,7 @@ class ShardState:
         return f"shard {self.shard}: {where} {what}{tail} before this stage finished"
 
     def to_json(self) -> dict[str, object]:
-        return {**records.fields_to_json(self), "done": self.done}
+        return {**jsoncodec.fields_to_json(self), "done": self.done}
 
 
 # -- the pure parts ------------------------------------------------------------------------------
@@ -395,7 +395,7 @@ def submit(
         submission = Submission(job_id=job_id, tasks=tuple(todo), submitted_at=time.time())
         base = previous or SlurmJob(plan=plan, shards=shards)
         record = replace(base, submissions=(*base.submissions, submission))
-        write_atomic(jobs / JOB_FILE, json.dumps(records.to_json(record), indent=2) + "\n")
+        write_atomic(jobs / JOB_FILE, json.dumps(jsoncodec.to_json(record), indent=2) + "\n")
         return script, submission
 
 

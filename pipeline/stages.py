@@ -37,7 +37,7 @@ from relpipe.pipeline.outputs import (
     run_stage,
 )
 from relpipe.pipeline.plan import Plan
-from relpipe.pipeline.record import StageRunner
+from relpipe.pipeline.runrecord import StageRunner
 from relpipe.pipeline.verdict import Outcome
 from relpipe.pipeline.workspace import Workspace, threshold_for
 

@@ -1,8 +1,10 @@
 """The verdict: checks C1..C12 (DESIGN.md) over recorded stage outputs, and the overall result.
 
-Every check is a pure function of an `Outcome` (the stage outputs of one run, as recorded) and
-returns a `Check` with a status, a one-line reason and evidence rows. Nothing here does I/O, so a
-verdict re-computed from a run record is the verdict that was reported.
+Every check is a pure function of an `Outcome` (the stage outputs of one run, as recorded),
+declared with its id and title on `CHECKS` (`core.check`): it judges a status, a one-line reason
+and evidence rows, and `evaluate` returns their `Check` records in declaration order. Adding a
+check is one declared function here. Nothing here does I/O, so a verdict re-computed from a run
+record is the verdict that was reported.
 
 Fail closed: a stage that did not run, an eval without samples or without a threshold, a digest
 that was not re-hashed, a smoke result without decoded tokens are FAIL, never PASS.
@@ -10,17 +12,16 @@ that was not re-hashed, a smoke result without decoded tokens are FAIL, never PA
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from relpipe.changelog.history import regressions
-from relpipe.changelog.history.records import ACCEPTANCE, ACCURACY, PERF
-from relpipe.core import records
+from relpipe.changelog.results import regressions
+from relpipe.changelog.results.records import ACCEPTANCE, ACCURACY, PERF
+from relpipe.core import checkrender
+from relpipe.core.check import Check, Checklist, Judgement, judged
 from relpipe.core.commit import Commit
-from relpipe.core.status import FAIL, NA, PASS, WARN
-from relpipe.core.status import overall as overall_status
-from relpipe.pipeline.history import HistoryOutput
+from relpipe.core.status import FAIL, NA, PASS, WARN, Status
+from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.outputs import (
     ConfigScope,
     EvalOutput,
@@ -30,41 +31,6 @@ from relpipe.pipeline.outputs import (
     SmokeOutput,
     ValidatorOutput,
 )
-
-TITLES = {
-    "C1": "digest verified",
-    "C2": "image facts complete",
-    "C3": "smoke decode",
-    "C4": "eval suites vs thresholds",
-    "C5": "precision diff",
-    "C6": "upstream watch list",
-    "C7": "changelog entry valid",
-    "C8": "notes parity EN/ZH and facts",
-    "C9": "golden acceptance length",
-    "C10": "config-key scope and points plan",
-    "C11": "performance vs the previous image (history)",
-    "C12": "accuracy and acceptance vs history",
-}
-
-# Facts without which nobody can say what was qualified fail C2 (`Facts.required`); facts a
-# release note reports when present only warn (`Facts.optional`).
-
-
-@dataclass(frozen=True, kw_only=True)
-class Check:
-    id: str
-    status: str
-    reason: str
-    evidence: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def title(self) -> str:
-        return TITLES[self.id]
-
-    def to_json(self) -> dict[str, Any]:
-        """The fields, and the check's title after its id (for readers of report.json)."""
-        out = records.fields_to_json(self)
-        return {"id": out.pop("id"), "title": self.title, **out}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,14 +50,17 @@ class Outcome:
     history: HistoryOutput | None = None  # the image vs the previous one of its key (C11, C12)
 
 
+CHECKS = Checklist[Outcome]()  # C1..C12, in the order they are declared below
+
+
 @dataclass(frozen=True)
 class Verdict:
     checks: tuple[Check, ...]
     strict: bool = False
-    overall: str = field(init=False)
+    overall: Status = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "overall", overall(self.checks))
+        object.__setattr__(self, "overall", checkrender.status_of(self.checks))
 
     @property
     def exit_code(self) -> int:
@@ -101,14 +70,7 @@ class Verdict:
 
     def to_json(self) -> dict[str, Any]:
         """The overall status first, then the checks; `strict` is how it was asked, not what."""
-        return {
-            "overall": self.overall,
-            **records.fields_to_json(self, exclude=("strict", "overall")),
-        }
-
-
-def overall(checks: Sequence[Check]) -> str:
-    return overall_status(c.status for c in checks)
+        return checkrender.document(self.checks)
 
 
 def _digest_ok(resolved: Resolved) -> bool:
@@ -116,14 +78,10 @@ def _digest_ok(resolved: Resolved) -> bool:
     return resolved.verified and digest.startswith("sha256:") and len(digest) == 71
 
 
-def _judged(cid: str, status: str, reason: str, rows: Sequence[tuple[str, str]]) -> Check:
-    """Check `cid`'s verdict with the evidence rows it was decided on."""
-    return Check(id=cid, status=status, reason=reason, evidence=tuple(rows))
-
-
-def check_digest(o: Outcome) -> Check:
+@CHECKS.declare("C1", "digest verified")
+def check_digest(o: Outcome) -> Judgement:
     if o.image is None:
-        return Check(id="C1", status=FAIL, reason="the image was not resolved")
+        return judged(FAIL, "the image was not resolved")
     rows = [("image", f"{o.image.ref} -> {o.image.digest}")]
     bad = [] if _digest_ok(o.image) else [o.image.ref]
     if o.baseline is not None:
@@ -131,39 +89,43 @@ def check_digest(o: Outcome) -> Check:
         if not _digest_ok(o.baseline):
             bad.append(o.baseline.ref)
     if bad:
-        return _judged("C1", FAIL, f"digest not verified by re-hashing: {', '.join(bad)}", rows)
+        return judged(FAIL, f"digest not verified by re-hashing: {', '.join(bad)}", rows)
     rows.append(("verified", "manifest bytes re-hashed to the digest"))
-    return _judged("C1", PASS, "digest verified by re-hashing the manifest", rows)
+    return judged(PASS, "digest verified by re-hashing the manifest", rows)
 
 
-def check_facts(o: Outcome) -> Check:
+# Facts without which nobody can say what was qualified fail C2 (`Facts.required`); facts a
+# release note reports when present only warn (`Facts.optional`).
+@CHECKS.declare("C2", "image facts complete")
+def check_facts(o: Outcome) -> Judgement:
     if o.probe is None or o.probe.status != "ok" or o.probe.facts is None:
         reason = (o.probe.reason if o.probe else "") or "the probe did not run"
-        return Check(id="C2", status=FAIL, reason=f"probe failed: {reason}")
+        return judged(FAIL, f"probe failed: {reason}")
     facts = o.probe.facts
     rows = [(name, str(value)) for name, value in facts.required() + facts.optional()]
     missing = [name for name, value in facts.required() if not value]
     rows += [("probe error", e) for e in facts.errors[:10]]
     if missing:
-        return _judged("C2", FAIL, f"facts missing: {', '.join(missing)}", rows)
+        return judged(FAIL, f"facts missing: {', '.join(missing)}", rows)
     absent = [name for name, value in facts.optional() if not value]
     if absent:
-        return _judged("C2", WARN, f"optional facts missing: {', '.join(absent)}", rows)
-    return _judged("C2", PASS, f"{facts.engine.name} {facts.engine.version}", rows)
+        return judged(WARN, f"optional facts missing: {', '.join(absent)}", rows)
+    return judged(PASS, f"{facts.engine.name} {facts.engine.version}", rows)
 
 
-def check_smoke(o: Outcome) -> Check:
+@CHECKS.declare("C3", "smoke decode")
+def check_smoke(o: Outcome) -> Judgement:
     s = o.smoke
     if s is None:
-        return Check(id="C3", status=FAIL, reason="the smoke decode did not run")
+        return judged(FAIL, "the smoke decode did not run")
     # Timings are in the report, not in the evidence: a verdict must not depend on machine load.
     rows = [("tokens", str(s.tokens)), ("max_logit_diff", str(s.max_logit_diff))]
     if s.status != "pass":
-        return _judged("C3", FAIL, f"smoke decode failed: {s.reason or s.status}", rows)
+        return judged(FAIL, f"smoke decode failed: {s.reason or s.status}", rows)
     if not s.tokens:
         # A smoke test that decoded nothing cannot have failed, so it cannot pass either.
-        return _judged("C3", FAIL, "smoke decode reported pass without decoding a token", rows)
-    return _judged("C3", PASS, f"decoded {s.tokens} tokens, matches the reference", rows)
+        return judged(FAIL, "smoke decode reported pass without decoding a token", rows)
+    return judged(PASS, f"decoded {s.tokens} tokens, matches the reference", rows)
 
 
 def eval_failures(ev: EvalOutput) -> list[str]:
@@ -181,9 +143,10 @@ def eval_failures(ev: EvalOutput) -> list[str]:
     return []
 
 
-def check_evals(o: Outcome) -> Check:
+@CHECKS.declare("C4", "eval suites vs thresholds")
+def check_evals(o: Outcome) -> Judgement:
     if not o.evals:
-        return Check(id="C4", status=FAIL, reason="no eval suite ran")
+        return judged(FAIL, "no eval suite ran")
     rows = []
     failures: list[str] = []
     for ev in o.evals:
@@ -192,8 +155,8 @@ def check_evals(o: Outcome) -> Check:
         failures += eval_failures(ev)
     if failures:
         more = f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""
-        return Check(id="C4", status=FAIL, reason=failures[0] + more, evidence=tuple(rows))
-    return _judged("C4", PASS, f"{len(o.evals)} eval result(s) at or above threshold", rows)
+        return judged(FAIL, failures[0] + more, rows)
+    return judged(PASS, f"{len(o.evals)} eval result(s) at or above threshold", rows)
 
 
 def _commit_label(commit: Commit) -> str:
@@ -201,16 +164,16 @@ def _commit_label(commit: Commit) -> str:
     return f"{commit.sha[:9]} {commit.subject}".strip() + pr
 
 
-def check_precision(o: Outcome) -> Check:
+@CHECKS.declare("C5", "precision diff")
+def check_precision(o: Outcome) -> Judgement:
     p = o.precision
     if p is None or p.status == "n/a":
-        return Check(
-            id="C5",
-            status=NA,
-            reason=(p.reason if p else "") or "no baseline image to diff against",
+        return judged(
+            NA,
+            (p.reason if p else "") or "no baseline image to diff against",
         )
     if p.status != "ok" or p.report is None:
-        return Check(id="C5", status=FAIL, reason=f"precision diff failed: {p.reason}")
+        return judged(FAIL, f"precision diff failed: {p.reason}")
     report = p.report
     relevant = [f for f in report.files if f.verdict == "relevant"]
     cosmetic = [f for f in report.files if f.verdict == "cosmetic"]
@@ -227,21 +190,21 @@ def check_precision(o: Outcome) -> Check:
         named += [lab for lab in labels if lab not in named]
     if relevant:
         cats = sorted({str(f.category) for f in relevant})
-        return _judged(
-            "C5",
+        return judged(
             WARN,
             f"precision-relevant changes ({', '.join(cats)}) in {'; '.join(named[:3])}"
             + (f" (+{len(named) - 3} more)" if len(named) > 3 else ""),
             rows,
         )
-    return _judged("C5", PASS, "no precision-relevant change between baseline and image", rows)
+    return judged(PASS, "no precision-relevant change between baseline and image", rows)
 
 
-def check_watch(o: Outcome) -> Check:
+@CHECKS.declare("C6", "upstream watch list")
+def check_watch(o: Outcome) -> Judgement:
     report = o.precision.report if o.precision else None
     upstream = report.upstream if report else ()
     if not upstream:
-        return Check(id="C6", status=NA, reason="no upstream watch list configured")
+        return judged(NA, "no upstream watch list configured")
     rows: list[tuple[str, str]] = []
     missing: list[str] = []
     present: list[str] = []
@@ -251,52 +214,53 @@ def check_watch(o: Outcome) -> Check:
         if not item.ok:
             (missing if item.kind == "must-contain" else present).append(item.ref)
     if present:
-        return _judged(
-            "C6", FAIL, f"must-not-contain present in the image: {', '.join(present)}", rows
-        )
+        return judged(FAIL, f"must-not-contain present in the image: {', '.join(present)}", rows)
     if missing:
         # The real-world case: an upstream fix not yet in the image is a risk to state, not a
         # blocker.
-        return _judged("C6", WARN, f"risk: not yet in the image: {', '.join(missing)}", rows)
-    return _judged("C6", PASS, f"{len(upstream)} watched upstream change(s) as required", rows)
+        return judged(WARN, f"risk: not yet in the image: {', '.join(missing)}", rows)
+    return judged(PASS, f"{len(upstream)} watched upstream change(s) as required", rows)
 
 
-def _validator_check(cid: str, out: ValidatorOutput | None, what: str) -> Check:
+def _validator_check(out: ValidatorOutput | None, what: str) -> Judgement:
     if out is None:
-        return Check(id=cid, status=NA, reason=f"{what} is checked by `relpipe release`")
+        return judged(NA, f"{what} is checked by `relpipe release`")
     rows = tuple((f"problem {i + 1}", p) for i, p in enumerate(out.problems[:20]))
     if out.status != "ok" or out.problems:
         first = out.problems[0] if out.problems else (out.reason or "validator failed")
-        return Check(id=cid, status=FAIL, reason=f"{what}: {first}", evidence=rows)
+        return judged(FAIL, f"{what}: {first}", rows)
     rows += tuple((k, str(v)) for k, v in sorted((out.evidence or {}).items()))
-    return Check(id=cid, status=PASS, reason=f"{what} passes", evidence=rows)
+    return judged(PASS, f"{what} passes", rows)
 
 
-def check_changelog(o: Outcome) -> Check:
-    return _validator_check("C7", o.changelog, "perf-changelog entry")
+@CHECKS.declare("C7", "changelog entry valid")
+def check_changelog(o: Outcome) -> Judgement:
+    return _validator_check(o.changelog, "perf-changelog entry")
 
 
-def check_notes(o: Outcome) -> Check:
-    return _validator_check("C8", o.notes, "release notes")
+@CHECKS.declare("C8", "notes parity EN/ZH and facts")
+def check_notes(o: Outcome) -> Judgement:
+    return _validator_check(o.notes, "release notes")
 
 
-def check_golden(o: Outcome) -> Check:
+@CHECKS.declare("C9", "golden acceptance length")
+def check_golden(o: Outcome) -> Judgement:
     g = o.golden
     if g is None or g.status == "n/a":
-        return Check(
-            id="C9",
-            status=NA,
-            reason=(g.reason if g else "") or "no golden acceptance-length files",
+        return judged(
+            NA,
+            (g.reason if g else "") or "no golden acceptance-length files",
         )
-    return _validator_check("C9", g, "golden acceptance length")
+    return _validator_check(g, "golden acceptance length")
 
 
-def check_scope(o: Outcome) -> Check:
+@CHECKS.declare("C10", "config-key scope and points plan")
+def check_scope(o: Outcome) -> Judgement:
     c = o.config
     if c is None:
-        return Check(id="C10", status=NA, reason="no config key given")
+        return judged(NA, "no config key given")
     if c.status != "ok":
-        return Check(id="C10", status=FAIL, reason=c.reason or f"config key {c.key}: {c.status}")
+        return judged(FAIL, c.reason or f"config key {c.key}: {c.status}")
     rows = [
         ("config key", c.key),
         ("master", c.master),
@@ -305,49 +269,46 @@ def check_scope(o: Outcome) -> Check:
     ]
     rows += [(p.name, f"batch {p.batch}") for p in c.points]
     if not c.points:
-        return _judged("C10", FAIL, f"config key {c.key} expands to no benchmark point", rows)
+        return judged(FAIL, f"config key {c.key} expands to no benchmark point", rows)
     facts = o.probe.facts if o.probe else None
     engine = facts.engine.name if facts else None
     if c.framework and engine and not c.framework.startswith(engine):
-        return _judged(
-            "C10", FAIL, f"config key {c.key} runs {c.framework} but the image ships {engine}", rows
+        return judged(
+            FAIL, f"config key {c.key} runs {c.framework} but the image ships {engine}", rows
         )
-    return _judged("C10", PASS, f"{c.key}: {len(c.points)} point(s) planned", rows)
+    return judged(PASS, f"{c.key}: {len(c.points)} point(s) planned", rows)
 
 
-BAD = (regressions.REGRESSION, regressions.FAILED_KIND, regressions.BELOW)
+# a point the new image did not run fails a qualification (unlike a partial CI run in the store)
+BAD = (regressions.REGRESSION, regressions.FAILED_KIND, regressions.BELOW, regressions.MISSING)
 
 
-def _history_check(cid: str, o: Outcome, kinds: tuple[str, ...], what: str) -> Check:
+def _history_check(o: Outcome, kinds: tuple[str, ...], what: str) -> Judgement:
     h = o.history
     if h is None or h.status != "ok":
-        return Check(id=cid, status=NA, reason=(h.reason if h else "") or "no results history")
+        return judged(NA, (h.reason if h else "") or "no results history")
     found = [f for f in h.findings if f.metric_kind in kinds]
     if not found:
         # No store path in the reason: a verdict reads the same from every runner and shard.
-        return Check(id=cid, status=NA, reason=f"no {what} results in the history")
+        return judged(NA, f"no {what} results in the history")
     if all(f.kind == regressions.NO_BASELINE for f in found):
-        return Check(
-            id=cid, status=NA, reason=f"no earlier image in the history to compare {what} with"
-        )
+        return judged(NA, f"no earlier image in the history to compare {what} with")
     rows = tuple((f"{f.point} {f.metric}", _finding_text(f)) for f in found)
     bad = [f for f in found if f.kind in BAD]
     if bad:
         first = bad[0]
         where = f"{first.point} {first.metric}: {first.kind}"
         reason = f"{len(bad)} of {len(found)} {what} point(s) regressed or failed ({where})"
-        return Check(id=cid, status=FAIL, reason=reason, evidence=rows)
+        return judged(FAIL, reason, rows)
     better = sum(f.kind == regressions.IMPROVEMENT for f in found)
-    return Check(
-        id=cid,
-        status=PASS,
-        reason=f"{len(found)} {what} point(s): none outside the noise band as a loss, "
-        f"{better} improved",
+    return judged(
+        PASS,
+        f"{len(found)} {what} point(s): none outside the noise band as a loss, {better} improved",
         evidence=rows,
     )
 
 
-def _finding_text(f: regressions.Finding) -> str:
+def _finding_text(f: regressions.PointChange) -> str:
     def num(v: float | None) -> str:
         return "-" if v is None else f"{v:.4g}"
 
@@ -358,29 +319,15 @@ def _finding_text(f: regressions.Finding) -> str:
     )
 
 
-def check_performance(o: Outcome) -> Check:
-    return _history_check("C11", o, (PERF,), "performance")
+@CHECKS.declare("C11", "performance vs the previous image (history)")
+def check_performance(o: Outcome) -> Judgement:
+    return _history_check(o, (PERF,), "performance")
 
 
-def check_accuracy_history(o: Outcome) -> Check:
-    return _history_check("C12", o, (ACCURACY, ACCEPTANCE), "accuracy/acceptance")
-
-
-CHECKS: tuple[Callable[[Outcome], Check], ...] = (
-    check_digest,
-    check_facts,
-    check_smoke,
-    check_evals,
-    check_precision,
-    check_watch,
-    check_changelog,
-    check_notes,
-    check_golden,
-    check_scope,
-    check_performance,
-    check_accuracy_history,
-)
+@CHECKS.declare("C12", "accuracy and acceptance vs history")
+def check_accuracy_history(o: Outcome) -> Judgement:
+    return _history_check(o, (ACCURACY, ACCEPTANCE), "accuracy/acceptance")
 
 
 def evaluate(outcome: Outcome, strict: bool = False) -> Verdict:
-    return Verdict(tuple(check(outcome) for check in CHECKS), strict=strict)
+    return Verdict(CHECKS.run(outcome), strict=strict)

@@ -25,6 +25,7 @@ from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository.checkout import Checkout, open_checkout
 from relpipe.changelog.repository.era import MASTER_SUFFIX, Era
 from relpipe.changelog.repository.launch import check_key
+from relpipe.core import suggest
 from relpipe.pipeline.errors import PipelineError
 
 STATE = Path(".relpipe")
@@ -107,15 +108,21 @@ class Workspace:
         absent/ambiguous).
         """
         found: list[tuple[Path, Mapping[str, Any]]] = []
+        known: list[str] = []  # every key, for the suggestion when `key` is not one
         for master in self.masters():
             doc = self.read_yaml(master)
-            if isinstance(doc, dict) and isinstance(doc.get(key), dict):
-                found.append((master, doc[key]))
+            if isinstance(doc, dict):
+                known += [k for k in doc if isinstance(k, str)]
+                if isinstance(doc.get(key), dict):
+                    found.append((master, doc[key]))
         if not found:
             names = ", ".join(p.name for p in self.masters()) or (
                 f"no {self.era.masters}/*{MASTER_SUFFIX}"
             )
-            raise PipelineError(f"config key {key!r} is not in {names} under {self.root}")
+            raise PipelineError(
+                f"config key {key!r} is not in {names} under {self.root}"
+                f"{suggest.did_you_mean(key, known)}"
+            )
         if len(found) > 1:
             raise PipelineError(
                 f"config key {key!r} is defined in {len(found)} master configs; keep one"

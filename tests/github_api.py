@@ -127,6 +127,9 @@ def start_prism(workdir: Path) -> Prism:
     raise AssertionError("unreachable")
 
 
+DRIP = "x-test-drip-s"  # the double's own note to itself, never sent
+
+
 @dataclass
 class Fault:
     method: str
@@ -136,6 +139,8 @@ class Fault:
     body: dict[str, Any] = field(default_factory=lambda: {"message": "injected"})
     times: int = 1
     applied: bool = False  # the request takes effect, only its answer is the fault (a lost reply)
+    raw: bytes | None = None  # the answer's bytes as sent (JSON json.dumps cannot write: 1e400)
+    drip_s: float = 0.0  # send the answer one byte per `drip_s` seconds
 
 
 @dataclass
@@ -215,13 +220,23 @@ class GitHubDouble:
                     h.command, parts.path, parse_qs(parts.query), body, answer
                 )
             self.seen.append(Seen(h.command, parts.path, parts.query, headers, body, status))
+        drip = float(extra.pop(DRIP, "0"))
         h.send_response(status)
         h.send_header("content-type", "application/json")
         for k, v in extra.items():
             h.send_header(k, v)
         h.send_header("content-length", str(len(out)))
         h.end_headers()
-        h.wfile.write(out)
+        if not drip:
+            h.wfile.write(out)
+            return
+        try:
+            for i in range(len(out)):
+                h.wfile.write(out[i : i + 1])
+                h.wfile.flush()
+                time.sleep(drip)  # the fault itself: a server that drips its answer
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up, as it should
 
     def _fault_for(self, method: str, path: str) -> Fault | None:
         for fault in self.faults:
@@ -237,7 +252,8 @@ class GitHubDouble:
         if fault is not None:
             if fault.applied:
                 self._route(method, path, query, body, answer)
-            return fault.status, json.dumps(fault.body).encode(), fault.headers
+            out = fault.raw if fault.raw is not None else json.dumps(fault.body).encode()
+            return fault.status, out, {**fault.headers, DRIP: str(fault.drip_s)}
         return self._route(method, path, query, body, answer)
 
     def _route(

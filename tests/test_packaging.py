@@ -61,9 +61,10 @@ def test_the_wheel_carries_the_data_the_code_reads_and_both_scripts(
         "relpipe/validate/precision/atom_rules.yaml",
         "relpipe/changelog/notes/catalog.yaml",
         "relpipe/pipeline/report.html.j2",
+        "relpipe/core/checks.html.j2",  # the checks' HTML macros every page imports
         "relpipe/engine/__main__.py",
-        "relpipe/changelog/history/migrations/0001_results.sql",  # the history store's schema
-        "relpipe/changelog/history/migrations/0002_results_order.sql",
+        "relpipe/changelog/results/migrations/0001_results.sql",  # the history store's schema
+        "relpipe/changelog/results/migrations/0002_results_order.sql",
     ):
         assert data in files, data
     (entry_points,) = [n for n in files if n.endswith(".dist-info/entry_points.txt")]

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from relpipe.changelog.errors import ChangelogError
+from relpipe.core import suggest
 from relpipe.core.files import read_capped
 from relpipe.core.yamlload import load_yaml as _load_yaml
 
@@ -264,7 +265,8 @@ def resolve_key(pattern: str, keys: Sequence[str]) -> list[str]:
         return matched
     if pattern not in keys:
         raise ChangelogError(
-            f"config key `{pattern}` not found in the master configs; check its spelling"
+            f"config key `{pattern}` not found in the master configs"
+            f"{suggest.did_you_mean(pattern, keys) or '; check its spelling'}"
         )
     return [pattern]
 

@@ -9,7 +9,7 @@ the KV offload backend (`kv-offload-backend: { name: lmcache, version: ... }`); 
 how many throughput points the keys expand to (`points`, InferenceX's generator's plan). Recipe
 files (any other YAML) get a leaf-path diff.
 
-The result is structured (frozen records, JSON through `core.records`); `changelog.notes` turns it
+The result is structured (frozen records, JSON through `core.jsoncodec`); `changelog.notes` turns it
 into bullets in both languages. Pure functions of the two texts.
 """
 
@@ -25,7 +25,7 @@ from relpipe.changelog.configs.load import (
     load_yaml,  # the one strict loader (also used via this module)
 )
 from relpipe.changelog.errors import ChangelogError
-from relpipe.core import records
+from relpipe.core import jsoncodec
 
 # Arm fields that are not part of an arm's identity: its points, its environment, and versions.
 _POINT_FIELDS = frozenset({"conc-list", "conc-start", "conc-end"})
@@ -159,8 +159,8 @@ class ConfigDiff:
 
 
 def change_to_json(change: Change) -> dict[str, Any]:
-    """One change as `release.json` holds it: its kind, then its fields (`core.records`)."""
-    return {"kind": change.kind, **records.fields_to_json(change)}
+    """One change as `release.json` holds it: its kind, then its fields (`core.jsoncodec`)."""
+    return {"kind": change.kind, **jsoncodec.fields_to_json(change)}
 
 
 def change_from_json(data: object) -> Change:
@@ -181,7 +181,7 @@ def change_from_json(data: object) -> Change:
 
 
 def points_to_json(points: KeyPoints) -> dict[str, Any]:
-    return records.to_json(points)
+    return jsoncodec.to_json(points)
 
 
 def points_from_json(data: object) -> KeyPoints:
@@ -190,8 +190,8 @@ def points_from_json(data: object) -> KeyPoints:
 
 def _read(cls: type[_T], data: object, what: str) -> _T:
     try:
-        return records.from_json(cls, data, where=what)
-    except records.RecordError as exc:
+        return jsoncodec.from_json(cls, data, where=what)
+    except jsoncodec.RecordError as exc:
         raise ChangelogError(f"{exc}; fix release.json") from None
 
 

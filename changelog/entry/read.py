@@ -282,8 +282,8 @@ def indent_findings(first: int, count: int, indent: int, severity: str = ERROR) 
     ]
 
 
-def _layout(lines: Sequence[str], first: int) -> list[Finding]:
-    """House-style layout of one entry: keys at 2, items at 4, no blank lines or trailing space."""
+def _house_style(lines: Sequence[str], first: int) -> list[Finding]:
+    """House style of one entry's lines: keys at 2, items at 4, no blank lines or trailing space."""
     found: list[Finding] = []
     for offset, line in enumerate(lines):
         number = first + offset
@@ -368,7 +368,7 @@ def parse_block(
             return {}, {}, None, tuple(found)
         fields, key_lines, parse_found = event_fields("\n".join(lines) + "\n", first)
     found.extend(parse_found)
-    found.extend(_layout(lines, first))
+    found.extend(_house_style(lines, first))
     entry = None
     if fields and not any(f.code in _UNREAD for f in parse_found):
         # A parse finding that leaves the fields read (a value over several lines, a duplicate

@@ -131,7 +131,9 @@ def _first_line(data: bytes, needle: bytes) -> int:
     return _line_of(data, data.index(needle))
 
 
-def _byte_findings(data: bytes, first: int) -> tuple[str | None, list[Finding]]:
+def _byte_findings(
+    data: bytes, first: int, after_content: bool = False
+) -> tuple[str | None, list[Finding]]:
     """Byte-level rules; returns the decoded text when the bytes can be parsed further."""
     found: list[Finding] = []
     base = first - 1
@@ -175,13 +177,16 @@ def _byte_findings(data: bytes, first: int) -> tuple[str | None, list[Finding]]:
             )
         )
         return None, found
-    found += _text_findings(data, text, first)
+    found += _text_findings(data, text, first, after_content)
     return _readable(text, found), found
 
 
-def _text_findings(data: bytes, text: str, first: int) -> list[Finding]:
+def _text_findings(
+    data: bytes, text: str, first: int, after_content: bool = False
+) -> list[Finding]:
     """Rules on the decoded text: BOM, tabs, invisible and non-printable characters, conflict
-    markers, the file's end."""
+    markers, YAML document markers, the file's end (`after_content`: `data` is a suffix of a
+    file whose earlier part has entries)."""
     found: list[Finding] = []
     base = first - 1
     if text.startswith("\ufeff"):
@@ -237,10 +242,48 @@ def _text_findings(data: bytes, text: str, first: int) -> list[Finding]:
                 hint="resolve the merge conflict and delete the <<<<<<< ======= >>>>>>> lines",
             )
         )
+    document = _document_finding(data, text, base, after_content)
+    if document is not None:
+        found.append(document)
     end = _end_finding(data, base)
     if end is not None:
         found.append(end)
     return found
+
+
+# YAML's document markers: at column 0, followed by a space or the line's end. InferenceX's
+# validator loads the file with `yaml.load`, one document: a `---` after any content starts a
+# second one, and so does any content after a `...` (both are rejected there). Content is a line
+# that is neither blank nor a comment.
+_DOCUMENT = lazy_re(r"^(?:---|\.\.\.)(?= |$)", re.M)
+_CONTENT = lazy_re(r"^ *[^ #\n]", re.M)
+
+
+def _document_finding(data: bytes, text: str, base: int, after_content: bool) -> Finding | None:
+    """A second YAML document: `---` after content, or content after `...` (one pass)."""
+    if not (data.startswith((b"---", b"...")) or b"\n---" in data or b"\n..." in data):
+        return None
+    first = last = -1  # where the first and the last content line start (markers aside)
+    for c in _CONTENT.finditer(text):
+        if not _DOCUMENT.match(text, c.start()):
+            first = c.start() if first < 0 else first
+            last = c.start()
+    for m in _DOCUMENT.finditer(text):
+        if m.group(0) == "---" and (after_content or 0 <= first < m.start()):
+            return Finding(
+                line=base + _line_of(text, m.start()),
+                code="structure",
+                message="`---` starts a second YAML document",
+                hint="the changelog is one YAML list: remove the `---` line",
+            )
+        if m.group(0) == "..." and last > m.start():
+            return Finding(
+                line=base + _line_of(text, m.start()),
+                code="structure",
+                message="text after the YAML document's end (`...`)",
+                hint="the changelog is one YAML list: remove the `...` line",
+            )
+    return None
 
 
 def _end_finding(data: bytes, base: int) -> Finding | None:
@@ -414,7 +457,13 @@ class _Scan:
             # every indented or blank line up to the next column-0 line as part of this entry
             # (a second `pr-link:` below a match would win there), so anything else is parsed.
             # (The usual case, one empty line and the next entry, needs no search.)
-            if end >= self.size or text[end] == "-" or text.startswith(grammar.SEPARATED, end):
+            # The next entry is what starts with ENTRY_START, not any `-` at column 0 (`- x`,
+            # `---` and `-` are read by the line parser).
+            if (
+                end >= self.size
+                or text.startswith(ENTRY_START, end)
+                or text.startswith(grammar.SEPARATED, end)
+            ):
                 return end, True, proven
             if not text[end : self.next_start(end - 1)].strip(" \n"):
                 return end, True, proven
@@ -478,7 +527,7 @@ class _Scan:
             end = self.entry(pos, style)
             if end >= size:
                 break
-            if text[end] == "\n" and text[end + 1 : end + 2] == "-":
+            if text.startswith(grammar.SEPARATED, end):
                 pos = end + 1  # the one empty separator line
             else:
                 pos = self.next_start(end - 1)
@@ -542,7 +591,7 @@ def scan(
     caller that grades them as warnings gets them so, rather than copying each (a large file in
     such a style has several an entry).
     """
-    text, found = _byte_findings(data, first_line)
+    text, found = _byte_findings(data, first_line, after_content=offset > 0)
     line_count = first_line - 1 + data.count(b"\n")
     long_line = _long_line(data, first_line) if text is not None else None
     if text is None or long_line is not None:

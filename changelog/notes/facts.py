@@ -170,7 +170,9 @@ HISTORY_VERDICTS = (
     "failed",
     "below-threshold",
     "no-baseline",
-)  # fmt: skip - changelog.history.regressions' kinds
+    "missing",
+    "unstable-acceptance",
+)  # fmt: skip - changelog.results.regressions' kinds
 
 
 @dataclass(frozen=True, kw_only=True)

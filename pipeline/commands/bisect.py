@@ -2,10 +2,12 @@
 the engine commits between it and the last good one with their precision categories.
 
 GOOD and BAD are tags of one repository (`rocm/atom-dev:nightly_202610010000`, or a bare tag with
-`--repository`); every nightly tag between them is a candidate. Each probe qualifies a tag with
-the key and is bad when its verdict FAILs (or WARNs, with --strict). Cached stages are reused and
-verdicts are journaled under STATE/bisect/, so an interrupted bisect resumes where it stopped.
-Exit 0 when the pair is found, 2 on bad input.
+`--repository`); every nightly tag between them is a candidate. GOOD and BAD are qualified first:
+a BAD that passes or a GOOD that fails is refused in one line (exit 1). Each probe qualifies a tag
+with the key and is bad when its verdict FAILs (or WARNs, with --strict). Cached stages are reused
+and verdicts are journaled under STATE/bisect/, so an interrupted bisect resumes where it stopped.
+`--dry-run` prints the plan (the tags, the probes at most) and qualifies nothing. Exit 0 when the
+pair is found, 1 when an endpoint is refused, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from relpipe.core import jsonload, sanitize
-from relpipe.pipeline.bisect import Journal, between, commits_of, search
+from relpipe.pipeline.bisect import Journal, between, commits_of, endpoints, plan, search
 from relpipe.pipeline.errors import PipelineError
 
 
@@ -28,9 +30,9 @@ def _split(ref: str, repository: str | None) -> tuple[str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from relpipe.core.reference import parse
     from relpipe.images.nightly import DEFAULT_PATTERN
     from relpipe.images.options import add_registry_args, apply_registry_args
-    from relpipe.images.reference import parse
     from relpipe.images.registry import RegistryClient
     from relpipe.pipeline.commands.parser import parser
     from relpipe.pipeline.run import (
@@ -47,6 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("bad", metavar="BAD", help="a later nightly known to fail (REPOSITORY:TAG)")
     p.add_argument("--repository", metavar="REPO", default=None, help="for bare tags")
     p.add_argument("--pattern", metavar="TAG_PATTERN", default=DEFAULT_PATTERN, help="nightly tags")
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the plan, qualify nothing, write nothing"
+    )
     add_qualify_args(p, release=True)  # the key is required; each probe's baseline is its pin
     add_registry_args(p)
     args = p.parse_args(argv)
@@ -79,8 +84,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         verdict = run(tag, None).verdict
         return verdict is not None and verdict.exit_code != 0  # FAIL (or WARN with --strict)
 
+    def name(tag: str) -> str:
+        return f"{repo}:{tag}"
+
+    journal = Journal.open(state, args.config_key, name(good), name(bad))
+    if args.dry_run:
+        for line in plan(tags, journal, name):
+            print(sanitize.terminal(line, limit=2000))
+        print("dry run: nothing qualified, nothing written")
+        return 0
     say(f"bisect: {len(tags) - 2} nightly tag(s) between {good} and {bad}")
-    journal = Journal.open(state, args.config_key, f"{repo}:{good}", f"{repo}:{bad}")
+    endpoints(tags, judge, journal, say, name)
     last_good, first_bad = search(tags, judge, journal, say)
     say(f"bisect: {last_good} is the last good nightly, {first_bad} the first bad one")
     pair = run(first_bad, f"{repo}:{last_good}")

@@ -100,8 +100,8 @@ def _parser() -> argparse.ArgumentParser:
 def _image_repo(ref: str, path_in_image: str, into: Path) -> Path:
     """The image's `<path>/.git`, copied out and sanitised by `pipeline.enginerepo`, in `into`."""
     try:
+        from relpipe.core.reference import parse
         from relpipe.images import runtime
-        from relpipe.images.reference import parse
     except ImportError as exc:  # the `images` extra (docker SDK) is not installed
         raise PipelineError(
             f"--repo image:REF needs the images extra ({exc.name} missing); "

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.core import sanitize
+from relpipe.core.reference import parse
 from relpipe.images.errors import ImageError
 from relpipe.images.options import add_registry_args, apply_registry_args
-from relpipe.images.reference import parse
 from relpipe.images.registry import RegistryClient
 from relpipe.pipeline.commands.parser import Parser
 from relpipe.pipeline.commands.parser import parser as new_parser

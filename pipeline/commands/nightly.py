@@ -20,9 +20,9 @@ def newest_nightly(repository: str, pattern: str) -> str:
     """`repository:tag` of the newest build of the family `pattern` (one paginated tag listing;
     commit-addressed families also read each uncached candidate's config).
     """
+    from relpipe.core.reference import parse
     from relpipe.images.evidence import choose_newest, default_cache_path
     from relpipe.images.nightly import default_family
-    from relpipe.images.reference import parse
     from relpipe.images.registry import RegistryClient
 
     ref = parse(repository)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from relpipe.core import records, sanitize
+from relpipe.core import jsoncodec, sanitize
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
 
@@ -31,16 +31,23 @@ if TYPE_CHECKING:
     from relpipe.pipeline.pullrequest import Bump, Outcome, Target
 
 ACTIONS = ("open", "update", "status")
+ACTION_HELP = {
+    "open": "commit the release in the working tree, push its branch and open the PR",
+    "update": "bring the open PR up to date after a newer release (branch, title, body)",
+    "status": "the branch and the PR of a config key, read-only",
+}
+DRY_RUN_HELP = "print the git steps and REST requests, send nothing"
 
 
 def add_target_args(
     p: argparse.ArgumentParser,
     *,
     branch: str = "relpipe/bump/KEY",
-    dry_run: str = "print the git steps and REST requests, send nothing",
+    dry_run: str | None = DRY_RUN_HELP,
 ) -> None:
-    """Where the PR goes; shared by `relpipe pr` and `relpipe revert`."""
-    from relpipe.pipeline.github import DEFAULT_API_URL
+    """Where the PR goes; shared by `relpipe pr` and `relpipe revert`. Without `dry_run` (the
+    read-only `pr status`) there is no --label or --dry-run to offer."""
+    from relpipe.pipeline.github import DEADLINE_S, DEFAULT_API_URL
     from relpipe.pipeline.pullrequest import DEFAULT_LABELS, MODIFIER_LABELS, PRIMARY_LABELS
 
     g = p.add_argument_group("the pull request")
@@ -55,14 +62,23 @@ def add_target_args(
     g.add_argument("--branch", default="", metavar="NAME", help=f"head branch (default: {branch})")
     g.add_argument("--api-url", default=DEFAULT_API_URL, metavar="URL", help="GitHub REST API URL")
     g.add_argument(
-        "--label",
-        action="append",
-        metavar="L",
-        default=None,
-        help=f"sweep label, repeatable: exactly one of {', '.join(PRIMARY_LABELS)}, plus any of "
-        f"{', '.join(MODIFIER_LABELS)} (default: {', '.join(DEFAULT_LABELS)})",
+        "--api-deadline",
+        type=float,
+        default=DEADLINE_S,
+        metavar="SECONDS",
+        help="overall deadline of each GitHub request, retries and the whole answer included: "
+        "a server that answers too slowly is cut off there (default: %(default)g)",
     )
-    g.add_argument("--dry-run", action="store_true", help=dry_run)
+    if dry_run is not None:
+        g.add_argument(
+            "--label",
+            action="append",
+            metavar="L",
+            default=None,
+            help=f"sweep label, repeatable: exactly one of {', '.join(PRIMARY_LABELS)}, plus "
+            f"any of {', '.join(MODIFIER_LABELS)} (default: {', '.join(DEFAULT_LABELS)})",
+        )
+        g.add_argument("--dry-run", action="store_true", help=dry_run)
     g.add_argument("--json", action="store_true", help="print one JSON document")
 
 
@@ -72,6 +88,8 @@ def target_from(a: argparse.Namespace) -> Target:
     repo = a.github_repo
     if repo.count("/") != 1 or not all(repo.split("/")):
         raise PipelineError(f"--github-repo {repo!r}: write OWNER/NAME")
+    if not 0 < a.api_deadline <= 3600:
+        raise PipelineError("--api-deadline: give seconds between 0 and 3600")
     root = a.repo.resolve()
     if not (root / ".git").exists():
         raise PipelineError(f"--repo {root}: not a git clone of the benchmark repository")
@@ -82,12 +100,13 @@ def target_from(a: argparse.Namespace) -> Target:
         base=a.base,
         branch=a.branch,
         api_url=a.api_url,
-        labels=tuple(a.label or DEFAULT_LABELS),
+        api_deadline_s=a.api_deadline,
+        labels=tuple(getattr(a, "label", None) or DEFAULT_LABELS),
     )
 
 
 def report(outcome: Outcome, as_json: bool) -> None:
-    out = records.to_json(outcome)
+    out = jsoncodec.to_json(outcome)
     if as_json:
         print(sanitize.json_text(out, indent=2, sort_keys=True))
         return
@@ -101,38 +120,47 @@ def report(outcome: Outcome, as_json: bool) -> None:
     )
 
 
+def _parser() -> argparse.ArgumentParser:
+    """One sub-parser per action: `relpipe pr open --help` shows the options of `open`."""
+    p = parser("relpipe pr", __doc__)
+    sub = p.add_subparsers(dest="action", required=True, metavar="COMMAND")
+    for action in ACTIONS:
+        a = sub.add_parser(action, help=ACTION_HELP[action], description=ACTION_HELP[action])
+        a.add_argument("--config-key", metavar="KEY", required=True, help="config key of the bump")
+        if action != "status":
+            a.add_argument(
+                "--notes",
+                metavar="FILE",
+                type=Path,
+                default=None,
+                help="release notes (default: the newest release record of the key)",
+            )
+            a.add_argument(
+                "--state",
+                metavar="DIR",
+                type=Path,
+                default=None,
+                help="relpipe state folder (default: $RELPIPE_STATE, else REPO/.relpipe)",
+            )
+        if action == "update":
+            a.add_argument(
+                "--open-missing", action="store_true", help="open the PR when none is open"
+            )
+        add_target_args(a, dry_run=None if action == "status" else DRY_RUN_HELP)
+    return p
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from relpipe.pipeline import pullrequest as prq
     from relpipe.pipeline.run import state_dir
     from relpipe.pipeline.workspace import Workspace
 
-    p = parser("relpipe pr", __doc__)
-    p.add_argument("action", choices=ACTIONS, help="open, update or status")
-    p.add_argument("--config-key", metavar="KEY", required=True, help="config key of the bump")
-    p.add_argument(
-        "--notes",
-        metavar="FILE",
-        type=Path,
-        default=None,
-        help="release notes (default: the newest release record of the key)",
-    )
-    p.add_argument(
-        "--state",
-        metavar="DIR",
-        type=Path,
-        default=None,
-        help="relpipe state folder (default: $RELPIPE_STATE, else REPO/.relpipe)",
-    )
-    p.add_argument(
-        "--open-missing", action="store_true", help="update: open the PR when none is open"
-    )
-    add_target_args(p)
-    args = p.parse_args(argv)
+    args = _parser().parse_args(argv)
     target = target_from(args)
     if args.action == "status":
-        with prq.client_for(target.api_url) as client:
+        with prq.client_for(target) as client:
             st = prq.status(target, args.config_key, client)
-        doc = records.to_json(st)
+        doc = jsoncodec.to_json(st)
         if args.json:
             print(sanitize.json_text(doc, indent=2, sort_keys=True))
         else:
@@ -145,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     title, body = prq.title_and_body(notes)
     bump = prq.read_bump(target.root, args.config_key, title, body)
-    mode = "sync" if args.open_missing else args.action
+    mode = "sync" if getattr(args, "open_missing", False) else args.action
     return publish_and_report(target, bump, mode, args.dry_run, args.json)
 
 
@@ -156,7 +184,7 @@ def publish_and_report(target: Target, bump: Bump, mode: str, dry: bool, as_json
     if dry:
         outcome = prq.publish(target, bump, mode=mode, client=None, log=log)
     else:
-        with prq.client_for(target.api_url) as client:
+        with prq.client_for(target) as client:
             outcome = prq.publish(target, bump, mode=mode, client=client, log=log)
     report(outcome, as_json)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")

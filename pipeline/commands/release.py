@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.core import jsonload, sanitize
+from relpipe.core import checkrender, jsonload, sanitize
 from relpipe.images.options import add_registry_args, apply_registry_args
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
@@ -84,8 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.dry_run:
             print(result.diff, end="")
         for check in result.verdict.checks:
-            reason = sanitize.terminal(check.reason, limit=1000)  # quotes outside text
-            print(f"{check.id:<4} {check.status:<4}  {check.title}: {reason}")
+            print(checkrender.text_line(check))
         state = "written" if result.written else "dry run, nothing written"
         print(f"release verdict: {result.verdict.overall} ({state})")
         print(f"notes: {result.record.root / 'notes.md'}")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.pipeline.record import RunRecord
 from relpipe.pipeline.run import print_result, rerender
+from relpipe.pipeline.runrecord import RunRecord
 
 
 def main(argv: Sequence[str] | None = None) -> int:

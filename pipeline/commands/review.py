@@ -10,46 +10,19 @@ with --strict), 2 usage or input error, 3 unexpected error.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.changelog.repository.era import MODELS_NAME
-from relpipe.core import sanitize
-from relpipe.core.status import FAIL, NA, PASS, WARN
+from relpipe.core import checkrender, sanitize
+from relpipe.core.check import Check
+from relpipe.core.status import FAIL, WARN
 from relpipe.pipeline.commands.parser import Parser
 from relpipe.pipeline.errors import PipelineError
 from relpipe.validate.review.context import Options
-from relpipe.validate.review.result import MAX_EVIDENCE, Result
 from relpipe.validate.review.run import CHECKS, FAST, run
 
 MAX_TEXT_INPUT = 1024 * 1024
-TITLES = {
-    "owners": "code owners of the changed files",
-    "checklist": "sign-off uses the current checklist",
-    "upstream-images": "upstream vLLM/SGLang images",
-    "deprecated": f"no deprecated model or scenario ({MODELS_NAME})",
-    "arch-hacks": "no architecture hacks",
-    "chat-template": "spec-decode benchmarks use the chat template",
-    "engine-patches": "no engine patches without a waiver",
-    "golden-al": "golden acceptance length",
-    "append-only": "append-only keeps every existing point",
-    "draft-as-shipped": "draft model runs as shipped",
-    "yaml-keys": "no duplicate key in the YAML files read",
-    "changelog-required": "a benchmark-affecting change has a changelog entry",
-    "pareto": "Pareto coverage of each curve",
-    "notes": "PR body matches the facts",
-}
-_ICON: dict[str, str] = {PASS: "✅", WARN: "⚠️", FAIL: "❌", NA: "➖"}
-
-
-def _cell(text: str) -> str:
-    return sanitize.markdown(text, limit=None)
-
-
-def _code(text: str) -> str:
-    return sanitize.markdown_code(text, limit=None, table=True)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -79,8 +52,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ID",
         action="append",
         default=[],
-        choices=list(CHECKS),
-        help=f"run only these ({', '.join(CHECKS)})",
+        choices=CHECKS.ids(),
+        help=f"run only these ({', '.join(CHECKS.ids())})",
     )
     which.add_argument(
         "--fast",
@@ -124,64 +97,18 @@ def _read(path: str | None, what: str) -> str | None:
         raise PipelineError(f"{what} {path} is not UTF-8 text") from None
 
 
-def overall(results: Sequence[Result]) -> str:
-    statuses = {r.status for r in results}
-    return FAIL if FAIL in statuses else WARN if WARN in statuses else PASS
-
-
-def to_json(results: Sequence[Result], scope: str) -> dict[str, object]:
-    return {
-        "overall": overall(results),
-        "scope": scope,
-        "checks": [
-            {
-                "id": r.id,
-                "title": TITLES[r.id],
-                "status": r.status,
-                "reason": r.reason,
-                "evidence": [[e.where, e.what] for e in r.evidence],
-            }
-            for r in results
-        ],
-    }
-
-
-def _where(text: str) -> str:
-    # file:line stays a code span; anything else (a key, a count) is escaped text.
-    return _code(text) if re.fullmatch(r"[\w./@+-]+(?::\d+)?", text) else _cell(text)
-
-
-def render_markdown(results: Sequence[Result], scope: str) -> str:
+def render_markdown(checks: Sequence[Check], scope: str) -> str:
     """The PR comment: a summary table, then each check's evidence (untrusted text escaped)."""
     lines = [
-        f"### relpipe review: {overall(results)}",
+        f"### relpipe review: {checkrender.status_of(checks)}",
         "",
-        _cell(scope),
+        sanitize.markdown(scope, limit=None),
         "",
-        "| # | check | status | reason |",
-        "|---|---|---|---|",
+        *checkrender.markdown_table(checks, checkrender.REVIEW),
     ]
-    for n, r in enumerate(results):
-        lines.append(
-            f"| {n} | {_code(r.id)} {_cell(TITLES[r.id])} | {_ICON[r.status]} "
-            f"{r.status} | {_cell(r.reason)} |"
-        )
-    for r in results:
-        if not r.evidence:
-            continue
-        lines += [
-            "",
-            f"<details><summary>{_cell(r.id)}: {len(r.evidence)} evidence row(s)</summary>",
-            "",
-            "| where | what |",
-            "|---|---|",
-        ]
-        shown = r.evidence[:MAX_EVIDENCE]
-        lines += [f"| {_where(e.where)} | {_cell(e.what)} |" for e in shown]
-        if len(r.evidence) > len(shown):
-            rest = len(r.evidence) - len(shown)
-            lines.append(f"| ... | {rest} more row(s) not shown here; `--json` lists them all |")
-        lines += ["", "</details>"]
+    for check in checks:
+        if check.evidence:
+            lines += ["", *checkrender.markdown_evidence(check, checkrender.REVIEW)]
     return "\n".join(lines) + "\n"
 
 
@@ -220,8 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         scope = f"scope: change {args.base_ref or 'merge-base'}..{args.head_ref or 'working tree'}"
     if args.json:
-        print(sanitize.json_text(to_json(results, scope), indent=2))
+        print(sanitize.json_text(checkrender.document(results, scope=scope), indent=2))
     else:
         sys.stdout.write(render_markdown(results, scope))
-    status = overall(results)
+    status = checkrender.status_of(results)
     return 1 if status == FAIL or (args.strict and status == WARN) else 0

@@ -1,3 +1,3 @@
 """Fixtures of the changelog tests: the results-history stores (SQLite, PostgreSQL)."""
 
-from history_support import history_url, pg_server  # noqa: F401 - fixtures
+from results_support import history_url, pg_server  # noqa: F401 - fixtures

@@ -18,10 +18,10 @@ from corpus import image_tags
 from packaging.version import Version
 from registry_support import FaultProxy, push_image, unique_repo
 
+from relpipe.core.reference import parse
 from relpipe.images.evidence import choose_newest, load_cache
 from relpipe.images.manifest import DOCKER_MANIFEST
 from relpipe.images.nightly import PatternError, family, matching, newest
-from relpipe.images.reference import parse
 from relpipe.images.registry import RegistryClient
 from relpipe.pipeline.cli import main as cli
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from relpipe.core.reference import parse
 from relpipe.images.lock import LockError, load, lookup, merge_facts, parse_lock, render, update
-from relpipe.images.reference import parse
 from relpipe.images.registry import Pinned
 
 D1, D2, D3 = ("sha256:" + c * 64 for c in "123")

@@ -16,10 +16,10 @@ from types import SimpleNamespace
 import pytest
 from registry_support import push_index
 
+from relpipe.core.reference import parse
 from relpipe.images import archive, lock, services
 from relpipe.images.manifest import parse_manifest
 from relpipe.images.options import MIRRORS_ENV
-from relpipe.images.reference import parse
 from relpipe.images.registry import NotFound, RegistryClient
 from relpipe.pipeline.commands.nightly import warn_stale_pins
 

@@ -2,7 +2,7 @@
 and (`env`) the real fixture nightlies and benchmark repository the qualification tests run on.
 
 `outcome(**over)` takes each field as recorded JSON (what a run record holds) and parses it with
-`core.records.from_json`, so the tests read the same boundary a re-render does.
+`core.jsoncodec.from_json`, so the tests read the same boundary a re-render does.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from qualify_support import Env, make_env
 
-from relpipe.core import records
+from relpipe.core import jsoncodec
 from relpipe.pipeline.outputs import (
     ConfigScope,
     EvalOutput,
@@ -195,15 +195,15 @@ def precision_json(data: dict[str, Any]) -> dict[str, Any]:
 
 
 _PARSERS: dict[str, Callable[[Any], Any]] = {
-    "image": lambda d: records.from_json(Resolved, d),
-    "baseline": lambda d: records.from_json(Resolved, d),
-    "probe": lambda d: records.from_json(ProbeOutput, d),
-    "smoke": lambda d: records.from_json(SmokeOutput, d),
-    "precision": lambda d: records.from_json(PrecisionOutput, precision_json(d)),
-    "config": lambda d: records.from_json(ConfigScope, d),
-    "golden": lambda d: records.from_json(ValidatorOutput, d),
-    "changelog": lambda d: records.from_json(ValidatorOutput, d),
-    "notes": lambda d: records.from_json(ValidatorOutput, d),
+    "image": lambda d: jsoncodec.from_json(Resolved, d),
+    "baseline": lambda d: jsoncodec.from_json(Resolved, d),
+    "probe": lambda d: jsoncodec.from_json(ProbeOutput, d),
+    "smoke": lambda d: jsoncodec.from_json(SmokeOutput, d),
+    "precision": lambda d: jsoncodec.from_json(PrecisionOutput, precision_json(d)),
+    "config": lambda d: jsoncodec.from_json(ConfigScope, d),
+    "golden": lambda d: jsoncodec.from_json(ValidatorOutput, d),
+    "changelog": lambda d: jsoncodec.from_json(ValidatorOutput, d),
+    "notes": lambda d: jsoncodec.from_json(ValidatorOutput, d),
 }
 
 
@@ -215,7 +215,7 @@ def outcome(**over: Any) -> Outcome:
     for name, value in base.items():
         if name == "evals":
             fields[name] = tuple(
-                records.from_json(EvalOutput, e) if isinstance(e, dict) else e for e in value
+                jsoncodec.from_json(EvalOutput, e) if isinstance(e, dict) else e for e in value
             )
         elif isinstance(value, dict):
             fields[name] = _PARSERS[name](value)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from relpipe.pipeline.bisect import Journal, between, commits_of, search
+from relpipe.pipeline.bisect import Journal, between, commits_of, endpoints, plan, search
 from relpipe.pipeline.errors import PipelineError
 
 TAGS = [f"nightly_2026100{d}0000" for d in range(1, 10)]  # 9 nightlies, oldest first
@@ -85,3 +85,43 @@ def test_commits_carry_the_categories_of_the_relevant_files_they_touched() -> No
         ("b", ["not relevant"]),
     ]
     assert commits_of({"status": "error"}) == []
+
+
+@pytest.mark.parametrize(
+    ("bad_tags", "said"),
+    [
+        ({TAGS[0]}, f"GOOD {TAGS[0]} fails its qualification"),
+        (set(), f"BAD {TAGS[-1]} passes its qualification"),
+    ],
+)
+def test_endpoints_are_qualified_first_and_refused_in_one_line(
+    tmp_path: Path, bad_tags: set[str], said: str
+) -> None:
+    probed: list[str] = []
+
+    def judge(tag: str) -> bool:
+        probed.append(tag)
+        return tag in bad_tags
+
+    journal = Journal.open(tmp_path, "k", TAGS[0], TAGS[-1])
+    with pytest.raises(PipelineError, match=said) as refused:
+        endpoints(TAGS, judge, journal)
+    assert refused.value.exit_code == 1 and "\n" not in str(refused.value)
+    assert probed == [TAGS[0]] if TAGS[0] in bad_tags else probed == [TAGS[0], TAGS[-1]]
+
+
+def test_endpoints_that_hold_are_journaled(tmp_path: Path) -> None:
+    journal = Journal.open(tmp_path, "k", TAGS[0], TAGS[-1])
+    endpoints(TAGS, lambda tag: tag == TAGS[-1], journal)
+    assert Journal.open(tmp_path, "k", TAGS[0], TAGS[-1]).verdicts == {
+        TAGS[0]: False,
+        TAGS[-1]: True,
+    }
+
+
+def test_dry_run_plan_counts_the_probes_and_qualifies_nothing(tmp_path: Path) -> None:
+    journal = Journal.open(tmp_path, "k", TAGS[0], TAGS[-1])
+    lines = plan(TAGS, journal)
+    assert lines[0] == f"GOOD {TAGS[0]}, BAD {TAGS[-1]}: 7 nightly tag(s) between"
+    assert "at most 3 qualification(s)" in lines[2]
+    assert not (tmp_path / "bisect").exists()

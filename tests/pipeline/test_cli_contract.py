@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from support import git
 
-from relpipe.core import records
+from relpipe.core import jsoncodec
 from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.outputs import (
     ConfigScope,
@@ -33,8 +33,8 @@ from relpipe.pipeline.outputs import (
     SmokeOutput,
 )
 from relpipe.pipeline.plan import Options, Plan, open_record
-from relpipe.pipeline.record import relpipe_version
 from relpipe.pipeline.run import execute
+from relpipe.pipeline.runrecord import relpipe_version
 
 # Blocks the modules named in RELPIPE_TEST_MISSING (as if not installed) and makes importing those
 # in RELPIPE_TEST_RAISE fail with a RuntimeError (an unexpected bug).
@@ -184,14 +184,14 @@ class RecordedEngine(Engine):
         return PullOutput(status="ok", image="sha256:" + "ef" * 32)
 
     def probe(self, ref: str, options: Options) -> ProbeOutput:
-        return records.from_json(ProbeOutput, self.recorded["probe"])
+        return jsoncodec.from_json(ProbeOutput, self.recorded["probe"])
 
     def smoke(self, ref: str, options: Options) -> SmokeOutput:
-        return records.from_json(SmokeOutput, self.recorded["smoke"])
+        return jsoncodec.from_json(SmokeOutput, self.recorded["smoke"])
 
     def evaluate(self, ref: str, inputs: dict, options: Options) -> EvalOutput:  # type: ignore[override, type-arg]
         ev = next(e for e in self.recorded["evals"] if e["batch"] == inputs["batch"])
-        return records.from_json(EvalOutput, {k: v for k, v in ev.items() if k != "point"})
+        return jsoncodec.from_json(EvalOutput, {k: v for k, v in ev.items() if k != "point"})
 
 
 @pytest.fixture
@@ -199,9 +199,9 @@ def run_record(tmp_path: Path, outcome_json) -> Path:  # noqa: ANN001
     """A qualification run record (no baseline), written by the real stage and record code."""
     recorded = outcome_json()
     plan = Plan(
-        image=records.from_json(Resolved, recorded["image"]),
+        image=jsoncodec.from_json(Resolved, recorded["image"]),
         baseline=None,
-        config=records.from_json(ConfigScope, recorded["config"]),
+        config=jsoncodec.from_json(ConfigScope, recorded["config"]),
         thresholds={},
         golden=None,
         options=Options(),

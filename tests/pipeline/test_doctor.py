@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -31,27 +32,54 @@ def compare_entries(base_entries, head_entries, pr_number):
 """
 
 
+def _copy_with_validator_tail(tree: Path, tmp_path: Path, tail: str) -> Path:
+    """A copy of `tree` whose validator ends with `tail` (code the doctor will run)."""
+    repo = tmp_path / "InferenceX"
+    shutil.copytree(tree, repo)
+    with open(repo / VALIDATOR, "a") as handle:
+        handle.write(tail)
+    return repo
+
+
 def _doctor(repo: Path, python: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
     code = cli(["doctor", "--repo", str(repo), "--python", python, "--json"])
     return code, json.loads(capsys.readouterr().out)
 
 
-def test_no_disagreement_on_either_tree(
+def test_agree_on_2026_08_and_incomplete_on_the_2026_10_reconstruction(
     inferencex_tree: Path,
     inferencex_tree_2026_10: Path,
     oracle_python: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     code, old = _doctor(inferencex_tree, oracle_python, capsys)
-    assert (code, old["layout"], old["disagreements"]) == (0, "2026-08", [])
+    assert (code, old["layout"], old["outcome"]) == (0, "2026-08", "agree")
+    assert old["disagreements"] == []
     assert old["compared"][0] == "8 changelog case(s)" and old["compared"][2].startswith("points")
+    assert old["skipped"] == []
     code, new = _doctor(inferencex_tree_2026_10, oracle_python, capsys)
-    assert (code, new["layout"], new["disagreements"]) == (0, "2026-10", [])
-    # The reconstruction has no sweep generator: said, not passed silently.
+    # The reconstruction has no sweep generator: nothing differs in what was compared, but the
+    # points were not compared, so the outcome is incomplete (exit 1), never "agree".
+    assert (code, new["layout"], new["outcome"], new["disagreements"]) == (
+        1,
+        "2026-10",
+        "incomplete",
+        [],
+    )
     assert new["skipped"] == [
         "points: ModuleNotFoundError: No module named 'generate_sweep_configs'"
     ]
     assert int(new["compared"][1].split()[0]) >= 40  # the 2026-10 models' master fields
+    assert not any(c.startswith("points") for c in new["compared"])
+    assert cli(["doctor", "--repo", str(inferencex_tree_2026_10), "--python", oracle_python]) == 1
+    out = capsys.readouterr().out.splitlines()
+    reason = "ModuleNotFoundError: No module named 'generate_sweep_configs'"
+    assert f"not compared: points: {reason}" in out
+    assert out[-1] == (
+        "relpipe and the repository: incomplete (1 part(s) not compared: points; "
+        "no disagreement in the rest)"
+    )
+    assert not any("agree (" in line for line in out)
 
 
 def test_a_rule_and_a_field_the_repository_adds_are_printed(
@@ -60,10 +88,7 @@ def test_a_rule_and_a_field_the_repository_adds_are_printed(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    repo = tmp_path / "InferenceX"
-    shutil.copytree(inferencex_tree_2026_10, repo)
-    with open(repo / VALIDATOR, "a") as handle:
-        handle.write(NEW_RULE)
+    repo = _copy_with_validator_tail(inferencex_tree_2026_10, tmp_path, NEW_RULE)
     matrix = repo / MATRIX
     text = matrix.read_text()
     at = text.index(
@@ -124,3 +149,104 @@ def test_without_python_the_doctor_builds_its_own_once_and_offline_says_so_in_on
         offline.setenv("PIP_NO_INDEX", "1")
         offline.setenv("PIP_CONFIG_FILE", os.devnull)
         assert doctor.isolated_python(None) == python
+
+
+LEAK_PROBE = """
+
+import json as _json, os as _os
+with open({seen!r}, "w") as _handle:
+    _seen = {{"env": dict(_os.environ), "home_files": _os.listdir(_os.environ["HOME"])}}
+    _json.dump(_seen, _handle)
+open(_os.path.join(_os.environ["HOME"], "left-behind"), "w").close()
+"""
+
+
+def test_the_repositorys_code_gets_no_credentials_and_a_temporary_home(
+    inferencex_tree_2026_10: Path,
+    oracle_python: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 34 item 7: the validator doctor runs sees none of the user's secrets, whatever they
+    are called, and a HOME that is not the user's and is gone afterwards."""
+    seen = tmp_path / "seen.json"
+    repo = _copy_with_validator_tail(
+        inferencex_tree_2026_10, tmp_path, LEAK_PROBE.format(seen=str(seen))
+    )
+    secrets = {
+        "GITHUB_TOKEN": "ghp_secret1",
+        "GH_TOKEN": "gho_secret2",
+        "RELPIPE_REGISTRY_PASSWORD": "secret3",
+        "RELPIPE_HISTORY": "postgresql://u:secret4@127.0.0.1/h",
+        "AWS_SECRET_ACCESS_KEY": "secret5",
+        "SOME_NEW_CI_VARIABLE": "secret6",
+        "PYTHONPATH": str(tmp_path),
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    code, doc = _doctor(repo, oracle_python, capsys)
+    assert (code, doc["outcome"], doc["disagreements"]) == (1, "incomplete", [])
+    got = json.loads(seen.read_text())
+    env = got["env"]
+    assert not set(secrets) & set(env)
+    assert not any(value in json.dumps(env) for value in secrets.values())
+    assert set(env) <= {*doctor.PASSED_ENV, "HOME", "TMPDIR", "PYTHONDONTWRITEBYTECODE"}
+    assert env["LANG"] == "C.UTF-8" and env["TMPDIR"] == env["HOME"]
+    home = Path(env["HOME"])
+    assert home != Path.home() and got["home_files"] == []
+    assert not home.exists()  # removed with what the code wrote there
+
+
+HANGING_VALIDATOR = """
+
+import os as _os, subprocess as _subprocess, time as _time
+_child = _subprocess.Popen(["sleep", "300"])
+with open({pids!r}, "w") as _handle:
+    _handle.write(f"{{_os.getpid()}} {{_child.pid}}")
+_time.sleep(300)
+"""
+
+
+def _running(pid: int) -> bool:
+    """The process exists and is not a zombie waiting for a parent that never reaps it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat.rpartition(b")")[2].split()[:1] != [b"Z"]
+
+
+def test_a_timeout_kills_the_repositorys_code_and_every_child_it_started(
+    inferencex_tree_2026_10: Path,
+    oracle_python: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pids = tmp_path / "pids"
+    repo = _copy_with_validator_tail(
+        inferencex_tree_2026_10, tmp_path, HANGING_VALIDATOR.format(pids=str(pids))
+    )
+    code = cli(["doctor", "--repo", str(repo), "--python", oracle_python, "--timeout", "3"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err
+    assert err.endswith("did not finish in 3 s; killed"), err
+    probe, child = (int(p) for p in pids.read_text().split())
+    for _ in range(50):  # SIGKILL is delivered at once; the orphan's reaping may lag
+        if not (_running(probe) or _running(child)):
+            break
+        time.sleep(0.1)
+    assert not _running(probe) and not _running(child)
+
+
+def test_doctor_help_says_it_runs_the_repositorys_code(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        cli(["doctor", "--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Runs the repository's own code" in text
+    assert "no tokens or credentials" in text and "a temporary HOME" in text
+    assert "--timeout S" in text and "process group is killed" in text

@@ -21,8 +21,8 @@ from relpipe.changelog.configs.semdiff import (
     VersionChange,
 )
 from relpipe.changelog.entry import Entry
-from relpipe.core import records
-from relpipe.images.reference import Reference
+from relpipe.core import jsoncodec
+from relpipe.core.reference import Reference
 from relpipe.images.runtime import Runtime
 from relpipe.images.services import Services
 from relpipe.pipeline.errors import PipelineError
@@ -38,8 +38,8 @@ from relpipe.pipeline.outputs import (
     run_stage,
 )
 from relpipe.pipeline.plan import Options, Plan
-from relpipe.pipeline.record import SCHEMA, RunRecord, StageRunner
 from relpipe.pipeline.release import Request
+from relpipe.pipeline.runrecord import SCHEMA, RunRecord, StageRunner
 from relpipe.pipeline.verdict import Outcome
 
 KINDS: dict[str, Any] = {
@@ -59,15 +59,15 @@ def test_to_json_inverts_from_json_exactly(
 ) -> None:
     # The fixture's JSON of one output, completed the way a stage writes it (every field).
     data = outcome_json()[name]
-    typed = records.from_json(KINDS[name], precision_json(data) if name == "precision" else data)
-    recorded = records.to_json(typed)
-    again = records.from_json(KINDS[name], json.loads(json.dumps(recorded)))
-    assert again == typed and records.to_json(again) == recorded
+    typed = jsoncodec.from_json(KINDS[name], precision_json(data) if name == "precision" else data)
+    recorded = jsoncodec.to_json(typed)
+    again = jsoncodec.from_json(KINDS[name], json.loads(json.dumps(recorded)))
+    assert again == typed and jsoncodec.to_json(again) == recorded
 
 
 def test_eval_and_release_checks_round_trip(outcome_json: Any) -> None:
     for ev in outcome_json()["evals"]:
-        assert records.to_json(records.from_json(EvalOutput, ev)) == {
+        assert jsoncodec.to_json(jsoncodec.from_json(EvalOutput, ev)) == {
             "reason": "",
             "seconds": 0.0,
             **ev,
@@ -77,7 +77,7 @@ def test_eval_and_release_checks_round_trip(outcome_json: Any) -> None:
         "notes": {"status": "ok", "problems": [], "evidence": {"languages": "en + zh"}},
         "golden": {"status": "n/a", "reason": "no golden_al_distribution/"},
     }
-    assert records.to_json(records.from_json(ReleaseChecks, checks)) == checks
+    assert jsoncodec.to_json(jsoncodec.from_json(ReleaseChecks, checks)) == checks
 
 
 # Records whose fields are easy to swap unnoticed (four strings in a row, eleven optional outputs).
@@ -115,7 +115,7 @@ def test_records_are_refused_positionally_and_frozen() -> None:
     with pytest.raises(TypeError):
         Entry(("k",), ("x",), "https://github.com/o/r/pull/1")  # type: ignore[misc]
     options = Options(max_batch=2)
-    assert records.from_json(Options, records.to_json(options)) == options
+    assert jsoncodec.from_json(Options, jsoncodec.to_json(options)) == options
     with pytest.raises(dataclasses.FrozenInstanceError):
         options.max_batch = 3  # type: ignore[misc]
 
@@ -146,9 +146,9 @@ def _boom() -> SmokeOutput:
 def test_plan_round_trips_and_a_malformed_plan_is_refused(outcome_json: Any) -> None:
     data = outcome_json()
     plan = Plan(
-        image=records.from_json(Resolved, data["image"]),
-        baseline=records.from_json(Resolved, data["baseline"]),
-        config=records.from_json(ConfigScope, data["config"]),
+        image=jsoncodec.from_json(Resolved, data["image"]),
+        baseline=jsoncodec.from_json(Resolved, data["baseline"]),
+        config=jsoncodec.from_json(ConfigScope, data["config"]),
         thresholds={},
         golden=None,
         options=Options(),

@@ -285,3 +285,36 @@ def test_the_token_goes_only_to_the_api_origin() -> None:
         request = next(auth.auth_flow(httpx.Request("GET", url)))
         assert ("authorization" in request.headers) is sent, url
     assert TOKEN not in repr(auth)
+
+
+def test_update_stops_at_a_commit_relpipe_did_not_write(
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """A colleague pushed a commit onto the PR branch: `update` (which rebuilds the branch as one
+    commit) stops with one line naming it, and the branch keeps the colleague's commit."""
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    stage_release(world, "nightly_202610070333")
+    assert pr(world, api, "open") == 0
+    colleague = tmp_path / "colleague"
+    git(tmp_path, "clone", "-q", "-b", BRANCH, str(tmp_path / "remote.git"), str(colleague))
+    (colleague / "NOTES.txt").write_text("numbers from our cluster\n")
+    git(colleague, "add", "NOTES.txt")
+    git(colleague, "commit", "-q", "-m", "Add cluster numbers")
+    theirs = git(colleague, "rev-parse", "HEAD").strip()
+    git(colleague, "push", "-q", "origin", BRANCH)
+    git(world, "checkout", "-q", "--", ".")
+    notes = stage_release(world, "nightly_202610090101")
+    capsys.readouterr()
+    assert pr(world, api, "update", "--notes", str(notes)) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f'carries a commit relpipe did not write ({theirs[:12]} "Add cluster numbers"' in err
+    assert git(world, "ls-remote", "origin", BRANCH).split()[0] == theirs
+    assert api.sent("PATCH", r".*") == []
+    # relpipe's own commit on the branch is not foreign: without the colleague's, update runs.
+    git(world, "push", "-q", "--force", "origin", f"{theirs}~1:refs/heads/{BRANCH}")
+    assert pr(world, api, "update", "--notes", str(notes)) == 0

@@ -8,6 +8,7 @@ at a commit that failed (the hook) or whose PR could not be opened.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import github_api
@@ -17,6 +18,7 @@ from support import git
 
 from relpipe.changelog.append import append
 from relpipe.changelog.entry import Entry
+from relpipe.pipeline.cli import main as relpipe
 
 PULLS = rf"/repos/{REPO}/pulls"
 
@@ -274,3 +276,75 @@ def test_a_pr_github_created_whose_reply_was_lost_is_kept_with_its_branch(
     assert list(api.pulls) == [1] and api.pulls[1]["state"] == "open"
     assert [lb["name"] for lb in api.pulls[1]["labels"]] == ["full-sweep-enabled"]
     assert not no_branch(world)
+
+
+def test_a_rate_limit_reset_no_calendar_holds_is_one_line(
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    api.faults.append(
+        github_api.Fault(
+            "POST",
+            PULLS,
+            403,
+            headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": "99999999999999999999"},
+        )
+    )
+    stage_release(world, "nightly_202610070333")
+    assert pr(world, api, "open") == 2
+    assert "403 rate limit exhausted; retry after later" in one_line_error(capsys)
+    assert no_branch(world)
+
+
+def test_a_created_pr_whose_number_overflows_undoes_the_push(
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """GitHub's answer to the create is `"number": 1e400` (a float, inf, once parsed), on the
+    create and on the list that looks for a PR whose answer was lost: exit 2, one line, and the
+    pushed branch deleted again (no branch without a PR relpipe can name)."""
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    garbage = (
+        b'[{"number": 1e400, "state": "open", "html_url": "x", "head": {"ref": "'
+        + BRANCH.encode()
+        + b'"}}]'
+    )
+    api.faults += [
+        github_api.Fault("POST", PULLS, 201, raw=garbage[1:-1], applied=True),
+        github_api.Fault("GET", PULLS, 200, raw=garbage, times=9),
+    ]
+    api.faults.insert(0, github_api.Fault("GET", PULLS, 200, raw=b"[]"))  # before the push
+    stage_release(world, "nightly_202610070333")
+    assert pr(world, api, "open") == 2
+    assert "without a number (1 to 2**31-1)" in one_line_error(capsys)
+    assert no_branch(world)
+
+
+def test_an_answer_that_drips_meets_the_one_deadline_of_its_request(
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Each byte arrives before any read timeout, so only an overall deadline stops it: 200 bytes
+    at 0.25 s would take 50 s; the 2-second deadline ends the command in a few."""
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    api.faults.append(github_api.Fault("GET", PULLS, 200, raw=b" " * 198 + b"[]", drip_s=0.25))
+    stage_release(world, "nightly_202610070333")
+    started = time.monotonic()
+    assert pr(world, api, "open", "--api-deadline", "2") == 2
+    assert time.monotonic() - started < 20
+    assert "no whole answer within the 2 s deadline of one request" in one_line_error(capsys)
+    assert no_branch(world)
+
+
+def test_the_deadline_is_stated_in_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        relpipe(["pr", "open", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--api-deadline SECONDS overall deadline of each GitHub request" in out

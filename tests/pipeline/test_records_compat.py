@@ -1,4 +1,4 @@
-"""Records written before `core.records` load with it and are written back unchanged.
+"""Records written before `core.jsoncodec` load with it and are written back unchanged.
 
 `data/records-41abcc1.json` was written by relpipe's main at 41abcc1, whose records each had a
 hand-written `to_json`: the stage outputs of the PASS-shaped outcome of conftest.py (completed with
@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from relpipe.core import records
+from relpipe.core import jsoncodec
 from relpipe.pipeline import outputs as out
+from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.history import HistoryOutput
 from relpipe.pipeline.plan import Plan
-from relpipe.pipeline.record import StageResult, pretty_json, stage_key
 from relpipe.pipeline.report import ReportData, render_json
+from relpipe.pipeline.runrecord import StageResult, pretty_json, stage_key
 from relpipe.pipeline.slurm import SlurmJob
 from relpipe.pipeline.verdict import Outcome, evaluate
 
@@ -49,18 +49,18 @@ def _read(name: str) -> Any:
 
 @pytest.mark.parametrize("name", sorted(KINDS))
 def test_a_stage_output_written_before_loads_and_is_written_back_unchanged(name: str) -> None:
-    assert records.to_json(_read(name)) == OLD["outputs"][name]
+    assert jsoncodec.to_json(_read(name)) == OLD["outputs"][name]
 
 
 def test_old_evals_and_a_file_row_without_touched_by_load() -> None:
     for old in OLD["outputs"]["evals"]:
-        assert records.to_json(out.parse(out.EvalOutput, old, "eval output")) == old
+        assert jsoncodec.to_json(out.parse(out.EvalOutput, old, "eval output")) == old
     precision = json.loads(json.dumps(OLD["outputs"]["precision"]))
     row = precision["files"][0]
     del row["touched_by"]  # reports before `touched_by` named every touching commit in `commits`
     report = out.parse(out.PrecisionOutput, precision, "precision output").report
     assert report is not None and report.files[0].touched_by == tuple(row["commits"])
-    assert records.to_json(report)["files"][0]["touched_by"] == row["commits"]
+    assert jsoncodec.to_json(report)["files"][0]["touched_by"] == row["commits"]
 
 
 def test_an_old_stage_result_keeps_its_shape_and_a_stale_key_is_refused() -> None:
@@ -78,15 +78,15 @@ def test_an_old_plan_history_and_slurm_job_load_and_are_written_back_unchanged()
     assert plan.workspace == "/tmp/ws" and plan.options.kv_dtypes == ("bf16",)
     written = json.loads(pretty_json(plan.to_json()))
     assert {**written, "relpipe": OLD["plan"]["relpipe"]} == OLD["plan"]
-    history = records.from_json(HistoryOutput, OLD["history"], where="history.json")
-    assert records.to_json(history) == OLD["history"]
-    job = records.from_json(SlurmJob, OLD["slurm_job"], where="slurm.json")
-    assert job.plan == Path("/jobs/plan") and records.to_json(job) == OLD["slurm_job"]
+    history = jsoncodec.from_json(HistoryOutput, OLD["history"], where="history.json")
+    assert jsoncodec.to_json(history) == OLD["history"]
+    job = jsoncodec.from_json(SlurmJob, OLD["slurm_job"], where="slurm.json")
+    assert job.plan == Path("/jobs/plan") and jsoncodec.to_json(job) == OLD["slurm_job"]
 
 
 def test_an_old_report_json_is_rendered_again_byte_for_byte() -> None:
     old = json.loads(OLD["report_json"])
-    history = records.from_json(HistoryOutput, OLD["history"], where="history.json")
+    history = jsoncodec.from_json(HistoryOutput, OLD["history"], where="history.json")
     outcome = Outcome(
         image=_read("image"),
         baseline=replace(_read("baseline"), facts=_read("baseline_probe").facts),

@@ -160,7 +160,7 @@ def test_an_atom_key_releases_on_the_real_tree(world: World, key: str) -> None:
     head = base_log + ("\n".join(added) + "\n").encode()
     assert f"- {key}".encode() in head[len(base_log) :]
     report = gate.check(
-        base_log, head, gate.Rules(repo_url=REPO_URL, pr_number=PR, config_keys=all_keys)
+        base_log, head, gate.Policy(repo_url=REPO_URL, pr_number=PR, config_keys=all_keys)
     )
     assert report.ok, [str(f) for f in report.findings]
     accepted, why = _inferencex_accepts(base_log, head, masters)

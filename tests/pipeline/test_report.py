@@ -11,7 +11,7 @@ from typing import Any
 
 from corpus import unavailable
 
-from relpipe.core import records
+from relpipe.core import jsoncodec
 from relpipe.images import services as svc
 from relpipe.pipeline.report import ReportData, render_all, render_html, render_markdown
 from relpipe.pipeline.verdict import evaluate
@@ -157,7 +157,8 @@ def test_a_dollar_in_a_point_name_is_plain_text_in_the_plots(
     base = make_outcome()
     point = r"agentic-coding/tp$\notacommand{$/conc4"
     evals = tuple(
-        records.from_json(EvalOutput, {**records.to_json(e), "point": point}) for e in base.evals
+        jsoncodec.from_json(EvalOutput, {**jsoncodec.to_json(e), "point": point})
+        for e in base.evals
     )
     paths = render_all(_data(make_outcome(evals=evals)), tmp_path / "run")
     html = paths["report.html"].read_text()

@@ -4,6 +4,7 @@ perf-changelog hook."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import github_api
@@ -11,7 +12,10 @@ import pytest
 from pr_support import CHANGELOG, KEY, MASTER, REPO, TOKEN, fetch, hook_passes, remote_file
 from support import git
 
+from relpipe.images.lock import LockEntry
 from relpipe.pipeline.cli import main as relpipe
+from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.revert import previous_image
 
 BRANCH = f"relpipe/revert/{KEY}"
 REASON = "gsm8k dropped 3 points at conc 8 (#131)"
@@ -92,3 +96,36 @@ def test_revert_to_an_image_it_cannot_restore(
     err = capsys.readouterr().err
     assert said in err and err.count("\n") == 1
     assert (world / CHANGELOG).read_bytes() == before and api.seen == []
+
+
+def _pin(tag: str, created: str | None) -> LockEntry:
+    digest = "sha256:" + hashlib.sha256(tag.encode()).hexdigest()
+    return LockEntry(
+        key=f"docker.io/rocm/atom-dev:{tag}",
+        digest=digest,
+        platform="linux/amd64",
+        platform_digest=digest,
+        media_type="application/vnd.oci.image.manifest.v1+json",
+        resolved_at="2026-10-02T00:00:00Z",
+        created=created,
+    )
+
+
+def test_the_previous_image_is_the_one_created_last_before_as_instants_not_text() -> None:
+    pins = {
+        p.key: p
+        for p in (
+            _pin("nightly_a", "2026-10-01T12:00:00Z"),
+            _pin("nightly_b", "2026-10-01T14:00:00.5+00:00"),  # the truly previous one
+            _pin("nightly_c", "2026-10-01T10:00:00-05:00"),  # the current one: 15:00 UTC
+            _pin("nightly_d", "2026-10-01T16:00:00+00:30"),  # 15:30 UTC: newer
+            _pin("nightly_e", None),  # no evidence: never chosen
+        )
+    }
+    # As text, c's `2026-10-01T10...` sorts before every other: nothing would precede it.
+    key, digest = previous_image(pins, "rocm/atom-dev:nightly_c", None, "pins")
+    assert key == "docker.io/rocm/atom-dev:nightly_b" and digest == pins[key].digest
+    with pytest.raises(PipelineError, match="no image of docker.io/rocm/atom-dev was pinned"):
+        previous_image(pins, "rocm/atom-dev:nightly_a", None, "pins")
+    with pytest.raises(PipelineError, match="has no created time"):
+        previous_image(pins, "rocm/atom-dev:nightly_e", None, "pins")

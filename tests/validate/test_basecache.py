@@ -7,10 +7,10 @@ from pathlib import Path
 
 from relpipe.changelog.entry import Entry, proven_valid, render
 from relpipe.validate.gate.basecache import BaseCache
-from relpipe.validate.gate.hook import Rules, check
+from relpipe.validate.gate.hook import Policy, check
 
 LINK = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
-RULES = Rules(
+RULES = Policy(
     repo_url="https://github.com/SemiAnalysisAI/InferenceX", pr_number=None, config_keys=None
 )
 

@@ -302,6 +302,29 @@ def _sweeps_and_hostile(real: bytes, new: bytes) -> list[Case]:
             real + b"\n" + entry(description="a\ue000b"),
             exception=True,
         ),
+        # Issue 34.12: a second YAML document after the appended entry (InferenceX's yaml.load
+        # takes one document); in a large append the whole-entry grammar took any `-` at column
+        # 0 for the next entry.
+        Case("second document after an append", real, real + b"\n" + new + b"---\n"),
+        Case("second document with a comment", real, real + b"\n" + new + b"--- # more\n"),
+        Case(
+            "second document holding an entry",
+            real,
+            real + b"\n" + new + b"---\n" + entry(link=PR + "2501"),
+        ),
+        Case("document end at the end", real, real + b"\n" + new + b"...\n"),
+        Case(
+            "document end, then an entry",
+            real,
+            real + b"\n" + new + b"...\n" + entry(link=PR + "2501"),
+        ),
+        Case("second document after a large append", real, real + b"\n" + big + b"---\n"),
+        Case("list item after a large append", real, real + b"\n" + big + b"- x\n"),
+        Case(
+            "document end inside a large append",
+            real,
+            real + b"\n" + big.replace(b"\n\n", b"\n...\n\n", 1),
+        ),
         Case(
             "YAML alias",
             real,
@@ -354,7 +377,7 @@ def oracle(cases: list[Case], masters: list[Path]) -> list[tuple[bool, str]]:
 
 
 def relpipe(case: Case, keys: list[str]) -> gate.Report:
-    rules = gate.Rules(
+    rules = gate.Policy(
         repo_url=REPO,
         pr_number=case.pr,
         config_keys=keys if case.resolve else None,
@@ -411,7 +434,7 @@ def test_style_is_a_warning_by_default_and_an_error_under_strict(
     case = next(c for c in cases if c.name == "2-space list items")
     loose = relpipe(case, keys)
     assert loose.ok and {f.code for f in loose.findings} == {"indent"}
-    rules = gate.Rules(repo_url=REPO, pr_number=None, config_keys=keys, strict=True)
+    rules = gate.Policy(repo_url=REPO, pr_number=None, config_keys=keys, strict=True)
     strict = gate.check(case.base, case.head, rules)
     assert not strict.ok and {f.severity for f in strict.findings} == {"error"}
 

@@ -99,10 +99,10 @@ def test_mutated_heads_get_both_validators_verdict(cases) -> None:  # type: igno
     ):
         # The hook judges new entries by the schema of the repository's layout.
         report08 = gate.check(
-            base, head, gate.Rules(repo_url=REPO, pr_number=pr, config_keys=None, schema="2026-08")
+            base, head, gate.Policy(repo_url=REPO, pr_number=pr, config_keys=None, schema="2026-08")
         )
         report10 = gate.check(
-            base, head, gate.Rules(repo_url=REPO, pr_number=pr, config_keys=None, schema="2026-10")
+            base, head, gate.Policy(repo_url=REPO, pr_number=pr, config_keys=None, schema="2026-10")
         )
         if ok08 != ok10:
             split.append((name, head[len(base) :]))
@@ -127,17 +127,17 @@ def test_no_evals_follows_the_layout() -> None:
     base, entry = _pair()
     head = base + b"\n" + entry.encode() + b"  no-evals: true\n"
     report = gate.check(
-        base, head, gate.Rules(repo_url=REPO, pr_number=None, config_keys=None, schema="2026-08")
+        base, head, gate.Policy(repo_url=REPO, pr_number=None, config_keys=None, schema="2026-08")
     )
     (finding,) = [f for f in report.findings if f.severity == "error"]
     assert finding.code == "schema" and "unknown key `no-evals`" in finding.message
     assert finding.line == head.count(b"\n")
     assert gate.check(
-        base, head, gate.Rules(repo_url=REPO, pr_number=None, config_keys=None, schema="2026-10")
+        base, head, gate.Policy(repo_url=REPO, pr_number=None, config_keys=None, schema="2026-10")
     ).ok
     both = head.replace(b"  no-evals: true\n", b"  no-evals: true\n  all-evals: true\n")
     report = gate.check(
-        base, both, gate.Rules(repo_url=REPO, pr_number=None, config_keys=None, schema="2026-10")
+        base, both, gate.Policy(repo_url=REPO, pr_number=None, config_keys=None, schema="2026-10")
     )
     assert not report.ok
     assert "no-evals cannot be combined" in report.findings[-1].message
@@ -155,7 +155,7 @@ def test_every_entry_with_a_chinese_line_passes_when_appended() -> None:
     entries = [full[a:b].rstrip(b" \n") + b"\n" for a, b in zip(starts, ends, strict=True)]
     chinese = [e for e in entries if re.search("[\u4e00-\u9fff]", e.decode("utf-8"))]
     assert len(entries) == 1101 and len(chinese) == 136
-    rules = gate.Rules(repo_url=REPO, pr_number=None, config_keys=None, schema="2026-10")
+    rules = gate.Policy(repo_url=REPO, pr_number=None, config_keys=None, schema="2026-10")
     bad = []
     for entry in chinese:
         report = gate.check(full, full + b"\n" + entry, rules)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import commit_files, git, import_commit
 
-from relpipe.core import records, sanitize
+from relpipe.core import jsoncodec, sanitize
 from relpipe.validate import precision
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import globs
@@ -374,7 +374,7 @@ def test_report_round_trips_through_json(story: Story) -> None:
     assert set(data) >= {"old", "new", "ancestor", "commits", "files", "summary", "watch"}
     assert set(data["files"][0]) >= {"path", "status", "category", "verdict", "commits", "reason"}
     assert set(data["summary"]) >= {"relevant", "cosmetic", "by_category"}
-    again = records.from_json(precision.PrecisionReport, data)
+    again = jsoncodec.from_json(precision.PrecisionReport, data)
     assert again == report
     assert precision.render_markdown(again) == precision.render_markdown(report)
 
@@ -578,7 +578,7 @@ def test_content_gated_file_names_only_the_commits_whose_own_change_fires(story:
     row = next(f for f in data["files"] if f["path"] == "atom/config.py")
     assert (row["commits"], row["touched_by"]) == ([story.index], [story.index, story.dp])
     assert data["summary"]["relevant_commits"] == [story.index]
-    assert records.from_json(precision.PrecisionReport, data) == report
+    assert jsoncodec.from_json(precision.PrecisionReport, data) == report
     line = next(x for x in precision.render_markdown(report).splitlines() if "config.py" in x)
     assert line.index(story.index[:9]) < line.index("also touched by") < line.index(story.dp[:9])
 

@@ -36,7 +36,7 @@ _DECIDERS = (
         for name in ("fields", "model", "scalars", "schema", "read", "grammar", "scan")
     ),
     "validate/gate/hook.py",
-    "validate/gate/history.py",
+    "validate/gate/alignment.py",
     "validate/gate/basecache.py",
     "changelog/configs/load.py",  # the master keys
 )

@@ -22,7 +22,7 @@ from relpipe.changelog.repository.eras import ERAS
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.gate import git as githook
 from relpipe.validate.gate.basecache import BaseCache
-from relpipe.validate.gate.hook import Report, Rules, check
+from relpipe.validate.gate.hook import Policy, Report, check
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:
@@ -366,7 +366,7 @@ def _main(argv: Sequence[str] | None) -> int:
             repo_url = githook.origin_url()
         paths = _config_paths(args) if changed and base is not None else None
         bases = BaseCache()
-        rules = Rules(
+        policy = Policy(
             repo_url=repo_url,
             pr_number=args.pr_number,
             config_keys=None if paths is None else _config_keys(paths, bases),
@@ -376,7 +376,7 @@ def _main(argv: Sequence[str] | None) -> int:
             revisions=None if paths is None or refs is None else _revisions(paths, *refs),
             schema=_schema_of(args),
         )
-        report = _without_collector(check, base, head, rules, args.changelog_path, bases)
+        report = _without_collector(check, base, head, policy, args.changelog_path, bases)
     except (ValidateError, ChangelogError) as exc:
         print(f"validate_perf_changelog: {exc}", file=sys.stderr)
         return 2

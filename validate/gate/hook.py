@@ -42,7 +42,7 @@ from relpipe.changelog.entry import (
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository.era import CHANGELOG_NAME
 from relpipe.validate.errors import ValidateError
-from relpipe.validate.gate import history
+from relpipe.validate.gate import alignment
 from relpipe.validate.gate.basecache import BaseCache
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
@@ -79,7 +79,7 @@ class Report:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Rules:
+class Policy:
     """The checks that depend on where the changelog lives and how CI runs the sweep."""
 
     repo_url: str | None
@@ -115,9 +115,9 @@ STYLE_CODES = frozenset(
 HISTORY_CODES = STYLE_CODES | {"whitespace-line", "separator", "trailing-blank-lines", "pr-link"}
 
 
-def _graded(findings: Sequence[Finding], rules: Rules, history: bool = False) -> list[Finding]:
+def _graded(findings: Sequence[Finding], policy: Policy, history: bool = False) -> list[Finding]:
     """Each finding with its severity: style is a warning unless --strict."""
-    severity = dict.fromkeys(HISTORY_CODES if history else STYLE_CODES, _style_severity(rules))
+    severity = dict.fromkeys(HISTORY_CODES if history else STYLE_CODES, _style_severity(policy))
     # A finding made with its severity already (scan's `style`) is kept, not copied.
     return [
         f
@@ -133,8 +133,8 @@ def _graded(findings: Sequence[Finding], rules: Rules, history: bool = False) ->
     ]
 
 
-def _style_severity(rules: Rules) -> str:
-    return ERROR if rules.strict else WARNING
+def _style_severity(policy: Policy) -> str:
+    return ERROR if policy.strict else WARNING
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,20 +151,20 @@ def _has_canonical_link(block: Block, prefix: str) -> bool:
     return number.isdigit() and number.isascii()
 
 
-def _pr_link_finding(block: Block, rules: Rules, path: str) -> Finding | None:
+def _pr_link_finding(block: Block, policy: Policy, path: str) -> Finding | None:
     link = block.scalar("pr-link")
     if not isinstance(link, str) or not (block.proven or block.entry is not None):
         return None  # the schema finding already covers it
     line = block.line + block.text[: block.text.find("\n  pr-link:") + 1].count("\n")
-    if rules.repo_url is None:
+    if policy.repo_url is None:
         raise ValidateError(
             f"{path}:{line}: cannot check pr-link without the repository URL; pass --repo-url "
             "or add an `origin` remote"
         )
-    canonical = history.canonical_link(rules.repo_url)
-    if rules.pr_number is not None:
-        expected = f"{rules.repo_url}/pull/{rules.pr_number}"
-        if link in (expected, *placeholders(rules.repo_url)):
+    canonical = alignment.canonical_link(policy.repo_url)
+    if policy.pr_number is not None:
+        expected = f"{policy.repo_url}/pull/{policy.pr_number}"
+        if link in (expected, *placeholders(policy.repo_url)):
             return None
         return Finding(
             line=line,
@@ -178,7 +178,7 @@ def _pr_link_finding(block: Block, rules: Rules, path: str) -> Finding | None:
         line=line,
         code="pr-link",
         message=f"pr-link `{link}` is not a canonical PR link",
-        hint=f"write `pr-link: {rules.repo_url}/pull/<number>`; placeholders such as XXX are "
+        hint=f"write `pr-link: {policy.repo_url}/pull/<number>`; placeholders such as XXX are "
         "accepted only in PR mode (--pr-number N)",
     )
 
@@ -217,18 +217,18 @@ def _schema_2026_08(block: Block) -> Finding | None:
     )
 
 
-def _new_entry_findings(blocks: Sequence[Block], rules: Rules, path: str) -> list[Finding]:
+def _new_entry_findings(blocks: Sequence[Block], policy: Policy, path: str) -> list[Finding]:
     found: list[Finding] = []
     for block in blocks:
-        if rules.schema == "2026-08":
+        if policy.schema == "2026-08":
             older = _schema_2026_08(block)
             if older is not None:
                 found.append(older)
-        link = _pr_link_finding(block, rules, path)
+        link = _pr_link_finding(block, policy, path)
         if link is not None:
             found.append(link)
-        if rules.config_keys is not None:
-            found.extend(_config_findings(block, rules.config_keys))
+        if policy.config_keys is not None:
+            found.extend(_config_findings(block, policy.config_keys))
     return found
 
 
@@ -278,7 +278,7 @@ def _base_rejected(base: Changelog, path: str) -> list[Finding]:
 _HISTORY_TOLERATED = frozenset({"unsafe-char", "alias", "anchor", "tag", "merge-key"})
 
 
-def _sweep_findings(blocks: Sequence[Block], rules: Rules) -> list[Finding]:
+def _sweep_findings(blocks: Sequence[Block], policy: Policy) -> list[Finding]:
     """process_changelog.py's checks of the appended entries with the PR's eval labels."""
     entries = [(b, b.entry) for b in blocks if b.entry is not None]
     append_only = [b for b, e in entries if e.append_only]
@@ -292,8 +292,8 @@ def _sweep_findings(blocks: Sequence[Block], rules: Rules) -> list[Finding]:
                 hint="commit the append-only entry in a PR of its own",
             )
         )
-    if append_only and (rules.all_evals or rules.evals_only):
-        label = "all-evals" if rules.all_evals else "evals-only"
+    if append_only and (policy.all_evals or policy.evals_only):
+        label = "all-evals" if policy.all_evals else "evals-only"
         found.append(
             Finding(
                 line=append_only[0].key_lines.get("append-only", append_only[0].line),
@@ -302,8 +302,8 @@ def _sweep_findings(blocks: Sequence[Block], rules: Rules) -> list[Finding]:
                 hint=f"remove the `{label}` label from the PR, or drop `append-only: true`",
             )
         )
-    if append_only and not found and rules.revisions is not None:
-        found.extend(_append_only_findings(append_only, rules.revisions))
+    if append_only and not found and policy.revisions is not None:
+        found.extend(_append_only_findings(append_only, policy.revisions))
     return found
 
 
@@ -350,7 +350,7 @@ def _append_only_findings(
 
 
 def _appended(
-    base: bytes, head: bytes, rules: Rules, path: str
+    base: bytes, head: bytes, policy: Policy, path: str
 ) -> tuple[list[Block], list[Finding]]:
     """The usual commit (the base is a byte prefix of the head): the appended entries and their
     findings, the separator before the first judged as InferenceX does."""
@@ -375,11 +375,11 @@ def _appended(
                     hint="remove the blank lines before the new entry",
                 )
             )
-    return appended, _lenient_gaps(_graded(found, rules), head, appended, rules)
+    return appended, _lenient_gaps(_graded(found, policy), head, appended, policy)
 
 
 def _lenient_gaps(
-    found: list[Finding], head: bytes, appended: Sequence[Block], rules: Rules
+    found: list[Finding], head: bytes, appended: Sequence[Block], policy: Policy
 ) -> list[Finding]:
     """validate_raw_change wants only the line before each later appended entry empty and the one
     before that not (whitespace-only lines above it pass): such a gap is house style there."""
@@ -390,7 +390,7 @@ def _lenient_gaps(
             lines.update(range(previous.end_line + 1, block.line + 1))
     if not lines:
         return found
-    style = _style_severity(rules)
+    style = _style_severity(policy)
     return [
         Finding(line=f.line, code=f.code, message=f.message, hint=f.hint, severity=style)
         if f.code in ("whitespace-line", "separator") and f.line in lines
@@ -400,7 +400,7 @@ def _lenient_gaps(
 
 
 def _diff(
-    base: bytes, head: bytes, old: Changelog | None, rules: Rules, path: str
+    base: bytes, head: bytes, old: Changelog | None, policy: Policy, path: str
 ) -> Report | tuple[list[Block], list[Block], int, list[Finding]]:
     """History changed (the base is not a prefix): appended and inserted entries, pr-link
     corrections and every finding; a Report at once when the head cannot be read as entries."""
@@ -409,11 +409,11 @@ def _diff(
     fatal = [f for f in new.findings if f.code not in HISTORY_CODES | ENTRY_CODES]
     fatal = [f for f in fatal if f.code not in ("duplicate-key", "unsafe-char")]
     if fatal:
-        return _unappended(path, "diff", len(new.blocks), tuple(_graded(fatal, rules)))
+        return _unappended(path, "diff", len(new.blocks), tuple(_graded(fatal, policy)))
     inserted: list[Block] = []
-    aligned = history.positional(old.blocks, new.blocks, base, head, rules, path)
+    aligned = alignment.positional(old.blocks, new.blocks, base, head, policy, path)
     if aligned is None:
-        appended, corrections, found, inserted = history.compare(old, new, base, head)
+        appended, corrections, found, inserted = alignment.compare(old, new, base, head)
         if not any(f.severity == ERROR for f in found):
             found.append(
                 Finding(
@@ -427,14 +427,14 @@ def _diff(
         appended, corrections, found = aligned
     new_lines = {n for b in (*appended, *inserted) for n in range(b.line, b.end_line + 2)}
     found.extend(f for f in new.findings if f.line in new_lines)
-    graded = _lenient_gaps(_graded(found, rules), head, appended, rules)
+    graded = _lenient_gaps(_graded(found, policy), head, appended, policy)
     return appended, inserted, corrections, graded
 
 
 def check(
     base: bytes | None,
     head: bytes,
-    rules: Rules,
+    policy: Policy,
     path: str = DEFAULT_CHANGELOG,
     bases: BaseCache | None = None,
 ) -> Report:
@@ -443,7 +443,7 @@ def check(
     `bases` remembers bases already found valid (`validate.basecache`): an append on top of one
     skips the base's scan. It never changes a verdict, only how long an append takes."""
     if base is None:
-        return _audit(head, rules, path)
+        return _audit(head, policy, path)
     corrections = 0
     inserted: list[Block] = []  # entries inserted before history (diff mode)
     appending = head.startswith(base)
@@ -461,17 +461,17 @@ def check(
             bases.remember(base)
     if head.startswith(base):
         mode = "append"
-        appended, found = _appended(base, head, rules, path)
+        appended, found = _appended(base, head, policy, path)
     else:
         mode = "diff"
-        diff = _diff(base, head, old, rules, path)
+        diff = _diff(base, head, old, policy, path)
         if isinstance(diff, Report):
             return diff
         appended, inserted, corrections, found = diff
     if appended or inserted:
-        found.extend(_new_entry_findings([*appended, *inserted], rules, path))
+        found.extend(_new_entry_findings([*appended, *inserted], policy, path))
     if appended:
-        found.extend(_sweep_findings(appended, rules))
+        found.extend(_sweep_findings(appended, policy))
     found.sort(key=lambda f: f.line)
     unique = list({(f.line, f.code, f.message): f for f in found}.values())
     return Report(
@@ -481,7 +481,7 @@ def check(
         appended=len(appended),
         corrections=corrections,
         findings=tuple(unique),
-        configs_checked=rules.config_keys is not None,
+        configs_checked=policy.config_keys is not None,
     )
 
 
@@ -499,16 +499,16 @@ def _unappended(path: str, mode: str, entries: int, findings: tuple[Finding, ...
     )
 
 
-def _audit(head: bytes, rules: Rules, path: str) -> Report:
+def _audit(head: bytes, policy: Policy, path: str) -> Report:
     """--full: one file as history. Errors are what InferenceX's parse rejects (and security)."""
-    changelog = scan(head, path, style=_style_severity(rules))
-    found = _graded(changelog.findings, rules, history=True)
+    changelog = scan(head, path, style=_style_severity(policy))
+    found = _graded(changelog.findings, policy, history=True)
     text = head.decode("utf-8", "replace")
     guessed = _GITHUB_REPO.search(text)
-    repo = rules.repo_url or (guessed.group(0) if guessed else "https://github.com/OWNER/REPO")
+    repo = policy.repo_url or (guessed.group(0) if guessed else "https://github.com/OWNER/REPO")
     prefix, audit = (
         f"\n  pr-link: {repo}/pull/",
-        Rules(repo_url=repo, pr_number=None, config_keys=None),
+        Policy(repo_url=repo, pr_number=None, config_keys=None),
     )
     blocks = changelog.blocks
     # An entry a grammar proved has one pr-link line, and so has any other that passes
@@ -527,7 +527,7 @@ def _audit(head: bytes, rules: Rules, path: str) -> Report:
             if link is not None:
                 links.append(link)
     if links:  # scan's findings are in line order already
-        found.extend(_graded(links, rules, history=True))
+        found.extend(_graded(links, policy, history=True))
         found.sort(key=lambda f: f.line)
     return _unappended(path, "full", len(changelog.blocks), tuple(found))
 

@@ -1,5 +1,5 @@
 """The precision report: what the diff found (`PrecisionReport`, its files, watch and upstream
-results), as JSON (`core.records`, what run records store) and as Markdown for a PR.
+results), as JSON (`core.jsoncodec`, what run records store) and as Markdown for a PR.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from relpipe.core import records, sanitize
+from relpipe.core import jsoncodec, sanitize
 from relpipe.core.commit import Commit
 
 VERDICTS = ("relevant", "cosmetic", "not-relevant")
@@ -21,8 +21,8 @@ VERDICTS = ("relevant", "cosmetic", "not-relevant")
 def commit_json(commit: Commit) -> dict[str, Any]:
     """A commit as the report writes it: what `git log` gave (not the body, nor the notes'
     upstream repo), with `merge` (derived from `parents`) before `files`. Read back by
-    `core.records`, which ignores `merge` and the report's `precision`."""
-    out = records.fields_to_json(commit, exclude=("files", "body", "repo"))
+    `core.jsoncodec`, which ignores `merge` and the report's `precision`."""
+    out = jsoncodec.fields_to_json(commit, exclude=("files", "body", "repo"))
     return {**out, "merge": commit.merge, "files": list(commit.files)}
 
 
@@ -48,7 +48,7 @@ class FileChange:
         # Reports written before `touched_by` existed named every touching commit in `commits`.
         if isinstance(data, Mapping) and "touched_by" not in data:
             data = {**data, "touched_by": data.get("commits", ())}
-        return records.fields_from_json(cls, data, where=where)
+        return jsoncodec.fields_from_json(cls, data, where=where)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,7 +135,7 @@ class PrecisionReport:
     def to_json(self) -> dict[str, Any]:
         """The `relpipe diff --json` document: the fields, a schema number, each commit's
         precision categories and the summary (derived: `from_json` recomputes them)."""
-        out = {"schema": 1, **records.fields_to_json(self)}
+        out = {"schema": 1, **jsoncodec.fields_to_json(self)}
         out["commits"] = [
             {**commit_json(c), "precision": list(self.commit_categories(c.sha))}
             for c in self.commits

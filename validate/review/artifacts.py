@@ -24,10 +24,10 @@ from relpipe.changelog.configs.points import plan_key
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository import launch as keyfiles
 from relpipe.core import jsonload
+from relpipe.core.check import Evidence, Judgement, judged
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
-from relpipe.validate.review.context import Review
-from relpipe.validate.review.result import Evidence, Result, plural, result
+from relpipe.validate.review.context import Review, plural
 from relpipe.validate.review.scope import Masters, load_masters, scope_key
 
 _CLAIM = re2.compile(r"\s*(?:-\s+)?append-only:\s*true\b")
@@ -36,18 +36,17 @@ MAX_RESULT_FILES = 20_000
 MAX_RESULT_BYTES = 1024 * 1024
 
 
-def check_golden(review: Review) -> Result:
+def check_golden(review: Review) -> Judgement:
     """`golden_al.check` (C2's scoped check: K from recipes and launch scripts) for the keys."""
-    cid = "golden-al"
     from relpipe.validate import golden_al
 
     if not review.scopes:
-        return result(cid, NA, "no config key in scope")
+        return judged(NA, "no config key in scope")
     if review.source.ref is not None:
-        return result(cid, NA, "golden-al reads the working tree; review the head checked out")
+        return judged(NA, "golden-al reads the working tree; review the head checked out")
     golden = review.source.era.golden
     if not (review.source.root / golden).is_dir():
-        return result(cid, NA, f"no {golden}/ in the repository")
+        return judged(NA, f"no {golden}/ in the repository")
     root = review.source.root
     masters = MasterConfigs(  # the masters the review loaded: not parsed a second time
         review.masters.configs, {k: root / w[0] for k, w in review.masters.where.items()}
@@ -81,8 +80,7 @@ def check_golden(review: Review) -> Result:
         )
     if counts[FAIL]:
         first = next(r for r in rows if r.what.startswith(FAIL))
-        return result(
-            cid,
+        return judged(
             FAIL,
             f"acceptance length differs from the golden value at "
             f"{first.where} (+{counts[FAIL] - 1} more)"
@@ -91,10 +89,10 @@ def check_golden(review: Review) -> Result:
             rows,
         )
     if counts[WARN]:
-        return result(cid, WARN, f"{plural(counts[WARN], 'setting')} cannot be checked", rows)
+        return judged(WARN, f"{plural(counts[WARN], 'setting')} cannot be checked", rows)
     if not counts[PASS]:
-        return result(cid, NA, "no forced acceptance length in the keys' launch paths", rows)
-    return result(cid, PASS, f"{plural(counts[PASS], 'setting')} equal the golden AL", rows)
+        return judged(NA, "no forced acceptance length in the keys' launch paths", rows)
+    return judged(PASS, f"{plural(counts[PASS], 'setting')} equal the golden AL", rows)
 
 
 _SYNTHETIC = re2.compile(
@@ -131,10 +129,9 @@ def _recipe(cfg: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in cfg.items() if k != "scenarios"}
 
 
-def check_append_only(review: Review) -> Result:
-    cid = "append-only"
+def check_append_only(review: Review) -> Judgement:
     if review.change is None or review.base_source is None:
-        return result(cid, NA, "no change given (--base-ref/--head-ref)")
+        return judged(NA, "no change given (--base-ref/--head-ref)")
     entries, why = appended(review)
     if why:
         # The changelog gate (validate/gate/) reports a rewritten history; this check only
@@ -143,13 +140,13 @@ def check_append_only(review: Review) -> Result:
         touched = review.change.lines.get(review.source.era.changelog, frozenset())
         claims = [n for n in sorted(touched) if 0 < n <= len(lines) and _CLAIM.match(lines[n - 1])]
         if not claims:
-            return result(cid, NA, "no changed changelog line says `append-only: true`")
-        return result(cid, FAIL, why)
+            return judged(NA, "no changed changelog line says `append-only: true`")
+        return judged(FAIL, why)
     flagged = [e for e in entries if e.get("append-only") is True]
     if not flagged:
-        return result(cid, NA, "no new changelog entry says `append-only: true`")
+        return judged(NA, "no new changelog entry says `append-only: true`")
     if len(flagged) != len(entries):
-        return result(cid, FAIL, "append-only and regular entries are mixed in one change")
+        return judged(FAIL, "append-only and regular entries are mixed in one change")
     base = load_masters(review.base_source)
     rows: list[Evidence] = []
     fails: list[str] = []
@@ -159,21 +156,20 @@ def check_append_only(review: Review) -> Result:
             try:
                 keys = resolve_key(str(pattern), list(review.masters.configs))
             except ChangelogError as exc:
-                return result(cid, FAIL, str(exc))
+                return judged(FAIL, str(exc))
             for key in keys:
                 failed = _judge_appended_key(review, base, key, rows, fails, changed)
                 if failed is not None:
-                    return result(cid, FAIL, failed)
+                    return judged(FAIL, failed)
     if fails:
-        return result(
-            cid,
+        return judged(
             FAIL,
             fails[0] + (f" (+{len(fails) - 1} more)" if len(fails) > 1 else ""),
             [*rows, *(Evidence("fail", f) for f in fails)],
         )
     if any("needs a person" in r.what for r in rows):
-        return result(cid, WARN, "points are appended; shared launch files changed too", rows)
-    return result(cid, PASS, "every existing point is still generated with the same recipe", rows)
+        return judged(WARN, "points are appended; shared launch files changed too", rows)
+    return judged(PASS, "every existing point is still generated with the same recipe", rows)
 
 
 def _judge_appended_key(
@@ -236,11 +232,10 @@ def _number(data: Mapping[str, Any], *names: str) -> float | None:
     return None
 
 
-def check_pareto(review: Review) -> Result:
-    cid = "pareto"
+def check_pareto(review: Review) -> Judgement:
     folder = review.options.results
     if folder is None:
-        return result(cid, NA, "no benchmark results given (--results DIR)")
+        return judged(NA, "no benchmark results given (--results DIR)")
     if not folder.is_dir():
         raise ValidateError(f"--results {folder} is not a directory")
     curves: dict[str, list[tuple[float, float, str]]] = {}
@@ -287,9 +282,7 @@ def check_pareto(review: Review) -> Result:
         )
         curves.setdefault(curve, []).append((x, y, path.name))
     if not curves:
-        return result(
-            cid, WARN if rows else NA, f"no result in InferenceX's format in {folder}", rows
-        )
+        return judged(WARN if rows else NA, f"no result in InferenceX's format in {folder}", rows)
     thin = []
     for curve, points in sorted(curves.items()):
         best = -math.inf
@@ -302,20 +295,18 @@ def check_pareto(review: Review) -> Result:
         if frontier < MIN_FRONTIER:
             thin.append(f"{curve} ({frontier})")
     if thin:
-        return result(cid, WARN, f"under {MIN_FRONTIER} frontier points: {thin[0]}", rows)
-    return result(
-        cid, PASS, f"{plural(len(curves), 'curve')} with >= {MIN_FRONTIER} frontier points", rows
+        return judged(WARN, f"under {MIN_FRONTIER} frontier points: {thin[0]}", rows)
+    return judged(
+        PASS, f"{plural(len(curves), 'curve')} with >= {MIN_FRONTIER} frontier points", rows
     )
 
 
-def check_notes(review: Review) -> Result:
-    cid = "notes"
+def check_notes(review: Review) -> Judgement:
     if review.options.body is None:
-        return result(cid, NA, "no PR body given (--body FILE)")
+        return judged(NA, "no PR body given (--body FILE)")
     facts_path = review.options.facts
     if facts_path is None:
-        return result(
-            cid,
+        return judged(
             NA,
             "no release facts given (--facts FILE, written by relpipe "
             "release) to check the body against",
@@ -330,7 +321,5 @@ def check_notes(review: Review) -> Result:
     findings = notes_check.check(review.options.body, facts, review.options.body_path)
     rows = [Evidence.at(f.path, f.line, f"{f.code}: {f.message}") for f in findings]
     if findings:
-        return result(
-            cid, FAIL, f"the PR body disagrees with the facts: {findings[0].message}", rows
-        )
-    return result(cid, PASS, "the PR body matches the release facts")
+        return judged(FAIL, f"the PR body disagrees with the facts: {findings[0].message}", rows)
+    return judged(PASS, "the PR body matches the release facts")

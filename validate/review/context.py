@@ -1,7 +1,8 @@
 """The review's inputs, gathered once: the repository version, the keys in scope and the change.
 
-Checks are functions of a `Review` returning a `Result`; they read files only through
-`review.source` (capped, symlink-safe) and share parsed files through `source.memo`.
+Checks are functions of a `Review` returning a `core.check.Judgement` (declared with their ids
+and titles in `run.CHECKS`); they read files only through `review.source` (capped, symlink-safe)
+and share parsed files through `source.memo`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from relpipe.validate.review.result import Evidence
+from relpipe.core.check import Evidence
 from relpipe.validate.review.scope import FileUse, KeyScope, Masters
 from relpipe.validate.review.source import Source
 
@@ -72,3 +73,8 @@ class Review:
     def unresolved(self) -> list[Evidence]:
         rows = [u for scope in self.scopes for u in scope.unresolved]
         return [*rows, *self.problems()]
+
+
+def plural(n: int, word: str) -> str:
+    """`1 file`, `2 files`: counts in a check's reason."""
+    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -12,9 +12,9 @@ hardware is a WARN. The new-architecture exception needs a person: it is a FAIL 
 
 from __future__ import annotations
 
+from relpipe.core.check import Evidence, Judgement, judged
 from relpipe.core.status import FAIL, NA, PASS, WARN
-from relpipe.validate.review.context import Review
-from relpipe.validate.review.result import Evidence, Result, plural, result
+from relpipe.validate.review.context import Review, plural
 from relpipe.validate.review.scope import _line_of
 
 UPSTREAM = {"vllm": ("vllm/",), "sglang": ("lmsysorg/",)}
@@ -31,13 +31,12 @@ def repository(image: str) -> str:
     return name.lower()
 
 
-def check_images(review: Review) -> Result:
-    cid = "upstream-images"
+def check_images(review: Review) -> Judgement:
     keys = [s for s in review.scopes if s.framework in UPSTREAM]
     if not review.scopes:
-        return result(cid, NA, "no config key in scope")
+        return judged(NA, "no config key in scope")
     if not keys:
-        return result(cid, NA, "no vLLM or SGLang config key in scope")
+        return judged(NA, "no vLLM or SGLang config key in scope")
     opts = review.options
     rows: list[Evidence] = []
     fails: list[str] = []
@@ -58,13 +57,12 @@ def check_images(review: Review) -> Result:
         else:
             warns.append(f"{scope.key} runs {repo} on {hw} (not a known SKU)")
     if fails:
-        return result(
-            cid,
+        return judged(
             FAIL,
             f"not an upstream image on established hardware: {fails[0]}"
             + (f" (+{len(fails) - 1} more)" if len(fails) > 1 else ""),
             rows,
         )
     if warns:
-        return result(cid, WARN, warns[0], rows)
-    return result(cid, PASS, f"{plural(len(keys), 'vLLM/SGLang key')} pin upstream images", rows)
+        return judged(WARN, warns[0], rows)
+    return judged(PASS, f"{plural(len(keys), 'vLLM/SGLang key')} pin upstream images", rows)

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 import re2
 
 from relpipe.changelog.repository import launch as keyfiles
+from relpipe.core.check import Evidence, Judgement, judged
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.review import actions, bash
-from relpipe.validate.review.context import Review
-from relpipe.validate.review.result import Evidence, Result, plural, result
+from relpipe.validate.review.context import Review, plural
 from relpipe.validate.review.rx import rx
 from relpipe.validate.review.scope import KeyScope, load_masters
 from relpipe.validate.review.waiver import Waiver, load_waivers
@@ -252,27 +252,26 @@ def _changed(review: Review, hit: Hit) -> bool:
     return hit.line in review.change.lines.get(hit.path, frozenset())
 
 
-def _coverage(review: Review, fam: str) -> list[Evidence]:
+def _coverage(review: Review) -> list[Evidence]:
     """Launch-path files named but not in the tree or not readable, every one (the Markdown
     comment shows the first rows of a check, `--json` all of them)."""
     return [Evidence(e.where, f"not checked: {e.what}") for e in dict.fromkeys(review.unresolved())]
 
 
-def _none_in_scope(cid: str) -> Result:
-    return result(cid, NA, "no config key in scope (give --config-key, --all-keys or a change)")
+def _none_in_scope() -> Judgement:
+    return judged(NA, "no config key in scope (give --config-key, --all-keys or a change)")
 
 
-def _verdict(cid: str, review: Review, bad: list[Hit], ok: str, what: str) -> Result:
+def _verdict(review: Review, bad: list[Hit], ok: str, what: str) -> Judgement:
     if not review.scopes:
-        return _none_in_scope(cid)
+        return _none_in_scope()
     rows = [Evidence.at(h.path, h.line, f"{h.kind.split(': ', 1)[1]}: {h.text}") for h in bad]
     fails = [h for h in bad if h.severity == FAIL]
-    gaps = _coverage(review, cid)
+    gaps = _coverage(review)
     n_gaps = len(set(review.unresolved()))
     if fails:
         first = fails[0]
-        return result(
-            cid,
+        return judged(
             FAIL,
             f"{what} at {first.path}:{first.line} (+{len(fails) - 1} more)"
             if len(fails) > 1
@@ -282,19 +281,18 @@ def _verdict(cid: str, review: Review, bad: list[Hit], ok: str, what: str) -> Re
     if bad or gaps:
         why = f"{plural(len(bad), 'finding')} to review" if bad else ok
         extra = f"; {plural(n_gaps, 'launch-path item')} not checked" if gaps else ""
-        return result(cid, WARN, why + extra, [*rows, *gaps])
+        return judged(WARN, why + extra, [*rows, *gaps])
     n = len({u.path for _, u in review.uses()})
-    return result(cid, PASS, f"{ok} ({plural(n, 'file')} of {len(review.scopes)} key(s))")
+    return judged(PASS, f"{ok} ({plural(n, 'file')} of {len(review.scopes)} key(s))")
 
 
 def _dedupe(hits: Iterable[Hit]) -> list[Hit]:
     return list(dict.fromkeys(hits))
 
 
-def check_arch(review: Review) -> Result:
+def check_arch(review: Review) -> Judgement:
     bad = _dedupe(h for s in review.scopes for h in _key_hits(review, s, "arch:"))
     return _verdict(
-        "arch-hacks",
         review,
         bad,
         "no architecture override in the launch path",
@@ -302,7 +300,7 @@ def check_arch(review: Review) -> Result:
     )
 
 
-def check_draft(review: Review) -> Result:
+def check_draft(review: Review) -> Judgement:
     bad = _dedupe(h for s in review.scopes for h in _key_hits(review, s, "draft:"))
     # Say which selected recipe block runs a recipe hit: the base block's settings are
     # inherited by every override, and that is what "inherited settings included" means.
@@ -325,7 +323,6 @@ def check_draft(review: Review) -> Result:
         for h in bad
     ]
     return _verdict(
-        "draft-as-shipped",
         review,
         bad,
         "no draft-precision override in the effective launch path",
@@ -333,9 +330,9 @@ def check_draft(review: Review) -> Result:
     )
 
 
-def check_patches(review: Review) -> Result:
+def check_patches(review: Review) -> Judgement:
     if not review.scopes:
-        return _none_in_scope("engine-patches")
+        return _none_in_scope()
     waivers = load_waivers(review.source)
     bad: list[Hit] = []
     rows: list[Evidence] = []
@@ -359,29 +356,26 @@ def check_patches(review: Review) -> Result:
             continue
         bad.append(hit)
     res = _verdict(
-        "engine-patches",
         review,
         bad,
         "no engine patch in the launch path",
         "engine patched without a waiver",
     )
     if res.status == PASS and rows:
-        return result(
-            "engine-patches",
+        return judged(
             PASS,
             f"every patch is covered by a complete waiver ({plural(len(rows), 'row')})",
             rows,
         )
-    return result(res.id, res.status, res.reason, [*res.evidence, *rows])
+    return judged(res.status, res.reason, [*res.evidence, *rows])
 
 
-def check_chat(review: Review) -> Result:
-    cid = "chat-template"
+def check_chat(review: Review) -> Judgement:
     if not review.scopes:
-        return _none_in_scope(cid)
+        return _none_in_scope()
     spec = [s for s in review.scopes if s.agentic and s.spec_decoding()]
     if not spec:
-        return result(cid, NA, "no agentic speculative-decoding key in scope")
+        return judged(NA, "no agentic speculative-decoding key in scope")
     rows: list[Evidence] = []
     failing: list[str] = []
     unsure: list[str] = []
@@ -420,16 +414,14 @@ def check_chat(review: Review) -> Result:
                 )
             )
     if failing:
-        return result(cid, FAIL, f"spec-decode benchmark without chat template: {failing[0]}", rows)
+        return judged(FAIL, f"spec-decode benchmark without chat template: {failing[0]}", rows)
     if unsure:
-        return result(
-            cid,
+        return judged(
             WARN,
             f"no chat-template client found for {plural(len(unsure), 'key')}: {unsure[0]}",
             rows,
         )
-    return result(
-        cid,
+    return judged(
         PASS,
         f"{plural(len(spec), 'agentic spec-decode key')} benchmark through the chat template",
         rows,

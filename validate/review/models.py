@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import re2
 
+from relpipe.core.check import Evidence, Judgement, judged
 from relpipe.core.status import FAIL, NA, PASS, WARN
-from relpipe.validate.review.context import Review
-from relpipe.validate.review.result import Evidence, Result, plural, result
+from relpipe.validate.review.context import Review, plural
 from relpipe.validate.review.rx import rx
 from relpipe.validate.review.scope import KeyScope
 
@@ -178,14 +178,13 @@ def _today() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
 
 
-def check_deprecated(review: Review) -> Result:
-    cid = "deprecated"
+def check_deprecated(review: Review) -> Judgement:
     if not review.scopes:
-        return result(cid, NA, "no config key in scope")
+        return judged(NA, "no config key in scope")
     models_md = review.source.era.models
     text = review.source.text(models_md)
     if text is None:
-        return result(cid, NA, f"{models_md} is not in the repository")
+        return judged(NA, f"{models_md} is not in the repository")
     policy = parse(text)
     rows: list[Evidence] = []
     pending: list[Evidence] = []
@@ -222,8 +221,7 @@ def check_deprecated(review: Review) -> Result:
     if rows:
         first = rows[0].what
         n = len({r.what for r in rows if r.where.startswith(review.source.era.masters)})
-        return result(
-            cid,
+        return judged(
             FAIL,
             f"deprecated per {models_md}: {first} ({rows[1].what})"
             + (f" (+{n - 1} more keys)" if n > 1 else ""),
@@ -231,19 +229,17 @@ def check_deprecated(review: Review) -> Result:
         )
     if upcoming:
         why = f"{upcoming[0].what} is deprecated after its last day ({upcoming[1].what})"
-        return result(cid, WARN, why, [*upcoming, *pending])
+        return judged(WARN, why, [*upcoming, *pending])
     if pending:
         note = Evidence.at(models_md, policy.arms_pending, "non-spec arms: not yet enacted")
         n = len({r.what for r in pending if r.where.startswith(review.source.era.masters)})
-        return result(
-            cid,
+        return judged(
             WARN,
             f"{plural(n, 'key')} with a non-spec-decode arm that {models_md} deprecates but says "
             f"still runs (not yet enacted): {pending[0].what}",
             [*pending, note],
         )
-    return result(
-        cid,
+    return judged(
         PASS,
         f"{plural(len(review.scopes), 'key')} use active models and scenarios per {models_md}",
     )

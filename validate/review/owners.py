@@ -19,9 +19,9 @@ from typing import Any
 
 import re2
 
+from relpipe.core.check import Evidence, Judgement, judged
 from relpipe.core.status import FAIL, NA, PASS, WARN
-from relpipe.validate.review.context import Review
-from relpipe.validate.review.result import Evidence, Result, plural, result
+from relpipe.validate.review.context import Review, plural
 from relpipe.validate.review.rx import rx
 
 MAX_ITEMS = 400  # the real template has 30 items
@@ -63,8 +63,9 @@ def _compile(pattern: str) -> Any:
             out += re2.escape(body[i])
             i += 1
     prefix = "^" if anchored else "^(?:.*/)?"
-    # RE2 (linear time): `*a*a*a*a*a*a*a*a*a*a*a*a*b` backtracks exponentially in `re`.
-    return re2.compile(prefix + out + "(?:/.*)?$")
+    # RE2 (linear time): `*a*a*a*a*a*a*a*a*a*a*a*a*b` backtracks exponentially in `re`. `(?s)`:
+    # a path may hold a newline, and `.` must cross it (`configs/a<LF>b` is under `/configs/`).
+    return re2.compile("(?s)" + prefix + out + "(?:/.*)?$")
 
 
 def codeowners(review: Review) -> tuple[str, list[Rule]] | None:
@@ -100,13 +101,12 @@ def signer(text: str) -> str | None:
     return m.group(1).lstrip("@")
 
 
-def check_owners(review: Review) -> Result:
-    cid = "owners"
+def check_owners(review: Review) -> Judgement:
     if review.change is None:
-        return result(cid, NA, "no change given (--base-ref/--head-ref): no changed files")
+        return judged(NA, "no change given (--base-ref/--head-ref): no changed files")
     found = codeowners(review)
     if found is None:
-        return result(cid, NA, "the repository has no CODEOWNERS file")
+        return judged(NA, "the repository has no CODEOWNERS file")
     where, rules = found
     rows: list[Evidence] = []
     specific: list[tuple[str, Rule]] = []
@@ -119,8 +119,7 @@ def check_owners(review: Review) -> Result:
         if rule.pattern != "*":
             specific.append((path, rule))
     if review.options.signoff is None:
-        return result(
-            cid,
+        return judged(
             NA,
             f"owners of {plural(len(review.change.paths), 'changed file')} listed; no "
             "sign-off (--signoff) to compare them with",
@@ -128,7 +127,7 @@ def check_owners(review: Review) -> Result:
         )
     who = signer(review.options.signoff)
     if who is None:
-        return result(cid, FAIL, "the sign-off has no filled-in `Signed:` user", rows)
+        return judged(FAIL, "the sign-off has no filled-in `Signed:` user", rows)
     handle = f"@{who}".lower()
     everyone = {o.lower() for r in rules for o in r.owners}
     teams_only = []
@@ -139,23 +138,21 @@ def check_owners(review: Review) -> Result:
         if any("/" in o for o in owners):
             teams_only.append(path)
             continue
-        return result(
-            cid,
+        return judged(
             FAIL,
             f"@{who} does not own {path} (owners {' '.join(rule.owners)}, {where}:{rule.line})",
             rows,
         )
     if not specific and handle not in everyone and not any("/" in o for o in everyone):
-        return result(cid, FAIL, f"@{who} is not listed in {where}", rows)
+        return judged(FAIL, f"@{who} is not listed in {where}", rows)
     if teams_only or (not specific and handle not in everyone):
         what = teams_only[0] if teams_only else "the catch-all"
-        return result(
-            cid,
+        return judged(
             WARN,
             f"@{who} may own {what} only through a team; team membership needs GitHub's API",
             rows,
         )
-    return result(cid, PASS, f"@{who} owns every changed path that has a specific owner", rows)
+    return judged(PASS, f"@{who} owns every changed path that has a specific owner", rows)
 
 
 def _norm(text: str) -> str:
@@ -183,20 +180,19 @@ def template_items(text: str) -> list[tuple[int, str]]:
     return items
 
 
-def check_checklist(review: Review) -> Result:
-    cid = "checklist"
+def check_checklist(review: Review) -> Judgement:
     checklist = review.source.era.checklist
     template = review.source.text(checklist)
     if template is None:
-        return result(cid, NA, f"{checklist} is not in the repository")
+        return judged(NA, f"{checklist} is not in the repository")
     items = template_items(template)
     if review.options.signoff is None:
         # Without a sign-off there is nothing to hold against the template, whatever its shape.
-        return result(
-            cid, NA, f"no sign-off given (--signoff); the template has {plural(len(items), 'item')}"
+        return judged(
+            NA, f"no sign-off given (--signoff); the template has {plural(len(items), 'item')}"
         )
     if not items:
-        return result(cid, WARN, f"{checklist} has no `## Template` block with items")
+        return judged(WARN, f"{checklist} has no `## Template` block with items")
     body = review.options.signoff
     # Bounded: difflib is quadratic in the text it compares, so an item is read up to
     # MAX_ITEM_CHARS and at most MAX_ITEMS items (a 950 KB sign-off took 131 s unbounded).
@@ -215,20 +211,18 @@ def check_checklist(review: Review) -> Result:
         rows.append(Evidence(review.options.signoff_path, "`Signed:` is missing or not filled in"))
     if missing:
         lacks = plural(len(missing), "current template item")
-        return result(cid, FAIL, f"the sign-off lacks {lacks} (stale copy?): {missing[0]}", rows)
+        return judged(FAIL, f"the sign-off lacks {lacks} (stale copy?): {missing[0]}", rows)
     if who is None:
-        return result(cid, FAIL, "the signature is not filled in", rows)
+        return judged(FAIL, "the signature is not filled in", rows)
     if unticked and not explained:
-        return result(
-            cid,
+        return judged(
             FAIL,
             f"{plural(len(unticked), 'item')} not ticked and no "
             f"additional detail given: {unticked[0]}",
             rows,
         )
     if unticked:
-        return result(
-            cid,
+        return judged(
             WARN,
             f"{plural(len(unticked), 'item')} not ticked; the additional "
             "detail section explains (a person judges it)",
@@ -236,10 +230,8 @@ def check_checklist(review: Review) -> Result:
         )
     if unread > 0:
         rows.append(Evidence(review.options.signoff_path, f"not read: {unread} item(s) more"))
-        return result(
-            cid, WARN, f"the sign-off has over {MAX_ITEMS} items; the rest not read", rows
-        )
-    return result(cid, PASS, f"all {len(items)} template items ticked, signed by @{who}", rows)
+        return judged(WARN, f"the sign-off has over {MAX_ITEMS} items; the rest not read", rows)
+    return judged(PASS, f"all {len(items)} template items ticked, signed by @{who}", rows)
 
 
 def _match_items(

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from relpipe.core.check import Evidence, Judgement, judged
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.artifacts import appended
-from relpipe.validate.review.context import Review
-from relpipe.validate.review.result import Evidence, Result, plural, result
-
-CID = "changelog-required"
+from relpipe.validate.review.context import Review, plural
 
 
 def glob(pattern: str, key: str) -> bool:
@@ -60,15 +58,15 @@ def _affected(review: Review) -> dict[str, list[Evidence]]:
     return out
 
 
-def check_changelog_required(review: Review) -> Result:
+def check_changelog_required(review: Review) -> Judgement:
     if review.change is None or review.base_source is None:
-        return result(CID, NA, "no change given (--base-ref/--head-ref)")
+        return judged(NA, "no change given (--base-ref/--head-ref)")
     affected = _affected(review)
     if not affected:
-        return result(CID, NA, "the change affects no config key's benchmark")
+        return judged(NA, "the change affects no config key's benchmark")
     entries, why = appended(review)
     if why:
-        return result(CID, WARN, f"appended entries not read: {why}", [])
+        return judged(WARN, f"appended entries not read: {why}", [])
     patterns = [
         str(p)
         for e in entries
@@ -82,8 +80,7 @@ def check_changelog_required(review: Review) -> Result:
         f" (+{len(missing) - 5} more)" if len(missing) > 5 else ""
     )
     if not entries:
-        return result(
-            CID,
+        return judged(
             FAIL,
             f"{plural(len(affected), 'config key')} affected and no "
             f"{review.source.era.changelog} entry appended: "
@@ -91,12 +88,9 @@ def check_changelog_required(review: Review) -> Result:
             rows,
         )
     if missing:
-        return result(
-            CID,
+        return judged(
             WARN,
             f"the appended entries do not name {plural(len(missing), 'affected key')}: {keys}",
             rows,
         )
-    return result(
-        CID, PASS, f"the appended entries name all {plural(len(affected), 'affected key')}"
-    )
+    return judged(PASS, f"the appended entries name all {plural(len(affected), 'affected key')}")

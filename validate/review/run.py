@@ -9,18 +9,18 @@ names a commit; the base defaults to the merge-base with the upstream branch, el
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import re2
 
-from relpipe.changelog.repository.era import Era
+from relpipe.changelog.repository.era import MODELS_NAME, Era
+from relpipe.core.check import Check, Checklist, declare, judged
 from relpipe.core.status import NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import gitio
 from relpipe.validate.review import artifacts, images, launch, models, owners, required, yamlkeys
 from relpipe.validate.review.context import Change, Options, Review
-from relpipe.validate.review.result import Result, result
 from relpipe.validate.review.scope import (
     Masters,
     load_masters,
@@ -28,26 +28,51 @@ from relpipe.validate.review.scope import (
     scope_keys,
     select_keys,
 )
-from relpipe.validate.review.source import Source, open_source
+from relpipe.validate.review.source import Source, open_source, path_text
 
-# id -> (function, fast enough and local enough for the commit hook, checklist item)
-CHECKS: dict[str, tuple[Callable[[Review], Result], bool]] = {
-    "owners": (owners.check_owners, True),
-    "checklist": (owners.check_checklist, True),
-    "upstream-images": (images.check_images, True),
-    "deprecated": (models.check_deprecated, True),
-    "arch-hacks": (launch.check_arch, True),
-    "chat-template": (launch.check_chat, True),
-    "engine-patches": (launch.check_patches, True),
-    "golden-al": (artifacts.check_golden, True),
-    "append-only": (artifacts.check_append_only, True),
-    "draft-as-shipped": (launch.check_draft, True),
-    "yaml-keys": (yamlkeys.check_yaml_keys, True),
-    "changelog-required": (required.check_changelog_required, True),
-    "pareto": (artifacts.check_pareto, False),
-    "notes": (artifacts.check_notes, False),
-}
-FAST = tuple(cid for cid, (_, fast) in CHECKS.items() if fast)
+# The review's checks, in the order they are reported: each declared once, with its title and
+# whether it is fast and local enough for the commit hook (`--fast`). A new check is one line here.
+CHECKS = Checklist[Review](
+    declare("owners", "code owners of the changed files", owners.check_owners, fast=True),
+    declare("checklist", "sign-off uses the current checklist", owners.check_checklist, fast=True),
+    declare("upstream-images", "upstream vLLM/SGLang images", images.check_images, fast=True),
+    declare(
+        "deprecated",
+        f"no deprecated model or scenario ({MODELS_NAME})",
+        models.check_deprecated,
+        fast=True,
+    ),
+    declare("arch-hacks", "no architecture hacks", launch.check_arch, fast=True),
+    declare(
+        "chat-template",
+        "spec-decode benchmarks use the chat template",
+        launch.check_chat,
+        fast=True,
+    ),
+    declare(
+        "engine-patches", "no engine patches without a waiver", launch.check_patches, fast=True
+    ),
+    declare("golden-al", "golden acceptance length", artifacts.check_golden, fast=True),
+    declare(
+        "append-only",
+        "append-only keeps every existing point",
+        artifacts.check_append_only,
+        fast=True,
+    ),
+    declare("draft-as-shipped", "draft model runs as shipped", launch.check_draft, fast=True),
+    declare(
+        "yaml-keys", "no duplicate key in the YAML files read", yamlkeys.check_yaml_keys, fast=True
+    ),
+    declare(
+        "changelog-required",
+        "a benchmark-affecting change has a changelog entry",
+        required.check_changelog_required,
+        fast=True,
+    ),
+    declare("pareto", "Pareto coverage of each curve", artifacts.check_pareto),
+    declare("notes", "PR body matches the facts", artifacts.check_notes),
+)
+FAST = tuple(c.id for c in CHECKS if c.fast)
 # Checks that look at neither the keys in scope nor the change: no masters, no git needed.
 STANDALONE = frozenset({"checklist", "pareto", "notes"})
 # ... and those that need the change but not the keys (resolving every key costs seconds).
@@ -73,7 +98,7 @@ def check_ref(value: str, flag: str) -> str:
 def _unquote(name: bytes) -> str:
     """A path as git prints it in a patch header: C-quoted when it has `"`, tab, ESC, ..."""
     if not name.startswith(b'"') or not name.endswith(b'"'):
-        return name.decode("utf-8", "replace")
+        return path_text(name)
     body, out, i = name[1:-1], bytearray(), 0
     escapes = {ord("t"): 9, ord("n"): 10, ord('"'): 34, ord("\\"): 92, ord("a"): 7, ord("b"): 8}
     escapes |= {ord("f"): 12, ord("v"): 11, ord("r"): 13}
@@ -88,7 +113,7 @@ def _unquote(name: bytes) -> str:
             continue
         out.append(body[i])
         i += 1
-    return out.decode("utf-8", "replace")
+    return path_text(bytes(out))
 
 
 def diff(repo: Path, base: str, head: str | None) -> Change:
@@ -114,7 +139,7 @@ def diff(repo: Path, base: str, head: str | None) -> Change:
             header = False
             start, count = int(m.group(1)), int(m.group(2) or 1)
             lines[current].update(range(start, start + count))
-    paths = [p.decode("utf-8", "replace") for p in names.split(b"\0") if p]
+    paths = [path_text(p) for p in names.split(b"\0") if p]
     return Change(
         base=base,
         head=head or "working tree",
@@ -132,19 +157,19 @@ def run(
     head_ref: str | None = None,
     checks: Sequence[str] = (),
     options: Options | None = None,
-) -> list[Result]:
+) -> list[Check]:
     """Results of `checks` (default: all) over the given keys or over the change."""
     options = options or Options()
     base_ref = check_ref(base_ref, "--base-ref") if base_ref is not None else None
     head_ref = check_ref(head_ref, "--head-ref") if head_ref is not None else None
     unknown = [c for c in checks if c not in CHECKS]
     if unknown:
-        raise ValidateError(f"unknown check {unknown[0]!r}; known: {', '.join(CHECKS)}")
+        raise ValidateError(f"unknown check {unknown[0]!r}; known: {', '.join(CHECKS.ids())}")
     source = open_source(repo, head_ref)
-    wanted = list(checks or CHECKS)
+    wanted = list(checks or CHECKS.ids())
     if not keys and not all_keys and STANDALONE.issuperset(wanted):
         review = Review(source=source, masters=Masters(), scopes=(), options=options)
-        return [CHECKS[cid][0](review) for cid in wanted]
+        return [CHECKS[cid](review) for cid in wanted]
     try:
         masters = load_masters(source)
     except ValidateError as exc:
@@ -153,7 +178,7 @@ def run(
         # A duplicate key in a master is a finding (yaml-keys FAILs with its line), not a stop;
         # the keys cannot be resolved, so the key checks have none in scope.
         review = Review(source=source, masters=Masters(), scopes=(), options=options)
-        return [CHECKS[cid][0](review) for cid in dict.fromkeys(["yaml-keys", *wanted])]
+        return [CHECKS[cid](review) for cid in dict.fromkeys(["yaml-keys", *wanted])]
     change = None
     base_source: Source | None = None
     if keys or all_keys:
@@ -197,7 +222,7 @@ def run(
         base_source=base_source,
         options=options,
     )
-    return _not_read(review, [CHECKS[cid][0](review) for cid in wanted])
+    return _not_read(review, [CHECKS[cid](review) for cid in wanted])
 
 
 def _candidates(era: Era, masters: Masters, change: Change) -> list[str]:
@@ -214,7 +239,7 @@ def _candidates(era: Era, masters: Masters, change: Change) -> list[str]:
     ]
 
 
-def _not_read(review: Review, results: list[Result]) -> list[Result]:
+def _not_read(review: Review, results: list[Check]) -> list[Check]:
     """A master config that was not read (over the cap, binary, ...) hides its keys and their
     launch paths: no check that looks at keys may then PASS or say N/A."""
     masters = set(master_paths(review.source))
@@ -223,11 +248,10 @@ def _not_read(review: Review, results: list[Result]) -> list[Result]:
         return results
     first = rows[0]
     return [
-        result(
-            r.id,
-            WARN,
-            f"{first.where} {first.what}; its keys are not checked",
-            [*rows, *r.evidence],
+        CHECKS[r.id].result(
+            judged(
+                WARN, f"{first.where} {first.what}; its keys are not checked", [*rows, *r.evidence]
+            )
         )
         if r.id not in STANDALONE and r.status in (PASS, NA)
         else r

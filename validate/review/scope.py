@@ -12,7 +12,7 @@ Resolution follows InferenceX, with evidence for each step:
   `srt-slurm-recipes/configs/<name>`; a disagg wrapper `benchmarks/multi_node/<prefix>_<precision>_
   <hw>_<framework>.sh` when present.
 - helpers: `source`/`.`/`bash` of a repository `.sh` from a script, followed MAX_HOPS deep.
-- 2026-10 (`changelog.repo`): `srt-recipe`/`eval-srt-recipe` rows (under `srt-recipe-dir` when
+- 2026-10 (`changelog.repository`): `srt-recipe`/`eval-srt-recipe` rows (under `srt-recipe-dir` when
   the key has one), the cluster's srt-slurm hook `runners/srt-slurm/hooks/<cluster>/setup.sh`
   (a `clusters:` entry of the runners file) and, for agentic rows, `benchmarks/srt_agentic.sh`.
 Every path comes from the source's era (`changelog.repository`), so every era resolves the same way.
@@ -32,10 +32,10 @@ from relpipe.changelog.configs.schema import line_of, unknown_fields
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository import launch as keyfiles
 from relpipe.changelog.repository.era import Era
+from relpipe.core.check import Evidence
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.review import shell
 from relpipe.validate.review.recipe import Recipe, RecipeError, effective, located
-from relpipe.validate.review.result import Evidence
 from relpipe.validate.review.rx import rx
 from relpipe.validate.review.source import Source
 

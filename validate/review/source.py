@@ -24,6 +24,12 @@ from relpipe.validate.precision import gitio
 MAX_FILE_BYTES = 4 * 1024 * 1024  # the largest real launch script is ~60 KB, a recipe ~20 KB
 
 
+def path_text(name: bytes) -> str:
+    """A path git printed, as text: bytes that are not UTF-8 as `\\xNN` (two such paths stay two;
+    the `replace` handler made both U+FFFD, and one went missing from every check)."""
+    return name.decode("utf-8", "backslashreplace")
+
+
 @dataclass(frozen=True)
 class Problem:
     """Why a file the review needed could not be read (a WARN with the path)."""
@@ -61,7 +67,7 @@ class Source:
                 if len(parts) != 4 or parts[1] != b"blob":
                     continue
                 size = int(parts[3]) if parts[3].isdigit() else 0
-                tree[name.decode("utf-8", "replace")] = (parts[0].decode(), parts[2].decode(), size)
+                tree[path_text(name)] = (parts[0].decode(), parts[2].decode(), size)
             self._tree = tree
         return self._tree
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from relpipe.core.check import Evidence, Judgement, judged
 from relpipe.core.status import FAIL, NA, PASS, WARN
-from relpipe.validate.review.context import Review
-from relpipe.validate.review.result import Evidence, Result, plural, result
+from relpipe.validate.review.context import Review, plural
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,8 +81,7 @@ def _files(review: Review) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def check_yaml_keys(review: Review) -> Result:
-    cid = "yaml-keys"
+def check_yaml_keys(review: Review) -> Judgement:
     rows: list[Evidence] = []
     fails = 0
     files = _files(review)
@@ -115,10 +114,10 @@ def check_yaml_keys(review: Review) -> Result:
         what = f"{note}duplicate config key `{key}`, also at {path1}:{line1} (two master files)"
         rows.append(Evidence.at(path2, line2, what))
     if not files:
-        return result(cid, NA, "no YAML file to read")
+        return judged(NA, "no YAML file to read")
     if fails:
         first = next(r for r in rows if "duplicate" in r.what and "pre-existing" not in r.what)
-        return result(cid, FAIL, f"{first.where}: {first.what}", rows)
+        return judged(FAIL, f"{first.where}: {first.what}", rows)
     if rows:
-        return result(cid, WARN, f"{plural(len(rows), 'finding')} to review", rows)
-    return result(cid, PASS, f"no duplicate key in {plural(len(files), 'YAML file')}")
+        return judged(WARN, f"{plural(len(rows), 'finding')} to review", rows)
+    return judged(PASS, f"no duplicate key in {plural(len(files), 'YAML file')}")

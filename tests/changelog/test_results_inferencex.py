@@ -10,7 +10,7 @@ from pathlib import Path
 import corpus
 import pytest
 
-from relpipe.changelog.history import inferencex, ingest, regressions
+from relpipe.changelog.results import inferencex, ingest, regressions
 
 ORACLE = Path(__file__).resolve().parents[1] / "oracles" / "compare_pairs.py"
 

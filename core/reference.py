@@ -1,5 +1,8 @@
 """Image references: parse and normalise `[registry/]repository[:tag][@sha256:<hex>]`.
 
+The vocabulary every layer shares (go-containerregistry's `pkg/name`): the changelog, the notes,
+the checks, the images client and the pipeline read a reference here, never by hand.
+
 Follows the distribution reference grammar (the one docker and skopeo use): a first component
 with a `.` or `:` or equal to `localhost` is a registry; Docker Hub is `docker.io` and its
 single-name repositories live under `library/`. Anything else is rejected with one line that
@@ -11,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from relpipe.images.errors import ImageError
+from relpipe.core.errors import RelpipeError
 
 DOCKER_HUB = "docker.io"
 # Docker Hub's API lives on a different host than its name.
@@ -26,7 +29,7 @@ _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _MAX_NAME = 255
 
 
-class InvalidReference(ImageError):
+class InvalidReference(RelpipeError):
     """A string is not a valid image reference (usage error)."""
 
     exit_code = 2
@@ -48,8 +51,11 @@ class Reference:
 
     @property
     def reference(self) -> str:
-        """What follows `/manifests/` in the API: the digest, else the tag, else `latest`."""
-        return self.digest or self.tag or "latest"
+        """What follows `/manifests/` in the API: the digest, else the tag. A reference with
+        neither is refused, never read as `latest` (a moving tag nobody named)."""
+        if not (self.digest or self.tag):
+            raise untagged(self.name)
+        return self.digest or str(self.tag)
 
     @property
     def api_host(self) -> str:
@@ -74,8 +80,15 @@ class Reference:
         )
 
     def tagged(self) -> str:
-        """`registry/repository:tag` (tag defaults to `latest`): the key a tag is pinned under."""
-        return f"{self.name}:{self.tag or 'latest'}"
+        """`registry/repository:tag`: the key a tag is pinned under (a tag is required)."""
+        if not self.tag:
+            if self.digest:
+                raise InvalidReference(
+                    f"image reference {self.name}@{self.digest} has no tag: a pin is kept under "
+                    f"its tag; write {self.name}:TAG@{self.digest}"
+                )
+            raise untagged(self.name)
+        return f"{self.name}:{self.tag}"
 
     def __str__(self) -> str:
         out = self.name
@@ -84,6 +97,15 @@ class Reference:
         if self.digest:
             out += f"@{self.digest}"
         return out
+
+
+def untagged(name: str) -> InvalidReference:
+    """The one error for an image reference without a tag or digest where one is needed."""
+    short = name.removeprefix(f"{DOCKER_HUB}/").removeprefix("library/")
+    return InvalidReference(
+        f"image reference {short!r} has no tag or digest: write {short}:TAG or "
+        f"{short}@sha256:DIGEST (relpipe never assumes :latest)"
+    )
 
 
 def is_loopback(registry: str) -> bool:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from relpipe.images.reference import InvalidReference, Reference, is_loopback, parse
+from relpipe.core.reference import InvalidReference, Reference, is_loopback, parse
 
 D = "sha256:" + "ab" * 32
 
@@ -72,7 +72,7 @@ def test_parse_rejects_with_one_line(text: str, message: str) -> None:
 def test_properties() -> None:
     ref = parse("127.0.0.1:5000/a/b:t@" + D)
     assert ref.reference == D and ref.tagged() == "127.0.0.1:5000/a/b:t"
-    assert parse("x").reference == "latest" and parse("x").api_host == "registry-1.docker.io"
+    assert parse("x").api_host == "registry-1.docker.io"
     assert ref.with_tag("u") == Reference(registry="127.0.0.1:5000", repository="a/b", tag="u")
     assert parse(ref) is ref
 
@@ -125,3 +125,16 @@ def test_arbitrary_text_parses_or_fails_cleanly(text: str) -> None:
         assert "\n" not in str(exc)
     else:
         assert parse(str(ref)) == ref
+
+
+@pytest.mark.parametrize("text", ["rocm/atom-dev", "docker.io/library/x", "127.0.0.1:5000/a/b"])
+def test_a_reference_without_tag_or_digest_is_never_latest(text: str) -> None:
+    """Issue 36: `--image rocm/atom-dev` went to the network as `:latest`; now one line."""
+    ref = parse(text)  # a repository alone is a valid name (`relpipe nightly REPO` lists its tags)
+    for use in (lambda: ref.reference, ref.tagged):
+        with pytest.raises(InvalidReference) as info:
+            use()
+        message = str(info.value)
+        assert "has no tag or digest" in message and "never assumes :latest" in message
+        assert "\n" not in message and info.value.exit_code == 2
+    assert parse(text + ":t").reference == "t"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.record import RunRecord, StageRunner, atomic_write, stage_key
+from relpipe.pipeline.runrecord import RunRecord, StageRunner, atomic_write, stage_key
 
 
 def _runner(tmp_path: Path, name: str = "run", offline: bool = False) -> StageRunner:

@@ -1,4 +1,4 @@
-"""`core.records`: records to JSON and back from their fields and types; untrusted JSON refused
+"""`core.jsoncodec`: records to JSON and back from their fields and types; untrusted JSON refused
 with one line naming the field, never a KeyError or TypeError."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relpipe.core import records
+from relpipe.core import jsoncodec
 from relpipe.core.errors import RelpipeError
-from relpipe.core.records import RecordError
+from relpipe.core.jsoncodec import RecordError
 from relpipe.core.status import Status
 
 
@@ -53,9 +53,9 @@ class Every:
     path: Path
     mode: Literal["fast", "slow"]
     blob: Any
-    spelled: str = field(default="x", metadata=records.spec(key="spelled-out"))
-    gone_if_none: Inner | None = field(default=None, metadata=records.spec(omit="none"))
-    gone_if_default: str = field(default="", metadata=records.spec(omit="default"))
+    spelled: str = field(default="x", metadata=jsoncodec.spec(key="spelled-out"))
+    gone_if_none: Inner | None = field(default=None, metadata=jsoncodec.spec(omit="none"))
+    gone_if_default: str = field(default="", metadata=jsoncodec.spec(omit="default"))
     defaulted: tuple[int, ...] = ()
 
 
@@ -104,10 +104,10 @@ EVERY_JSON = {
 
 
 def test_every_supported_type_is_written_in_field_order_and_read_back() -> None:
-    data = records.to_json(EVERY)
+    data = jsoncodec.to_json(EVERY)
     assert data == EVERY_JSON and list(data) == list(EVERY_JSON)
     assert json.loads(json.dumps(data)) == data  # plain JSON: no tuples, enums or paths left
-    again = records.from_json(Every, json.loads(json.dumps(data)), where="every")
+    again = jsoncodec.from_json(Every, json.loads(json.dumps(data)), where="every")
     assert again == EVERY
     assert type(again.names) is tuple and type(again.items) is list
     assert again.status is Status.NA and again.colour is Colour.BLUE and again.path == Path("/x/y")
@@ -115,20 +115,20 @@ def test_every_supported_type_is_written_in_field_order_and_read_back() -> None:
 
 def test_renames_and_omissions_apply_both_ways() -> None:
     full = Every(**{**EVERY.__dict__, "gone_if_none": Inner(name="g"), "gone_if_default": "set"})
-    data = records.to_json(full)
+    data = jsoncodec.to_json(full)
     assert data["gone_if_none"] == {"name": "g", "size": 0} and data["gone_if_default"] == "set"
-    assert records.from_json(Every, data) == full
-    assert "spelled" not in data and records.from_json(Every, EVERY_JSON).spelled == "x"
+    assert jsoncodec.from_json(Every, data) == full
+    assert "spelled" not in data and jsoncodec.from_json(Every, EVERY_JSON).spelled == "x"
 
 
 def test_missing_keys_take_their_defaults_and_unknown_keys_are_ignored() -> None:
     data = {k: v for k, v in EVERY_JSON.items() if k not in ("spelled-out", "defaulted")}
     data["summary"] = {"derived": True}  # a derived value some documents carry for readers
-    assert records.from_json(Every, data) == EVERY
+    assert jsoncodec.from_json(Every, data) == EVERY
 
 
 def test_an_int_is_a_float_but_nothing_else_converts() -> None:
-    again = records.from_json(Every, {**EVERY_JSON, "ratio": 1})
+    again = jsoncodec.from_json(Every, {**EVERY_JSON, "ratio": 1})
     assert again.ratio == 1.0 and type(again.ratio) is float
 
 
@@ -170,7 +170,7 @@ def test_an_int_is_a_float_but_nothing_else_converts() -> None:
 def test_a_wrong_value_is_one_line_naming_its_field(change: dict[str, Any], message: str) -> None:
     data = {k: v for k, v in {**EVERY_JSON, **change}.items() if v is not ...}
     with pytest.raises(RecordError) as err:
-        records.from_json(Every, data, where="every")
+        jsoncodec.from_json(Every, data, where="every")
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
     assert isinstance(err.value, RelpipeError) and err.value.exit_code == 2
 
@@ -178,12 +178,12 @@ def test_a_wrong_value_is_one_line_naming_its_field(change: dict[str, Any], mess
 @pytest.mark.parametrize("document", [None, [], "text", 3, [EVERY_JSON]])
 def test_a_document_that_is_not_an_object_is_refused(document: object) -> None:
     with pytest.raises(RecordError, match=r"^report\.json: expected an object, got "):
-        records.from_json(Every, document, where="report.json")
+        jsoncodec.from_json(Every, document, where="report.json")
 
 
 def test_a_long_or_hostile_value_is_quoted_short_on_one_line() -> None:
     with pytest.raises(RecordError) as err:
-        records.from_json(Inner, {"name": "n", "size": "x\n\x1b[31m" + "y" * 500}, where="w")
+        jsoncodec.from_json(Inner, {"name": "n", "size": "x\n\x1b[31m" + "y" * 500}, where="w")
     message = str(err.value)
     assert message.startswith(r"w: size: expected an integer, got a string ('x\n\x1b[31myyy")
     assert message.endswith("...)") and len(message) < 100 and "\x1b" not in message
@@ -206,11 +206,11 @@ def _json(draw: st.DrawFn) -> Any:
 @given(key=st.sampled_from(sorted(EVERY_JSON)), value=_json())
 def test_any_json_in_any_field_is_read_or_refused_with_a_record_error(key: str, value: Any) -> None:
     try:
-        again = records.from_json(Every, {**EVERY_JSON, key: value}, where="fuzz")
+        again = jsoncodec.from_json(Every, {**EVERY_JSON, key: value}, where="fuzz")
     except RecordError as exc:
         assert str(exc).startswith(f"fuzz: {key}") and "\n" not in str(exc)
     else:
-        assert records.from_json(Every, records.to_json(again)) == again
+        assert jsoncodec.from_json(Every, jsoncodec.to_json(again)) == again
 
 
 # --- round trips -------------------------------------------------------------------------------
@@ -247,9 +247,9 @@ _every = st.builds(
 @settings(max_examples=60, deadline=None)
 @given(_every)
 def test_every_record_round_trips_through_json_text(record: Every) -> None:
-    data = json.loads(json.dumps(records.to_json(record)))
-    again = records.from_json(Every, data)
-    assert again == record and records.to_json(again) == data
+    data = json.loads(json.dumps(jsoncodec.to_json(record)))
+    again = jsoncodec.from_json(Every, data)
+    assert again == record and jsoncodec.to_json(again) == data
 
 
 # --- records with a shape of their own ---------------------------------------------------------
@@ -263,13 +263,13 @@ class Versioned:
     names: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {**records.fields_to_json(self), "total": len(self.names)}
+        return {**jsoncodec.fields_to_json(self), "total": len(self.names)}
 
     @classmethod
     def from_json(cls, data: object, *, where: str) -> Versioned:
         if isinstance(data, Mapping) and "n" in data:  # the older spelling of `count`
             data = {**data, "count": data["n"]}
-        return records.fields_from_json(cls, data, where=where)
+        return jsoncodec.fields_from_json(cls, data, where=where)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -280,15 +280,15 @@ class Holder:
 
 def test_a_records_own_methods_serve_it_wherever_it_stands() -> None:
     holder = Holder(one=Versioned(count=1, names=("a",)), many=(Versioned(count=2),))
-    data = records.to_json(holder)
+    data = jsoncodec.to_json(holder)
     assert data == {
         "one": {"count": 1, "names": ["a"], "total": 1},
         "many": [{"count": 2, "names": [], "total": 0}],
     }
-    assert records.from_json(Holder, data) == holder
-    assert records.from_json(Holder, {"one": {"n": 1, "names": ["a"]}}).one == holder.one
+    assert jsoncodec.from_json(Holder, data) == holder
+    assert jsoncodec.from_json(Holder, {"one": {"n": 1, "names": ["a"]}}).one == holder.one
     with pytest.raises(RecordError, match=r"^holder: many\[0\]\.count: expected an integer"):
-        records.from_json(Holder, {"one": {"count": 1}, "many": [{"n": "2"}]}, where="holder")
+        jsoncodec.from_json(Holder, {"one": {"count": 1}, "many": [{"n": "2"}]}, where="holder")
 
 
 def test_a_records_own_check_is_a_record_error() -> None:
@@ -301,7 +301,7 @@ def test_a_records_own_check_is_a_record_error() -> None:
                 raise ValueError(f"n must be positive, not {self.n}")
 
     with pytest.raises(RecordError, match=r"^w: n must be positive, not -1$"):
-        records.from_json(Positive, {"n": -1}, where="w")
+        jsoncodec.from_json(Positive, {"n": -1}, where="w")
 
 
 def test_writing_something_that_is_not_json_is_a_programming_error() -> None:
@@ -310,6 +310,6 @@ def test_writing_something_that_is_not_json_is_a_programming_error() -> None:
         data: Any
 
     with pytest.raises(TypeError, match="data: bytes has no JSON form"):
-        records.to_json(Raw(data=b"x"))
+        jsoncodec.to_json(Raw(data=b"x"))
     with pytest.raises(TypeError, match="not a record"):
-        records.to_json({"a": 1})
+        jsoncodec.to_json({"a": 1})

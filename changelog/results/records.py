@@ -11,6 +11,7 @@ says why in one line. Only `ok` samples are ever compared as measurements.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -75,7 +76,9 @@ class Measurement(NamedTuple):
     metric: str
     kind: str
     better: str
+    unit: str
     image: str
+    engine_commit: str | None  # with `image`, the run's identity: what was measured
     run: str
     seq: int
     status: str
@@ -95,7 +98,9 @@ def measurement(s: Sample) -> Measurement:
         s.metric,
         s.kind,
         s.better,
+        s.unit,
         s.image.ref,
+        s.image.engine_commit,
         s.run,
         s.seq,
         s.status,
@@ -133,3 +138,15 @@ def image_from_ref(ref: str) -> tuple[Image | None, str]:
     if not tag or tag == "latest":
         return None, f"image {ref!r} names no fixed image (no version tag, no digest)"
     return Image(ref=f"{repo}:{tag}", tag=tag), ""
+
+
+def finite(raw: object) -> float | None:
+    """A number from outside as a finite float, or None: not a number, a bool, NaN, infinite or
+    outside any float's range (JSON's `1e400` parses to inf, `10**400` to an int no float holds)."""
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        return None
+    try:
+        value = float(raw)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None

@@ -14,13 +14,14 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from relpipe.changelog.history.records import (
+from relpipe.changelog.results.records import (
     ACCURACY,
     FAILED,
     HIGHER,
     OK,
     Image,
     Sample,
+    finite,
 )
 
 SOURCE = "relpipe:qualify"
@@ -59,10 +60,10 @@ def samples(report: Mapping[str, Any], *, run: str) -> list[Sample]:
             continue
         score: Any = ev.get("score")
         n: Any = ev.get("samples") or 0
-        number = isinstance(score, int | float) and not isinstance(score, bool)
-        ok = number and math.isfinite(score) and ev.get("status") != "error"
+        ok = finite(score) is not None and ev.get("status") != "error"
         note = "" if ok else f"eval {ev.get('status')}: {str(ev.get('reason') or 'no score')[:120]}"
-        se = math.sqrt(score * (1 - score) / n) if ok and 0 <= score <= 1 and n > 0 else None
+        good = ok and isinstance(n, int) and n > 0 and 0 <= score <= 1
+        se = math.sqrt(score * (1 - score) / n) if good else None
         out.append(
             Sample(
                 series=series,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import jsonload, records, sanitize
+from relpipe.core import jsoncodec, jsonload, sanitize
 from relpipe.core.files import write_atomic
 from relpipe.pipeline.errors import PipelineError
 
@@ -128,7 +128,11 @@ class StageResult:
 
     def to_json(self) -> JSON:
         """The fields under the record's schema number, seconds to the millisecond."""
-        return {"schema": SCHEMA, **records.fields_to_json(self), "seconds": round(self.seconds, 3)}
+        return {
+            "schema": SCHEMA,
+            **jsoncodec.fields_to_json(self),
+            "seconds": round(self.seconds, 3),
+        }
 
     @classmethod
     def from_json(cls, data: JSON, *, where: str) -> StageResult:
@@ -137,8 +141,8 @@ class StageResult:
                 f"{where}: not a schema-{SCHEMA} stage result; delete it and re-run"
             )
         try:
-            result = records.fields_from_json(cls, data, where=where)
-        except records.RecordError as exc:
+            result = jsoncodec.fields_from_json(cls, data, where=where)
+        except jsoncodec.RecordError as exc:
             raise PipelineError(
                 f"{where}: malformed stage result ({exc.detail}); delete it and re-run"
             ) from None

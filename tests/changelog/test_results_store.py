@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from relpipe.changelog.history import regressions, store
-from relpipe.changelog.history.records import HIGHER, OK, PERF, Image, Sample
+from relpipe.changelog.results import regressions, store
+from relpipe.changelog.results.records import HIGHER, OK, PERF, Image, Sample
 from relpipe.pipeline import cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,8 +48,8 @@ def test_samples_round_trip_and_re_adding_adds_nothing(history_url: str) -> None
 
 WRITER = """
 import sys
-from relpipe.changelog.history import store
-from relpipe.changelog.history.records import Image, Sample
+from relpipe.changelog.results import store
+from relpipe.changelog.results.records import Image, Sample
 url, who = sys.argv[1], int(sys.argv[2])
 def s(run):
     return Sample(series="w", point="p", metric="m", kind="perf", better="higher", unit="",

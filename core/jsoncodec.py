@@ -33,7 +33,7 @@ from typing import Any, Literal, TypeVar
 from relpipe.core.errors import RelpipeError
 
 R = TypeVar("R")
-_SPEC = "relpipe.core.records"  # the metadata key of a field's `spec`
+_SPEC = "relpipe.core.jsoncodec"  # the metadata key of a field's `spec`
 _REPR_LIMIT = 40
 
 

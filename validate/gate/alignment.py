@@ -1,4 +1,4 @@
-"""History of the changelog, base -> head: which entries were appended, corrected, changed,
+"""The changelog aligned base -> head: which entries were appended, corrected, changed,
 deleted or inserted, and whether the bytes between them are still the base's.
 
 `positional` is InferenceX's `compare_entries` + `validate_raw_change` on entries aligned by
@@ -18,7 +18,7 @@ from relpipe.validate.errors import ValidateError
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:
-    from relpipe.validate.gate.hook import Rules
+    from relpipe.validate.gate.hook import Policy
 
 
 @cache
@@ -260,7 +260,7 @@ def _correction_lines(base: bytes, head: bytes, at: int) -> list[Finding]:
 
 
 def positional(
-    old: Sequence[Block], new: Sequence[Block], base: bytes, head: bytes, rules: Rules, path: str
+    old: Sequence[Block], new: Sequence[Block], base: bytes, head: bytes, policy: Policy, path: str
 ) -> tuple[list[Block], int, list[Finding]] | None:
     """InferenceX's compare_entries + validate_raw_change on entries aligned by position.
 
@@ -277,12 +277,12 @@ def positional(
             return None
         link = n.fields.get("pr-link")
         line = n.key_lines.get("pr-link", n.line)
-        if rules.repo_url is None:
+        if policy.repo_url is None:
             raise ValidateError(
                 f"{path}:{line}: cannot check a pr-link correction without the repository URL; "
                 "pass --repo-url or add an `origin` remote"
             )
-        if not isinstance(link, str) or not canonical_link(rules.repo_url).fullmatch(link):
+        if not isinstance(link, str) or not canonical_link(policy.repo_url).fullmatch(link):
             found.append(
                 Finding(
                     line=line,
@@ -290,7 +290,7 @@ def positional(
                     message=f"pr-link correction is not canonical: `{link}` "
                     f"(entry {old.index(o) + 1})",
                     hint="a correction of an existing entry must be "
-                    f"`{rules.repo_url}/pull/<number>`",
+                    f"`{policy.repo_url}/pull/<number>`",
                 )
             )
         else:

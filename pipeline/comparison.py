@@ -1,5 +1,6 @@
-"""The results history in a qualification: record the run's results, then compare the image with
-the previous image of its config key (verdict checks C11 performance, C12 accuracy/acceptance).
+"""A qualification compared with the results store: record the run's results, then compare the
+image with the previous image of its config key (verdict checks C11 performance, C12
+accuracy/acceptance).
 
 The store is `$RELPIPE_HISTORY`, else `<state>/history.sqlite` (the benchmark repository's
 `.relpipe/`). What the comparison found is written to the run record (`history.json`), so a
@@ -15,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.history import qualification, regressions, store
-from relpipe.changelog.history.records import ACCURACY
-from relpipe.core import jsonload, records
+from relpipe.changelog.results import qualification, regressions, store
+from relpipe.changelog.results.records import ACCURACY
+from relpipe.core import jsoncodec, jsonload
 from relpipe.core.files import write_atomic
 
 RECORD_FILE = "history.json"
@@ -40,7 +41,7 @@ class HistoryOutput:
     reason: str = ""
     store: str = ""
     image: str = ""  # the image under test as the history names it (marked in the charts)
-    findings: tuple[regressions.Finding, ...] = ()
+    findings: tuple[regressions.PointChange, ...] = ()
     trends: tuple[Trend, ...] = ()
 
 
@@ -102,14 +103,14 @@ def compare_run(report: Mapping[str, Any], *, run_id: str, state: Path) -> Histo
     )
 
 
-def _relative_band(f: regressions.Finding) -> float | None:
+def _relative_band(f: regressions.PointChange) -> float | None:
     if f.band is not None and f.metric_kind == ACCURACY:
         return f.band / f.old_value if f.old_value else None  # a score's band is absolute
     return f.band
 
 
 def save(out: HistoryOutput, run_dir: Path) -> None:
-    text = json.dumps(records.to_json(out), indent=2, sort_keys=True) + "\n"
+    text = json.dumps(jsoncodec.to_json(out), indent=2, sort_keys=True) + "\n"
     write_atomic(run_dir / RECORD_FILE, text.encode())
 
 
@@ -117,6 +118,6 @@ def load(run_dir: Path) -> HistoryOutput | None:
     path = run_dir / RECORD_FILE
     if not path.is_file():
         return None
-    return records.from_json(
+    return jsoncodec.from_json(
         HistoryOutput, jsonload.loads(path.read_text(encoding="utf-8")), where=str(path)
     )

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from relpipe.changelog.history import ingest, store
+from relpipe.changelog.results import ingest, store
 from relpipe.core.status import FAIL, NA, PASS
-from relpipe.pipeline import history
+from relpipe.pipeline import comparison
 from relpipe.pipeline.verdict import evaluate
 
 KEY = "dsr1-fp8-mi355x-atom"
@@ -45,7 +45,7 @@ def _no_env_history(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(store.HISTORY_ENV, raising=False)
 
 
-def _checks(out: history.HistoryOutput, make_outcome: Any) -> dict[str, str]:
+def _checks(out: comparison.HistoryOutput, make_outcome: Any) -> dict[str, str]:
     verdict = evaluate(replace(make_outcome(), history=out))
     return {c.id: c.status for c in verdict.checks if c.id in ("C11", "C12")}
 
@@ -53,15 +53,15 @@ def _checks(out: history.HistoryOutput, make_outcome: Any) -> dict[str, str]:
 def test_first_image_is_na_then_a_drop_beyond_the_standard_errors_fails(
     tmp_path: Path, make_outcome: Any
 ) -> None:
-    first = history.compare_run(
+    first = comparison.compare_run(
         _report("nightly_1", "a", "2026-10-01T00:00:00Z", 0.95), run_id="r1", state=tmp_path
     )
     assert first.status == "ok" and _checks(first, make_outcome) == {"C11": NA, "C12": NA}
-    same = history.compare_run(
+    same = comparison.compare_run(
         _report("nightly_2", "b", "2026-10-02T00:00:00Z", 0.948), run_id="r2", state=tmp_path
     )
     assert _checks(same, make_outcome) == {"C11": NA, "C12": PASS}
-    drop = history.compare_run(
+    drop = comparison.compare_run(
         _report("nightly_3", "c", "2026-10-03T00:00:00Z", 0.91), run_id="r3", state=tmp_path
     )
     assert _checks(drop, make_outcome) == {"C11": NA, "C12": FAIL}
@@ -71,14 +71,14 @@ def test_first_image_is_na_then_a_drop_beyond_the_standard_errors_fails(
     )  # fmt: skip
     # the record keeps what was found; a re-render reads it back
     (tmp_path / "run").mkdir()
-    history.save(drop, tmp_path / "run")
-    assert history.load(tmp_path / "run") == drop
+    comparison.save(drop, tmp_path / "run")
+    assert comparison.load(tmp_path / "run") == drop
 
 
 def test_requalifying_adds_nothing_and_the_report_json_ingests_the_same(tmp_path: Path) -> None:
     report = _report("nightly_1", "a", "2026-10-01T00:00:00Z", 0.95)
-    history.compare_run(report, run_id="r1", state=tmp_path)
-    history.compare_run(report, run_id="r1", state=tmp_path)
+    comparison.compare_run(report, run_id="r1", state=tmp_path)
+    comparison.compare_run(report, run_id="r1", state=tmp_path)
     (tmp_path / "report.json").write_text(json.dumps({**report, "run": "r1"}))
     with store.open_store(str(tmp_path / "history.sqlite")) as db:
         assert db.count() == 1
@@ -87,7 +87,7 @@ def test_requalifying_adds_nothing_and_the_report_json_ingests_the_same(tmp_path
 
 def test_no_config_key_is_na(tmp_path: Path, make_outcome: Any) -> None:
     report = {**_report("nightly_1", "a", "2026-10-01T00:00:00Z", 0.95), "config": None}
-    out = history.compare_run(report, run_id="r", state=tmp_path)
+    out = comparison.compare_run(report, run_id="r", state=tmp_path)
     assert _checks(out, make_outcome) == {"C11": NA, "C12": NA}
     assert not (tmp_path / "history.sqlite").exists()
 
@@ -96,7 +96,7 @@ def test_html_report_charts_the_keys_history(tmp_path: Path, make_outcome: Any) 
     from relpipe.pipeline.report import ReportData, render_html, render_markdown
 
     for day, (byte, score) in enumerate([("a", 0.95), ("b", 0.948), ("c", 0.91)], start=1):
-        out = history.compare_run(
+        out = comparison.compare_run(
             _report(f"nightly_{day}", byte, f"2026-10-0{day}T00:00:00Z", score),
             run_id=f"r{day}",
             state=tmp_path,
