@@ -23,6 +23,7 @@ from relpipe.changelog.results.records import (
     Sample,
     finite,
 )
+from relpipe.core.reference import split
 
 SOURCE = "relpipe:qualify"
 
@@ -35,10 +36,8 @@ def image_of(report: Mapping[str, Any]) -> Image:
     image = report.get("image") or {}
     engine = ((report.get("facts") or {}).get("engine")) or {}
     ref, digest = str(image.get("ref") or ""), image.get("digest")
-    repo = ref.split("@", 1)[0]
-    name, sep, tag = repo.rpartition(":")
-    if not sep or "/" in tag:
-        name, tag = repo, ""
+    written = split(ref)
+    name, tag = written.name, written.tag
     return Image(
         ref=f"{name}@{digest}" if digest else ref,
         tag=tag or None,

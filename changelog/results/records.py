@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from relpipe.core.reference import is_digest, split
+
 OK = "ok"
 FAILED = "failed"
 AMBIGUOUS = "ambiguous"
@@ -125,12 +127,10 @@ def image_from_ref(ref: str) -> tuple[Image | None, str]:
     `repo:latest@sha256:...` is identified by its digest (the tag says nothing); a bare
     `repo:latest` (or no tag) names no fixed image, so its samples are ambiguous."""
     ref = ref.strip()
-    name, _, digest = ref.partition("@")
-    repo, sep, tag = name.rpartition(":")
-    if not sep or "/" in tag:
-        repo, tag = name, ""
+    written = split(ref)
+    repo, tag, digest = written.name, written.tag or "", written.digest or ""
     if digest:
-        if not digest.startswith("sha256:") or len(digest) != 71:
+        if not is_digest(digest):
             return None, f"image {ref!r} has a malformed digest"
         return Image(
             ref=f"{repo}@{digest}", tag=None if tag == "latest" else tag, digest=digest
