@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from relpipe.changelog.repository.era import THRESHOLDS_NAME
 from relpipe.core import jsoncodec
 from relpipe.core.jsoncodec import RecordError
 from relpipe.core.status import FAIL, NA, PASS
@@ -180,7 +181,7 @@ class Engine:
         """
         if not options.dataset or inputs["threshold"] is None:
             raise PipelineError(
-                "gsm8k needs --dataset FILE and a gsm8k threshold in thresholds.yaml"
+                f"gsm8k needs --dataset FILE and a gsm8k threshold in {THRESHOLDS_NAME}"
             )
         with tempfile.TemporaryDirectory(prefix="relpipe-gsm8k-") as tmp:
             work = Path(tmp)

@@ -137,7 +137,7 @@ def make_plan(
     if ws is not None:
         thresholds = ws.thresholds()
         golden = {
-            "files": ws.tree_hash(ws.layout.golden),
+            "files": ws.tree_hash(ws.era.golden),
             "key": config.key if config else None,
             # everything C9 reads for the key (masters, its recipes and launch scripts)
             "sources": golden_inputs(ws, config.key) if config else None,
@@ -182,7 +182,7 @@ def golden_inputs(ws: Workspace, key: str) -> str | None:
     from relpipe.validate import golden_al
     from relpipe.validate.errors import ValidateError
 
-    if not (ws.root / ws.layout.golden).is_dir():
+    if not (ws.root / ws.era.golden).is_dir():
         return None
     try:
         return golden_al.inputs_digest(ws.root, [key])

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.repo import find_root, is_checkout
+from relpipe.changelog.repository.checkout import find_root, is_checkout
 from relpipe.core import checkrender, jsoncodec
 from relpipe.core.status import NA
 from relpipe.images.registry import RegistryClient
@@ -284,7 +284,7 @@ def workspace_from(args: argparse.Namespace) -> Workspace | None:
     if args.repo is None and not is_checkout(root):
         return None  # plain `qualify REF` outside a benchmark repository
     ws = Workspace(find_root(root))
-    ws.layout  # noqa: B018 (a checkout of no known layout fails here, in one line)
+    ws.era  # noqa: B018 (a checkout of no known era fails here, in one line)
     return ws
 
 

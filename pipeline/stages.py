@@ -22,6 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from relpipe.changelog.repository.era import GOLDEN_FOLDER
 from relpipe.core.status import NA, PASS
 from relpipe.pipeline import enginerepo
 from relpipe.pipeline.containers import Engine
@@ -264,9 +265,7 @@ def _precision_stage(plan: Plan, runner: StageRunner, engine: Engine) -> Precisi
     )
 
 
-NO_GOLDEN = ValidatorOutput(
-    status=NA, reason="no golden_al_distribution/ in the benchmark repository"
-)
+NO_GOLDEN = ValidatorOutput(status=NA, reason=f"no {GOLDEN_FOLDER}/ in the benchmark repository")
 
 
 def golden_check(plan: Plan) -> ValidatorOutput:
