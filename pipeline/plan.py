@@ -15,6 +15,7 @@ from typing import Any
 
 from relpipe.core import jsoncodec
 from relpipe.core.reference import parse
+from relpipe.core.status import PASS
 from relpipe.images import lock
 from relpipe.images.archive import pin_or_archived
 from relpipe.images.lock import LockEntry
@@ -129,7 +130,7 @@ def make_plan(
             raise PipelineError("--config-key needs a benchmark repository (--repo PATH)")
         ck = ws.config_key(config_key, options.max_batch)
         config = ConfigScope(
-            status="ok",
+            status=PASS,
             key=ck.key,
             master=ck.master,
             image=ck.image,
@@ -140,7 +141,7 @@ def make_plan(
     if ws is not None:
         thresholds = ws.thresholds()
         golden = {
-            "files": ws.tree_hash(ws.layout.golden),
+            "files": ws.tree_hash(ws.era.golden),
             "key": config.key if config else None,
             # everything C9 reads for the key (masters, its recipes and launch scripts)
             "sources": golden_inputs(ws, config.key) if config else None,
@@ -179,7 +180,7 @@ def golden_inputs(ws: Workspace, key: str) -> str | None:
     from relpipe.validate import golden_al
     from relpipe.validate.errors import ValidateError
 
-    if not (ws.root / ws.layout.golden).is_dir():
+    if not (ws.root / ws.era.golden).is_dir():
         return None
     try:
         return golden_al.inputs_digest(ws.root, [key])

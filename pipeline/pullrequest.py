@@ -159,7 +159,7 @@ def release_files(ws: Workspace) -> tuple[str, ...]:
     """What a release or revert writes: the master configs and the changelog (and the lock file
     where the team opted into one)."""
     opted = (str(ws.lock),) if ws.lock is not None else ()
-    return (ws.layout.masters + "/", str(ws.changelog), *opted)
+    return (ws.era.masters + "/", str(ws.changelog), *opted)
 
 
 def read_bump(root: Path, config_keys: Sequence[str], title: str, body: str) -> Bump:

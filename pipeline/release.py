@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.repository.era import MASTER_SUFFIX
 from relpipe.core import journal, jsoncodec
 from relpipe.core.check import Check
 from relpipe.core.files import file_lock
-from relpipe.core.reference import parse
-from relpipe.core.status import FAIL, NA, overall
+from relpipe.core.reference import parse, split
+from relpipe.core.status import FAIL, NA, PASS, overall
 from relpipe.images import lock
 from relpipe.images.archive import pin_or_archived
 from relpipe.pipeline import comparison, pins
@@ -136,9 +137,7 @@ def new_image_text(old: str, new: str) -> str:
     """The new image spelled the way the config spells the old one (e.g. without `docker.io/`)."""
     old_ref, new_ref = parse(old), parse(new)
     if old_ref.name == new_ref.name and new_ref.tag and not new_ref.digest:
-        head = old.split("@", 1)[0]
-        base = head.rsplit(":", 1)[0] if old_ref.tag else head
-        return f"{base}:{new_ref.tag}"
+        return f"{split(old).name}:{new_ref.tag}"
     return new
 
 
@@ -198,9 +197,7 @@ def release_facts(
         "points_plan": list(points),
         "precision": precision_facts(report),
         "validation": {
-            "checks": [
-                {"id": c.id, "status": c.status} for c in verdict.checks if c.status != "N/A"
-            ],
+            "checks": [{"id": c.id, "status": c.status} for c in verdict.checks if c.status != NA],
             "evals": [
                 {
                     "suite": f"{key + '/' if key else ''}{e.suite}/{e.point}",
@@ -356,7 +353,8 @@ def stage_release(ws: Workspace, req: Request, runs: Sequence[KeyRun], scratch: 
     apply_changelog(scratch / ws.changelog, entry)
     files = [*masters, str(ws.changelog)]
     if ws.lock is not None:  # the team's own lock file, opted into in .relpipe.toml
-        pin_lock(scratch / ws.lock, runs[0].plan.image.pinned.split("@", 1)[0], runs[0].outcome)
+        tagged = split(runs[0].plan.image.pinned).without_digest
+        pin_lock(scratch / ws.lock, tagged, runs[0].outcome)
         files.append(str(ws.lock))
     title = render_title(
         ReleaseFacts.from_json({**facts_list[0], "config_keys": [r.key for r in runs]})
@@ -373,7 +371,7 @@ def stage_release(ws: Workspace, req: Request, runs: Sequence[KeyRun], scratch: 
             changelog=changelog,
             notes=notes_checks[r.key],
             golden=golden_al_result(Workspace(scratch), r.key)
-            if (scratch / ws.layout.golden).is_dir()
+            if (scratch / ws.era.golden).is_dir()
             else NO_GOLDEN,
         )
         for r in runs
@@ -459,7 +457,7 @@ def hook_result(ws: Workspace, scratch: Path, req: Request) -> ValidatorOutput:
         "entries": report.entries,
         "appended": report.appended,
     }
-    return ValidatorOutput(status="ok", problems=tuple(problems), evidence=evidence)
+    return ValidatorOutput(status=PASS, problems=tuple(problems), evidence=evidence)
 
 
 def notes_result(notes: str, facts: Mapping[str, Any]) -> ValidatorOutput:
@@ -468,7 +466,7 @@ def notes_result(notes: str, facts: Mapping[str, Any]) -> ValidatorOutput:
 
     findings = notes_check.check(notes, ReleaseFacts.from_json(facts), "notes.md")
     return ValidatorOutput(
-        status="ok",
+        status=PASS,
         problems=tuple(str(f) for f in findings),
         evidence={"languages": "en + zh", "lines": notes.count("\n")},
     )
@@ -666,7 +664,7 @@ def record_pins(ws: Workspace, state: Path, runs: Sequence[KeyRun]) -> None:
     from relpipe.images.registry import RegistryClient
 
     first = runs[0]
-    tagged = first.plan.image.pinned.split("@", 1)[0]
+    tagged = split(first.plan.image.pinned).without_digest
     with RegistryClient() as client:
         pin = pin_or_archived(client, tagged, pins.load(ws, state))
     qualified = first.outcome.image.digest if first.outcome.image else None
@@ -720,17 +718,16 @@ def journal_of(ws: Workspace) -> Path:
 
 
 def admitter(ws: Workspace) -> Callable[[str, bytes | None, bytes], str | None]:
-    """The journal's admission rule for `ws`: a release writes one master config of its layout,
+    """The journal's admission rule for `ws`: a release writes one master config of its era,
     the lock file and the changelog, and the changelog only by appending entries to it."""
-    from relpipe.changelog import repo as benchrepo
     from relpipe.changelog.entry import parse_appended
 
-    changelog, masters = str(ws.changelog), ws.layout.masters
+    changelog, masters = str(ws.changelog), ws.era.masters
     lock_file = str(ws.lock) if ws.lock is not None else None  # only where the team opted in
 
     def admit(rel: str, old: bytes | None, new: bytes) -> str | None:
-        if rel not in (changelog, lock_file) and not benchrepo.is_master(rel, masters):
-            return f"a release writes only {masters}/*-master.yaml and the changelog"
+        if rel not in (changelog, lock_file) and not ws.era.is_master(rel):
+            return f"a release writes only {masters}/*{MASTER_SUFFIX} and the changelog"
         if rel == changelog:
             try:
                 errors = parse_appended(old or b"", new, rel).errors
@@ -767,7 +764,7 @@ def repo_state(root: Path) -> dict[str, str | None]:
     """Hashes of what a release rewrites (configs/, changelog, lock file) in the tree at `root`."""
     ws = Workspace(root)
     return {
-        "configs": ws.tree_hash(ws.layout.masters),
+        "configs": ws.tree_hash(ws.era.masters),
         "changelog": ws.file_hash(ws.changelog),
         "lock": ws.file_hash(ws.lock) if ws.lock is not None else None,
     }
@@ -880,6 +877,6 @@ def rerender_release(run_dir: Path, strict: bool = False) -> tuple[Verdict, dict
         _never_run,
         "release checks",
     )
-    seen = comparison.load(run_dir) or HistoryOutput(status="n/a", reason="not recorded")
+    seen = comparison.load(run_dir) or HistoryOutput(status=NA, reason="not recorded")
     outcome = replace(assemble(plan, outputs), history=seen)
     return render_release(plan, outcome, checks, inputs, record, strict, force=True)

@@ -24,6 +24,7 @@ from typing import Any
 
 from relpipe.core import checkrender, jsoncodec, sanitize
 from relpipe.core.checkrender import COLORS
+from relpipe.core.reference import split
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.pipeline.comparison import HistoryOutput, Trend
 from relpipe.pipeline.outputs import EngineFacts, EvalOutput, Facts, PrecisionOutput
@@ -80,7 +81,7 @@ def _facts(o: Outcome) -> Facts:
 
 def _report(p: PrecisionOutput | None) -> PrecisionReport | None:
     """The precision report when the diff ran (status ok), else None."""
-    return p.report if p is not None and p.status == "ok" else None
+    return p.report if p is not None and p.status == PASS else None
 
 
 def _precision_summary(out: PrecisionOutput | None) -> dict[str, Any] | None:
@@ -314,7 +315,7 @@ def plot_history(h: HistoryOutput | None) -> str | None:
     shaded, the image under test marked."""
     from matplotlib.figure import Figure
 
-    trends = [t for t in (h.trends if h is not None and h.status == "ok" else ()) if t.values]
+    trends = [t for t in (h.trends if h is not None and h.status == PASS else ()) if t.values]
     if h is None or not trends:
         return None
     metrics = sorted({t.metric for t in trends})
@@ -324,6 +325,14 @@ def plot_history(h: HistoryOutput | None) -> str | None:
             _history_axes(fig.add_subplot(len(metrics), 1, i), metric, trends, h.image)
         fig.tight_layout()
         return _svg(fig)
+
+
+def _tick(ref: str) -> str:
+    """An image on a chart's axis: its digest's hex, else its tag."""
+    written = split(ref)
+    if written.digest is not None:
+        return written.digest.rpartition(":")[2]
+    return ref if written.tag is None else written.tag
 
 
 def _history_axes(ax: Any, metric: str, trends: Sequence[Trend], released: str) -> None:
@@ -349,18 +358,13 @@ def _history_axes(ax: Any, metric: str, trends: Sequence[Trend], released: str) 
             ha="right",
             va="top",
         )  # fmt: skip - one call
-    short = [_label(ref.rsplit(":", 1)[-1].split("@")[-1][:19]) for ref in images]
+    short = [_label(_tick(ref)[:19]) for ref in images]
     ax.set_xticks(range(len(images)), short, fontsize=7, rotation=20, ha="right")
     ax.set_title(_label(f"{metric} per image (noise band shaded)"), fontsize=10)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
 
 
 # -- HTML -------------------------------------------------------------------------------------
-
-_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#1f2328}
-table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #d0d7de;padding:4px 8px;
-text-align:left;vertical-align:top;font-size:14px}th{background:#f6f8fa}code{font-size:13px}
-.s{font-weight:bold;color:#fff;padding:2px 8px;border-radius:4px}figure{margin:1em 0}"""
 
 
 def render_html(data: ReportData) -> bytes:
@@ -393,7 +397,7 @@ def render_html(data: ReportData) -> bytes:
         checkrender.html_environment("relpipe.pipeline")
         .get_template(TEMPLATE)
         .render(
-            css=checkrender.markup(_CSS),
+            css=checkrender.markup(checkrender.CSS),
             title=data.title,
             run_id=data.run_id[:16],
             verdict=v.overall,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
+from relpipe.core import engines
 from relpipe.core.files import read_capped
 from relpipe.core.findings import Finding
 from relpipe.core.status import NA
@@ -51,12 +52,11 @@ KEY_SPELLINGS: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
 )
 _INJECTED = next(re.compile(name + _V) for _, name, kind in ACCEPTANCE if kind == "injected")
 _SRT_RECIPE = re.compile(r"(?<![\w-])srt-recipe\s*:\s*([^\s,}#]+)")
+# K as each declared engine states it (`draft-tokens` of its declaration: ATOM's
+# --num-speculative-tokens, vLLM's num_speculative_tokens, SGLang's --speculative-num-steps),
+# and TensorRT-LLM's max_draft_len.
 _K_SPELLINGS = (
-    re.compile(r"num_speculative_tokens" + _SEP + _V),
-    re.compile(r"--num-speculative-tokens(?:=|\s+)" + _V),
-    re.compile(r"(?<![\w-])num-speculative-tokens\s*:\s*" + _V),
-    re.compile(r"--speculative-num-steps(?:=|\s+)" + _V),
-    re.compile(r"(?<![\w-])speculative-num-steps\s*:\s*" + _V),
+    *(re.compile(s.regex() + _V) for e in engines.declarations() for s in e.draft_tokens),
     re.compile(r"max_draft_len" + _SEP + _V),
 )
 _ASSIGN = re.compile(
@@ -293,10 +293,12 @@ def _read_repo_file(repo: Path, rel: str) -> str | None:
 
 
 def _engine_of(framework: str) -> str:
-    for word, engine in (("atom", "ATOM"), ("sglang", "SGLang"), ("trt", "TensorRT-LLM")):
-        if word in framework:
-            return engine
-    return "vLLM" if "vllm" in framework else framework or "unknown"
+    """The engine title a master's `framework:` names: a declared engine's (by its framework
+    words), TensorRT-LLM for `trt`, else the framework itself."""
+    declared = engines.of_framework(framework)
+    if declared is not None:
+        return declared.title
+    return "TensorRT-LLM" if "trt" in framework else framework or "unknown"
 
 
 def _spec_items(cfg: Mapping[str, object]) -> list[Mapping[str, object]]:

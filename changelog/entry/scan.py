@@ -27,6 +27,7 @@ from relpipe.changelog.entry.model import ENTRY_START, Entry
 from relpipe.changelog.entry.read import parse_block
 from relpipe.changelog.entry.scalars import bad_char, lazy_re, plain, read_value, unsafe_char
 from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.repository.era import CHANGELOG_NAME
 
 # Caps on untrusted input; the real changelog is 755 KB with lines up to 1,089 bytes.
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -130,7 +131,9 @@ def _first_line(data: bytes, needle: bytes) -> int:
     return _line_of(data, data.index(needle))
 
 
-def _byte_findings(data: bytes, first: int) -> tuple[str | None, list[Finding]]:
+def _byte_findings(
+    data: bytes, first: int, after_content: bool = False
+) -> tuple[str | None, list[Finding]]:
     """Byte-level rules; returns the decoded text when the bytes can be parsed further."""
     found: list[Finding] = []
     base = first - 1
@@ -174,13 +177,16 @@ def _byte_findings(data: bytes, first: int) -> tuple[str | None, list[Finding]]:
             )
         )
         return None, found
-    found += _text_findings(data, text, first)
+    found += _text_findings(data, text, first, after_content)
     return _readable(text, found), found
 
 
-def _text_findings(data: bytes, text: str, first: int) -> list[Finding]:
+def _text_findings(
+    data: bytes, text: str, first: int, after_content: bool = False
+) -> list[Finding]:
     """Rules on the decoded text: BOM, tabs, invisible and non-printable characters, conflict
-    markers, the file's end."""
+    markers, YAML document markers, the file's end (`after_content`: `data` is a suffix of a
+    file whose earlier part has entries)."""
     found: list[Finding] = []
     base = first - 1
     if text.startswith("\ufeff"):
@@ -236,10 +242,48 @@ def _text_findings(data: bytes, text: str, first: int) -> list[Finding]:
                 hint="resolve the merge conflict and delete the <<<<<<< ======= >>>>>>> lines",
             )
         )
+    document = _document_finding(data, text, base, after_content)
+    if document is not None:
+        found.append(document)
     end = _end_finding(data, base)
     if end is not None:
         found.append(end)
     return found
+
+
+# YAML's document markers: at column 0, followed by a space or the line's end. InferenceX's
+# validator loads the file with `yaml.load`, one document: a `---` after any content starts a
+# second one, and so does any content after a `...` (both are rejected there). Content is a line
+# that is neither blank nor a comment.
+_DOCUMENT = lazy_re(r"^(?:---|\.\.\.)(?= |$)", re.M)
+_CONTENT = lazy_re(r"^ *[^ #\n]", re.M)
+
+
+def _document_finding(data: bytes, text: str, base: int, after_content: bool) -> Finding | None:
+    """A second YAML document: `---` after content, or content after `...` (one pass)."""
+    if not (data.startswith((b"---", b"...")) or b"\n---" in data or b"\n..." in data):
+        return None
+    first = last = -1  # where the first and the last content line start (markers aside)
+    for c in _CONTENT.finditer(text):
+        if not _DOCUMENT.match(text, c.start()):
+            first = c.start() if first < 0 else first
+            last = c.start()
+    for m in _DOCUMENT.finditer(text):
+        if m.group(0) == "---" and (after_content or 0 <= first < m.start()):
+            return Finding(
+                line=base + _line_of(text, m.start()),
+                code="structure",
+                message="`---` starts a second YAML document",
+                hint="the changelog is one YAML list: remove the `---` line",
+            )
+        if m.group(0) == "..." and last > m.start():
+            return Finding(
+                line=base + _line_of(text, m.start()),
+                code="structure",
+                message="text after the YAML document's end (`...`)",
+                hint="the changelog is one YAML list: remove the `...` line",
+            )
+    return None
 
 
 def _end_finding(data: bytes, base: int) -> Finding | None:
@@ -413,7 +457,13 @@ class _Scan:
             # every indented or blank line up to the next column-0 line as part of this entry
             # (a second `pr-link:` below a match would win there), so anything else is parsed.
             # (The usual case, one empty line and the next entry, needs no search.)
-            if end >= self.size or text[end] == "-" or text.startswith(grammar.SEPARATED, end):
+            # The next entry is what starts with ENTRY_START, not any `-` at column 0 (`- x`,
+            # `---` and `-` are read by the line parser).
+            if (
+                end >= self.size
+                or text.startswith(ENTRY_START, end)
+                or text.startswith(grammar.SEPARATED, end)
+            ):
                 return end, True, proven
             if not text[end : self.next_start(end - 1)].strip(" \n"):
                 return end, True, proven
@@ -477,7 +527,7 @@ class _Scan:
             end = self.entry(pos, style)
             if end >= size:
                 break
-            if text[end] == "\n" and text[end + 1 : end + 2] == "-":
+            if text.startswith(grammar.SEPARATED, end):
                 pos = end + 1  # the one empty separator line
             else:
                 pos = self.next_start(end - 1)
@@ -525,7 +575,7 @@ def _long_line(data: bytes, first_line: int) -> Finding | None:
 
 def scan(
     data: bytes,
-    path: str = "perf-changelog.yaml",
+    path: str = CHANGELOG_NAME,
     *,
     first_line: int = 1,
     offset: int = 0,
@@ -541,7 +591,7 @@ def scan(
     caller that grades them as warnings gets them so, rather than copying each (a large file in
     such a style has several an entry).
     """
-    text, found = _byte_findings(data, first_line)
+    text, found = _byte_findings(data, first_line, after_content=offset > 0)
     line_count = first_line - 1 + data.count(b"\n")
     long_line = _long_line(data, first_line) if text is not None else None
     if text is None or long_line is not None:
@@ -599,7 +649,7 @@ def proven_valid(data: bytes) -> bool:
     return all(plain(m.group(1)) == m.group(1) for m in grammar.SUSPECT_PLAIN.finditer(text))
 
 
-def parse(data: bytes, path: str = "perf-changelog.yaml") -> Changelog:
+def parse(data: bytes, path: str = CHANGELOG_NAME) -> Changelog:
     """Parse a whole changelog; raise ChangelogError (exit code 1) naming the first error."""
     changelog = scan(data, path)
     errors = changelog.errors
@@ -611,7 +661,7 @@ def parse(data: bytes, path: str = "perf-changelog.yaml") -> Changelog:
     return changelog
 
 
-def parse_appended(base: bytes, head: bytes, path: str = "perf-changelog.yaml") -> Changelog:
+def parse_appended(base: bytes, head: bytes, path: str = CHANGELOG_NAME) -> Changelog:
     """Parse only what `head` appends to `base` (a byte prefix of it), with head's lines and spans.
 
     The last base entry is re-read too, so that a base which does not end in a complete entry

@@ -302,6 +302,29 @@ def _sweeps_and_hostile(real: bytes, new: bytes) -> list[Case]:
             real + b"\n" + entry(description="a\ue000b"),
             exception=True,
         ),
+        # Issue 34.12: a second YAML document after the appended entry (InferenceX's yaml.load
+        # takes one document); in a large append the whole-entry grammar took any `-` at column
+        # 0 for the next entry.
+        Case("second document after an append", real, real + b"\n" + new + b"---\n"),
+        Case("second document with a comment", real, real + b"\n" + new + b"--- # more\n"),
+        Case(
+            "second document holding an entry",
+            real,
+            real + b"\n" + new + b"---\n" + entry(link=PR + "2501"),
+        ),
+        Case("document end at the end", real, real + b"\n" + new + b"...\n"),
+        Case(
+            "document end, then an entry",
+            real,
+            real + b"\n" + new + b"...\n" + entry(link=PR + "2501"),
+        ),
+        Case("second document after a large append", real, real + b"\n" + big + b"---\n"),
+        Case("list item after a large append", real, real + b"\n" + big + b"- x\n"),
+        Case(
+            "document end inside a large append",
+            real,
+            real + b"\n" + big.replace(b"\n\n", b"\n...\n\n", 1),
+        ),
         Case(
             "YAML alias",
             real,

@@ -72,6 +72,14 @@ def _lax_int(value: object) -> int | None:
     return None
 
 
+def _flag(entry: dict[str, object], key: str) -> bool:
+    """A flag as pydantic's lax mode reads it (absent: false)."""
+    value = entry.get(key, False)
+    if isinstance(value, str):
+        return value.lower() in {"1", "on", "t", "true", "y", "yes"}
+    return bool(value)
+
+
 def _str_list(value: object) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
 
@@ -98,12 +106,7 @@ def _entry_ok(entry: object) -> bool:
         if key in entry:
             if not _lax_bool(entry[key]):
                 return False
-            value = entry[key]
-            flags[key] = (
-                value.lower() in {"1", "on", "t", "true", "y", "yes"}
-                if isinstance(value, str)
-                else bool(value)
-            )
+            flags[key] = _flag(entry, key)
     ep = entry.get("eval-min-prefill-ep")
     if ep is not None and (_lax_int(ep) is None or _lax_int(ep) < 1):
         return False
@@ -150,6 +153,9 @@ def reference(base: bytes, head: bytes) -> bool:
         return False
     additions = data[1:]
     if any(not CANONICAL.fullmatch(e["pr-link"]) for e in additions):
+        return False
+    # process_changelog.py: append-only entries cannot share a sweep with regular ones.
+    if len({_flag(e, "append-only") for e in additions}) > 1:
         return False
     if additions:
         if not head.startswith(base) or not head[len(base) :].startswith(b"\n- config-keys:"):
@@ -324,3 +330,42 @@ def test_a_base_the_grammar_cannot_prove_is_scanned_and_judged(old: bytes, new: 
     report = gate.check(base, head, gate.Policy(repo_url=REPO, pr_number=None, config_keys=None))
     assert not report.ok
     assert report.findings[0].code == "base" and "base line" in report.findings[0].message
+
+
+# Lines at column 0 that do not start an entry: YAML document markers (`---` starts a second
+# document, anything after `...` does too: InferenceX's `yaml.load` rejects both), list items that
+# are not mappings, comments. Issue 34.12: after an appended entry, `---` passed the hook, and
+# from 32 KiB on (the grammar path) so did `- x` and `...` followed by an entry.
+COLUMN_ZERO = st.sampled_from(
+    ["---", "--- # c", "--- x", "---  ", "...", "... # c", "- x", "-", "- ", "# c", "----", "--"]
+)
+
+
+@st.composite
+def column_zero_appends(draw: st.DrawFn) -> bytes:
+    entries = [draw(st.sampled_from([GOOD.replace("pull/1", f"pull/{n}") for n in (7, 8, 9)]))]
+    entries += [GOOD.replace("pull/1", "pull/10")] * draw(st.integers(0, 2))
+    if draw(st.booleans()):  # the whole-entry grammar path (>= 32 KiB)
+        filler = GOOD.replace('"Initial"', '"' + "y" * 1000 + '"').replace("pull/1", "pull/5")
+        entries = [filler] * 40 + entries
+    lines = "\n".join(entries).split("\n")[:-1]
+    for _ in range(draw(st.integers(1, 2))):
+        at = draw(st.integers(1, len(lines)))
+        lines.insert(at, draw(COLUMN_ZERO))
+    return ("\n" + "\n".join(lines) + "\n").encode()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(column_zero_appends())
+def test_column_zero_text_after_an_entry_gets_pyyamls_verdict(suffix: bytes) -> None:
+    head = BASE + suffix
+    report = gate.check(BASE, head, gate.Policy(repo_url=REPO, pr_number=None, config_keys=None))
+    assert report.ok == reference(BASE, head), [f for f in report.findings if f.severity == "error"]
+    try:
+        loaded = yaml.load(head, Loader=_Unique)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError:
+        loaded = None
+    if not (isinstance(loaded, list) and all(isinstance(e, dict) for e in loaded)):
+        # The whole file audited (`--full`) is rejected too.
+        full = gate.check(None, head, gate.Policy(repo_url=REPO, pr_number=None, config_keys=None))
+        assert not full.ok

@@ -4,11 +4,14 @@ master padded over the cap (WARN, never N/A), refs that look like options, paths
 from __future__ import annotations
 
 import json
+import os
 from contextlib import redirect_stdout
 from io import StringIO
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from support import git
 
 from relpipe.pipeline.cli import main as cli
@@ -105,3 +108,62 @@ def test_a_master_padded_over_the_cap_warns_not_na(inferencex_tree: Path, tmp_pa
     record = checks["engine-patches"]
     assert record["status"] == "WARN" and "not read:" in record["reason"]
     assert "configs/amd-master.yaml" in record["reason"]
+
+
+# Pieces of file names: every character git quotes in its output (`"`, `\`, tab, newline, ESC,
+# non-ASCII) and bytes that are not UTF-8 (issue 34.10: such paths went missing, or a newline
+# kept a path from its owner: RE2's `.` did not cross it).
+NAME_PIECES = [b"a", b'"', b"\\", b"\t", b"\n", b"\x1b", b" ", "\u00e9".encode(), "\u4e2d".encode()]
+NAME_PIECES += [b"\xff", b"\xfe", b"*", b"?"]
+OWNERS = "* @all\n*.py @py\n/configs/ @cfg\n/docs/** @docs\n"
+
+
+def _expected_owner(path: str) -> str:
+    """The winning line of OWNERS (the last that matches), for the folders the names use."""
+    if path.startswith("docs/"):
+        return "@docs"
+    if path.startswith("configs/"):
+        return "@cfg"
+    return "@py" if path.endswith(".py") else "@all"
+
+
+@pytest.fixture(scope="module")
+def owners_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _repo(tmp_path_factory.mktemp("own"), {".github/CODEOWNERS": OWNERS, "README.md": "x\n"})
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([b"", b"configs/", b"docs/", b"runners/"]),
+            st.lists(st.sampled_from(NAME_PIECES), min_size=1, max_size=6).map(b"".join),
+            st.sampled_from([b".py", b".sh", b""]),
+        ).map(lambda t: t[0] + t[1] + t[2]),
+        min_size=1,
+        max_size=5,
+        unique=True,
+    )
+)
+def test_owners_lists_every_changed_path_with_its_owner(
+    owners_repo: Path, names: list[bytes]
+) -> None:
+    repo = owners_repo
+    git(repo, "checkout", "-q", "-B", "odd", "main")
+    try:
+        for name in names:
+            path = os.path.join(os.fsencode(repo), name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as handle:
+                handle.write(b"x\n")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "odd names")
+        _, checks = _review(repo, "--check", "owners", "--base-ref", "main", "--head-ref", "HEAD")
+        rows = checks["owners"]["evidence"]
+        wanted = {name.decode("utf-8", "backslashreplace") for name in names}
+        assert len(rows) == len(wanted) and {where for where, _ in rows} == wanted
+        for where, what in rows:
+            assert what.split(" (")[0] == _expected_owner(where), (where, what)
+    finally:
+        git(repo, "checkout", "-q", "-f", "main")
+        git(repo, "clean", "-qfdx")

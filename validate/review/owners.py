@@ -63,12 +63,13 @@ def _compile(pattern: str) -> Any:
             out += re2.escape(body[i])
             i += 1
     prefix = "^" if anchored else "^(?:.*/)?"
-    # RE2 (linear time): `*a*a*a*a*a*a*a*a*a*a*a*a*b` backtracks exponentially in `re`.
-    return re2.compile(prefix + out + "(?:/.*)?$")
+    # RE2 (linear time): `*a*a*a*a*a*a*a*a*a*a*a*a*b` backtracks exponentially in `re`. `(?s)`:
+    # a path may hold a newline, and `.` must cross it (`configs/a<LF>b` is under `/configs/`).
+    return re2.compile("(?s)" + prefix + out + "(?:/.*)?$")
 
 
 def codeowners(review: Review) -> tuple[str, list[Rule]] | None:
-    for path in review.source.layout.codeowners:
+    for path in review.source.era.codeowners:
         text = review.source.text(path)
         if text is None:
             continue
@@ -180,7 +181,7 @@ def template_items(text: str) -> list[tuple[int, str]]:
 
 
 def check_checklist(review: Review) -> Judgement:
-    checklist = review.source.layout.checklist
+    checklist = review.source.era.checklist
     template = review.source.text(checklist)
     if template is None:
         return judged(NA, f"{checklist} is not in the repository")
@@ -254,7 +255,7 @@ def _match_items(
         short = text[:90]
         if best is None or score < MATCH_RATIO:
             missing.append(short)
-            checklist = review.source.layout.checklist
+            checklist = review.source.era.checklist
             rows.append(Evidence.at(checklist, line, f"missing from the sign-off: {short}"))
             continue
         used.add(best)

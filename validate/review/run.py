@@ -14,6 +14,7 @@ from pathlib import Path
 
 import re2
 
+from relpipe.changelog.repository.era import MODELS_NAME, Era
 from relpipe.core.check import Check, Checklist, declare, judged
 from relpipe.core.status import NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
@@ -27,7 +28,7 @@ from relpipe.validate.review.scope import (
     scope_keys,
     select_keys,
 )
-from relpipe.validate.review.source import Source, open_source
+from relpipe.validate.review.source import Source, open_source, path_text
 
 # The review's checks, in the order they are reported: each declared once, with its title and
 # whether it is fast and local enough for the commit hook (`--fast`). A new check is one line here.
@@ -37,7 +38,7 @@ CHECKS = Checklist[Review](
     declare("upstream-images", "upstream vLLM/SGLang images", images.check_images, fast=True),
     declare(
         "deprecated",
-        "no deprecated model or scenario (MODELS.md)",
+        f"no deprecated model or scenario ({MODELS_NAME})",
         models.check_deprecated,
         fast=True,
     ),
@@ -97,7 +98,7 @@ def check_ref(value: str, flag: str) -> str:
 def _unquote(name: bytes) -> str:
     """A path as git prints it in a patch header: C-quoted when it has `"`, tab, ESC, ..."""
     if not name.startswith(b'"') or not name.endswith(b'"'):
-        return name.decode("utf-8", "replace")
+        return path_text(name)
     body, out, i = name[1:-1], bytearray(), 0
     escapes = {ord("t"): 9, ord("n"): 10, ord('"'): 34, ord("\\"): 92, ord("a"): 7, ord("b"): 8}
     escapes |= {ord("f"): 12, ord("v"): 11, ord("r"): 13}
@@ -112,7 +113,7 @@ def _unquote(name: bytes) -> str:
             continue
         out.append(body[i])
         i += 1
-    return out.decode("utf-8", "replace")
+    return path_text(bytes(out))
 
 
 def diff(repo: Path, base: str, head: str | None) -> Change:
@@ -138,7 +139,7 @@ def diff(repo: Path, base: str, head: str | None) -> Change:
             header = False
             start, count = int(m.group(1)), int(m.group(2) or 1)
             lines[current].update(range(start, start + count))
-    paths = [p.decode("utf-8", "replace") for p in names.split(b"\0") if p]
+    paths = [path_text(p) for p in names.split(b"\0") if p]
     return Change(
         base=base,
         head=head or "working tree",
@@ -186,7 +187,7 @@ def run(
         scopes = scope_keys(source, masters, names)
         if base_ref:
             change = diff(source.root, base_ref, head_ref)
-            base_source = Source(root=source.root, ref=base_ref, layout=source.layout)
+            base_source = Source(root=source.root, ref=base_ref, era=source.era)
     else:
         try:
             gitio.run(source.root, "rev-parse", "--git-dir", what="rev-parse")
@@ -197,10 +198,10 @@ def run(
             ) from None
         base = base_ref or default_base(source.root)
         change = diff(source.root, base, head_ref)
-        base_source = Source(root=source.root, ref=base, layout=source.layout)
+        base_source = Source(root=source.root, ref=base, era=source.era)
         touched = set(change.paths)
         every = (
-            scope_keys(source, masters, _candidates(masters, change))
+            scope_keys(source, masters, _candidates(source.era, masters, change))
             if not KEYLESS.issuperset(wanted)
             else []
         )
@@ -224,26 +225,18 @@ def run(
     return _not_read(review, [CHECKS[cid](review) for cid in wanted])
 
 
-def _candidates(masters: Masters, change: Change) -> list[str]:
+def _candidates(era: Era, masters: Masters, change: Change) -> list[str]:
     """Keys that may be in a change's scope. Resolving a key's launch path costs ~20 ms, so
     when no changed file can be on any launch path (only master configs, the changelog,
     Markdown, .github/), only keys whose master block has a changed line are resolved."""
     own = set(masters.lines)
-    if any(_maybe_launch_file(p) and p not in own for p in change.paths):
+    if any(era.may_launch(p) and p not in own for p in change.paths):
         return list(masters.configs)
     return [
         key
         for key, (path, start, end) in masters.where.items()
         if any(start <= n <= end for n in change.lines.get(path, ()))
     ]
-
-
-def _maybe_launch_file(path: str) -> bool:
-    return not (
-        path in ("perf-changelog.yaml",)
-        or path.endswith(".md")
-        or path.startswith((".github/", "docs/"))
-    )
 
 
 def _not_read(review: Review, results: list[Check]) -> list[Check]:
