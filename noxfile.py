@@ -4,6 +4,7 @@
     nox -s tests       the whole test suite, with a real registry and dockerd on loopback
     nox -s lint        ruff (lint + format check) and mypy
     nox -s bench       performance targets of DESIGN.md, as ratios measured in one run
+    nox -s screenshots docs/report.png from the demo's release report (headless Chromium)
     nox -s qualify|nightly|release|merge -- ARGS    the pipeline commands, arguments passed through
 
 Services (registry, dockerd) come from `images.services`: reused when RELPIPE_REGISTRY /
@@ -177,6 +178,21 @@ def demo(session: nox.Session) -> None:
         "-m",
         "relpipe.pipeline.demo",
         *session.posargs,
+        state_dir=DEMO_STATE / "services",
+    )
+
+
+@nox.session(python=PYTHON)
+def screenshots(session: nox.Session) -> None:
+    """Regenerate docs/report.png: the demo's release report in headless Chromium."""
+    _install(session, test=False)
+    _with_services(
+        session,
+        "python",
+        "-m",
+        "relpipe.pipeline.demo",
+        "--screenshot",
+        str(ROOT / "docs" / "report.png"),
         state_dir=DEMO_STATE / "services",
     )
 
