@@ -32,34 +32,51 @@ def browser() -> str:
     return shutil.which("chromium-browser") or services.ensure_binary("chromium")
 
 
-def text_chunks(png: bytes) -> dict[str, str]:
-    """The PNG's tEXt chunks (keyword -> text)."""
+def _chunks(png: bytes) -> list[tuple[bytes, bytes]]:
+    """(type, body) of every chunk of `png`."""
     if not png.startswith(_PNG):
         raise PipelineError("not a PNG file")
-    found, at = {}, len(_PNG)
+    found, at = [], len(_PNG)
     while at + 8 <= len(png):
         (length,) = struct.unpack(">I", png[at : at + 4])
-        kind, body = png[at + 4 : at + 8], png[at + 8 : at + 8 + length]
-        if kind == b"tEXt" and b"\0" in body:
-            key, _, value = body.partition(b"\0")
-            found[key.decode("latin-1")] = value.decode("latin-1")
+        found.append((png[at + 4 : at + 8], png[at + 8 : at + 8 + length]))
         at += 12 + length
     return found
 
 
+def text_chunks(png: bytes) -> dict[str, str]:
+    """The PNG's tEXt chunks (keyword -> text)."""
+    return {
+        key.decode("latin-1"): value.decode("latin-1")
+        for kind, body in _chunks(png)
+        if kind == b"tEXt" and b"\0" in body
+        for key, _, value in [body.partition(b"\0")]
+    }
+
+
 def with_text(png: bytes, chunks: Mapping[str, str]) -> bytes:
-    """`png` with tEXt chunks added before its end (IEND, the last 12 bytes)."""
-    extra = b""
-    for key, value in chunks.items():
-        body = key.encode("latin-1") + b"\0" + value.encode("latin-1")
-        extra += struct.pack(">I", len(body)) + b"tEXt" + body
-        extra += struct.pack(">I", zlib.crc32(b"tEXt" + body))
-    return png[:-12] + extra + png[-12:]
+    """`png` with tEXt chunks `chunks` (replacing those of the same keywords), before IEND."""
+    keys = {key.encode("latin-1") for key in chunks}
+    body = [
+        (kind, data)
+        for kind, data in _chunks(png)
+        if not (kind == b"tEXt" and data.partition(b"\0")[0] in keys)
+    ]
+    text = [
+        (b"tEXt", key.encode("latin-1") + b"\0" + value.encode("latin-1"))
+        for key, value in chunks.items()
+    ]
+    out = _PNG
+    for kind, data in body[:-1] + text + body[-1:]:  # IEND stays last
+        out += (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+    return out
 
 
 def report_checks(report_json: Path) -> list[str]:
     doc = jsonload.loads(report_json.read_text(encoding="utf-8"))
-    return [str(check["id"]) for check in doc.get("checks", [])]
+    return [str(check["id"]) for check in doc["verdict"]["checks"]]
 
 
 def screenshot(html: Path, png: Path, size: Sequence[int] = SIZE) -> None:
