@@ -169,6 +169,14 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def screenshot(session: nox.Session) -> None:
+    """docs/history-dashboard.png: ATOM's dashboards through `relpipe history report`, headless
+    chromium's screenshot of the page (bench/dashboard_screenshot.py)."""
+    _install(session, test=False)
+    session.run("python", "bench/dashboard_screenshot.py", env=_env())
+
+
+@nox.session(python=PYTHON)
 def demo(session: nox.Session) -> None:
     """Nightly + release on examples/benchmark-repo against fixture nightlies."""
     _install(session, test=False)

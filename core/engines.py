@@ -34,8 +34,8 @@ SCHEMA = 1
 MAX_DECLARATION = 256 * 1024
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _TOP = set(
-    "schema name title about frameworks upstream-images probe source launch acceptance families "
-    "never fixtures".split()
+    "schema name title about frameworks upstream-images probe source launch acceptance "
+    "draft-tokens families never fixtures".split()
 )
 _PROBE_KEYS = set(
     "method distribution checkouts version-modules version-names commit-names".split()
@@ -81,8 +81,9 @@ class NeverSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class Spelling:
-    """How an engine's launch files force an acceptance length: a `--flag X`, a YAML `key: X`
-    or a `SETTING=X` (environment, JSON key); `kind` al (the length) or rate ((AL - 1) / K)."""
+    """How an engine's launch files force an acceptance length (or state K): a `--flag X`, a
+    YAML `key: X` or a `SETTING=X` (environment, JSON key); `kind` al (the length), rate
+    ((AL - 1) / K) or k (the draft tokens)."""
 
     engine: str  # the engine's title, as findings name it
     name: str
@@ -136,6 +137,7 @@ class Engine:
     rules_file: Path | None
     components: tuple[Component, ...]
     acceptance: tuple[Spelling, ...]
+    draft_tokens: tuple[Spelling, ...]  # how its launch files state K (kind "k")
     families: tuple[FamilySpec, ...]
     never: tuple[NeverSpec, ...]
     fixtures: Fixtures
@@ -217,16 +219,20 @@ def _never(path: Path, name: str, value: object) -> tuple[NeverSpec, ...]:
     return tuple(out)
 
 
-def _spellings(path: Path, title: str, value: object) -> tuple[Spelling, ...]:
+def _spellings(
+    path: Path, title: str, value: object, where: str = "acceptance"
+) -> tuple[Spelling, ...]:
+    """An acceptance length's spellings (kind al or rate), or K's (`draft-tokens`, kind k)."""
     if not isinstance(value, list):
-        raise _fail(path, "acceptance must be a list")
+        raise _fail(path, f"{where} must be a list")
+    kinds = _KINDS if where == "acceptance" else ("k",)
     out = []
     for i, raw in enumerate(value):
-        spec = _mapping(path, raw, f"acceptance[{i}]", _SPELLING_KEYS)
-        form, kind = spec.get("form"), spec.get("kind")
-        if form not in _FORMS or kind not in _KINDS:
-            raise _fail(path, f"acceptance[{i}]: form one of {_FORMS}, kind one of {_KINDS}")
-        name = _text(path, spec, "name", f"acceptance[{i}].")
+        spec = _mapping(path, raw, f"{where}[{i}]", _SPELLING_KEYS)
+        form, kind = spec.get("form"), spec.get("kind", kinds[0])
+        if form not in _FORMS or kind not in kinds:
+            raise _fail(path, f"{where}[{i}]: form one of {_FORMS}, kind one of {kinds}")
+        name = _text(path, spec, "name", f"{where}[{i}].")
         out.append(Spelling(engine=title, name=name, form=str(form), kind=str(kind)))
     return tuple(out)
 
@@ -303,6 +309,7 @@ def parse(path: Path, data: bytes) -> Engine:
         rules_file=_rules_file(path, rules),
         components=components,
         acceptance=_spellings(path, title, doc.get("acceptance", [])),
+        draft_tokens=_spellings(path, title, doc.get("draft-tokens", []), "draft-tokens"),
         families=_families(path, name, doc.get("families", {})),
         never=_never(path, name, doc.get("never", [])),
         fixtures=_fixtures(path, doc.get("fixtures")),

@@ -33,8 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.configs.schema import KNOWN
+from relpipe.changelog.repository.checkout import Checkout
+from relpipe.changelog.repository.detect import OVERRIDE
 from relpipe.core import jsonload, process
 from relpipe.core.files import file_lock
 from relpipe.pipeline.errors import PipelineError
@@ -172,16 +173,16 @@ def minimal_env(home: Path) -> dict[str, str]:
 
 def probe(
     python: str,
-    repo: benchrepo.Repo,
+    repo: Checkout,
     all_cases: list[Case],
     timeout: float = PROBE_TIMEOUT_S,
 ) -> dict[str, Any]:
-    layout = repo.layout
+    era = repo.era
     request = {
-        "project": str(repo.root / layout.project) if layout.project else str(repo.root),
-        "validator": str(repo.root / layout.validator),
+        "project": str(repo.root / era.project) if era.project else str(repo.root),
+        "validator": str(repo.root / era.validator),
         "masters": [str(p) for p in repo.masters()],
-        "runners": str(repo.root / layout.runners),
+        "runners": str(repo.root / era.runners),
         "cases": [
             {
                 "base": base64.b64encode(c.base).decode(),
@@ -191,7 +192,7 @@ def probe(
             for c in all_cases
         ],
     }
-    failed = f"the repository's validator did not run ({layout.validator})"
+    failed = f"the repository's validator did not run ({era.validator})"
     try:
         with tempfile.TemporaryDirectory(prefix="relpipe-doctor-home-") as home:
             # Its own session: a timeout kills the probe and every child it left (killpg).
@@ -227,15 +228,15 @@ class Diagnosis:
         return INCOMPLETE if self.skipped else AGREE
 
 
-def diagnose(repo: benchrepo.Repo, python: str, timeout: float = PROBE_TIMEOUT_S) -> Diagnosis:
+def diagnose(repo: Checkout, python: str, timeout: float = PROBE_TIMEOUT_S) -> Diagnosis:
     """Every disagreement between the repository's own code and relpipe on its own data."""
-    path = repo.root / repo.layout.changelog
+    path = repo.root / repo.era.changelog
     if not path.is_file():
-        raise PipelineError(f"{repo.layout.changelog} is not in {repo.root}")
-    if not (repo.root / repo.layout.validator).is_file():
+        raise PipelineError(f"{repo.era.changelog} is not in {repo.root}")
+    if not (repo.root / repo.era.validator).is_file():
         raise PipelineError(
-            f"{repo.layout.validator} (the repository's validator) is missing; if the "
-            f'repository has none, say so in {benchrepo.OVERRIDE} ([tool.relpipe] validator = "")'
+            f"{repo.era.validator} (the repository's validator) is missing; if the "
+            f'repository has none, say so in {OVERRIDE} ([tool.relpipe] validator = "")'
         )
     all_cases = cases(path.read_bytes())
     answer = probe(python, repo, all_cases, timeout)
@@ -252,7 +253,7 @@ def diagnose(repo: benchrepo.Repo, python: str, timeout: float = PROBE_TIMEOUT_S
                     relpipe="accepts" if mine else f"rejects ({why})",
                 )
             )
-    known = KNOWN | set(repo.layout.extra_fields)
+    known = KNOWN | set(repo.era.extra_fields)
     for name in answer["fields"]:
         if name not in known:
             found.append(
@@ -277,7 +278,7 @@ def diagnose(repo: benchrepo.Repo, python: str, timeout: float = PROBE_TIMEOUT_S
         found.append(
             Disagreement(
                 kind="masters",
-                subject=repo.layout.masters,
+                subject=repo.era.masters,
                 repository=theirs_error or "accepts",
                 relpipe=masters_why or "accepts",
             )
@@ -293,7 +294,7 @@ def diagnose(repo: benchrepo.Repo, python: str, timeout: float = PROBE_TIMEOUT_S
     return Diagnosis(disagreements=tuple(found), compared=tuple(compared), skipped=tuple(skipped))
 
 
-def _relpipe_masters(repo: benchrepo.Repo) -> tuple[bool, str]:
+def _relpipe_masters(repo: Checkout) -> tuple[bool, str]:
     from relpipe.changelog.configs.load import load_master
     from relpipe.changelog.configs.schema import unknown_fields
     from relpipe.changelog.errors import ChangelogError
@@ -302,14 +303,14 @@ def _relpipe_masters(repo: benchrepo.Repo) -> tuple[bool, str]:
         for master in repo.masters():
             for key, cfg in load_master(master).items():
                 for _, name in unknown_fields(key, cfg):
-                    if name not in repo.layout.extra_fields:
+                    if name not in repo.era.extra_fields:
                         return False, f"{master.name}: unknown field {name!r} in {key}"
     except ChangelogError as exc:
         return False, str(exc)
     return True, ""
 
 
-def _points(repo: benchrepo.Repo, theirs: dict[str, int]) -> list[Disagreement]:
+def _points(repo: Checkout, theirs: dict[str, int]) -> list[Disagreement]:
     from relpipe.changelog.configs.load import load_masters
     from relpipe.changelog.configs.points import plan_key
     from relpipe.changelog.errors import ChangelogError

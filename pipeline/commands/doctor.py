@@ -22,8 +22,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.repository.checkout import open_checkout
+from relpipe.changelog.repository.detect import OVERRIDE
 from relpipe.core import sanitize
 from relpipe.pipeline import doctor
 from relpipe.pipeline.commands.parser import Parser, parser
@@ -55,23 +56,23 @@ def _parser() -> Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
-        repo = benchrepo.open_repo(Path(args.repo))
+        repo = open_checkout(Path(args.repo))
     except ChangelogError as exc:
         raise PipelineError(str(exc)) from None
     if not 0 < args.timeout <= doctor.PROBE_TIMEOUT_S * 4:
         raise PipelineError(f"--timeout {args.timeout:g}: give 1..{doctor.PROBE_TIMEOUT_S * 4:g}")
-    if repo.layout.validator:
+    if repo.era.validator:
         found = doctor.diagnose(repo, doctor.isolated_python(args.python), args.timeout)
     else:  # .relpipe.toml says the repository has no rules of its own to compare
         found = doctor.Diagnosis(
             disagreements=(),
             compared=("nothing",),
-            skipped=(f"everything: the repository declares no validator ({benchrepo.OVERRIDE})",),
+            skipped=(f"everything: the repository declares no validator ({OVERRIDE})",),
         )
     if args.json:
         document = {
             "repository": str(repo.root),
-            "layout": repo.layout.name,
+            "layout": repo.era.name,
             "outcome": found.outcome,
             "agree": found.outcome == doctor.AGREE,
             "compared": list(found.compared),
@@ -80,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         print(sanitize.json_text(document, indent=2))
     else:
-        print(f"{repo.root} (layout {repo.layout.name}): compared {', '.join(found.compared)}")
+        print(f"{repo.root} (layout {repo.era.name}): compared {', '.join(found.compared)}")
         for line in found.skipped:
             print(f"not compared: {line}")
         for d in found.disagreements:

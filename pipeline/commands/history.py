@@ -193,13 +193,14 @@ def suspects_of(
     out: dict[tuple[str, str, str], culprits.Suspects] = {}
     if repo is None:
         return out
+    finder = culprits.Finder(repo)
     for f in findings:
         if f.kind not in regressions.BAD_KINDS:
             continue
         good, bad = f.good_bad
         key = (f.series, (good or ("", None))[1] or "", bad[1] or "")
         if key not in out:
-            out[key] = culprits.find(repo, key[1] or None, key[2] or None, series=f.series)
+            out[key] = finder.find(key[1] or None, key[2] or None, series=f.series)
     return out
 
 

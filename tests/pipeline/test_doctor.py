@@ -112,7 +112,7 @@ def test_a_repository_of_no_known_layout_is_one_line(
 ) -> None:
     assert cli(["doctor", "--repo", str(tmp_path), "--python", "python3"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "not an InferenceX checkout: looked for configs/*-master.yaml" in err
+    assert "not an InferenceX checkout: looked for inferencex-e2e/configs/*-master.yaml" in err
     assert "\n" not in err
 
 

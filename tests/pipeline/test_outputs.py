@@ -181,13 +181,14 @@ def test_relpipe_report_refuses_a_run_record_of_another_schema(tmp_path: Path) -
 
 def test_a_malformed_engine_result_is_a_recorded_failure_not_a_crash() -> None:
     # The container's JSON is untrusted: a score that is not a number fails C4, it does not raise.
-    from relpipe.core.status import FAIL
+    from relpipe.core.status import FAIL, NA
     from relpipe.pipeline import containers
     from relpipe.pipeline.verdict import Outcome, check_evals
 
     inputs = {"suite": "decode-parity", "batch": 2, "metric": "token_agreement"}
     raw = {**inputs, "status": "pass", "score": "0.99", "threshold": 0.95, "samples": 8}
     ev = containers._eval_output(raw, inputs)
-    assert ev.status == "error" and ev.reason.startswith("malformed decode-parity result")
+    assert ev.status == NA and ev.reason.startswith("malformed decode-parity result")
+    assert jsoncodec.to_json(ev)["status"] == "error"  # the word records have always held
     c4 = check_evals(Outcome(evals=(dataclasses.replace(ev, point="p"),)))
     assert c4.status == FAIL and "malformed decode-parity result" in c4.reason
