@@ -8,15 +8,12 @@ from typing import Any
 
 from relpipe.changelog.notes import description_lines
 from relpipe.changelog.notes.facts import ReleaseFacts
-from relpipe.core import jsoncodec
-from relpipe.pipeline.outputs import ConfigScope, Resolved
-from relpipe.pipeline.plan import Options, Plan
 from relpipe.pipeline.release import release_facts
 from relpipe.pipeline.verdict import evaluate
 
 
 def test_release_facts_name_notable_prs_with_their_repository(
-    outcome_json: Any, make_outcome: Any
+    outcome_json: Any, make_outcome: Any, plan_of: Any
 ) -> None:
     data = outcome_json()
     precision = {**data["precision"], "project": "ROCm/ATOM"}  # atom_rules.yaml's project
@@ -32,15 +29,7 @@ def test_release_facts_name_notable_prs_with_their_repository(
         }
     )
     outcome = make_outcome(precision=precision)
-    plan = Plan(
-        image=jsoncodec.from_json(Resolved, data["image"]),
-        baseline=jsoncodec.from_json(Resolved, data["baseline"]),
-        config=jsoncodec.from_json(ConfigScope, data["config"]),
-        thresholds={},
-        golden=None,
-        options=Options(),
-        workspace=None,
-    )
+    plan = plan_of(data)
     facts = release_facts(
         plan,
         outcome,
