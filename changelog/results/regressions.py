@@ -41,6 +41,7 @@ returned, never what is learned, so the verdict on a point does not depend on th
 
 from __future__ import annotations
 
+import gc
 import math
 import re
 import statistics
@@ -150,20 +151,32 @@ class MissingRun:
     of: int
 
 
-@dataclass(kw_only=True, slots=True)
 class _Image:
-    """One run identity (image, engine commit) at one point: its runs' values in time order."""
+    """One run identity (image, engine commit) at one point: its runs' values in time order.
+    A plain class with slots: one is made per identity and point, 100,000 in a large store."""
 
-    ref: str
-    commit: str | None
-    first_seq: int
-    run: str
-    values: list[float] = field(default_factory=list)
-    seqs: list[int] = field(default_factory=list)
-    ses: list[float] = field(default_factory=list)
-    thresholds: list[float] = field(default_factory=list)
-    failed: int = 0
-    notes: list[str] = field(default_factory=list)
+    __slots__ = (
+        "ref",
+        "commit",
+        "first_seq",
+        "run",
+        "values",
+        "seqs",
+        "ses",
+        "thresholds",
+        "failed",
+        "notes",
+    )  # fmt: skip - one tuple of names
+
+    def __init__(self, ref: str, commit: str | None, first_seq: int, run: str) -> None:
+        self.ref, self.commit, self.first_seq, self.run = ref, commit, first_seq, run
+        self.values: list[float] = []
+        self.seqs: list[int] = []
+        # rarely filled: made on first use (`_more`), one shared empty tuple until then
+        self.ses: list[float] | tuple[()] = ()
+        self.thresholds: list[float] | tuple[()] = ()
+        self.failed = 0
+        self.notes: list[str] | tuple[()] = ()
 
 
 Group = tuple[str, str, str]
@@ -190,8 +203,12 @@ def compare(
         if kinds[key][0] == OTHER or (wanted and key[0] not in wanted):
             continue
         images = _ordered(groups[key])
-        levels = [statistics.median(i.values) if i.values else None for i in images]
         start = 1 if every else max(1, len(images) - 1)
+        # the levels of the runs judged and the LEVEL_IMAGES before them (not of every run)
+        lowest = max(0, start - LEVEL_IMAGES)
+        levels = [None] * lowest + [
+            statistics.median(i.values) if i.values else None for i in images[lowest:]
+        ]
         if len(images) < 2 and all_points and images:
             out += _judge(key, kinds[key], None, images[-1], bands, [])
         for at in range(start, len(images)):
@@ -329,9 +346,28 @@ def _group(
     rows = [m if isinstance(m, Measurement) else measurement(m) for m in samples]
     # Python's order, not the database's: PostgreSQL may collate `run` differently from SQLite.
     rows.sort(key=itemgetter(9, 8))  # (seq, run)
+    # One object per run identity and point, 100,000 in a large store: the cyclic collector
+    # would walk them again and again while they are made (half the time, measured), though
+    # nothing made here can form a cycle. It runs again when they are done.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _fill(rows, groups, kinds, series_points)
+    finally:
+        if collecting:
+            gc.enable()
+    return groups, kinds, series_points
+
+
+def _fill(
+    rows: Sequence[Measurement],
+    groups: dict[Group, dict[Identity, _Image]],
+    kinds: Kinds,
+    series_points: dict[str, dict[Identity, set[Group]]],
+) -> None:
     # Fields unpacked, not read by name: 100,000 rows are read per comparison.
     for row in rows:
-        series, point, metric, kind, better, unit, ref, commit, run, seq, status, value = row[:12]
+        series, point, metric, kind, better, unit, ref, commit, run, seq, status = row[:11]
         if status != OK and status != FAILED:
             continue  # ambiguous samples are never measurements
         key = (series, point, metric)
@@ -341,20 +377,26 @@ def _group(
         if image is None:
             if key not in kinds:
                 kinds[key] = (kind, better, unit)
-            image = images[ident] = _Image(ref=ref, commit=commit, first_seq=seq, run=run)
+            image = images[ident] = _Image(ref, commit, seq, run)
             series_points[series][ident].add(key)
-        se, limit, note = row[12:]
+        value, se, limit, note = row.value, row.se, row.threshold, row.note
         if status == FAILED or value is None:
             image.failed += 1
-            image.notes.append(note)
+            image.notes = [*image.notes, note]  # few: failures
             continue
         image.values.append(value)
         image.seqs.append(seq)
         if se is not None:
-            image.ses.append(se)
+            image.ses = _more(image.ses, se)
         if limit is not None:
-            image.thresholds.append(limit)
-    return groups, kinds, series_points
+            image.thresholds = _more(image.thresholds, limit)
+
+
+def _more(values: list[float] | tuple[()], value: float) -> list[float]:
+    if isinstance(values, list):
+        values.append(value)
+        return values
+    return [value]
 
 
 def same_image_diffs(values: Sequence[float]) -> list[float]:
@@ -423,7 +465,7 @@ def _image_runs(
     """Per image, the same-image differences of its runs in time order (identities merged)."""
     by_image: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for img in identities.values():
-        if not settles_nothing(unsettled_, series, img.ref):
+        if not unsettled_ or not settles_nothing(unsettled_, series, img.ref):
             by_image[img.ref] += zip(img.seqs, img.values, strict=True)
     for runs in by_image.values():
         if len(runs) > 1:
