@@ -27,7 +27,7 @@ from typing import Any
 
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.results import ingest, regressions, store
-from relpipe.changelog.results.records import Measurement
+from relpipe.changelog.results.records import WORDS, Measurement
 from relpipe.core import jsoncodec, sanitize
 from relpipe.core.files import write_atomic
 from relpipe.pipeline import dashboard
@@ -125,7 +125,8 @@ def _ingest(db: store.Store, paths: Sequence[str], *, as_json: bool) -> int:
     added = db.add(got.samples)
     by_status: dict[str, int] = {}
     for s in got.samples:
-        by_status[s.status] = by_status.get(s.status, 0) + 1
+        word = WORDS[s.status]  # the words ingest has always reported
+        by_status[word] = by_status.get(word, 0) + 1
     if as_json:
         doc = {
             "store": db.where,
