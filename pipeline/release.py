@@ -56,9 +56,11 @@ from relpipe.pipeline.runrecord import (
 from relpipe.pipeline.stages import NO_GOLDEN, assemble, golden_al_result, run_units
 from relpipe.pipeline.verdict import Outcome, Verdict, evaluate
 from relpipe.pipeline.workspace import Workspace
+from relpipe.validate.precision.notable import notable
 
 if TYPE_CHECKING:
     from relpipe.changelog.entry import Entry
+    from relpipe.core.commit import Commit
     from relpipe.validate.precision import PrecisionReport
 
 DEFAULT_REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
@@ -189,8 +191,13 @@ def release_facts(
             **({"rocm": facts.rocm} if facts and facts.rocm else {}),
             "packages": packages,
         },
+        # Notable commits only (not those touching only tests, docs, CI, other models' recipes),
+        # their PRs written as InferenceX writes them: ROCm/ATOM#N.
         "commits": [
-            {"sha": c.sha, "subject": c.subject, **({"pr": c.pr} if c.pr else {})} for c in commits
+            {"sha": c.sha, "subject": c.subject, **_pr_of(c, report.project if report else None)}
+            for c in notable(
+                commits, report.files if report else (), plan.config.key if plan.config else None
+            )
         ],
         "commit_count": len(commits),
         "config_changes": list(config_changes),
@@ -232,6 +239,10 @@ def combine(verdicts: Mapping[str, Verdict]) -> Verdict:
         combined.append(Check(id=cid, title=keyed[0][1].title, status=status, reason=reason[:2000]))
     strict = any(v.strict for v in verdicts.values())
     return Verdict(tuple(combined), strict=strict)
+
+
+def _pr_of(commit: Commit, project: str | None) -> dict[str, Any]:
+    return {"pr": commit.pr, **({"repo": project} if project else {})} if commit.pr else {}
 
 
 def precision_facts(report: PrecisionReport | None) -> dict[str, Any]:

@@ -295,7 +295,7 @@ def for_image(
     """Every point of `series` for the image named by any of `images` (its digest ref, its tag
     ref) against the image before it; None when the history holds nothing of that image."""
     upto = _up_to(rows, series=series, images=images)
-    return None if upto is None else compare(upto, all_points=True)
+    return None if upto is None else compare(upto, all_points=True, series=[series])
 
 
 def trend(
@@ -306,7 +306,7 @@ def trend(
     groups, kinds, _ = _group(upto)
     out: dict[tuple[str, str], list[tuple[str, float]]] = {}
     for key in sorted(groups):
-        if kinds[key][0] == OTHER:
+        if kinds[key][0] == OTHER or key[0] != series:
             continue
         ordered = _ordered(groups[key])
         out[(key[1], key[2])] = [(i.ref, statistics.median(i.values)) for i in ordered if i.values]
@@ -318,8 +318,9 @@ def _up_to(
 ) -> list[Measurement] | None:
     """The series' measurements as of the named image's first run: images first measured after
     it are left out (the question is what changed when it came); its refs merged into one."""
-    mine = [m if isinstance(m, Measurement) else measurement(m) for m in rows]
-    mine = [m for m in mine if m.series == series]
+    every = [m if isinstance(m, Measurement) else measurement(m) for m in rows]
+    others = [m for m in every if m.series != series]  # what the bands are learned from too
+    mine = [m for m in every if m.series == series]
     ours = [m for m in mine if m.image in images]
     if not ours:
         return None
@@ -327,7 +328,7 @@ def _up_to(
     first = min(m.seq for m in ours)
     later = {m.image for m in mine if m.image != ref and m.seq > first}
     earlier = {m.image for m in mine if m.image != ref and m.seq <= first}
-    return [
+    return others + [
         m._replace(image=ref, engine_commit=commit) if m.image in images else m
         for m in mine
         if m.image in images or m.image in earlier or m.image not in later

@@ -143,17 +143,8 @@ def _boom() -> SmokeOutput:
     raise AssertionError("a cached stage must not run again")
 
 
-def test_plan_round_trips_and_a_malformed_plan_is_refused(outcome_json: Any) -> None:
-    data = outcome_json()
-    plan = Plan(
-        image=jsoncodec.from_json(Resolved, data["image"]),
-        baseline=jsoncodec.from_json(Resolved, data["baseline"]),
-        config=jsoncodec.from_json(ConfigScope, data["config"]),
-        thresholds={},
-        golden=None,
-        options=Options(),
-        workspace=None,
-    )
+def test_plan_round_trips_and_a_malformed_plan_is_refused(outcome_json: Any, plan_of: Any) -> None:
+    plan = plan_of(outcome_json())
     again = Plan.from_json(json.loads(json.dumps(plan.to_json())))
     assert again == plan and again.run_id == plan.run_id
     assert [p.batch for p in again.points] == [1, 4]
