@@ -519,15 +519,28 @@ def release(
     done = released_line(ws, req, state)
     if done is not None:  # whatever an earlier run of this release was interrupted in
         return AlreadyReleased(done)
-    runs = [
-        KeyRun(
-            key=key,
-            run=qualify(
-                req.image, baseline="pinned", config_key=key, ws=ws, options=options, state=state
-            ),
-        )
-        for key in keys
-    ]
+    # One engine for every key: each old -> new engine pair is extracted and diffed once, then
+    # scoped to each key's paths (C5); the image's own stages are cache hits after the first key.
+    engine = Engine(keep_pairs=True)
+    try:
+        runs = [
+            KeyRun(
+                key=key,
+                run=qualify(
+                    req.image,
+                    baseline="pinned",
+                    config_key=key,
+                    ws=ws,
+                    options=options,
+                    state=state,
+                    engine=engine,
+                ),
+            )
+            for key in keys
+        ]
+        pairs_diffed = engine.pairs_diffed
+    finally:
+        engine.close()
     failed = [r for r in runs if r.verdict.overall == FAIL]
     if failed:
         why = "; ".join(
@@ -547,7 +560,7 @@ def release(
         if len(runs) == 1:
             record, verdict, reports = results[0]
         else:
-            record, verdict, reports = record_release(ws, req, runs, results, state)
+            record, verdict, reports = record_release(ws, req, runs, results, state, pairs_diffed)
         # One pair: release.json as `notes render` reads it; several: one document per pair.
         facts: Any = staged.facts[0] if len(staged.facts) == 1 else list(staged.facts)
         record.write_file("release.json", pretty_json(facts))
@@ -628,11 +641,13 @@ def record_release(
     runs: Sequence[KeyRun],
     results: Sequence[tuple[RunRecord, Verdict, dict[str, Path]]],
     state: Path,
+    pairs_diffed: int,
 ) -> tuple[RunRecord, Verdict, dict[str, Path]]:
     """The record of a release of several keys: its verdict is the worst of the keys' (each
     check naming the keys that have its status), with each key's record beside it
-    (`keys.json`) and which image stages ran or were cached per key (the image is qualified
-    once: its pull, probe and smoke run for the first key and are cache hits for the others)."""
+    (`keys.json`) and which stages ran or were cached per key (the image is qualified once: its
+    pull, probe and smoke run for the first key and are cache hits for the others), and how many
+    old -> new engine pairs were extracted and diffed (once each, then scoped per key)."""
     inputs: dict[str, Any] = {
         "kind": "release-keys",
         "request": jsoncodec.to_json(req),
@@ -653,7 +668,9 @@ def record_release(
         }
         for r, (rec, v, _) in zip(runs, results, strict=True)
     ]
-    record.write_file("keys.json", pretty_json(qualified))
+    record.write_file(
+        "keys.json", pretty_json({"keys": qualified, "engine_pairs_diffed": pairs_diffed})
+    )
     first = runs[0]
     title = f"release {', '.join(req.config_keys)} -> {first.plan.image.ref}"
     reports = render_all(
