@@ -8,21 +8,32 @@
 
 Services (registry, dockerd) come from `images.services`: reused when RELPIPE_REGISTRY /
 DOCKER_HOST name running ones, otherwise started for the session and stopped after it.
+
+Virtual environments are made with uv when it is installed next to nox (`pip install nox uv`),
+else with virtualenv and pip. uv does not read pip's configuration, so the indexes, find-links and
+constraints pip is configured with (`pip config list`: files and PIP_* variables) are passed to
+it, and it picks versions as pip does (best match across them). Installs print their output, and
+a line every 10 s while they run (`core.heartbeat`).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nox
 
+ROOT = Path(__file__).parent
+sys.path.insert(0, str(ROOT))  # relpipe/ holds one link per layer: core imports from a clone
+from relpipe.core.heartbeat import heartbeat  # noqa: E402 - needs the path above
+
 nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True
-nox.options.default_venv_backend = "venv"
+nox.options.default_venv_backend = "uv|virtualenv"
 
-ROOT = Path(__file__).parent
 PYTHON = "3.11"
 # Two workers (CI has 2 cores); a file's tests stay on one worker so module fixtures (fixture
 # nightlies, a qualified run) are built once.
@@ -46,10 +57,62 @@ def _env() -> dict[str, str]:
     return env
 
 
+# pip settings -> uv's options (uv reads neither pip.conf nor PIP_* variables).
+_UV_OPTIONS = {
+    "index-url": "--index-url",
+    "extra-index-url": "--extra-index-url",
+    "find-links": "--find-links",
+    "constraint": "--constraint",
+}
+
+
+def _pip_config() -> dict[str, str]:
+    """pip's effective settings, as `pip config list` prints them (files, then PIP_* variables,
+    each overriding the one before); empty when this Python has no pip."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "config", "list"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    settings: dict[str, str] = {}
+    for line in done.stdout.splitlines() if done.returncode == 0 else ():
+        name, sep, value = line.partition("=")
+        if sep:
+            settings[name.rpartition(".")[2]] = value.strip().strip("'\"")
+    return settings
+
+
+def _uv_options(session: nox.Session) -> list[str]:
+    """Options that make `uv pip install` install what pip would, from the same places."""
+    if session.venv_backend != "uv":
+        return []  # pip reads its own configuration
+    settings = _pip_config()
+    options = ["--index-strategy", "unsafe-best-match"]  # pip's rule: best version anywhere
+    for name, option in _UV_OPTIONS.items():
+        for value in settings.get(name, "").split():
+            options += [option, value]
+    if settings.get("no-index", "").lower() in ("1", "true", "yes", "on"):
+        options.append("--no-index")
+    if settings.get("cert") and "SSL_CERT_FILE" not in os.environ:
+        session.env["SSL_CERT_FILE"] = settings["cert"]
+    return options
+
+
+def _pip_install(session: nox.Session, *args: str) -> None:
+    """`session.install` with its output shown and a line every 10 s while it runs."""
+    with heartbeat(f"nox > installing {' '.join(args)} ({session.venv_backend})"):
+        session.install(*_uv_options(session), *args, silent=False)
+
+
 def _install(session: nox.Session, test: bool = True, editable: bool = True) -> None:
-    session.install(*(["-e"] if editable else []), ".[all]")
+    _pip_install(session, *(["-e"] if editable else []), ".[all]")
     if test:
-        session.install("-r", "requirements-test.txt")
+        _pip_install(session, "-r", "requirements-test.txt")
 
 
 def _with_services(
@@ -79,7 +142,9 @@ def tests(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff lint, ruff format check, mypy on the packages."""
-    session.install("-e", ".[all]", "ruff>=0.6", "mypy>=1.10", "types-PyYAML", *WORKFLOW_LINTERS)
+    _pip_install(
+        session, "-e", ".[all]", "ruff>=0.6", "mypy>=1.10", "types-PyYAML", *WORKFLOW_LINTERS
+    )
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     # The GitHub workflows: the schema GitHub publishes, then actionlint (expressions, runner
@@ -98,7 +163,7 @@ def bench(session: nox.Session) -> None:
     # Installed as users install it: an editable install puts an import hook into every Python
     # process of the venv (about 20 ms on this machine), which whole-process timings would count.
     _install(session, editable=False)
-    session.install("-r", "requirements-bench.txt")
+    _pip_install(session, "-r", "requirements-bench.txt")
     _with_services(session, "python", "bench/run.py", *session.posargs)
 
 

@@ -130,8 +130,13 @@ def is_loopback(registry: str) -> bool:
         return False
 
 
+def is_digest(text: str) -> bool:
+    """`sha256:` and 64 lowercase hex digits: the one digest relpipe reads."""
+    return _DIGEST.fullmatch(text) is not None
+
+
 def check_digest(digest: str) -> str:
-    if not _DIGEST.fullmatch(digest):
+    if not is_digest(digest):
         raise InvalidReference(
             f"invalid digest {digest!r}: expected sha256: followed by 64 lowercase hex digits"
         )
@@ -147,24 +152,67 @@ def _check_tag(tag: str) -> str:
     return tag
 
 
+@dataclass(frozen=True, kw_only=True)
+class Written:
+    """A reference's parts as written (`split`): nothing checked, nothing normalised. For text
+    that must keep its spelling (a config line, a dashboard's key, a notes token)."""
+
+    name: str  # `[registry/]repository` as written
+    tag: str | None = None  # None: no `:`; "": a `:` with nothing after it
+    digest: str | None = None  # what follows the first `@`, unchecked
+
+    @property
+    def without_digest(self) -> str:
+        """The text before `@`: `name[:tag]`."""
+        return self.name if self.tag is None else f"{self.name}:{self.tag}"
+
+
+def split(ref: str) -> Written:
+    """Where `ref`'s separators are, by the grammar `parse` reads: the digest after the first
+    `@`, the tag after a `:` that follows the last `/`. Never raises."""
+    rest, at, digest = ref.partition("@")
+    slash, colon = rest.rfind("/"), rest.rfind(":")
+    if colon > slash:
+        return Written(name=rest[:colon], tag=rest[colon + 1 :], digest=digest if at else None)
+    return Written(name=rest, digest=digest if at else None)
+
+
+def tag_or_ref(ref: str) -> str:
+    """What a reader takes for an image's version: its tag as written, else the whole `ref`."""
+    tag = split(ref).tag
+    return ref if tag is None else tag
+
+
+def familiar(name: str) -> str:
+    """`name` as docker prints it: without a Docker Hub host (any of its aliases) and, on Docker
+    Hub, without `library/` (`docker.io/library/ubuntu:24.04` -> `ubuntu:24.04`); the host stays
+    where the rest would read as a registry. Lexical."""
+    host, sep, rest = name.partition("/")
+    if not sep or host.lower() not in _HUB_ALIASES or _names_registry(rest):
+        return name
+    official = rest.removeprefix("library/")
+    return official if "/" not in official else rest
+
+
+def _names_registry(path: str) -> bool:
+    """Whether `path`'s first component would be read as a registry (docker's rule)."""
+    first, sep, _ = path.partition("/")
+    return bool(sep) and ("." in first or ":" in first or first == "localhost")
+
+
 def parse(ref: str | Reference) -> Reference:
     """Parse and normalise `ref`; a `Reference` is returned unchanged."""
     if isinstance(ref, Reference):
         return ref
     if not isinstance(ref, str) or not ref or ref != ref.strip() or any(c.isspace() for c in ref):
         raise InvalidReference(f"invalid image reference {ref!r}: empty or contains whitespace")
-    rest, digest = ref, None
-    if "@" in rest:
-        rest, digest = rest.split("@", 1)
+    written = split(ref)
+    rest, digest = written.name, written.digest
+    if digest is not None:
         check_digest(digest)
-    tag = None
-    slash = rest.rfind("/")
-    colon = rest.rfind(":")
-    if colon > slash:
-        rest, tag = rest[:colon], _check_tag(rest[colon + 1 :])
-    first, sep, remainder = rest.partition("/")
-    if sep and ("." in first or ":" in first or first == "localhost"):
-        registry, path = first, remainder
+    tag = None if written.tag is None else _check_tag(written.tag)
+    if _names_registry(rest):
+        registry, path = rest.split("/", 1)
         if not _DOMAIN.fullmatch(registry):
             raise InvalidReference(f"invalid registry {registry!r} in image reference {ref!r}")
     else:

@@ -1,4 +1,5 @@
-"""What vLLM's and SGLang's own packaging records about the installed engine (stdlib only).
+"""What an engine's own packaging records about the installed engine (stdlib only); which files
+and names is the engine's declaration's `probe` (engine/declarations/, e.g. vLLM and SGLang).
 
 Read, never imported (importing an engine costs seconds and may fail on a host without a GPU):
 * the distribution's metadata (`vllm-<v>.dist-info/METADATA`; vLLM's ROCm builds append
@@ -24,6 +25,8 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
+from relpipe.engine import declaration
+
 MAX_MODULE = 64 * 1024
 SHA = re.compile(r"g?([0-9a-f]{7,40})\Z")
 
@@ -39,22 +42,17 @@ class Packaging:
     checkouts: tuple[str, ...]  # source checkouts images are known to keep
 
 
-PACKAGING = {
-    "vllm": Packaging(
-        dist="vllm",
-        version_modules=("vllm/_version.py", "vllm/commit_id.py"),
-        version_names=("__version__", "version"),
-        commit_names=("__commit_id__", "commit_id", "__commit__"),
-        checkouts=("/vllm-workspace", "/app/vllm"),
-    ),
-    "sglang": Packaging(
-        dist="sglang",
-        version_modules=("sglang/version.py",),
-        version_names=("__version__",),
-        commit_names=("__commit__", "__commit_id__"),
-        checkouts=("/sgl-workspace/sglang",),
-    ),
-}
+def packaging_of(engine: str) -> Packaging:
+    """Where `engine`'s packaging keeps its version and commit: its declaration's `probe`
+    (engine/declarations/<engine>.json)."""
+    probe = declaration.section(engine, "probe")
+    return Packaging(
+        dist=str(probe.get("distribution", engine)),
+        version_modules=tuple(probe.get("version-modules", ())),
+        version_names=tuple(probe.get("version-names", ())),
+        commit_names=tuple(probe.get("commit-names", ())),
+        checkouts=tuple(probe.get("checkouts", ())),
+    )
 
 
 def module_constants(path: str) -> dict[str, str]:
@@ -102,7 +100,7 @@ def _checkout_of(url: str) -> str | None:
 
 def recorded(engine: str, errors: list[str]) -> dict[str, Any]:
     """Version, commit and candidate checkouts as `engine`'s packaging records them."""
-    declared = PACKAGING[engine]
+    declared = packaging_of(engine)
     found: dict[str, Any] = {"distribution": declared.dist, "version": None, "file_version": None}
     found.update(recorded_commit=None, commit_source=None, checkouts=list(declared.checkouts))
     try:

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from relpipe.engine import packaging, result
+from relpipe.engine import declaration, packaging, result
 
 HEX = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?\Z")
 SCM_SHA = re.compile(r"\+g([0-9a-f]{7,40})(?:\.|\Z)")
@@ -264,8 +264,12 @@ def torch_facts(errors: list[str]) -> dict[str, Any] | None:
 
 def probe(args: argparse.Namespace) -> dict[str, Any]:
     errors: list[str] = []
-    if args.engine == "atom":
-        engine = engine_facts(args.engine_dist, args.engine_dir or args.atom_dir, errors)
+    # How the engine records its version and commit is its declaration's `probe.method`.
+    probe_decl = declaration.section(args.engine, "probe")
+    if probe_decl.get("method") == "checkout":
+        dist = args.engine_dist or str(probe_decl.get("distribution", args.engine))
+        checkout = args.engine_dir or args.atom_dir or str(probe_decl["checkouts"][0])
+        engine = engine_facts(dist, checkout, errors)
     else:
         engine = packaged_engine_facts(args.engine, args.engine_dir, errors)
     aiter_version, aiter_dist = dist_version(AITER_DISTS, errors, "aiter version")
@@ -317,25 +321,25 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m relpipe.engine probe", description=__doc__)
     p.add_argument(
         "--engine",
-        choices=("atom", *packaging.PACKAGING),
+        choices=declaration.names(),
         default=env("RELPIPE_ENGINE", "atom"),
         help="which engine the image serves (default: %(default)s)",
     )
     p.add_argument(
         "--engine-dir",
         default=env("RELPIPE_ENGINE_DIR"),
-        help="the engine's source checkout (default: /app/ATOM for atom; for vllm/sglang the "
-        "editable install's folder or the images' usual checkout)",
+        help="the engine's source checkout (default: its declaration's: /app/ATOM for atom; for "
+        "vllm/sglang the editable install's folder or the images' usual checkout)",
     )
-    p.add_argument("--atom-dir", default=env("RELPIPE_ATOM_DIR", "/app/ATOM"))
+    p.add_argument("--atom-dir", default=env("RELPIPE_ATOM_DIR"), help="an older --engine-dir")
     p.add_argument("--aiter-dir", default=env("RELPIPE_AITER_DIR", "/app/aiter-test"))
     p.add_argument(
         "--rocm-version-file", default=env("RELPIPE_ROCM_VERSION_FILE", "/opt/rocm/.info/version")
     )
     p.add_argument(
         "--engine-dist",
-        default=env("RELPIPE_ENGINE_DIST", "atom"),
-        help="distribution name of the ATOM package",
+        default=env("RELPIPE_ENGINE_DIST"),
+        help="distribution name of the engine (default: its declaration's, e.g. atom)",
     )
     p.add_argument("--out", help="result JSON file (default stdout)")
     return p

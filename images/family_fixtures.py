@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from relpipe.core import engines
 from relpipe.images import fixture_repo as fx
 from relpipe.images.build import (
     FixtureBuilder,
@@ -34,8 +35,6 @@ from relpipe.images.build import (
 )
 from relpipe.images.errors import BuildError
 from relpipe.images.layers import Entry
-
-ROCM_SUFFIX = "rocm720"  # vLLM's ROCm builds append it to the local version
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,7 +66,7 @@ def _readme(title: str, extra: str = "") -> str:
 
 _VLLM_NORM = "vllm/model_executor/layers/layernorm.py"
 _SGLANG_NORM = "python/sglang/srt/layers/layernorm.py"
-_SGLANG_VERSION = "python/sglang/version.py"
+_SGLANG_VERSION = "python/sglang/version.py"  # sglang.json's fixtures.version-file
 
 # (history, the real paths its commits touch); tests check the paths against the corpus listings.
 HISTORIES: dict[str, fx.History] = {
@@ -141,8 +140,6 @@ HISTORIES: dict[str, fx.History] = {
         ),
     ),
 }
-CHECKOUTS = {"vllm": "vllm-workspace", "sglang": "sgl-workspace/sglang"}
-REPOSITORIES = {"vllm": "vllm/vllm-openai-rocm", "sglang": "lmsysorg/sglang-rocm"}
 
 
 def engine_paths(engine: str) -> list[str]:
@@ -150,38 +147,46 @@ def engine_paths(engine: str) -> list[str]:
     return sorted({p for c in HISTORIES[engine].commits for p, _ in c.changes})
 
 
-def _sglang_version(commits: Sequence[fx.CommitSpec]) -> str:
-    text = next(t for c in reversed(commits) for p, t in c.changes if p == _SGLANG_VERSION)
+def _file_version(engine: str, path: str, commits: Sequence[fx.CommitSpec]) -> str:
+    """The `__version__` the last of `commits` to write `path` gives it."""
+    text = next((t for c in reversed(commits) for p, t in c.changes if p == path), None)
     m = re.search(r'__version__ = "([^"]+)"', text or "")
     if not m:
-        raise BuildError(f"the SGLang fixture's {_SGLANG_VERSION} names no version")
+        raise BuildError(f"the {engine} fixture's {path} names no version")
     return m.group(1)
 
 
 def engine_build(engine: str, site: str, commits: int) -> tuple[RepoBuild, list[Entry]]:
-    """(the checkout, the engine layer's entries) of `engine` at its first `commits` commits."""
+    """(the checkout, the engine layer's entries) of `engine` at its first `commits` commits,
+    laid out as its declaration's `fixtures` say: a `built` distribution (vLLM: the version with
+    its local suffix, `<dist>/_version.py` recording the commit) or an `editable` install of the
+    checkout's `python/` folder versioned by its version file (SGLang)."""
     history = HISTORIES[engine]
     if not history.tag_index < commits <= len(history.commits):
         raise BuildError(
             f"{engine}: commits must be in {history.tag_index + 1}..{len(history.commits)}"
         )
+    declared = engines.engine(engine)
+    layout, dist = declared.fixtures, declared.distribution
     chosen = history.commits[:commits]
-    dest = CHECKOUTS[engine]
-    repo = build_repo(history, chosen, dest)
-    if engine == "vllm":
-        version = f"{repo.version}.{ROCM_SUFFIX}"
+    repo = build_repo(history, chosen, layout.checkout)
+    if layout.install == "built":
+        version = repo.version + (f".{layout.local_suffix}" if layout.local_suffix else "")
         module = (
             f"__version__ = version = {version!r}\n"
             f"__commit_id__ = commit_id = 'g{repo.commit[:9]}'\n"
         )
         entries = [
             *repo.entries,
-            *_dist_info(site, "vllm", version, None, "vllm"),
-            Entry(path=f"{site}/vllm/_version.py", kind="file", data=module.encode()),
+            *_dist_info(site, dist, version, None, dist),
+            Entry(path=f"{site}/{dist}/_version.py", kind="file", data=module.encode()),
         ]
     else:
-        version = _sglang_version(chosen)
-        entries = [*repo.entries, *_dist_info(site, "sglang", version, f"/{dest}/python", "sglang")]
+        if layout.version_file is None:
+            raise BuildError(f"{engine}: an editable fixture needs fixtures.version-file")
+        version = _file_version(engine, layout.version_file, chosen)
+        where = f"/{layout.checkout}/python"
+        entries = [*repo.entries, *_dist_info(site, dist, version, where, dist)]
     return RepoBuild(repo.entries, repo.commit, version), entries
 
 
@@ -228,4 +233,5 @@ def build_engine_fixtures(
     """Build and push `nightlies` of `engine` ("vllm" or "sglang") to `registry/repository`
     (default: the family's canonical repository, as a loopback mirror serves it)."""
     builder = EngineFixtureBuilder(engine, nightlies, cache_dir=cache_dir)
-    return builder.build(registry, repository or REPOSITORIES[engine], len(nightlies), "good")
+    canonical = engines.engine(engine).fixtures.repository
+    return builder.build(registry, repository or canonical, len(nightlies), "good")

@@ -21,7 +21,7 @@ import yaml
 
 from relpipe.core import instant
 from relpipe.core.files import file_lock, write_atomic
-from relpipe.core.reference import InvalidReference, Reference, parse
+from relpipe.core.reference import InvalidReference, Reference, parse, split
 from relpipe.core.yamlload import load_yaml
 from relpipe.images.errors import ImageError
 from relpipe.images.registry import Pinned
@@ -66,7 +66,7 @@ class LockEntry:
 
     def reference(self) -> Reference:
         """The digest-qualified reference that gets run."""
-        return parse(self.key.split("@", 1)[0]).with_digest(self.digest)
+        return parse(split(self.key).without_digest).with_digest(self.digest)
 
     def to_yaml(self) -> dict[str, Any]:
         return {

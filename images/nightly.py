@@ -1,11 +1,13 @@
 """Tag families and newest-build selection.
 
-A family (images/families.yaml, documented in docs/images.md) is a set of tag patterns, the keys
+A family (declared by its engine: `families` of engine/declarations/<engine>.json, read through
+`relpipe.core.engines`; documented in docs/images.md) is a set of tag patterns, the keys
 that order the tags matching them, and the fields that split them into groups (ROCm line, GPU).
 A pattern is literal text with strftime-style date fields (`%Y %m %d %H %M %S`) and typed fields
-`<name:kind>` (`ver`, `semver`, `pep440`, `hex`, `num`,
-`gpu`; the bare `<ver>` is `<ver:ver>`). A tag that
-fits no pattern (floating `latest`, branch builds, malformed dates) is never chosen. Families
+`<name:kind>` (`ver`, `semver`, `pep440`, `hex`, `num`, `gpu`, `gpuname`, `word`; the bare
+`<ver>` is `<ver:ver>`). A tag that fits no pattern (floating `latest`, branch builds, malformed
+dates) is never chosen; `classify` says which family a tag belongs to, or which of its engine's
+`never` classes (floating, branch, variant, platform, custom) keeps it from being chosen. Families
 whose tags carry no order (vLLM's `nightly-<commit>`) are ordered by the image's own evidence,
 the config's `created`, which the caller supplies (`images.evidence` fetches it, cached by
 digest). Ties break on the tag text, so the answer never depends on the registry's listing order.
@@ -21,10 +23,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cache
-from importlib import resources
 from typing import Any
 
-from relpipe.core import instant
+from relpipe.core import engines, instant
 from relpipe.images.errors import ImageError
 
 DEFAULT_PATTERN = "atom"
@@ -36,6 +37,8 @@ _KINDS = {
     "hex": r"[0-9a-f]{7,40}",
     "num": r"\d+",
     "gpu": r"mi\d{2,3}x",
+    "gpuname": r"[Mm][Ii]\d{3}[Xx]?",  # as ATOM's release tags spell it: MI300x, MI350x, mi350
+    "word": r"[A-Za-z0-9][A-Za-z0-9._-]*",  # OCI tags are at most 128 characters
 }
 _VERSIONS = ("ver", "semver", "pep440")
 _TOKEN = re.compile(r"%[YmdHMS]|<ver>|<([a-z_]+):([a-z0-9]+)>|%.|<[^>]*>")
@@ -140,29 +143,37 @@ def _custom_family(text: str) -> Family:
 
 
 @cache
-def families() -> dict[str, Family]:
-    """The named families of images/families.yaml."""
-    from relpipe.core.yamlload import load_yaml
-
-    text = resources.files("relpipe.images").joinpath("families.yaml").read_text("utf-8")
-    doc = load_yaml(text, "images/families.yaml", error=PatternError)
-    out = {}
-    for name, spec in doc["families"].items():
-        patterns = tuple(compile_pattern(p) for p in spec["patterns"])
+def _families(where: tuple[engines.Engine, ...]) -> dict[str, Family]:
+    out: dict[str, Family] = {}
+    for spec in (f for e in where for f in e.families):
+        patterns = tuple(compile_pattern(p) for p in spec.patterns)
         fields = {n for p in patterns for n in p.regex.groupindex}
-        for key in [*spec["order"], *spec.get("group", [])]:
+        for key in [*spec.order, *spec.group]:
             if key not in fields | {"date", "created"}:
-                raise PatternError(f"images/families.yaml: {name}: unknown order/group {key!r}")
-        out[name] = Family(
-            name=name,
+                raise PatternError(
+                    f"{_where(spec.engine)}: {spec.name}: unknown order/group {key!r}"
+                )
+        if spec.name in out:
+            raise PatternError(f"{_where(spec.engine)}: family {spec.name!r} is declared twice")
+        out[spec.name] = Family(
+            name=spec.name,
             patterns=patterns,
-            order=tuple(spec["order"]),
-            group=tuple(spec.get("group", ())),
-            repositories=tuple(spec.get("repositories", ())),
-            engine=spec.get("engine", "atom"),
-            about=spec.get("about", ""),
+            order=spec.order,
+            group=spec.group,
+            repositories=spec.repositories,
+            engine=spec.engine,
+            about=spec.about,
         )
     return out
+
+
+def _where(engine: str) -> str:
+    return str(engines.engine(engine).path)
+
+
+def families() -> dict[str, Family]:
+    """Every declared engine's families, in declaration order (ATOM's, SGLang's, vLLM's)."""
+    return _families(engines.declarations())
 
 
 def family(selector: str) -> Family:
@@ -187,7 +198,7 @@ def family(selector: str) -> Family:
 
 
 def default_family(repository: str) -> str:
-    """The first family of images/families.yaml that lists `repository` (its nightly line:
+    """The first declared family that lists `repository` (its nightly line:
     `vllm` for vllm/vllm-openai-rocm), else `DEFAULT_PATTERN`."""
     found = (name for name, f in families().items() if repository in f.repositories)
     return next(found, DEFAULT_PATTERN)
@@ -195,9 +206,37 @@ def default_family(repository: str) -> str:
 
 def engine_of(repository: str) -> str:
     """The engine the images of `repository` (`vllm/vllm-openai-rocm`) serve, by the families
-    that list it; `atom` for a repository no family names (ATOM's fixtures, mirrors)."""
+    that list it; the default engine (ATOM) for a repository no family names (fixtures, mirrors)."""
     found = (f.engine for f in families().values() if repository in f.repositories)
-    return next(found, "atom")
+    return next(found, engines.DEFAULT_ENGINE)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TagClass:
+    """What a tag of a repository is: a build of `family`, or a `never` class and why."""
+
+    kind: str  # "family", a never class (floating, branch, variant, platform, custom), "unknown"
+    engine: str | None
+    family: str | None = None
+    why: str = ""
+
+
+@cache
+def _never(where: tuple[engines.Engine, ...]) -> tuple[tuple[engines.NeverSpec, TagPattern], ...]:
+    return tuple((n, compile_pattern(p)) for e in where for n in e.never for p in n.patterns)
+
+
+def classify(repository: str, tag: str) -> TagClass:
+    """The family whose patterns `tag` fits among those listing `repository` (first declared
+    first), else the first `never` class of an engine that names the repository, else unknown.
+    Selection never looks past the families: a classified tag is reported, never chosen."""
+    for fam in families().values():
+        if repository in fam.repositories and _parse(fam, tag) is not None:
+            return TagClass(kind="family", engine=fam.engine, family=fam.name, why=fam.about)
+    for spec, pattern in _never(engines.declarations()):
+        if repository in spec.repositories and pattern.match(tag) is not None:
+            return TagClass(kind=spec.kind, engine=spec.engine, why=spec.why)
+    return TagClass(kind="unknown", engine=None, why="no declared engine names this tag")
 
 
 def _version_key(text: str | None, kind: str) -> tuple[Any, ...]:

@@ -8,7 +8,9 @@ The same code serves ``nox -s tests``, ``nox -s demo`` and ``.ci/run``:
 * otherwise it is started with its state under ``state_dir`` (a temp dir by default, or a
   persistent folder so that a second demo run finds its images again) and stopped by PID;
 * missing binaries are installed with apt only when running as root on Debian; otherwise the
-  error is a one-line instruction.
+  error is a one-line instruction. apt-get waits (bounded, saying so every 10 s) for the package
+  manager's locks another apt or dpkg holds, and fails in one line naming the holder;
+* every long step (an install, a server starting) prints a progress line at least every 10 s.
 
 dockerd always runs with ``--bridge=none --iptables=false --ip6tables=false``: containers get no
 network at all, and nothing here ever touches an address outside 127.0.0.0/8.
@@ -39,13 +41,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
+import fcntl
 import http.client
 import json
 import os
 import shutil
 import socket
+import struct
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
@@ -53,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from relpipe.core import jsonload, process
+from relpipe.core.heartbeat import EVERY_S, heartbeat
 
 REGISTRY_ENV = "RELPIPE_REGISTRY"
 DOCKER_ENV = "DOCKER_HOST"
@@ -62,6 +69,14 @@ SLURM_CPUS = 4  # declared (config_overrides): four array tasks run at once on a
 STATE_FILE = "services.json"
 START_TIMEOUT_S = 60.0
 APT_TIMEOUT_S = 1800.0  # apt-get update + install of one package on a slow mirror
+# The locks apt and dpkg take (fcntl write locks; dpkg's frontend lock first, as apt takes them).
+APT_LOCKS = (
+    "/var/lib/dpkg/lock-frontend",
+    "/var/lib/dpkg/lock",
+    "/var/lib/apt/lists/lock",
+    "/var/cache/apt/archives/lock",
+)
+APT_LOCK_WAIT_S = 300.0  # an unattended upgrade finishes in minutes; longer is a stuck holder
 PG_TIMEOUT_S = 300.0  # initdb, pg_ctl stop (pg_ctl start waits START_TIMEOUT_S itself)
 
 
@@ -141,8 +156,9 @@ def _daemon(
 ) -> int:
     """Start one server (`core.process.Daemon`), wait until `ready()`; its PID."""
     try:
-        daemon = process.Daemon(argv, log=log, env=env, what=what)
-        daemon.wait_ready(ready, START_TIMEOUT_S)
+        with heartbeat(f"relpipe: starting {what}"):
+            daemon = process.Daemon(argv, log=log, env=env, what=what)
+            daemon.wait_ready(ready, START_TIMEOUT_S)
     except process.ProcessError as exc:
         raise ServiceError(str(exc)) from None
     return daemon.pid
@@ -161,6 +177,64 @@ _PACKAGES = {
 }
 
 
+def lock_holder(path: str) -> str | None:
+    """Who holds the fcntl write lock on `path` (as apt and dpkg lock): `"apt-get (pid 123)"`,
+    or None when it is free or absent. Asked with F_GETLK: nothing is locked by asking."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None  # no such lock file: no package manager has run, nothing to wait for
+    try:
+        query = struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+        answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
+    except OSError as exc:
+        if exc.errno in (errno.EBADF, errno.EINVAL):
+            return None
+        raise
+    finally:
+        os.close(fd)
+    kind, _, _, _, pid = struct.unpack("hhqqi", answer)
+    if kind == fcntl.F_UNLCK:
+        return None
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as handle:
+            name = handle.read().strip()
+    except OSError:
+        name = "a process"
+    return f"{name} (pid {pid})"
+
+
+def wait_for_apt_locks(
+    locks: Sequence[str] | None = None,
+    timeout: float = APT_LOCK_WAIT_S,
+    say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+    poll: float = 0.5,
+) -> None:
+    """Return once no package manager holds `locks` (default `APT_LOCKS`); say so every 10 s
+    while waiting, and after `timeout` seconds fail in one line naming the holder."""
+    locks = APT_LOCKS if locks is None else locks
+    started = time.monotonic()
+    said_at = -EVERY_S
+    while True:
+        held = next(((p, who) for p in locks if (who := lock_holder(p)) is not None), None)
+        if held is None:
+            return
+        waited = time.monotonic() - started
+        path, who = held
+        if waited >= timeout:
+            raise ServiceError(
+                f"{path} is still held by {who} after {timeout:g} s: another package manager "
+                f"is running; let it finish (or stop it) and run again"
+            )
+        if waited - said_at >= EVERY_S:
+            say(
+                f"relpipe: waiting for the package manager: {path} is held by {who} "
+                f"({waited:.0f} s of at most {timeout:g} s)"
+            )
+            said_at = waited
+        time.sleep(poll)
+
+
 def ensure_binary(name: str) -> str:
     found = shutil.which(name)
     if found:
@@ -173,11 +247,14 @@ def ensure_binary(name: str) -> str:
             f"(sudo apt-get install -y {package}) or name a running one in the environment "
             f"({REGISTRY_ENV}, {DOCKER_ENV}, {SLURM_ENV})"
         )
-    print(f"relpipe: installing {package} with apt-get", file=sys.stderr)
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     try:
-        for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", package]):
-            process.run(argv, env=env, timeout=APT_TIMEOUT_S)
+        with heartbeat(f"relpipe: installing {package} with apt-get (for {name})"):
+            for args in (["update", "-qq"], ["install", "-y", "-qq", package]):
+                wait_for_apt_locks()
+                # A lock taken between the wait and apt-get's start is waited for by apt itself.
+                lock_wait = ["-o", f"DPkg::Lock::Timeout={APT_LOCK_WAIT_S:.0f}"]
+                process.run(["apt-get", *lock_wait, *args], env=env, timeout=APT_TIMEOUT_S)
     except process.ProcessError as exc:
         raise ServiceError(f"cannot install {package}: {exc}") from None
     found = shutil.which(name)

@@ -7,6 +7,7 @@ fast and do not pull torch, docker or httpx into processes that do not need them
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -101,6 +102,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"relpipe {name}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`relpipe ... | head`): end quietly. stdout is pointed at devnull
+        # so the interpreter's final flush does not raise a second time.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception:  # noqa: BLE001 - the one handler of unexpected errors (exit 3 + log)
         return _unexpected(name, args)
 

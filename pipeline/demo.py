@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from relpipe.core import process
+from relpipe.core.heartbeat import heartbeat
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "benchmark-repo"
@@ -202,6 +203,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
 def _build(args: argparse.Namespace, registry: str, t0: float) -> Path:
     """Build the nightlies into the registry and prepare the benchmark repository (its path)."""
     from relpipe.images.build import build_fixtures
@@ -212,15 +217,16 @@ def _build(args: argparse.Namespace, registry: str, t0: float) -> Path:
         f"demo: building {source} nightlies of {REPOSITORY} into {registry}, a mirror of docker.io",
         flush=True,
     )
-    built = build_fixtures(
-        registry,
-        REPOSITORY,
-        NIGHTLIES,
-        "good",
-        log=lambda m: print(f"  {m}", flush=True),
-        engine_repo=args.engine_repo,
-        engine_commits=commits if args.engine_repo else (),
-    )
+    with heartbeat(f"demo: building {NIGHTLIES} nightlies", say=_say):
+        built = build_fixtures(
+            registry,
+            REPOSITORY,
+            NIGHTLIES,
+            "good",
+            log=lambda m: _say(f"  {m}"),
+            engine_repo=args.engine_repo,
+            engine_commits=commits if args.engine_repo else (),
+        )
     # This process and every `relpipe` it starts fetch docker.io's images from the mirror.
     os.environ.update(mirror_env(registry))
     work = prepare_workdir(

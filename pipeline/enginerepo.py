@@ -14,27 +14,28 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from relpipe.core import engines
+from relpipe.core.reference import parse
+from relpipe.images.nightly import engine_of
 from relpipe.pipeline.errors import PipelineError
 from relpipe.validate.precision import gitio
+from relpipe.validate.precision.rules import rules_of
 
-ENGINE_PATH = "/app/ATOM"  # the engine's source tree in an ATOM image; its history is `.git` below
+# the engine's source tree in an ATOM image (its declaration's); its history is `.git` below
+ENGINE_PATH = engines.engine(engines.DEFAULT_ENGINE).checkout
 OLD_REF = "refs/relpipe/old"
 NEW_REF = "refs/relpipe/new"
 
 
 def source_of(ref: str, rules: str | None) -> tuple[str | None, str]:
-    """(rules, source tree) for the image `ref`: ATOM's `/app/ATOM` with `rules` as given; a vLLM
-    or SGLang image (by its tag family, `images.nightly.engine_of`) has its engine's checkout
-    (`engine.packaging`: `/vllm-workspace`, `/sgl-workspace/sglang`) and, unless `rules` names
-    others, that engine's built-in rules."""
-    from relpipe.core.reference import parse
-    from relpipe.engine.packaging import PACKAGING
-    from relpipe.images.nightly import engine_of
-
-    engine = engine_of(parse(ref).repository)
-    if engine not in PACKAGING:
-        return rules, ENGINE_PATH
-    return rules or engine, PACKAGING[engine].checkouts[0]
+    """(rules, source tree) for the image `ref`, as the declaration of the engine its tag family
+    serves (`images.nightly.engine_of`) says: ATOM's `/app/ATOM` with `rules` as given (None:
+    the default set, ATOM's); another engine's checkout (`/vllm-workspace`,
+    `/sgl-workspace/sglang`) and, unless `rules` names others, the rule set it declares."""
+    engine = engines.engine(engine_of(parse(ref).repository))
+    if engine.name == engines.DEFAULT_ENGINE:  # its rules are the default set (None)
+        return rules, engine.checkout
+    return rules or rules_of(engine.name), engine.checkout
 
 
 def extract(

@@ -1,20 +1,31 @@
 """Progress of long work: a rich progress display on a terminal, plain lines otherwise (CI, pipes).
 
+Plain lines include a "still running" line every 10 s of a stage (`core.heartbeat`): a log never
+shows a long silent stretch (a smoke decode in Triton's interpreter takes minutes on a CPU).
+
 Progress goes to stderr so that `--json` output on stdout stays machine-readable.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from types import TracebackType
 from typing import IO, Any
+
+from relpipe.core.heartbeat import EVERY_S, heartbeat
 
 
 class Progress:
     """Stage events in; one line per finished stage (plain) or a live bar (TTY)."""
 
     def __init__(
-        self, total: int, title: str, stream: IO[str] | None = None, rich: bool | None = None
+        self,
+        total: int,
+        title: str,
+        stream: IO[str] | None = None,
+        rich: bool | None = None,
+        every: float = EVERY_S,
     ) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.total = max(total, 1)
@@ -23,6 +34,8 @@ class Progress:
         use_rich = self.stream.isatty() if rich is None else rich
         self._rich: Any = None
         self._task: Any = None
+        self._beat = contextlib.ExitStack()  # the running stage's heartbeat (plain lines)
+        self._every = every
         if use_rich:
             from rich.console import Console
             from rich.progress import (
@@ -56,6 +69,7 @@ class Progress:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._beat.close()
         if self._rich is not None:
             self._rich.__exit__(exc_type, exc, tb)
 
@@ -70,8 +84,16 @@ class Progress:
             if self._rich is not None:
                 self._rich.update(self._task, description=f"{self.title}: {label}")
             else:
-                self.line(f"[{self.done + 1}/{self.total}] {label} ...")
+                step = f"[{self.done + 1}/{self.total}] {label}"
+                self.line(f"{step} ...")
+                self._beat.close()
+                self._beat.enter_context(
+                    heartbeat(
+                        f"{self.title}: {step}", every=self._every, say=self._print, announce=False
+                    )
+                )
             return
+        self._beat.close()
         self.done += 1
         tail = f"{status} " if status else ""
         text = (
@@ -88,4 +110,7 @@ class Progress:
         if self._rich is not None:
             self._rich.console.print(f"{self.title}: {text}", highlight=False, markup=False)
         else:
-            print(f"{self.title}: {text}", file=self.stream, flush=True)
+            self._print(f"{self.title}: {text}")
+
+    def _print(self, text: str) -> None:
+        print(text, file=self.stream, flush=True)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from relpipe.core import journal, jsoncodec
 from relpipe.core.files import file_lock
-from relpipe.core.reference import parse
+from relpipe.core.reference import parse, split
 from relpipe.core.status import FAIL
 from relpipe.pipeline import comparison
 from relpipe.pipeline.comparison import HistoryOutput
@@ -115,9 +115,7 @@ def new_image_text(old: str, new: str) -> str:
     """The new image spelled the way the config spells the old one (e.g. without `docker.io/`)."""
     old_ref, new_ref = parse(old), parse(new)
     if old_ref.name == new_ref.name and new_ref.tag and not new_ref.digest:
-        head = old.split("@", 1)[0]
-        base = head.rsplit(":", 1)[0] if old_ref.tag else head
-        return f"{base}:{new_ref.tag}"
+        return f"{split(old).name}:{new_ref.tag}"
     return new
 
 
@@ -249,7 +247,7 @@ def stage_release(
     lines = tuple(description_lines(facts)) + req.descriptions
     entry = make_entry(req, lines, plan)
     apply_changelog(scratch / ws.changelog, entry)
-    pin_lock(scratch / ws.lock, plan.image.pinned.split("@", 1)[0], outcome)
+    pin_lock(scratch / ws.lock, split(plan.image.pinned).without_digest, outcome)
     title = render_title(facts)
     notes = f"# {title}\n\n{render(facts, 'both')}"
     checks = validate_staged(ws, req, scratch, facts_json, notes)

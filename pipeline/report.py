@@ -24,6 +24,7 @@ from typing import Any
 
 from relpipe.core import checkrender, jsoncodec, sanitize
 from relpipe.core.checkrender import COLORS
+from relpipe.core.reference import split
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.pipeline.comparison import HistoryOutput, Trend
 from relpipe.pipeline.outputs import EngineFacts, EvalOutput, Facts, PrecisionOutput
@@ -326,6 +327,14 @@ def plot_history(h: HistoryOutput | None) -> str | None:
         return _svg(fig)
 
 
+def _tick(ref: str) -> str:
+    """An image on a chart's axis: its digest's hex, else its tag."""
+    written = split(ref)
+    if written.digest is not None:
+        return written.digest.rpartition(":")[2]
+    return ref if written.tag is None else written.tag
+
+
 def _history_axes(ax: Any, metric: str, trends: Sequence[Trend], released: str) -> None:
     rows = [t for t in trends if t.metric == metric]
     images: list[str] = []
@@ -349,7 +358,7 @@ def _history_axes(ax: Any, metric: str, trends: Sequence[Trend], released: str) 
             ha="right",
             va="top",
         )  # fmt: skip - one call
-    short = [_label(ref.rsplit(":", 1)[-1].split("@")[-1][:19]) for ref in images]
+    short = [_label(_tick(ref)[:19]) for ref in images]
     ax.set_xticks(range(len(images)), short, fontsize=7, rotation=20, ha="right")
     ax.set_title(_label(f"{metric} per image (noise band shaded)"), fontsize=10)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)

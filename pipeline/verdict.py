@@ -279,7 +279,8 @@ def check_scope(o: Outcome) -> Judgement:
     return judged(PASS, f"{c.key}: {len(c.points)} point(s) planned", rows)
 
 
-BAD = (regressions.REGRESSION, regressions.FAILED_KIND, regressions.BELOW)
+# a point the new image did not run fails a qualification (unlike a partial CI run in the store)
+BAD = (regressions.REGRESSION, regressions.FAILED_KIND, regressions.BELOW, regressions.MISSING)
 
 
 def _history_check(o: Outcome, kinds: tuple[str, ...], what: str) -> Judgement:

@@ -14,23 +14,22 @@ from pathlib import Path
 
 from relpipe.changelog.configs.load import load_yaml
 from relpipe.changelog.errors import ChangelogError
+from relpipe.core import engines
 from relpipe.core.findings import Finding
 from relpipe.validate.errors import ValidateError
 
 MAX_FILE = 16 * 1024 * 1024
 _NUM = r"\"?'?([0-9]+(?:\.[0-9]+)?)"
-_SEP = r"""[\\"']*\s*[:=]\s*"""
-# Every engine's spelling of a forced acceptance, declared once: (engine, name and separator,
-# kind). Kind "al" is the AL itself, "rate" ATOM's (AL - 1) / K, "drafts" the accepted drafts
-# TensorRT-LLM forces (AL - 1), "injected" InferenceX's SYNTHETIC_ACCEPTANCE_LENGTH (master
-# additional-settings; the injector writes it into the recipe). Both scanners compile from it.
+_SEP = engines.SETTING_SEP
+# Every spelling of a forced acceptance: (engine, name and separator, kind). Each declared
+# engine's come from its declaration (`acceptance` in engine/declarations/<name>.json: ATOM's
+# flag, key, rate flag and SIMULATE_ACC_LEN, SGLang's SGLANG_SIMULATE_ACC_LEN, vLLM's
+# synthetic_acceptance_length); TensorRT-LLM's and InferenceX's own are written here. Kind "al"
+# is the AL itself, "rate" ATOM's (AL - 1) / K, "drafts" the accepted drafts TensorRT-LLM forces
+# (AL - 1), "injected" InferenceX's SYNTHETIC_ACCEPTANCE_LENGTH (master additional-settings; the
+# injector writes it into the recipe). Both scanners compile from it.
 ACCEPTANCE: tuple[tuple[str, str, str], ...] = (
-    ("ATOM", r"--spec-decode-acceptance-length(?:=|\s+)", "al"),
-    ("ATOM", r"(?<![\w-])spec-decode-acceptance-length\s*:\s*", "al"),
-    ("ATOM", r"--spec-decode-acceptance-rate(?:=|\s+)", "rate"),
-    ("ATOM", r"(?<![\w])SIMULATE_ACC_LEN" + _SEP, "al"),
-    ("SGLang", r"SGLANG_SIMULATE_ACC_LEN" + _SEP, "al"),
-    ("vLLM", r"synthetic_acceptance_length" + _SEP, "al"),
+    *((s.engine, s.regex(), s.kind) for e in engines.declarations() for s in e.acceptance),
     ("TensorRT-LLM", r"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS" + _SEP, "drafts"),
     ("InferenceX", r"SYNTHETIC_ACCEPTANCE_LENGTH" + _SEP, "injected"),
 )

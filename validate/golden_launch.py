@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
+from relpipe.core import engines
 from relpipe.core.files import read_capped
 from relpipe.core.findings import Finding
 from relpipe.core.status import NA
@@ -293,10 +294,12 @@ def _read_repo_file(repo: Path, rel: str) -> str | None:
 
 
 def _engine_of(framework: str) -> str:
-    for word, engine in (("atom", "ATOM"), ("sglang", "SGLang"), ("trt", "TensorRT-LLM")):
-        if word in framework:
-            return engine
-    return "vLLM" if "vllm" in framework else framework or "unknown"
+    """The engine title a master's `framework:` names: a declared engine's (by its framework
+    words), TensorRT-LLM for `trt`, else the framework itself."""
+    declared = engines.of_framework(framework)
+    if declared is not None:
+        return declared.title
+    return "TensorRT-LLM" if "trt" in framework else framework or "unknown"
 
 
 def _spec_items(cfg: Mapping[str, object]) -> list[Mapping[str, object]]:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from relpipe.changelog.notes import ReleaseFacts, catalog
 from relpipe.core import sanitize
 from relpipe.core.findings import Finding
+from relpipe.core.reference import familiar, split, tag_or_ref
 from relpipe.validate.notes_claims import check_claims
 
 # Traditional-only characters seen in Chinese tech writing, each followed by its Simplified form.
@@ -135,8 +136,9 @@ def tokens(text: str, line: int = 0, known_keys: frozenset[str] = frozenset()) -
                 pull = _PULL_URL.match(value)
                 if pull:
                     out.append(Token("pr", f"{pull.group(1)}#{pull.group(2)}", line))
-            if category == "image" and "@" in value:
-                value, digest = value.split("@", 1)
+            written = split(value)
+            if category == "image" and written.digest is not None:
+                value, digest = written.without_digest, written.digest
                 out.append(Token("digest", digest, line))
             out.append(Token(category, value, line))
             spans.append((m.start(), m.start() + len(m.group(0))))
@@ -160,17 +162,6 @@ def _names() -> re.Pattern[str]:
 
 def _pr_number(value: str) -> int:
     return int(re.findall(r"\d+", value)[-1])
-
-
-def _normalize(ref: str) -> str:
-    for prefix in ("docker.io/library/", "docker.io/", "index.docker.io/"):
-        if ref.startswith(prefix):
-            return ref[len(prefix) :]
-    return ref
-
-
-def _tag(ref: str) -> str:
-    return ref.rsplit(":", 1)[1] if ":" in ref.rsplit("/", 1)[-1] else ref
 
 
 # ---------------------------------------------------------------- facts universe
@@ -213,14 +204,16 @@ def _universe(facts: ReleaseFacts) -> _Universe:
     data = facts.to_json()
     # Escaped forms too: escaping inserts backslashes that can change what a pattern sees.
     toks = [t for s in _strings(data) for form in (s, sanitize.markdown(s)) for t in tokens(form)]
-    images = {_normalize(t.value) for t in toks if t.category == "image"}
-    images |= {_normalize(i.ref.split("@")[0]) for i in (facts.old_image, facts.new_image) if i}
+    images = {familiar(t.value) for t in toks if t.category == "image"}
+    images |= {
+        familiar(split(i.ref).without_digest) for i in (facts.old_image, facts.new_image) if i
+    }
     keys = (
         set(facts.config_keys)
         | {c.key for c in facts.config_changes}
         | {p.key for p in facts.points_plan}
     )
-    tags = frozenset(_tag(i) for i in images)
+    tags = frozenset(tag_or_ref(i) for i in images)
     return _Universe(
         images=frozenset(images),
         tags=tags,
@@ -385,7 +378,7 @@ def _facts(
     halves: Sequence[_Half], toks: Sequence[list[Token]], facts: ReleaseFacts, add: _Add
 ) -> None:
     u = _universe(facts)
-    pinned = _normalize(facts.new_image.ref.split("@")[0])
+    pinned = familiar(split(facts.new_image.ref).without_digest)
     seen: set[tuple[int, str, str]] = set()
     days = {m.group(1) for tag in u.tags for m in [_TAG_DAY.match(tag)] if m}
     for half, ts in zip(halves, toks, strict=True):
@@ -393,12 +386,12 @@ def _facts(
             if (t.line, t.category, t.value) in seen:
                 continue
             seen.add((t.line, t.category, t.value))
-            if t.category == "image" and _normalize(t.value) not in u.images:
+            if t.category == "image" and familiar(t.value) not in u.images:
                 add(
                     t.line,
                     "facts-image",
-                    f"image {t.value} (tag {_tag(t.value)}) is not in the facts; "
-                    f"the pinned image is {pinned} (tag {_tag(pinned)})",
+                    f"image {t.value} (tag {tag_or_ref(t.value)}) is not in the facts; "
+                    f"the pinned image is {pinned} (tag {tag_or_ref(pinned)})",
                 )
             elif t.category == "digest" and not any(d.startswith(t.value) for d in u.digests):
                 add(t.line, "facts-digest", f"digest {t.value} is not in the facts")
@@ -417,7 +410,7 @@ def _facts(
                         n,
                         "facts-image",
                         f"tag {m.group(0)} is not an image in the facts; "
-                        f"the pinned image is {pinned} (tag {_tag(pinned)})",
+                        f"the pinned image is {pinned} (tag {tag_or_ref(pinned)})",
                     )
             for m in _NIGHTLY_DAY.finditer(line):
                 day = m.group(1) or m.group(2)
@@ -427,9 +420,9 @@ def _facts(
                         "facts-image",
                         f"'{m.group(0)}' names a nightly of {day[:2]}-{day[2:]}, "
                         "which is not an image "
-                        f"in the facts; the pinned image is {pinned} (tag {_tag(pinned)})",
+                        f"in the facts; the pinned image is {pinned} (tag {tag_or_ref(pinned)})",
                     )
-        if not any(t.category == "image" and _normalize(t.value) == pinned for t in ts):
+        if not any(t.category == "image" and familiar(t.value) == pinned for t in ts):
             add(
                 half.lines[0][0] if half.lines else 0,
                 "facts-pinned",

@@ -170,6 +170,8 @@ HISTORY_VERDICTS = (
     "failed",
     "below-threshold",
     "no-baseline",
+    "missing",
+    "unstable-acceptance",
 )  # fmt: skip - changelog.results.regressions' kinds
 
 

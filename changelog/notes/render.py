@@ -26,6 +26,7 @@ from relpipe.changelog.notes.facts import Image, PointChange, ReleaseFacts
 from relpipe.changelog.notes.glossary import catalog
 from relpipe.core import sanitize
 from relpipe.core.commit import Commit
+from relpipe.core.reference import tag_or_ref
 
 LANG_CHOICES = ("en", "zh", "both")
 ZH_HEADING = "## 中文"
@@ -125,11 +126,6 @@ def _ref(repo: str | None, pr: int) -> str:
 
 def _engine_name(image: Image) -> str:
     return catalog().display(image.engine.name) if image.engine else "engine"
-
-
-def _tag(ref: str) -> str:
-    last = ref.split("@", 1)[0].rsplit("/", 1)[-1]
-    return last.split(":", 1)[1] if ":" in last else ref
 
 
 def _arm(change: ConcurrencyChange | EnvChange | VersionChange) -> Code:
@@ -465,7 +461,7 @@ def render_title(facts: ReleaseFacts) -> str:
             .phrase("title", lang)
             .format(
                 engine=_engine_name(facts.new_image),
-                tag=sanitize.clean(_tag(facts.new_image.ref)),
+                tag=sanitize.clean(tag_or_ref(facts.new_image.ref)),
                 scope=scope,
             )
         )

@@ -34,6 +34,7 @@ from relpipe.changelog.results.records import (
     PERF,
     Image,
     Sample,
+    finite,
     image_from_ref,
 )
 from relpipe.core import jsonload
@@ -46,7 +47,9 @@ _ACCEPT = re.compile(r"^(?P<series>.+) MTP acceptance \(%\)$")
 _LENGTH = re.compile(r"^(?P<series>.+) avg toks/fwd \(tok/fwd\)$")
 _CELL = re.compile(r"^(?P<series>[^:]+::)(?P<point>\S+) (?P<metric>.+)$")
 _UNIT = re.compile(r"\s*\([^()]*\)$")
-_RUN = re.compile(r"/actions/runs/(\d+)")
+_RUN = re.compile(r"/actions/runs/(\d{1,20})")
+_HEX = "0123456789abcdefABCDEF"
+MAX_MS = 2**53  # a run time beyond this is no time (and no float holds it exactly)
 
 
 def looks_like(text: str) -> bool:
@@ -66,22 +69,46 @@ def parse(text: str) -> dict[str, Any]:
     return data
 
 
-def samples(data: Mapping[str, Any], *, source: str) -> Iterator[Sample]:
-    """Every bench of every entry, in order, as a sample (measurement, failed or ambiguous)."""
+def samples(
+    data: Mapping[str, Any], *, source: str, problems: list[str] | None = None
+) -> Iterator[Sample]:
+    """Every bench of every entry, in order, as a sample (measurement, failed or ambiguous);
+    an entry whose commit or date cannot be used adds one line to `problems`."""
     for entries in data["entries"].values():
-        for entry in entries if isinstance(entries, list) else []:
+        for index, entry in enumerate(entries if isinstance(entries, list) else []):
             if isinstance(entry, dict) and isinstance(entry.get("benches"), list):
-                yield from _entry(entry, source=source)
+                commit_id, why = commit_of(entry)
+                seq, why_seq = _seq(entry.get("date"))
+                for line in (why, why_seq):
+                    if line and problems is not None:
+                        problems.append(f"entry {index}: {line}")
+                yield from _entry(entry, source=source, commit_id=commit_id, seq=seq)
 
 
-def _entry(entry: Mapping[str, Any], *, source: str) -> Iterator[Sample]:
+def commit_of(entry: Mapping[str, Any]) -> tuple[str, str]:
+    """The engine commit of a run (a hex sha), or "" and why its runs have the image only."""
+    commit = entry.get("commit")
+    sha = commit.get("id") if isinstance(commit, dict) else None
+    if sha is None:
+        return "", "no commit id: its runs are identified by image only"
+    if not isinstance(sha, str) or not 7 <= len(sha) <= 40 or sha.strip(_HEX):
+        return "", f"commit id {str(sha)[:40]!r} is not a git sha: ignored, runs keyed by image"
+    return sha.lower(), ""
+
+
+def _seq(date: object) -> tuple[int, str]:
+    """The run's time in ms since the epoch; 0 (first in history) and why when unusable."""
+    if isinstance(date, int) and not isinstance(date, bool) and 0 <= date < MAX_MS:
+        return date, ""
+    if isinstance(date, float) and math.isfinite(date) and 0 <= date < MAX_MS:
+        return int(date), ""
+    return 0, f"date {str(date)[:40]!r} is not a time in milliseconds: ordered first"
+
+
+def _entry(entry: Mapping[str, Any], *, source: str, commit_id: str, seq: int) -> Iterator[Sample]:
     benches = [
         b for b in entry["benches"] if isinstance(b, dict) and isinstance(b.get("name"), str)
     ]
-    commit = entry["commit"] if isinstance(entry.get("commit"), dict) else {}
-    commit_id = str(commit.get("id") or "")
-    date = entry.get("date")
-    seq = int(date) if isinstance(date, int | float) and math.isfinite(date) else 0
     counts = Counter(b["name"] for b in benches)
     parsed = [(b, _name(b["name"]), _extra(b.get("extra"))) for b in benches]
     docker_of: dict[str, str] = {}
@@ -164,10 +191,10 @@ def _value(
     bench: Mapping[str, Any], kind: str, metric: str
 ) -> tuple[float | None, str, float | None, str]:
     """(value, unit, standard error, why it is not a measurement or "")."""
-    raw, unit = bench.get("value"), str(bench.get("unit") or "")
-    if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
-        return None, unit, None, f"value {str(raw)[:40]!r} is not a number"
-    value = float(raw)
+    raw, unit = bench.get("value"), str(bench.get("unit") or "")[:40]
+    value = finite(raw)
+    if value is None:
+        return None, unit, None, f"value {str(raw)[:40]!r} is not a number in float range"
     if value == 0 and kind in (PERF, ACCURACY):
         return 0.0, unit, None, "zero: the run failed (recorded as 0)"
     if value < 0:

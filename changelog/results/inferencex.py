@@ -10,7 +10,6 @@ the point. Eval rows carry no image; their eval run (the lm-eval results path) s
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
@@ -27,9 +26,11 @@ from relpipe.changelog.results.records import (
     PERF,
     Image,
     Sample,
+    finite,
     image_from_ref,
 )
 
+SOURCE = "inferencex"
 # compare_results.py METRIC_DEFS: (key, higher is better)
 AGG_METRICS = (
     ("tput_per_gpu", True),
@@ -146,9 +147,12 @@ def samples(row: Mapping[str, Any], *, source: str, run: str, seq: int) -> Itera
     if what == "eval":
         yield from _eval(row, source=source, seq=seq)
         return
-    image, why = image_from_ref(str(row.get("image") or ""))
+    named = str(row["image"]).strip() if isinstance(row.get("image"), str) else ""
+    image, why = image_from_ref(named)
+    if not named:
+        why = "the artifact names no image: its results cannot be attributed"
     status = OK if image is not None else AMBIGUOUS
-    image = image or Image(ref=str(row.get("image") or "unknown"))
+    image = image or Image(ref=named or "unknown")
     common = {"series": config_key(row), "point": point_of(row), "image": image, "run": run}
     if what == "agentic":
         failed = not row.get("num_requests_successful")
@@ -173,25 +177,33 @@ def _perf(
     source: str,
     seq: int,
 ) -> Sample:
-    number = (
-        float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-    )
+    number = finite(value)
     if failed:
         status, why = FAILED, "no successful request: the point failed"
-    elif number is None or not math.isfinite(number):
-        status, why, number = AMBIGUOUS, f"{metric} is missing or not a number", None
+    elif number is None:
+        status, why = AMBIGUOUS, f"{metric} is missing or not a number in float range"
     return Sample(
         **common,
         metric=metric,
         kind=PERF,
         better=HIGHER if higher else LOWER,
-        unit="s" if "ttft" in metric or "e2el" in metric or "tpot" in metric else "",
+        unit=unit_of(metric),
         seq=seq,
         status=status,
         value=number,
         note=why,
         source=source,
     )
+
+
+def unit_of(metric: str) -> str:
+    """The unit of an InferenceX metric (process_result.py: latencies in seconds, throughput in
+    tokens per second per GPU, interactivity in tokens per second per user)."""
+    if "intvty" in metric:
+        return "tok/s/user"
+    if "tput" in metric:
+        return "tok/s/gpu"
+    return "s" if "ttft" in metric or "e2el" in metric or "tpot" in metric else ""
 
 
 def _eval(row: Mapping[str, Any], *, source: str, seq: int) -> Iterator[Sample]:
@@ -204,7 +216,7 @@ def _eval(row: Mapping[str, Any], *, source: str, seq: int) -> Iterator[Sample]:
     when = stamp(row.get("timestamp")) or seq
     score: Any = row.get("score")
     se: Any = row.get("score_se")
-    ok = isinstance(score, int | float) and not isinstance(score, bool) and math.isfinite(score)
+    ok = finite(score) is not None
     status, note = OK, "no image recorded; identified by its eval run"
     if not ok:
         status, note = AMBIGUOUS, "score is not a number"
@@ -224,7 +236,7 @@ def _eval(row: Mapping[str, Any], *, source: str, seq: int) -> Iterator[Sample]:
         seq=when,
         status=status,
         value=float(score) if ok else None,
-        se=float(se) if isinstance(se, int | float) and status == OK else None,
+        se=finite(se) if status == OK else None,
         note=note,
         source=source,
     )

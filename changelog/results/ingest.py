@@ -5,10 +5,16 @@ InferenceX raw results, `agg_` rows, AgentX aggregates, eval rows (a list), meas
 per draft position, relpipe's own run reports (`report.json`). A folder is walked for `*.json`
 and `*.js`. A file that cannot be read or has no known shape is one `Rejected` line, never a crash;
 a file that is read but holds bad values becomes failed or ambiguous samples (records.py).
+
+A sample's identity never includes a file name: an InferenceX artifact's run is the hash of its
+bytes (two nights of a sweep write files of the same name: different content, different runs; the
+same content ingested again, from wherever, is the same run), a dashboard's run is its entry (time
+and CI run), a relpipe report's its run id.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 from collections.abc import Iterable, Iterator
@@ -84,36 +90,43 @@ def _file(path: Path, out: Ingested) -> None:
     text = raw.decode("utf-8")
     if dashboards.looks_like(text):
         data = dashboards.parse(text)
-        source = f"dashboard:{data.get('repoUrl') or path.name}"
-        out.samples += dashboards.samples(data, source=source)
+        repo = data.get("repoUrl")
+        source = f"dashboard:{repo}" if isinstance(repo, str) and repo else "dashboard"
+        problems: list[str] = []
+        out.samples += dashboards.samples(data, source=source, problems=problems)
+        out.notes += [f"{path}: {line}" for line in problems]
         return
     data = jsonload.loads(text)
     rows = data if isinstance(data, list) else [data]
     if not rows or not all(isinstance(r, dict) for r in rows):
         raise ValueError("not a result this tool knows (expected an object or a list of objects)")
+    content = "sha256:" + hashlib.sha256(raw).hexdigest()[:16]
     for index, row in enumerate(rows):
-        _row(path, row, index, out)
+        _row(path, row, content if index == 0 else f"{content}#{index}", out)
 
 
-def _row(path: Path, row: dict[str, Any], index: int, out: Ingested) -> None:
+def _row(path: Path, row: dict[str, Any], run: str, out: Ingested) -> None:
+    """One row of a file; `run` is the content's identity (its hash, and its index in a list)."""
     if qualification.looks_like(row):
-        out.samples += qualification.samples(row, run=str(row.get("run") or path.parent.name))
+        out.samples += qualification.samples(row, run=str(row.get("run") or run))
         return
     what = inferencex.kind_of(row)
-    source = f"inferencex:{path.name}"
-    run = path.name if index == 0 else f"{path.name}#{index}"
+    source = inferencex.SOURCE
     if what is None:
         raise ValueError(
             "not a result this tool knows (no dashboard, raw, agg, AgentX or eval shape)"
         )
     if what == "raw":
-        _raw(path, row, out)
+        _raw(path, row, run, out)
     elif what == "acceptance":
         series = path.parent.name
         out.samples += inferencex.acceptance_samples(row, source=source, run=run, series=series)
     else:
         seq = _seq_of(path, row)
-        out.samples += inferencex.samples(row, source=source, run=run, seq=seq)
+        got = list(inferencex.samples(row, source=source, run=run, seq=seq))
+        if got and got[0].status == AMBIGUOUS and got[0].image.ref == "unknown":
+            out.notes.append(f"{path}: {got[0].note}; kept as ambiguous, never compared")
+        out.samples += got
 
 
 def _seq_of(path: Path, row: dict[str, Any]) -> int:
@@ -128,7 +141,7 @@ def _seq_of(path: Path, row: dict[str, Any]) -> int:
     return 0
 
 
-def _raw(path: Path, raw: dict[str, Any], out: Ingested) -> None:
+def _raw(path: Path, raw: dict[str, Any], run: str, out: Ingested) -> None:
     """A raw result: checked against its `agg_` sibling, or recorded as failed / ambiguous."""
     agg_path = path.with_name(f"agg_{path.name}")
     if agg_path.is_file():
@@ -155,12 +168,12 @@ def _raw(path: Path, raw: dict[str, Any], out: Ingested) -> None:
             better=HIGHER,
             unit="",
             image=Image(ref="unknown"),
-            run=path.name,
+            run=run,
             seq=inferencex.stamp(raw.get("date")) or 0,
             status=FAILED if failed else AMBIGUOUS,
             value=None,
             note=note,
-            source=f"inferencex:{path.name}",
+            source=inferencex.SOURCE,
         )
     )
 

@@ -21,7 +21,9 @@ from relpipe.changelog.results.records import (
     OK,
     Image,
     Sample,
+    finite,
 )
+from relpipe.core.reference import split
 
 SOURCE = "relpipe:qualify"
 
@@ -34,10 +36,8 @@ def image_of(report: Mapping[str, Any]) -> Image:
     image = report.get("image") or {}
     engine = ((report.get("facts") or {}).get("engine")) or {}
     ref, digest = str(image.get("ref") or ""), image.get("digest")
-    repo = ref.split("@", 1)[0]
-    name, sep, tag = repo.rpartition(":")
-    if not sep or "/" in tag:
-        name, tag = repo, ""
+    written = split(ref)
+    name, tag = written.name, written.tag
     return Image(
         ref=f"{name}@{digest}" if digest else ref,
         tag=tag or None,
@@ -59,10 +59,10 @@ def samples(report: Mapping[str, Any], *, run: str) -> list[Sample]:
             continue
         score: Any = ev.get("score")
         n: Any = ev.get("samples") or 0
-        number = isinstance(score, int | float) and not isinstance(score, bool)
-        ok = number and math.isfinite(score) and ev.get("status") != "error"
+        ok = finite(score) is not None and ev.get("status") != "error"
         note = "" if ok else f"eval {ev.get('status')}: {str(ev.get('reason') or 'no score')[:120]}"
-        se = math.sqrt(score * (1 - score) / n) if ok and 0 <= score <= 1 and n > 0 else None
+        good = ok and isinstance(n, int) and n > 0 and 0 <= score <= 1
+        se = math.sqrt(score * (1 - score) / n) if good else None
         out.append(
             Sample(
                 series=series,

@@ -11,8 +11,11 @@ says why in one line. Only `ok` samples are ever compared as measurements.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
+
+from relpipe.core.reference import is_digest, split
 
 OK = "ok"
 FAILED = "failed"
@@ -75,7 +78,9 @@ class Measurement(NamedTuple):
     metric: str
     kind: str
     better: str
+    unit: str
     image: str
+    engine_commit: str | None  # with `image`, the run's identity: what was measured
     run: str
     seq: int
     status: str
@@ -95,7 +100,9 @@ def measurement(s: Sample) -> Measurement:
         s.metric,
         s.kind,
         s.better,
+        s.unit,
         s.image.ref,
+        s.image.engine_commit,
         s.run,
         s.seq,
         s.status,
@@ -120,12 +127,10 @@ def image_from_ref(ref: str) -> tuple[Image | None, str]:
     `repo:latest@sha256:...` is identified by its digest (the tag says nothing); a bare
     `repo:latest` (or no tag) names no fixed image, so its samples are ambiguous."""
     ref = ref.strip()
-    name, _, digest = ref.partition("@")
-    repo, sep, tag = name.rpartition(":")
-    if not sep or "/" in tag:
-        repo, tag = name, ""
+    written = split(ref)
+    repo, tag, digest = written.name, written.tag or "", written.digest or ""
     if digest:
-        if not digest.startswith("sha256:") or len(digest) != 71:
+        if not is_digest(digest):
             return None, f"image {ref!r} has a malformed digest"
         return Image(
             ref=f"{repo}@{digest}", tag=None if tag == "latest" else tag, digest=digest
@@ -133,3 +138,15 @@ def image_from_ref(ref: str) -> tuple[Image | None, str]:
     if not tag or tag == "latest":
         return None, f"image {ref!r} names no fixed image (no version tag, no digest)"
     return Image(ref=f"{repo}:{tag}", tag=tag), ""
+
+
+def finite(raw: object) -> float | None:
+    """A number from outside as a finite float, or None: not a number, a bool, NaN, infinite or
+    outside any float's range (JSON's `1e400` parses to inf, `10**400` to an int no float holds)."""
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        return None
+    try:
+        value = float(raw)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None

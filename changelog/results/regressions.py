@@ -1,7 +1,10 @@
-"""Per-point regressions against the history: every image change of every (series, point, metric).
+"""Per-point regressions against the history: every run change of every (series, point, metric).
 
-An image's value at a point is the median of its measurements there. Two images are compared by
-kind of metric:
+A run is identified by what was measured: the image and the engine commit (ATOM's CI runs many
+engine commits on top of one nightly image; an image without a known commit is one run identity).
+Identities are ordered by their first run's time, so a change between two runs of one image is
+found where it happened, with both commits. A run identity's value at a point is the median of its
+measurements there. Two identities are compared by kind of metric:
 
 * perf (throughput, latency) and acceptance: the change is judged against a noise band learned from
   repeated runs of the *same* image (relative differences of consecutive runs). From n >= 5 such
@@ -25,8 +28,15 @@ kind of metric:
   regression whatever the band; a run that accepted nothing (rate under 1 %, accept length 1.0
   token per forward) is a collapse judged on its own, with or without an earlier image: `failed`
   when most runs of the image collapsed, `regression` when some did.
-* an image whose only results at a point failed, or that ran the series (at least one point the
-  previous image ran too) and the metric at other points but not at this one, is `failed`.
+* an identity whose only results at a point failed is `failed`; one that ran the series (at least
+  one point the previous identity ran too) and the metric at other points but not at this one is
+  `missing`, its own kind (partial CI runs), summarised per run by `missing_runs`.
+* unstable acceptance: a series whose acceptance collapsed in some runs of one identity and not in
+  others is unstable; a collapse there seen in a single run (and whatever else that run measured)
+  is `unstable-acceptance`, not a regression: one run cannot name a cause.
+
+Bands and instability are learned from every row given; `compare(rows, series=...)` filters what is
+returned, never what is learned, so the verdict on a point does not depend on the filter.
 """
 
 from __future__ import annotations
@@ -35,8 +45,8 @@ import math
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from operator import itemgetter
 
 from relpipe.changelog.results.records import (
@@ -51,6 +61,7 @@ from relpipe.changelog.results.records import (
     Sample,
     measurement,
 )
+from relpipe.core import jsoncodec
 
 K_SIGMA = 4.0
 MIN_PAIRS = 5
@@ -75,13 +86,17 @@ FAILED_KIND = "failed"
 BELOW = "below-threshold"
 WITHIN = "within-noise"
 NO_BASELINE = "no-baseline"
-FINDING_KINDS = (REGRESSION, IMPROVEMENT, FAILED_KIND, BELOW)
+MISSING = "missing"
+UNSTABLE = "unstable-acceptance"
+FINDING_KINDS = (REGRESSION, IMPROVEMENT, FAILED_KIND, BELOW, MISSING, UNSTABLE)
+BAD_KINDS = (REGRESSION, FAILED_KIND, BELOW)  # what makes `relpipe history regressions` exit 1
 
 
 @dataclass(frozen=True, kw_only=True)
 class PointChange:
-    """One metric at one point between two images: a regression, an improvement, a failure or a
-    score below its threshold (`kind`), with the noise band it was judged against."""
+    """One metric at one point between two runs: a regression, an improvement, a failure, a
+    score below its threshold, a missing point or unstable acceptance (`kind`), with the noise
+    band it was judged against and the two run identities (image, engine commit)."""
 
     series: str
     point: str
@@ -90,6 +105,11 @@ class PointChange:
     metric_kind: str  # perf | accuracy | acceptance (records.KINDS)
     old_image: str | None
     new_image: str
+    # the engine commits of the two run identities (None: not recorded), the metric's unit;
+    # left out of JSON when empty, so records written before them read and write back unchanged
+    old_commit: str | None = field(default=None, metadata=jsoncodec.spec(omit="none"))
+    new_commit: str | None = field(default=None, metadata=jsoncodec.spec(omit="none"))
+    unit: str = field(default="", metadata=jsoncodec.spec(omit="default"))
     old_value: float | None
     new_value: float | None
     change: float | None  # relative (new - old) / old
@@ -98,13 +118,48 @@ class PointChange:
     note: str
     runs_old: int
     runs_new: int
+    # the first run of the new identity (where a missing point is summarised)
+    new_run: str = field(default="", metadata=jsoncodec.spec(omit="default"))
+    # where the change began when it is older than the previous run (a collapse that persists):
+    # the last (image, commit) that worked and the first that did not
+    onset_old: tuple[str, str | None] | None = field(
+        default=None, metadata=jsoncodec.spec(omit="none")
+    )
+    onset_new: tuple[str, str | None] | None = field(
+        default=None, metadata=jsoncodec.spec(omit="none")
+    )
+
+    @property
+    def good_bad(self) -> tuple[tuple[str, str | None] | None, tuple[str, str | None]]:
+        """The last good and the first bad run identity: where to look for the cause."""
+        if self.onset_new is not None:
+            return self.onset_old, self.onset_new
+        old = (self.old_image, self.old_commit) if self.old_image else None
+        return old, (self.new_image, self.new_commit)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MissingRun:
+    """Points a run did not report that the run before it in the series did ("12 of 40")."""
+
+    series: str
+    image: str
+    commit: str | None
+    run: str
+    missing: int
+    of: int
 
 
 @dataclass(kw_only=True, slots=True)
 class _Image:
+    """One run identity (image, engine commit) at one point: its runs' values in time order."""
+
     ref: str
+    commit: str | None
     first_seq: int
+    run: str
     values: list[float] = field(default_factory=list)
+    seqs: list[int] = field(default_factory=list)
     ses: list[float] = field(default_factory=list)
     thresholds: list[float] = field(default_factory=list)
     failed: int = 0
@@ -112,31 +167,109 @@ class _Image:
 
 
 Group = tuple[str, str, str]
+Identity = tuple[str, str | None]  # (image, engine commit)
 
 
 def compare(
-    samples: Iterable[Sample | Measurement], *, every: bool = False, all_points: bool = False
+    samples: Iterable[Sample | Measurement],
+    *,
+    every: bool = False,
+    all_points: bool = False,
+    series: Iterable[str] = (),
 ) -> list[PointChange]:
-    """Findings for the newest image change of every point (`every`: each image change in order).
+    """Findings for the newest run change of every point (`every`: each change in order), of
+    `series` only when given (learned from every row all the same).
 
-    Only regression/improvement/failed/below-threshold unless `all_points` (then also the points
-    within noise and those without a previous image), as the release notes' table needs."""
+    Only regression/improvement/failed/below-threshold/missing/unstable unless `all_points` (then
+    also the points within noise and those without a previous run), as the notes' table needs."""
     groups, kinds, series_points = _group(samples)
     bands = _Bands(groups, kinds)
+    wanted = set(series)
     out: list[PointChange] = []
     for key in sorted(groups):
-        if kinds[key][0] == OTHER:
+        if kinds[key][0] == OTHER or (wanted and key[0] not in wanted):
             continue
-        images = sorted(groups[key].values(), key=lambda i: (i.first_seq, i.ref))
+        images = _ordered(groups[key])
         levels = [statistics.median(i.values) if i.values else None for i in images]
         start = 1 if every else max(1, len(images) - 1)
         if len(images) < 2 and all_points and images:
             out += _judge(key, kinds[key], None, images[-1], bands, [])
         for at in range(start, len(images)):
+            if every and at < len(images) - 1 and _still_collapsed(key[2], images, at):
+                continue  # one finding per collapse (its onset) and one for the newest run
             recent = [v for v in levels[max(0, at - LEVEL_IMAGES) : at] if v is not None]
-            out += _judge(key, kinds[key], images[at - 1], images[at], bands, recent)
-    out += _missing(groups, kinds, series_points, every=every)
+            found = _judge(key, kinds[key], images[at - 1], images[at], bands, recent)
+            out += [_with_onset(f, key[2], images, at) for f in found]
+    out += _missing(groups, kinds, series_points, every=every, wanted=wanted)
+    out = [_unstable(f, bands) for f in out]
     return [f for f in out if all_points or f.kind in FINDING_KINDS]
+
+
+def _dead(metric: str, image: _Image) -> bool:
+    return bool(image.values) and all(_nothing_accepted(metric, v) for v in image.values)
+
+
+def _still_collapsed(metric: str, images: Sequence[_Image], at: int) -> bool:
+    return _dead(metric, images[at - 1]) and _dead(metric, images[at])
+
+
+def _with_onset(f: PointChange, metric: str, images: Sequence[_Image], at: int) -> PointChange:
+    """A collapse that began before the previous run: named with the runs where it began (the
+    last run that worked and the first that accepted nothing), where its cause lies."""
+    if (
+        f.kind != FAILED_KIND
+        or f.metric_kind != ACCEPTANCE
+        or not _still_collapsed(metric, images, at)
+    ):
+        return f
+    first = at
+    while first > 0 and _dead(metric, images[first - 1]):
+        first -= 1
+    bad = images[first]
+    good = images[first - 1] if first > 0 else None
+    since = f"{bad.ref}@{(bad.commit or '?')[:12]}"
+    note = f"{f.note}; collapsed since {since}"
+    return replace(
+        f,
+        onset_old=(good.ref, good.commit) if good else None,
+        onset_new=(bad.ref, bad.commit),
+        note=note if good else note + " (the first run of the series)",
+    )
+
+
+def _ordered(identities: dict[Identity, _Image]) -> list[_Image]:
+    return sorted(identities.values(), key=lambda i: (i.first_seq, i.ref, i.commit or ""))
+
+
+def missing_runs(
+    findings: Iterable[PointChange], rows: Iterable[Sample | Measurement]
+) -> list[MissingRun]:
+    """The `missing` findings summarised per run: how many of the points the previous run of the
+    series reported this one did not."""
+    counted: dict[tuple[str, str, str | None, str], int] = defaultdict(int)
+    for f in findings:
+        if f.kind == MISSING:
+            counted[(f.series, f.new_image, f.new_commit, f.new_run)] += 1
+    if not counted:
+        return []
+    groups, kinds, series_points = _group(rows)
+    out = []
+    for (series, image, commit, run), n in sorted(counted.items(), key=lambda kv: kv[0][3]):
+        before = _previous(groups, series_points[series], (image, commit))
+        ran = series_points[series].get(before, set()) if before else set()
+        total = len([k for k in ran if kinds[k][0] != OTHER])
+        out.append(
+            MissingRun(series=series, image=image, commit=commit, run=run, missing=n, of=total)
+        )
+    return out
+
+
+def _previous(
+    groups: dict[Group, dict[Identity, _Image]], by_id: dict[Identity, set[Group]], ident: Identity
+) -> Identity | None:
+    order = sorted(by_id, key=lambda i: min(groups[k][i].first_seq for k in by_id[i]))
+    at = order.index(ident) if ident in order else 0
+    return order[at - 1] if at > 0 else None
 
 
 def for_image(
@@ -158,7 +291,7 @@ def trend(
     for key in sorted(groups):
         if kinds[key][0] == OTHER:
             continue
-        ordered = sorted(groups[key].values(), key=lambda i: (i.first_seq, i.ref))
+        ordered = _ordered(groups[key])
         out[(key[1], key[2])] = [(i.ref, statistics.median(i.values)) for i in ordered if i.values]
     return out
 
@@ -173,45 +306,50 @@ def _up_to(
     ours = [m for m in mine if m.image in images]
     if not ours:
         return None
-    ref = ours[0].image
+    ref, commit = ours[0].image, ours[0].engine_commit
     first = min(m.seq for m in ours)
     later = {m.image for m in mine if m.image != ref and m.seq > first}
     earlier = {m.image for m in mine if m.image != ref and m.seq <= first}
     return [
-        m._replace(image=ref) if m.image in images else m
+        m._replace(image=ref, engine_commit=commit) if m.image in images else m
         for m in mine
         if m.image in images or m.image in earlier or m.image not in later
     ]
 
 
+Kinds = dict[Group, tuple[str, str, str]]  # (metric kind, better, unit)
+
+
 def _group(
     samples: Iterable[Sample | Measurement],
-) -> tuple[
-    dict[Group, dict[str, _Image]], dict[Group, tuple[str, str]], dict[str, dict[str, set[Group]]]
-]:
-    groups: dict[Group, dict[str, _Image]] = defaultdict(dict)
-    kinds: dict[Group, tuple[str, str]] = {}
-    series_points: dict[str, dict[str, set[Group]]] = defaultdict(lambda: defaultdict(set))
+) -> tuple[dict[Group, dict[Identity, _Image]], Kinds, dict[str, dict[Identity, set[Group]]]]:
+    groups: dict[Group, dict[Identity, _Image]] = defaultdict(dict)
+    kinds: Kinds = {}
+    series_points: dict[str, dict[Identity, set[Group]]] = defaultdict(lambda: defaultdict(set))
     rows = [m if isinstance(m, Measurement) else measurement(m) for m in samples]
     # Python's order, not the database's: PostgreSQL may collate `run` differently from SQLite.
-    rows.sort(key=itemgetter(7, 6))  # (seq, run)
+    rows.sort(key=itemgetter(9, 8))  # (seq, run)
     # Fields unpacked, not read by name: 100,000 rows are read per comparison.
-    for series, point, metric, kind, better, ref, _, seq, status, value, se, limit, note in rows:
+    for row in rows:
+        series, point, metric, kind, better, unit, ref, commit, run, seq, status, value = row[:12]
         if status != OK and status != FAILED:
             continue  # ambiguous samples are never measurements
         key = (series, point, metric)
         images = groups[key]
-        image = images.get(ref)
+        ident = (ref, commit)
+        image = images.get(ident)
         if image is None:
             if key not in kinds:
-                kinds[key] = (kind, better)
-            image = images[ref] = _Image(ref=ref, first_seq=seq)
-            series_points[series][ref].add(key)
+                kinds[key] = (kind, better, unit)
+            image = images[ident] = _Image(ref=ref, commit=commit, first_seq=seq, run=run)
+            series_points[series][ident].add(key)
+        se, limit, note = row[12:]
         if status == FAILED or value is None:
             image.failed += 1
             image.notes.append(note)
             continue
         image.values.append(value)
+        image.seqs.append(seq)
         if se is not None:
             image.ses.append(se)
         if limit is not None:
@@ -230,25 +368,23 @@ def _quantile(values: Sequence[float], q: float) -> float:
 
 
 class _Bands:
-    """Noise bands per group: its own pairs, its series', the metric's everywhere (the widest)."""
+    """Noise bands per group: its own pairs, its series', the metric's everywhere (the widest).
 
-    def __init__(
-        self, groups: dict[Group, dict[str, _Image]], kinds: dict[Group, tuple[str, str]]
-    ) -> None:
+    Pairs are consecutive runs of one image (whatever engine commit ran on it): the spread of the
+    same image measured again, as the dashboards' repeated runs show it."""
+
+    def __init__(self, groups: dict[Group, dict[Identity, _Image]], kinds: Kinds) -> None:
         self.own: dict[Group, list[float]] = {}
         self.series: dict[tuple[str, str], list[float]] = defaultdict(list)
         self.metric: dict[str, list[float]] = defaultdict(list)
         self.unsettled = unsettled(groups, kinds)
+        self.unstable = unstable_series(groups, kinds)
+        self.collapsed = collapsed_runs(groups, kinds)
         self._cache: dict[tuple[str, str], float | None] = {}
         for key, images in groups.items():
             if kinds[key][0] not in (PERF, ACCEPTANCE):
                 continue
-            diffs = [
-                d
-                for img in images.values()
-                if not settles_nothing(self.unsettled, key[0], img.ref)
-                for d in same_image_diffs(img.values)
-            ]
+            diffs = [d for values in _image_runs(key[0], images, self.unsettled) for d in values]
             self.own[key] = diffs
             self.series[(key[0], key[2])] += diffs
             self.metric[key[2]] += diffs
@@ -281,11 +417,36 @@ class _Bands:
         return default, f"default (fewer than {MIN_PAIRS} same-image pairs)"
 
 
-def unsettled(
-    groups: dict[Group, dict[str, _Image]], kinds: dict[Group, tuple[str, str]]
-) -> set[tuple[str, str]]:
+def _image_runs(
+    series: str, identities: dict[Identity, _Image], unsettled_: set[tuple[str, str]]
+) -> Iterator[list[float]]:
+    """Per image, the same-image differences of its runs in time order (identities merged)."""
+    by_image: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for img in identities.values():
+        if not settles_nothing(unsettled_, series, img.ref):
+            by_image[img.ref] += zip(img.seqs, img.values, strict=True)
+    for runs in by_image.values():
+        if len(runs) > 1:
+            yield same_image_diffs([v for _, v in sorted(runs, key=itemgetter(0))])
+
+
+def unsettled(groups: dict[Group, dict[Identity, _Image]], kinds: Kinds) -> set[tuple[str, str]]:
     """(series, image) whose runs differ in kind, not by noise: speculative decoding accepted
-    nothing in some runs and worked in others. Their same-image pairs teach no noise band."""
+    nothing in some runs of the image and worked in others. Their pairs teach no noise band."""
+    out = set()
+    for key, images in groups.items():
+        if kinds[key][0] != ACCEPTANCE:
+            continue
+        by_image: dict[str, list[bool]] = defaultdict(list)
+        for img in images.values():
+            by_image[img.ref] += [_nothing_accepted(key[2], v) for v in img.values]
+        out |= {(key[0], ref) for ref, dead in by_image.items() if any(dead) and not all(dead)}
+    return out
+
+
+def unstable_series(groups: dict[Group, dict[Identity, _Image]], kinds: Kinds) -> set[str]:
+    """Series whose acceptance collapsed in some runs of one (image, commit) and not in others:
+    the same code, different outcomes."""
     out = set()
     for key, images in groups.items():
         if kinds[key][0] != ACCEPTANCE:
@@ -293,13 +454,41 @@ def unsettled(
         for img in images.values():
             dead = [_nothing_accepted(key[2], v) for v in img.values]
             if any(dead) and not all(dead):
-                out.add((key[0], img.ref))
+                out.add(key[0])
     return out
 
 
-def settles_nothing(unsettled: set[tuple[str, str]], series: str, image: str) -> bool:
+def collapsed_runs(
+    groups: dict[Group, dict[Identity, _Image]], kinds: Kinds
+) -> dict[tuple[str, Identity], str]:
+    """(series, identity) whose acceptance collapsed in some run, with a one-line note."""
+    out: dict[tuple[str, Identity], str] = {}
+    for key, images in groups.items():
+        if kinds[key][0] != ACCEPTANCE:
+            continue
+        for ident, img in images.items():
+            dead = sum(_nothing_accepted(key[2], v) for v in img.values)
+            if dead:
+                out[(key[0], ident)] = f"acceptance collapsed in {dead} of {len(img.values)} runs"
+    return out
+
+
+def settles_nothing(unsettled_: set[tuple[str, str]], series: str, image: str) -> bool:
     """Whether `image` was unsettled in `series` or the series it extends (`X MTP` of `X MTP3`)."""
-    return any(image == ref and series.startswith(name) for name, ref in unsettled)
+    return any(image == ref and series.startswith(name) for name, ref in unsettled_)
+
+
+def _unstable(f: PointChange, bands: _Bands) -> PointChange:
+    """A regression or failure of a run whose acceptance collapsed, in a series whose acceptance
+    is unstable (collapsed in some runs of one identity only): instability, not a cause."""
+    if f.kind not in (REGRESSION, FAILED_KIND, BELOW) or f.new_value is None:
+        return f
+    for name in (n for n in bands.unstable if f.series.startswith(n)):
+        why = bands.collapsed.get((name, (f.new_image, f.new_commit)))
+        if why:
+            note = f"{why}; the series' acceptance is unstable (it collapsed in some runs of one "
+            return replace(f, kind=UNSTABLE, note=note + "image and commit, not in others)")
+    return f
 
 
 def _band(diffs: Sequence[float], metric: str) -> float:
@@ -317,7 +506,7 @@ def _tail(metric: str) -> bool:
 
 def _judge(
     key: Group,
-    kind: tuple[str, str],
+    kind: tuple[str, str, str],
     old: _Image | None,
     new: _Image,
     bands: _Bands,
@@ -331,8 +520,12 @@ def _judge(
         "metric_kind": kind[0],
         "old_image": old.ref if old else None,
         "new_image": new.ref,
+        "old_commit": old.commit if old else None,
+        "new_commit": new.commit,
+        "unit": kind[2],
         "runs_old": len(old.values) if old else 0,
         "runs_new": len(new.values),
+        "new_run": new.run,
     }
     new_value = statistics.median(new.values) if new.values else None
     old_value = statistics.median(old.values) if old and old.values else None
@@ -446,23 +639,27 @@ def _collapsed(metric: str, old_value: float, new_value: float) -> bool:
 
 
 def _missing(
-    groups: dict[Group, dict[str, _Image]],
-    kinds: dict[Group, tuple[str, str]],
-    series_points: dict[str, dict[str, set[Group]]],
+    groups: dict[Group, dict[Identity, _Image]],
+    kinds: Kinds,
+    series_points: dict[str, dict[Identity, set[Group]]],
     *,
     every: bool,
+    wanted: set[str],
 ) -> list[PointChange]:
-    """A point the previous image of a series had and the next image, which ran it, has not."""
+    """A point the previous run identity of a series had and the next, which ran it, has not."""
     out: list[PointChange] = []
     for series, by_image in sorted(series_points.items()):
+        if wanted and series not in wanted:
+            continue
         order = sorted(
-            by_image, key=lambda ref: min(groups[k][ref].first_seq for k in by_image[ref])
+            by_image, key=lambda ident: min(groups[k][ident].first_seq for k in by_image[ident])
         )
         pairs = list(zip(order, order[1:], strict=False))
         for old, new in pairs if every else pairs[-1:]:
             if not by_image[old] & by_image[new]:
                 continue  # no point in common: another sweep shape, not a point dropped
-            ran = {k[2] for k in by_image[new]}  # a metric the new image measured elsewhere
+            ran = {k[2] for k in by_image[new]}  # a metric the new identity measured elsewhere
+            first_new = min((groups[k][new] for k in by_image[new]), key=lambda i: i.first_seq)
             for key in sorted(by_image[old] - by_image[new]):
                 if kinds[key][0] == OTHER or key[2] not in ran:
                     continue
@@ -472,12 +669,70 @@ def _missing(
                     "point": key[1],
                     "metric": key[2],
                     "metric_kind": kinds[key][0],
-                    "old_image": old,
-                    "new_image": new,
+                    "old_image": old[0],
+                    "new_image": new[0],
+                    "old_commit": old[1],
+                    "new_commit": new[1],
+                    "unit": kinds[key][2],
                     "runs_old": len(values),
                     "runs_new": 0,
+                    "new_run": first_new.run,
                 }
                 old_value = statistics.median(values) if values else None
-                note = "missing: the new image ran this series but not this point"
-                out.append(_finding(base, FAILED_KIND, old_value, None, None, "", note))
+                note = "missing: the new run reported this series but not this point"
+                out.append(_finding(base, MISSING, old_value, None, None, "", note))
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Chart:
+    """One series and metric over time: the runs (image, engine commit, first run time) in order,
+    each point's median per run (None where it has none) and its noise band."""
+
+    series: str
+    metric: str
+    metric_kind: str
+    unit: str
+    better: str
+    runs: tuple[tuple[str, str | None, int], ...]
+    lines: dict[str, tuple[float | None, ...]]
+    bands: dict[str, float | None]  # relative; None for accuracy (judged by standard errors)
+
+
+def charts(samples: Iterable[Sample | Measurement], *, series: Iterable[str] = ()) -> list[Chart]:
+    """A chart per (series, metric) of what is stored, bands learned from every row."""
+    groups, kinds, _ = _group(samples)
+    bands = _Bands(groups, kinds)
+    wanted = set(series)
+    by_chart: dict[tuple[str, str], list[Group]] = defaultdict(list)
+    for key in groups:
+        if kinds[key][0] != OTHER and (not wanted or key[0] in wanted):
+            by_chart[(key[0], key[2])].append(key)
+    out = []
+    for (name, metric), keys in sorted(by_chart.items()):
+        idents = {i: img.first_seq for k in keys for i, img in groups[k].items()}
+        for k in keys:
+            for i, img in groups[k].items():
+                idents[i] = min(idents[i], img.first_seq)
+        order = sorted(idents, key=lambda i: (idents[i], i[0], i[1] or ""))
+        lines = {}
+        for k in sorted(keys):
+            have = groups[k]
+            lines[k[1]] = tuple(
+                statistics.median(have[i].values) if i in have and have[i].values else None
+                for i in order
+            )
+        kind, better, unit = kinds[keys[0]]
+        out.append(
+            Chart(
+                series=name,
+                metric=metric,
+                metric_kind=kind,
+                unit=unit,
+                better=better,
+                runs=tuple((i[0], i[1], idents[i]) for i in order),
+                lines=lines,
+                bands={k[1]: None if kind == ACCURACY else bands.of(k)[0] for k in keys},
+            )
+        )
     return out

@@ -56,6 +56,18 @@ class StoredSample:
     sample: Sample
 
 
+@dataclass(frozen=True, kw_only=True)
+class SeriesInfo:
+    series: str
+    samples: int
+    points: int
+    metrics: int
+    runs: int
+    images: int
+    first_seq: int  # run times, ms since the epoch
+    last_seq: int
+
+
 class Store:
     """One connection to the history; use as a context manager (`with open_store(url) as s`)."""
 
@@ -149,6 +161,32 @@ class Store:
         finally:
             cur.close()
 
+    def series(self) -> list[SeriesInfo]:
+        """What is stored, per series: samples, points, metrics, runs, first and last run time."""
+        sql = (
+            "SELECT series, COUNT(*), COUNT(DISTINCT point), COUNT(DISTINCT metric), "
+            "COUNT(DISTINCT run), COUNT(DISTINCT image), MIN(seq), MAX(seq) "
+            "FROM results GROUP BY series ORDER BY series"
+        )
+        cur = self.conn.cursor()
+        try:
+            cur.execute(sql)
+            return [
+                SeriesInfo(
+                    series=r[0],
+                    samples=int(r[1]),
+                    points=int(r[2]),
+                    metrics=int(r[3]),
+                    runs=int(r[4]),
+                    images=int(r[5]),
+                    first_seq=int(r[6]),
+                    last_seq=int(r[7]),
+                )
+                for r in cur.fetchall()
+            ]
+        finally:
+            cur.close()
+
     def measurements(self, *, series: Sequence[str] = ()) -> list[Measurement]:
         """The ok and failed samples as plain rows, in no order (what `regressions` reads)."""
         where = f"status IN ('{OK}', '{FAILED}')"
@@ -224,8 +262,15 @@ def _sample(row: Sequence[Any]) -> Sample:
     )
 
 
-def open_store(url: str) -> Store:
-    """Open (creating and migrating as needed) the store at `url`: a path or a PostgreSQL URL."""
+def open_store(url: str, *, create: bool = True) -> Store:
+    """Open (migrating as needed) the store at `url`: a path or a PostgreSQL URL. A SQLite store
+    that does not exist is created only with `create` (ingest's job); otherwise exit 2."""
+    if not create and not is_postgres(url) and not Path(url.removeprefix("sqlite:///")).is_file():
+        raise ChangelogError(
+            f"no results store at {url}; create it with `relpipe history ingest --history "
+            f"{url} FILE...`, or name another with --history or ${HISTORY_ENV}",
+            exit_code=2,
+        )
     if is_postgres(url):
         psycopg = require("psycopg", "history")
         try:

@@ -1,11 +1,5 @@
-"""ATOM: the server command as InferenceX launches it, and the image's own ops for the mono path.
-
-Server: `python -m atom.entrypoints.openai_server --model M --host H --server-port P
---tensor-parallel-size N [--kv_cache_dtype bf16|fp8] [--method M --num-speculative-tokens K
-[--draft-model D] [--spec-decode-acceptance-length AL]]`. ATOM's `EngineArgs` (arg_utils.py)
-builds a speculative config only when `--method` is set, and drops the acceptance length
-silently otherwise, so an AL is never emitted without `--method` and `--num-speculative-tokens`
-(InferenceX's agentic ATOM scripts pass all three, plus `--draft-model` for eagle3/dspark).
+"""ATOM: the image's own ops for the mono path (its server command is declared in
+engine/declarations/atom.json and launched by `engine.adapters.declared`).
 
 Ops: ATOM's layers call aiter's kernels: `RMSNorm` reaches `rmsnorm2d_fwd(x2d, weight, eps)`
 (imported into `atom.model_ops.layernorm`) and `SiluAndMul` calls `silu_and_mul(out, x)`, the
@@ -23,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from relpipe.engine.adapters.server import Launch, ServerSpec, spec
 from relpipe.engine.errors import EngineError
 from relpipe.engine.options import OPS_MODES
 
@@ -31,9 +24,6 @@ if TYPE_CHECKING:
     import torch
 
     from relpipe.engine.decode import Ops
-
-ENTRYPOINT = "atom.entrypoints.openai_server"
-KV_DTYPE = {"bf16": "bf16", "fp8": "fp8"}  # ATOM's --kv_cache_dtype choices
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,31 +142,3 @@ def load_ops(mode: str = "auto") -> tuple[Ops, list[str]]:
         provider={b.name: "atom" for b in ATOM_OPS},
     )
     return ops, [f"{b.name}: bound to {b.module}.{b.attr}({', '.join(b.params)})" for b in ATOM_OPS]
-
-
-def server(request: Launch) -> ServerSpec:
-    argv = [
-        request.python,
-        "-m",
-        ENTRYPOINT,
-        "--model",
-        request.model,
-        "--served-model-name",
-        request.served_model_name or request.model,
-        "--host",
-        request.host,
-        "--server-port",
-        str(request.port),
-        "--tensor-parallel-size",
-        str(request.tensor_parallel),
-    ]
-    if request.kv_dtype is not None:
-        argv += ["--kv_cache_dtype", KV_DTYPE[request.kv_dtype]]
-    if request.spec is not None:
-        argv += ["--method", request.spec.method]
-        if request.spec.draft_model:
-            argv += ["--draft-model", request.spec.draft_model]
-        argv += ["--num-speculative-tokens", str(request.spec.tokens)]
-        if request.acceptance is not None:
-            argv += ["--spec-decode-acceptance-length", request.acceptance]
-    return spec("atom", request, argv)

@@ -12,16 +12,21 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 
-from relpipe.engine.adapters import atom, relpipe, server, sglang, trtllm, vllm
+from relpipe.engine import declaration
+from relpipe.engine.adapters import declared, relpipe, server, trtllm
 from relpipe.engine.errors import EngineError
 
-ADAPTERS: dict[str, Callable[..., server.ServerSpec]] = {
-    "atom": atom.server,
-    "vllm": vllm.server,
-    "sglang": sglang.server,
+# Servers written as code: TensorRT-LLM (a config file, two EAGLE3 paths) and relpipe's own
+# reference server. Every declared engine (engine/declarations/) launches from its declaration.
+CODED: dict[str, Callable[..., server.ServerSpec]] = {
     "trtllm": trtllm.server,
     "relpipe": relpipe.server,
 }
+
+
+def engines() -> list[str]:
+    """Every engine a server can be launched for: the declared ones and the coded ones."""
+    return sorted({*declaration.names(), *CODED})
 
 
 def add_launch_args(p: argparse.ArgumentParser) -> None:
@@ -43,7 +48,7 @@ def add_launch_args(p: argparse.ArgumentParser) -> None:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m relpipe.engine launch-command", description=__doc__)
-    p.add_argument("engine", choices=sorted(ADAPTERS), metavar="ENGINE")
+    p.add_argument("engine", choices=engines(), metavar="ENGINE")
     add_launch_args(p)
     p.add_argument("--json", action="store_true", help="print JSON (default: a shell line)")
     return p
@@ -69,7 +74,9 @@ def build(args: argparse.Namespace) -> server.ServerSpec:
         return trtllm.server(request, two_model=args.two_model)
     if args.two_model:
         raise EngineError("--two-model applies to trtllm only")
-    return ADAPTERS[args.engine](request)
+    if args.engine in CODED:
+        return CODED[args.engine](request)
+    return declared.server(args.engine, request)
 
 
 def shell_line(spec: server.ServerSpec) -> str:

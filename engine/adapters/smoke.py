@@ -47,7 +47,7 @@ class Decoded:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m relpipe.engine server-smoke", description=__doc__)
-    p.add_argument("--engine", choices=sorted(command.ADAPTERS), required=True)
+    p.add_argument("--engine", choices=command.engines(), required=True)
     command.add_launch_args(p)
     d = p.add_argument_group("decode")
     d.add_argument("--prompts", type=options.prompt_count, default=4, help="(default: %(default)s)")

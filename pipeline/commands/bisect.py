@@ -16,13 +16,15 @@ import sys
 from collections.abc import Sequence
 
 from relpipe.core import jsonload, sanitize
+from relpipe.core.reference import parse, split
 from relpipe.pipeline.bisect import Journal, between, commits_of, endpoints, plan, search
 from relpipe.pipeline.errors import PipelineError
 
 
 def _split(ref: str, repository: str | None) -> tuple[str, str]:
-    repo, sep, tag = ref.rpartition(":")
-    if not sep or "/" in tag:
+    written = split(ref)
+    repo, tag = written.name, written.tag
+    if tag is None:
         if repository is None:
             raise PipelineError(f"{ref}: give REPOSITORY:TAG, or a bare tag with --repository")
         return repository, ref
@@ -30,7 +32,6 @@ def _split(ref: str, repository: str | None) -> tuple[str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from relpipe.core.reference import parse
     from relpipe.images.nightly import DEFAULT_PATTERN
     from relpipe.images.options import add_registry_args, apply_registry_args
     from relpipe.images.registry import RegistryClient

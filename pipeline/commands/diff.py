@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.core import sanitize
+from relpipe.core import engines, sanitize
 from relpipe.pipeline import enginerepo
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
@@ -24,7 +24,6 @@ from relpipe.validate.precision import gitio
 
 IMAGE_PREFIX = "image:"
 DEFAULT_IMAGE_PATH = enginerepo.ENGINE_PATH
-SCOPES = ("atom", "vllm", "sglang")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,11 +61,13 @@ def _parser() -> argparse.ArgumentParser:
     rules = p.add_argument_group("rules and watch list")
     rules.add_argument(
         "--rules",
-        metavar="FILE|atom|aiter|vllm|sglang",
-        help="rules file or built-in set (default: atom)",
+        metavar="FILE|" + "|".join(precision.builtin_rules()),
+        help="rules file or a rule set an engine declares (default: atom)",
     )
     rules.add_argument(
-        "--scope", choices=SCOPES, help="image family for scoped rules (default: all count)"
+        "--scope",
+        choices=engines.names(),
+        help="the engine whose image family scoped rules apply to (default: all count)",
     )
     rules.add_argument(
         "--must-contain",

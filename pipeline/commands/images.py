@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.core import sanitize
-from relpipe.core.reference import parse
+from relpipe.core.reference import parse, split
 from relpipe.images.errors import ImageError
+from relpipe.images.nightly import families
 from relpipe.images.options import add_registry_args, apply_registry_args
 from relpipe.images.registry import RegistryClient
 from relpipe.pipeline.commands.parser import Parser
@@ -112,7 +113,7 @@ def _pin(args: argparse.Namespace) -> int:
         from relpipe.changelog.configs.pin import pin_image
 
         pin = pins[0]
-        image = pin.ref.split("@", 1)[0]
+        image = split(pin.ref).without_digest
         if args.with_digest:
             image = f"{image}@{pin.digest}"
         result = pin_image(args.config, args.config_key, image)
@@ -211,11 +212,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--pattern",
         metavar="FAMILY|PATTERN",
         default="",
-        help="a tag family of images/families.yaml (atom, atom-release, vllm, vllm-rocm, "
-        "vllm-release, sglang, sglang-release, atom-vllm, atom-sglang), optionally narrowed to "
+        help=f"a tag family its engine declares ({', '.join(families())}), optionally narrowed to "
         "one build line (sglang:rocm=720,gpu=mi35x), or a pattern (%%Y %%m %%d %%H %%M %%S, "
-        "<name:ver|semver|pep440|hex|num|gpu>) (default: the repository's nightly family, "
-        "e.g. vllm for vllm/vllm-openai-rocm; atom for a repository no family lists)",
+        "<name:ver|semver|pep440|hex|num|gpu|gpuname|word>) (default: the repository's nightly "
+        "family, e.g. vllm for vllm/vllm-openai-rocm; atom for a repository no family lists)",
     )
     p.add_argument(
         "--page-size", metavar="N", type=int, default=1000, help="tags per listing request (n=)"

@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="FAMILY|PATTERN",
         default="",
         help="tag family or pattern, as for `relpipe images latest --pattern` (default: the "
-        "repository's nightly family in images/families.yaml, else atom)",
+        "repository's nightly family, as its engine declares it, else atom)",
     )
     p.add_argument(
         "--retention-days",

@@ -60,14 +60,15 @@ def _replay_flag_rate(samples: list) -> tuple[int, int]:
         bands = regressions._Bands(groups, kinds)
         for m in rows[start:end]:
             key = (m.series, m.point, m.metric)
-            image = groups.get(key, {}).get(m.image)
-            if m.status != OK or kinds.get(key, ("",))[0] != PERF or not image or not image.values:
+            runs = [i for i in groups.get(key, {}).values() if i.ref == m.image and i.values]
+            if m.status != OK or kinds.get(key, ("",))[0] != PERF or not runs:
                 continue
             if regressions.settles_nothing(bands.unsettled, m.series, m.image):
                 continue  # runs of this image differ in kind (acceptance collapsed in some)
-            ref = statistics.median(image.values)
+            ref = statistics.median(v for i in runs for v in i.values)
+            first = min(i.first_seq for i in runs)
             earlier = sorted(
-                (i for i in groups[key].values() if i.first_seq < image.first_seq and i.values),
+                (i for i in groups[key].values() if i.first_seq < first and i.values),
                 key=lambda i: (i.first_seq, i.ref),
             )
             recent = [statistics.median(i.values) for i in earlier[1 - LEVEL :]] + [ref]
@@ -97,40 +98,40 @@ def test_replayed_same_image_pairs_are_rarely_regressions(
     assert flagged <= 0.01 * pairs, f"{flagged} of {pairs} same-image pairs flagged"
 
 
-def test_replay_finds_the_acceptance_collapse_and_scores_below_threshold(results: Path) -> None:
+GOOD, BAD = "6619cc7d33e3bb1f5a8f2f9966b2c4cb3a20e494", "0bb75144e859529514ce2b0d7243944fca44ec95"
+MAY_NIGHTLY = "rocm/atom-dev:nightly_202605181640"
+
+
+def test_may_collapse_is_found_at_its_onset_between_two_runs_of_one_image(results: Path) -> None:
     samples = ingest.ingest(
         [results / "atom-dashboards" / "benchmark-dashboard-2026-05-23.js"]
     ).samples
     found = regressions.compare(samples, every=True)
-    accept = [f for f in found if f.metric == "acceptance_rate" and f.kind == "regression"]
-    assert [
-        (f.series, f.old_image, f.new_image, f.old_value, round(f.new_value, 5)) for f in accept
-    ] == [
-        (
-            "ATOM::DeepSeek-V4-Pro MTP",
-            "rocm/atom-dev:nightly_202605221558",
-            "rocm/atom-dev:nightly_202605231519",
-            0.9407,
-            0.64375,
-        )
-    ]
-    # Qwen3.5-397B MTP: spec decoding accepts nothing on every image from 05-19 on, while GSM8K
-    # stays at 0.82-0.85 (an accuracy-only gate passes it): a collapse, judged on its own
-    collapsed = {
-        (f.series, f.new_image)
+    # Qwen3.5-397B-FP8 MTP: acceptance 0.847 on nightly_202605181640 at ATOM 6619cc7d, nothing
+    # accepted on the same image at 0bb75144 and ever after (GSM8K stays at 0.82-0.85)
+    onset = [
+        f
         for f in found
-        if f.metric_kind == "acceptance" and f.kind == "failed" and "collapsed" in f.note
-    }
-    images = [
-        "rocm/atom-dev@sha256:eba8c90854e5ce6a6f5b5ac4d35d41f7df76981229e5d91f32a9d2176c52a2e8",
-        "rocm/atom-dev:nightly_202605201600",
-        "rocm/atom-dev@sha256:e8f24d74ba5a0f19fa344b338be7d2da32382ac60bbe10472fba28b479f02bfe",
-        "rocm/atom-dev:nightly_202605221558",
-        "rocm/atom-dev:nightly_202605231519",
+        if f.series == "ATOM::Qwen3.5-397B-A17B-FP8 MTP" and f.metric == "acceptance_rate"
     ]
-    assert collapsed == {
-        (f"ATOM::Qwen3.5-397B-A17B-{q} MTP", image) for q in ("FP8", "MXFP4") for image in images
-    }
+    assert [(f.kind, f.old_image, f.old_commit, f.new_image, f.new_commit) for f in onset][0] == (
+        "failed",
+        MAY_NIGHTLY,
+        GOOD,
+        MAY_NIGHTLY,
+        BAD,
+    )
+    assert (onset[0].old_value, onset[0].new_value) == (0.847, 0.0)
+    # one finding at the onset, one for the newest run (still collapsed, named with the onset)
+    assert len(onset) == 2 and onset[1].good_bad == ((MAY_NIGHTLY, GOOD), (MAY_NIGHTLY, BAD))
+    assert "collapsed since rocm/atom-dev:nightly_202605181640@0bb75144e859" in onset[1].note
+    # the MXFP4 twin collapsed between the same two commits (its first bad run on a digest ref)
+    mxfp4 = next(
+        f
+        for f in found
+        if f.series == "ATOM::Qwen3.5-397B-A17B-MXFP4 MTP" and f.metric == "acceptance_rate"
+    )
+    assert (mxfp4.old_commit, mxfp4.new_commit, mxfp4.old_value) == (GOOD, BAD, 0.3298)
     below = {(f.series, f.new_image) for f in found if f.kind == "below-threshold"}
     assert (
         "ATOM-vLLM::Qwen3.5-397B-A17B-FP8 TP8",
@@ -138,24 +139,25 @@ def test_replay_finds_the_acceptance_collapse_and_scores_below_threshold(results
     ) in below
 
 
-def test_replay_flags_the_dspark_runs_whose_acceptance_collapsed(results: Path) -> None:
+def test_august_dspark_instability_is_unstable_acceptance_not_a_regression(results: Path) -> None:
     samples = ingest.ingest([results / "atom-dashboards" / "benchmark-dashboard.js"]).samples
-    found = regressions.compare(samples, every=True)
-    dspark = sorted(
-        (f.metric, f.new_image, f.note)
-        for f in found
-        if f.series == "ATOM::DeepSeek-V4-Pro DSpark" and f.kind == "regression"
+    for every in (True, False):
+        found = regressions.compare(samples, every=every)
+        dspark = [f for f in found if f.series == "ATOM::DeepSeek-V4-Pro DSpark"]
+        assert dspark and {f.kind for f in dspark} == {regressions.UNSTABLE}
+    notes = {(f.metric, f.new_commit[:8], f.note.split(";")[0]) for f in dspark}
+    assert notes == {
+        ("accept_length", "2b61f987", "acceptance collapsed in 1 of 1 runs"),
+        ("acceptance_rate", "2b61f987", "acceptance collapsed in 1 of 1 runs"),
+        ("accuracy", "2b61f987", "acceptance collapsed in 1 of 1 runs"),
+    }
+    # the instability itself: nightly_202608071513 at 514ed7c8 collapsed in 1 of its 3 runs
+    everything = regressions.compare(samples, every=True)
+    assert any(
+        f.new_commit and f.new_commit.startswith("514ed7c8") and "1 of 3 runs" in f.note
+        for f in everything
+        if f.series == "ATOM::DeepSeek-V4-Pro DSpark"
     )
-    note = "acceptance collapsed (nothing accepted) in 1 of 3 runs"
-    assert dspark == [
-        (metric, f"rocm/atom-dev:nightly_{tag}", note)
-        for metric in ("accept_length", "acceptance_rate")
-        for tag in ("202608071513", "202608091507")
-    ]
-    # ... while GSM8K, whose median over the three runs of each image held, is no regression
-    assert not [
-        f for f in found if f.series == "ATOM::DeepSeek-V4-Pro DSpark" and f.metric == "accuracy"
-    ]
 
 
 def test_failed_inferencex_point_is_recorded_failed(results: Path) -> None:

@@ -12,7 +12,7 @@ from relpipe.pipeline import cli
 
 def _dash(benches_per_entry: list[list[dict[str, object]]], *, tail: str = "") -> str:
     entries = [
-        {"commit": {"id": f"{i:040x}"}, "date": 1_000 + i, "benches": benches}
+        {"commit": {"id": (f"{i:x}" * 40)[:40]}, "date": 1_000 + i, "benches": benches}
         for i, benches in enumerate(benches_per_entry)
     ]
     return "window.BENCHMARK_DATA = " + json.dumps({"entries": {"Benchmark": entries}}) + tail
@@ -71,7 +71,7 @@ def test_unreadable_files_are_one_line_each_and_exit_1(tmp_path: Path, capsys) -
     assert any("nan.json: not ingested: NaN is not a number relpipe reads" in line for line in err)
 
 
-def test_regressions_text_lists_each_finding_on_one_line(tmp_path: Path, capsys) -> None:
+def test_regressions_text_is_a_table_per_series_with_units(tmp_path: Path, capsys) -> None:
     old, new = "rocm/atom-dev:nightly_1", "rocm/atom-dev:nightly_2"
     runs = [
         [_bench("A::M 1024/1024 c=4 throughput (tok/s)", v, "tok/s", old)]
@@ -85,7 +85,18 @@ def test_regressions_text_lists_each_finding_on_one_line(tmp_path: Path, capsys)
     capsys.readouterr()
     assert cli.main(["history", "regressions", "--history", store]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith(
-        f"regression: A::M | 1024/1024 c=4 | throughput: {old} 100 -> {new} 70 (-30.0%) band "
-    )
-    assert out[-1] == f"1 findings, 1 regressions/failures in {store}"
+    # each entry of _dash is its own engine commit: the runs compared are the last two
+    assert out[1] == f"A::M: {old} @{'5' * 12} -> {new} @{'6' * 12}"
+    assert out[2].split() == ["point", "metric", "old", "new", "change", "band", "verdict"]
+    assert out[3].split()[:8] == [
+        "1024/1024",
+        "c=4",
+        "throughput",
+        "99.5",
+        "tok/s",
+        "70",
+        "tok/s",
+        "-29.6%",
+    ]  # fmt: skip - one table row
+    assert out[3].split()[-1] == "regression"
+    assert out[-1] == f"1 findings (1 regression) in {store}"

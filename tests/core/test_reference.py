@@ -6,7 +6,16 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from relpipe.core.reference import InvalidReference, Reference, is_loopback, parse
+from relpipe.core.reference import (
+    InvalidReference,
+    Reference,
+    Written,
+    familiar,
+    is_loopback,
+    parse,
+    split,
+    tag_or_ref,
+)
 
 D = "sha256:" + "ab" * 32
 
@@ -114,6 +123,8 @@ def test_round_trip(reg: str, comps: list[str], t: str | None, hexd: str | None)
     ref = parse(text)
     assert parse(str(ref)) == ref
     assert ref.tag == t and ref.digest == (f"sha256:{hexd}" if hexd else None)
+    assert (split(text).tag, split(text).digest) == (ref.tag, ref.digest)
+    assert parse(familiar(text)) == ref
 
 
 @settings(max_examples=100, deadline=None)
@@ -125,6 +136,62 @@ def test_arbitrary_text_parses_or_fails_cleanly(text: str) -> None:
         assert "\n" not in str(exc)
     else:
         assert parse(str(ref)) == ref
+
+
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        (
+            "rocm/atom-dev:nightly_202610070333",
+            Written(name="rocm/atom-dev", tag="nightly_202610070333"),
+        ),
+        ("localhost:5000/x", Written(name="localhost:5000/x")),
+        (
+            "localhost:5000/x:t@sha256:ab",
+            Written(name="localhost:5000/x", tag="t", digest="sha256:ab"),
+        ),
+        ("x@sha256:ab", Written(name="x", digest="sha256:ab")),
+        ("x:", Written(name="x", tag="")),
+        ("x@", Written(name="x", digest="")),
+        ("a:b/c", Written(name="a:b/c")),  # a colon before the last slash is a port, not a tag
+    ],
+)
+def test_split_keeps_the_spelling(text: str, written: Written) -> None:
+    assert split(text) == written
+    assert split(text).without_digest == text.partition("@")[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("docker.io/library/ubuntu:24.04", "ubuntu:24.04"),
+        ("index.docker.io/rocm/atom-dev:t", "rocm/atom-dev:t"),
+        ("registry-1.docker.io/library/a/b", "library/a/b"),  # library/ only before one name
+        ("rocm/atom-dev", "rocm/atom-dev"),
+        ("ghcr.io/library/x", "ghcr.io/library/x"),  # only Docker Hub has library/
+        ("localhost:5000/x", "localhost:5000/x"),
+    ],
+)
+def test_familiar_drops_docker_hub_as_docker_prints_it(text: str, shown: str) -> None:
+    assert familiar(text) == shown
+
+
+def test_tag_or_ref() -> None:
+    assert tag_or_ref("rocm/atom-dev:nightly_1@sha256:" + "a" * 64) == "nightly_1"
+    assert tag_or_ref("localhost:5000/x") == "localhost:5000/x"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="ab:/@.-_1", max_size=30))
+def test_parse_reads_the_parts_split_finds(text: str) -> None:
+    written = split(text)
+    assert written.without_digest + ("" if written.digest is None else f"@{written.digest}") == text
+    try:
+        ref = parse(text)
+    except InvalidReference:
+        return
+    assert (ref.tag, ref.digest) == (written.tag, written.digest)
+    assert parse(familiar(str(ref))) == ref  # the familiar spelling names the same image
 
 
 @pytest.mark.parametrize("text", ["rocm/atom-dev", "docker.io/library/x", "127.0.0.1:5000/a/b"])

@@ -17,9 +17,17 @@ from pathlib import Path
 import pytest
 from support import source_root
 
-from relpipe.engine.adapters import atom, server, sglang, trtllm, vllm
+from relpipe.engine.adapters import declared, server, trtllm
 from relpipe.engine.adapters.server import acceptance_length, accepted_drafts, launch, parse_spec
 from relpipe.engine.errors import EngineError
+
+
+def _declared(name: str):  # type: ignore[no-untyped-def]
+    """The declared engine's launcher (engine/declarations/NAME.json)."""
+    return lambda request: declared.server(name, request)
+
+
+atom_server, vllm_server, sglang_server = (_declared(n) for n in ("atom", "vllm", "sglang"))
 
 SCRIPTS = Path("benchmarks/single_node/agentic")
 
@@ -108,7 +116,7 @@ def _launches() -> list[server.Launch]:
 def test_every_atom_flag_exists_in_atoms_real_parser(
     atom_cli: dict[str, Option], request_: server.Launch
 ) -> None:
-    argv = list(atom.server(request_).argv)
+    argv = list(atom_server(request_).argv)
     assert argv[:3] == ["python3", "-m", "atom.entrypoints.openai_server"]
     rest = argv[3:]
     while rest:
@@ -131,7 +139,7 @@ def test_atom_keeps_the_acceptance_length_only_with_a_method(atom_repo: Path) ->
     source = (atom_repo / "atom/model_engine/arg_utils.py").read_text()
     tests = [ast.unparse(n.test) for n in ast.walk(ast.parse(source)) if isinstance(n, ast.If)]
     assert "self.method and self.num_speculative_tokens > 0" in tests
-    argv = atom.server(_launches()[1]).argv
+    argv = atom_server(_launches()[1]).argv
     assert argv[argv.index("--method") + 1] == "mtp"
     assert argv[argv.index("--num-speculative-tokens") + 1] == "3"
     assert argv[argv.index("--spec-decode-acceptance-length") + 1] == "2.49"
@@ -157,7 +165,7 @@ def test_atom_matches_inferencex_kimik3_dspark_launch(inferencex_tree: Path) -> 
         spec=parse_spec("dspark:6", "Inferact/Kimi-K3-DSpark"),
         acceptance="3.75",
     )
-    ours = atom.server(request_).argv
+    ours = atom_server(request_).argv
     cmd = _array(text, "ATOM_CMD")
     assert list(ours[ours.index("--method") :]) == words
     assert ours[ours.index("--kv_cache_dtype") + 1] == cmd[cmd.index("--kv_cache_dtype") + 1]
@@ -179,13 +187,13 @@ def _flags(paths: list[Path]) -> set[str]:
 @pytest.mark.parametrize(
     ("engine", "globs", "adapter"),
     [
-        ("atom", [f"{SCRIPTS}/*atom*.sh"], atom.server),
-        ("vllm", [f"{SCRIPTS}/*mtp.sh"], vllm.server),
+        ("atom", [f"{SCRIPTS}/*atom*.sh"], atom_server),
+        ("vllm", [f"{SCRIPTS}/*mtp.sh"], vllm_server),
         # the EAGLE3 draft flag appears in InferenceX's multi-node SGLang model table
         (
             "sglang",
             [f"{SCRIPTS}/*sglang*.sh", "benchmarks/multi_node/amd_utils/models.yaml"],
-            sglang.server,
+            sglang_server,
         ),
         ("trtllm", [f"{SCRIPTS}/*trt*.sh"], trtllm.server),
     ],
@@ -218,7 +226,7 @@ def test_vllm_speculative_config_matches_inferencex(inferencex_tree: Path) -> No
     request_ = launch(
         "/m", spec=parse_spec("eagle3:3", "Inferact/MiniMax-M3-EAGLE3-GQA"), acceptance="2.78"
     )
-    argv = vllm.server(request_).argv
+    argv = vllm_server(request_).argv
     ours = json.loads(argv[argv.index("--speculative-config") + 1])
     assert set(ours) <= set(theirs)
     assert {k: theirs[k] for k in ours} == ours
@@ -237,7 +245,7 @@ def test_sglang_matches_inferencex_qwen_mtp(inferencex_tree: Path) -> None:
     request_ = launch(
         "/m", kv_dtype="fp8", spec=parse_spec("mtp:3"), acceptance=env["SGLANG_SIMULATE_ACC_LEN"]
     )
-    spec = sglang.server(request_)
+    spec = sglang_server(request_)
     assert spec.env == env
     argv = list(spec.argv)
     for flag in (
@@ -248,7 +256,7 @@ def test_sglang_matches_inferencex_qwen_mtp(inferencex_tree: Path) -> None:
     ):
         assert argv[argv.index(flag) + 1] == cmd[cmd.index(flag) + 1], flag
     assert argv[argv.index("--kv-cache-dtype") + 1] == "fp8_e4m3"
-    assert sglang.server(launch("/m", spec=parse_spec("mtp:3"))).env == {}  # eval runs: no forcing
+    assert sglang_server(launch("/m", spec=parse_spec("mtp:3"))).env == {}  # eval runs: no forcing
 
 
 def test_trtllm_matches_inferencex_minimax_eagle3(inferencex_tree: Path) -> None:

@@ -9,11 +9,13 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from corpus import unavailable
 
+from relpipe.core.heartbeat import heartbeat
 from relpipe.images import services as svc
 
 pytestmark = pytest.mark.services
@@ -141,3 +143,107 @@ def test_a_failed_apt_install_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_p
         )
     else:  # no apt allowed here: the instruction instead
         assert str(info.value).startswith("nope-tool-xyz not found: install the Debian package")
+
+
+# A holder of the package manager's lock as apt and dpkg take it: an fcntl write lock.
+HOLD_LOCK = """
+import fcntl, sys, time
+handle = open(sys.argv[1], "w")
+fcntl.lockf(handle, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def _hold(lock: Path, seconds: float) -> subprocess.Popen[str]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(lock), str(seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
+def _name(pid: int) -> str:
+    return f"{Path(f'/proc/{pid}/comm').read_text().strip()} (pid {pid})"
+
+
+def test_apt_waits_for_a_held_dpkg_lock_saying_who_holds_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36: another apt-get holding the dpkg lock failed the demo at once. Now the install
+    waits (saying so, naming the holder), then runs apt-get, which waits itself for a lock taken
+    after that (DPkg::Lock::Timeout). apt-get is replaced on PATH: nothing is installed."""
+    lock = tmp_path / "lock-frontend"
+    lock.touch()
+    assert svc.lock_holder(str(lock)) is None and svc.lock_holder(str(tmp_path / "none")) is None
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    calls = tmp_path / "calls"
+    (fake / "apt-get").write_text(
+        f'#!/bin/sh\necho "$@" >> {calls}\nprintf "#!/bin/sh\\n" > {fake}/waited-tool\n'
+        f"chmod +x {fake}/waited-tool\n"
+    )
+    (fake / "apt-get").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setitem(svc._PACKAGES, "waited-tool", "waited-pkg")
+    monkeypatch.setattr(svc, "APT_LOCKS", (str(lock),))
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    if not Path("/etc/debian_version").exists():
+        pytest.skip("apt installs only on Debian")
+    holder = _hold(lock, 3)
+    holder_name = _name(holder.pid)
+    assert svc.lock_holder(str(lock)) == holder_name
+    capfd.readouterr()
+    started = time.monotonic()
+    found = svc.ensure_binary("waited-tool")
+    assert time.monotonic() - started >= 2  # apt-get ran only after the lock was released
+    holder.wait()
+    assert found == str(fake / "waited-tool")
+    err = capfd.readouterr().err.splitlines()
+    assert err[0] == "relpipe: installing waited-pkg with apt-get (for waited-tool) ..."
+    assert err[1] == (
+        f"relpipe: waiting for the package manager: {lock} is held by {holder_name} "
+        f"(0 s of at most {svc.APT_LOCK_WAIT_S:g} s)"
+    )
+    assert err[-1].startswith("relpipe: installing waited-pkg with apt-get (for waited-tool): done")
+    assert calls.read_text().splitlines() == [
+        "-o DPkg::Lock::Timeout=300 update -qq",
+        "-o DPkg::Lock::Timeout=300 install -y -qq waited-pkg",
+    ]
+
+
+def test_a_dpkg_lock_never_released_is_one_line_naming_its_holder(tmp_path: Path) -> None:
+    lock = tmp_path / "lock"
+    lock.touch()
+    holder = _hold(lock, 60)
+    said: list[str] = []
+    try:
+        with pytest.raises(svc.ServiceError) as info:
+            svc.wait_for_apt_locks([str(lock)], timeout=1.5, say=said.append, poll=0.1)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert str(info.value) == (
+        f"{lock} is still held by {_name_of_dead(said)} after 1.5 s: another package manager is "
+        "running; let it finish (or stop it) and run again"
+    )
+    assert len(said) == 1 and f"(pid {holder.pid})" in said[0]  # said once, then failed
+
+
+def _name_of_dead(said: list[str]) -> str:
+    """The holder as the waiting line named it (the process is gone by the time we compare)."""
+    return said[0].split(" is held by ", 1)[1].rsplit(" (", 1)[0]
+
+
+def test_heartbeat_says_what_runs_every_few_seconds() -> None:
+    said: list[str] = []
+    with heartbeat("building x", every=0.2, say=said.append):
+        time.sleep(0.75)
+    assert said[0] == "building x ..."
+    assert said[1].startswith("building x: still running (") and len(said) >= 4
+    assert said[-1].startswith("building x: done (")
+    with pytest.raises(KeyError), heartbeat("failing", every=5, say=said.append):
+        raise KeyError("x")
+    assert said[-1].startswith("failing: stopped (")

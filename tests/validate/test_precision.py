@@ -510,10 +510,10 @@ def test_builtin_rule_sets_load() -> None:
         precision.load_rules(Path(atom.source).parent / "does-not-exist.yaml")
 
 
-@pytest.mark.parametrize("name", sorted(precision.BUILTIN_RULES))
+@pytest.mark.parametrize("name", sorted(precision.builtin_rules()))
 def test_builtin_rule_sets_pass_the_overlap_check(name: str) -> None:
     # Loading a built-in set skips the exact overlap search (cost); this is where it runs.
-    path = precision.BUILTIN_RULES[name]
+    path = precision.builtin_rules()[name]
     rules = precision.parse_rules(path.read_text(), str(path))
     assert rules == precision.load_rules(name)
 

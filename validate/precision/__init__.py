@@ -17,20 +17,21 @@ from relpipe.validate.precision.report import (
     render_markdown,
 )
 from relpipe.validate.precision.rules import (
-    BUILTIN_RULES,
     LintReport,
     Rule,
     Rules,
+    builtin_rules,
     glob_regex,
     lint,
     lint_paths,
     load_rules,
     parse_rules,
     parse_upstream,
+    rules_of,
 )
 
 __all__ = [
-    "BUILTIN_RULES",
+    "builtin_rules",
     "VERDICTS",
     "FileChange",
     "LintReport",
@@ -46,6 +47,7 @@ __all__ = [
     "lint",
     "lint_paths",
     "load_rules",
+    "rules_of",
     "parse_rules",
     "parse_upstream",
     "render_markdown",

@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import jsonload
+from relpipe.core import engines, jsonload
 from relpipe.core.files import write_atomic
 from relpipe.core.yamlload import load_yaml
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import gitio, globs, regexlit
 
 HERE = Path(__file__).parent
-BUILTIN_RULES = {name: HERE / f"{name}_rules.yaml" for name in ("atom", "aiter", "vllm", "sglang")}
+DEFAULT_RULES = "atom"
 _MAX_RULES_BYTES = 1 << 20
 _RULE_KEYS = {"category", "paths", "content", "why", "scope", "over"}
 _CATEGORY_KEYS = {"precision", "why"}
@@ -437,10 +437,33 @@ def parse_upstream(
     raise _fail(source, f"{kind} {ref[:80]!r} is neither a commit sha (7+ hex) nor a PR (#N)")
 
 
+def builtin_rules() -> dict[str, Path]:
+    """Every rule set an engine declaration selects, by name: an engine's `source.rules` (a set
+    shipped here, `<name>_rules.yaml`, or a file next to its declaration, named by the engine)
+    and its components' (ATOM's `aiter`)."""
+    found: dict[str, Path] = {}
+    for engine in engines.declarations():
+        if engine.rules_file is not None:
+            found[engine.name] = engine.rules_file
+        else:
+            found[engine.rules] = HERE / f"{engine.rules}_rules.yaml"
+        for part in engine.components:
+            found[part.rules] = HERE / f"{part.rules}_rules.yaml"
+    return found
+
+
+def rules_of(engine: str) -> str:
+    """The rule set `engine`'s declaration selects for its source (a `load_rules` name)."""
+    declared = engines.engine(engine)
+    return declared.name if declared.rules_file is not None else declared.rules
+
+
 def load_rules(path: str | Path | None = None) -> Rules:
-    """Rules from a file, or a built-in set by name ('atom' is the default, 'aiter')."""
-    if path is None or str(path) in BUILTIN_RULES:
-        file = BUILTIN_RULES[str(path or "atom")]
+    """Rules from a file, or a rule set an engine declares by name ('atom' is the default,
+    'aiter', 'vllm', 'sglang')."""
+    builtin = builtin_rules()
+    if path is None or str(path) in builtin:
+        file = builtin[str(path or DEFAULT_RULES)]
     else:
         file = Path(path)
     try:
@@ -451,7 +474,7 @@ def load_rules(path: str | Path | None = None) -> Rules:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise _fail(str(file), "not UTF-8") from None
-    if file in BUILTIN_RULES.values():
+    if file.parent == HERE and file in builtin.values():
         return _rules_from(_builtin_document(file, text), str(file), check_overlap=False)
     return parse_rules(text, str(file))
 

@@ -4,7 +4,8 @@ docs/PR_REVIEW_CHECKLIST.md: "the respective vLLM submission made using upstream
 https://hub.docker.com/u/vllm docker repo, upstream SGLang https://hub.docker.com/u/lmsysorg
 docker repo. The only exceptions are for new hardware, such as MI455X UALoE72, Vera Rubin NVL72,
 Rubin NVL8, etc., and for new model architectures". So a key with `framework: vllm` must pin an
-image under `vllm/`, `framework: sglang` one under `lmsysorg/` (`#` written for `/` counts as
+image under `vllm/`, `framework: sglang` one under `lmsysorg/` (each engine declaration's
+`upstream-images`; `#` written for `/` counts as
 `/`; a digest pin is fine). Established hardware (the review bot's list) has no exception; new
 hardware (`Options.new_hardware`, configurable) is an exception, stated in the evidence; other
 hardware is a WARN. The new-architecture exception needs a person: it is a FAIL that names it.
@@ -12,27 +13,28 @@ hardware is a WARN. The new-architecture exception needs a person: it is a FAIL 
 
 from __future__ import annotations
 
+from relpipe.core import engines
 from relpipe.core.check import Evidence, Judgement, judged
+from relpipe.core.reference import familiar, split
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.context import Review, plural
 from relpipe.validate.review.scope import _line_of
 
-UPSTREAM = {"vllm": ("vllm/",), "sglang": ("lmsysorg/",)}
+
+def upstream() -> dict[str, tuple[str, ...]]:
+    """framework -> the repository prefixes its keys must pin: each engine declaration's
+    `upstream-images` (vLLM's `vllm/`, SGLang's `lmsysorg/`; ATOM declares none)."""
+    return {e.name: e.upstream_images for e in engines.declarations() if e.upstream_images}
 
 
 def repository(image: str) -> str:
     """`docker.io/vllm/vllm-openai:tag@sha256:...` -> `vllm/vllm-openai` (`#` read as `/`)."""
-    name = image.replace("#", "/").split("@", 1)[0]
-    last = name.rsplit("/", 1)
-    if ":" in last[-1]:
-        name = name[: name.rfind(":")]
-    for registry in ("docker.io/", "index.docker.io/", "registry-1.docker.io/"):
-        name = name.removeprefix(registry)
-    return name.lower()
+    return familiar(split(image.replace("#", "/")).name).lower()
 
 
 def check_images(review: Review) -> Judgement:
-    keys = [s for s in review.scopes if s.framework in UPSTREAM]
+    prefixes = upstream()
+    keys = [s for s in review.scopes if s.framework in prefixes]
     if not review.scopes:
         return judged(NA, "no config key in scope")
     if not keys:
@@ -47,7 +49,7 @@ def check_images(review: Review) -> Judgement:
         repo = repository(image)
         hw = str(scope.config.get("runner", "")).removeprefix("cluster:").split("-")[0].lower()
         where = Evidence.at(scope.master, line, f"{scope.key}: {image} ({scope.framework}, {hw})")
-        if repo.startswith(UPSTREAM[scope.framework]):
+        if repo.startswith(prefixes[scope.framework]):
             continue
         rows.append(where)
         if any(hw.startswith(h) for h in opts.new_hardware):
