@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.results import dashboards, inferencex, qualification
 from relpipe.changelog.results.records import (
     AMBIGUOUS,
@@ -33,6 +34,7 @@ from relpipe.changelog.results.records import (
     Sample,
 )
 from relpipe.core import jsonload
+from relpipe.core.files import read_capped
 
 MAX_FILE = 64 * 1024 * 1024
 SUFFIXES = (".json", ".js")
@@ -65,14 +67,12 @@ def ingest(paths: Iterable[str | Path]) -> Ingested:
         out.files += 1
         try:
             _file(path, out)
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        except (ChangelogError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
             out.rejected.append(Rejected(source=str(path), reason=_why(exc)))
     return out
 
 
 def _why(exc: BaseException) -> str:
-    if isinstance(exc, OSError):
-        return f"cannot read: {exc.strerror or exc}"
     if isinstance(exc, UnicodeDecodeError):
         return f"not UTF-8 (byte {exc.start})"
     if isinstance(exc, KeyError):
@@ -81,10 +81,8 @@ def _why(exc: BaseException) -> str:
 
 
 def _file(path: Path, out: Ingested) -> None:
-    with path.open("rb") as fh:
-        raw = fh.read(MAX_FILE + 1)
-    if len(raw) > MAX_FILE:
-        raise ValueError(f"larger than {MAX_FILE} bytes; not read")
+    # Regular files only, bounded: a FIFO or a device among the files blocked ingest forever.
+    raw = read_capped(path, MAX_FILE, "result file", error=ChangelogError)
     if b"\x00" in raw:
         raise ValueError("contains a NUL byte; not a text file")
     text = raw.decode("utf-8")
