@@ -50,7 +50,7 @@ def read_capped(
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise error(
-                f"{what} {path} is not a regular file ({special_kind(mode)}); refusing to read it"
+                f"cannot read {what} {path}: not a regular file ({special_kind(mode)}); {hint}"
             )
         chunks: list[bytes] = []
         left = limit + 1
