@@ -183,8 +183,17 @@ Group = tuple[str, str, str]
 Identity = tuple[str, str | None]  # (image, engine commit)
 
 
+class Runs:
+    """The rows grouped by (series, point, metric) and run identity, with their noise bands:
+    made once, read by `compare`, `charts` and `missing_runs` (a dashboard needs all three)."""
+
+    def __init__(self, samples: Iterable[Sample | Measurement]) -> None:
+        self.groups, self.kinds, self.series_points = _group(samples)
+        self.bands = _Bands(self.groups, self.kinds)
+
+
 def compare(
-    samples: Iterable[Sample | Measurement],
+    samples: Iterable[Sample | Measurement] | Runs,
     *,
     every: bool = False,
     all_points: bool = False,
@@ -195,8 +204,9 @@ def compare(
 
     Only regression/improvement/failed/below-threshold/missing/unstable unless `all_points` (then
     also the points within noise and those without a previous run), as the notes' table needs."""
-    groups, kinds, series_points = _group(samples)
-    bands = _Bands(groups, kinds)
+    runs = samples if isinstance(samples, Runs) else Runs(samples)
+    groups, kinds, series_points = runs.groups, runs.kinds, runs.series_points
+    bands = runs.bands
     wanted = set(series)
     out: list[PointChange] = []
     for key in sorted(groups):
@@ -259,7 +269,7 @@ def _ordered(identities: dict[Identity, _Image]) -> list[_Image]:
 
 
 def missing_runs(
-    findings: Iterable[PointChange], rows: Iterable[Sample | Measurement]
+    findings: Iterable[PointChange], rows: Iterable[Sample | Measurement] | Runs
 ) -> list[MissingRun]:
     """The `missing` findings summarised per run: how many of the points the previous run of the
     series reported this one did not."""
@@ -269,7 +279,8 @@ def missing_runs(
             counted[(f.series, f.new_image, f.new_commit, f.new_run)] += 1
     if not counted:
         return []
-    groups, kinds, series_points = _group(rows)
+    runs = rows if isinstance(rows, Runs) else Runs(rows)
+    groups, kinds, series_points = runs.groups, runs.kinds, runs.series_points
     out = []
     for (series, image, commit, run), n in sorted(counted.items(), key=lambda kv: kv[0][3]):
         before = _previous(groups, series_points[series], (image, commit))
@@ -742,10 +753,12 @@ class Chart:
     bands: dict[str, float | None]  # relative; None for accuracy (judged by standard errors)
 
 
-def charts(samples: Iterable[Sample | Measurement], *, series: Iterable[str] = ()) -> list[Chart]:
+def charts(
+    samples: Iterable[Sample | Measurement] | Runs, *, series: Iterable[str] = ()
+) -> list[Chart]:
     """A chart per (series, metric) of what is stored, bands learned from every row."""
-    groups, kinds, _ = _group(samples)
-    bands = _Bands(groups, kinds)
+    runs = samples if isinstance(samples, Runs) else Runs(samples)
+    groups, kinds, bands = runs.groups, runs.kinds, runs.bands
     wanted = set(series)
     by_chart: dict[tuple[str, str], list[Group]] = defaultdict(list)
     for key in groups:
