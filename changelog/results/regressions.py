@@ -183,8 +183,17 @@ Group = tuple[str, str, str]
 Identity = tuple[str, str | None]  # (image, engine commit)
 
 
+class Runs:
+    """The rows grouped by (series, point, metric) and run identity, with their noise bands:
+    made once, read by `compare`, `charts` and `missing_runs` (a dashboard needs all three)."""
+
+    def __init__(self, samples: Iterable[Sample | Measurement]) -> None:
+        self.groups, self.kinds, self.series_points = _group(samples)
+        self.bands = _Bands(self.groups, self.kinds)
+
+
 def compare(
-    samples: Iterable[Sample | Measurement],
+    samples: Iterable[Sample | Measurement] | Runs,
     *,
     every: bool = False,
     all_points: bool = False,
@@ -195,8 +204,9 @@ def compare(
 
     Only regression/improvement/failed/below-threshold/missing/unstable unless `all_points` (then
     also the points within noise and those without a previous run), as the notes' table needs."""
-    groups, kinds, series_points = _group(samples)
-    bands = _Bands(groups, kinds)
+    runs = samples if isinstance(samples, Runs) else Runs(samples)
+    groups, kinds, series_points = runs.groups, runs.kinds, runs.series_points
+    bands = runs.bands
     wanted = set(series)
     out: list[PointChange] = []
     for key in sorted(groups):
@@ -259,7 +269,7 @@ def _ordered(identities: dict[Identity, _Image]) -> list[_Image]:
 
 
 def missing_runs(
-    findings: Iterable[PointChange], rows: Iterable[Sample | Measurement]
+    findings: Iterable[PointChange], rows: Iterable[Sample | Measurement] | Runs
 ) -> list[MissingRun]:
     """The `missing` findings summarised per run: how many of the points the previous run of the
     series reported this one did not."""
@@ -269,7 +279,8 @@ def missing_runs(
             counted[(f.series, f.new_image, f.new_commit, f.new_run)] += 1
     if not counted:
         return []
-    groups, kinds, series_points = _group(rows)
+    runs = rows if isinstance(rows, Runs) else Runs(rows)
+    groups, kinds, series_points = runs.groups, runs.kinds, runs.series_points
     out = []
     for (series, image, commit, run), n in sorted(counted.items(), key=lambda kv: kv[0][3]):
         before = _previous(groups, series_points[series], (image, commit))
@@ -295,7 +306,7 @@ def for_image(
     """Every point of `series` for the image named by any of `images` (its digest ref, its tag
     ref) against the image before it; None when the history holds nothing of that image."""
     upto = _up_to(rows, series=series, images=images)
-    return None if upto is None else compare(upto, all_points=True)
+    return None if upto is None else compare(upto, all_points=True, series=[series])
 
 
 def trend(
@@ -306,7 +317,7 @@ def trend(
     groups, kinds, _ = _group(upto)
     out: dict[tuple[str, str], list[tuple[str, float]]] = {}
     for key in sorted(groups):
-        if kinds[key][0] == OTHER:
+        if kinds[key][0] == OTHER or key[0] != series:
             continue
         ordered = _ordered(groups[key])
         out[(key[1], key[2])] = [(i.ref, statistics.median(i.values)) for i in ordered if i.values]
@@ -318,8 +329,9 @@ def _up_to(
 ) -> list[Measurement] | None:
     """The series' measurements as of the named image's first run: images first measured after
     it are left out (the question is what changed when it came); its refs merged into one."""
-    mine = [m if isinstance(m, Measurement) else measurement(m) for m in rows]
-    mine = [m for m in mine if m.series == series]
+    every = [m if isinstance(m, Measurement) else measurement(m) for m in rows]
+    others = [m for m in every if m.series != series]  # what the bands are learned from too
+    mine = [m for m in every if m.series == series]
     ours = [m for m in mine if m.image in images]
     if not ours:
         return None
@@ -327,7 +339,7 @@ def _up_to(
     first = min(m.seq for m in ours)
     later = {m.image for m in mine if m.image != ref and m.seq > first}
     earlier = {m.image for m in mine if m.image != ref and m.seq <= first}
-    return [
+    return others + [
         m._replace(image=ref, engine_commit=commit) if m.image in images else m
         for m in mine
         if m.image in images or m.image in earlier or m.image not in later
@@ -741,10 +753,12 @@ class Chart:
     bands: dict[str, float | None]  # relative; None for accuracy (judged by standard errors)
 
 
-def charts(samples: Iterable[Sample | Measurement], *, series: Iterable[str] = ()) -> list[Chart]:
+def charts(
+    samples: Iterable[Sample | Measurement] | Runs, *, series: Iterable[str] = ()
+) -> list[Chart]:
     """A chart per (series, metric) of what is stored, bands learned from every row."""
-    groups, kinds, _ = _group(samples)
-    bands = _Bands(groups, kinds)
+    runs = samples if isinstance(samples, Runs) else Runs(samples)
+    groups, kinds, bands = runs.groups, runs.kinds, runs.bands
     wanted = set(series)
     by_chart: dict[tuple[str, str], list[Group]] = defaultdict(list)
     for key in groups:
