@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from relpipe.core import jsonload
 from relpipe.core.errors import RelpipeError
 
 DECLARATIONS_ENV = "RELPIPE_ENGINE_DECLARATIONS"
@@ -34,8 +35,8 @@ SCHEMA = 1
 MAX_DECLARATION = 256 * 1024
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _TOP = set(
-    "schema name title about frameworks upstream-images probe source launch acceptance families "
-    "never fixtures".split()
+    "schema name title about frameworks upstream-images probe source launch acceptance "
+    "draft-tokens families never fixtures".split()
 )
 _PROBE_KEYS = set(
     "method distribution checkouts version-modules version-names commit-names".split()
@@ -81,8 +82,9 @@ class NeverSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class Spelling:
-    """How an engine's launch files force an acceptance length: a `--flag X`, a YAML `key: X`
-    or a `SETTING=X` (environment, JSON key); `kind` al (the length) or rate ((AL - 1) / K)."""
+    """How an engine's launch files force an acceptance length (or state K): a `--flag X`, a
+    YAML `key: X` or a `SETTING=X` (environment, JSON key); `kind` al (the length), rate
+    ((AL - 1) / K) or k (the draft tokens)."""
 
     engine: str  # the engine's title, as findings name it
     name: str
@@ -136,6 +138,7 @@ class Engine:
     rules_file: Path | None
     components: tuple[Component, ...]
     acceptance: tuple[Spelling, ...]
+    draft_tokens: tuple[Spelling, ...]  # how its launch files state K (kind "k")
     families: tuple[FamilySpec, ...]
     never: tuple[NeverSpec, ...]
     fixtures: Fixtures
@@ -217,16 +220,20 @@ def _never(path: Path, name: str, value: object) -> tuple[NeverSpec, ...]:
     return tuple(out)
 
 
-def _spellings(path: Path, title: str, value: object) -> tuple[Spelling, ...]:
+def _spellings(
+    path: Path, title: str, value: object, where: str = "acceptance"
+) -> tuple[Spelling, ...]:
+    """An acceptance length's spellings (kind al or rate), or K's (`draft-tokens`, kind k)."""
     if not isinstance(value, list):
-        raise _fail(path, "acceptance must be a list")
+        raise _fail(path, f"{where} must be a list")
+    kinds = _KINDS if where == "acceptance" else ("k",)
     out = []
     for i, raw in enumerate(value):
-        spec = _mapping(path, raw, f"acceptance[{i}]", _SPELLING_KEYS)
-        form, kind = spec.get("form"), spec.get("kind")
-        if form not in _FORMS or kind not in _KINDS:
-            raise _fail(path, f"acceptance[{i}]: form one of {_FORMS}, kind one of {_KINDS}")
-        name = _text(path, spec, "name", f"acceptance[{i}].")
+        spec = _mapping(path, raw, f"{where}[{i}]", _SPELLING_KEYS)
+        form, kind = spec.get("form"), spec.get("kind", kinds[0])
+        if form not in _FORMS or kind not in kinds:
+            raise _fail(path, f"{where}[{i}]: form one of {_FORMS}, kind one of {kinds}")
+        name = _text(path, spec, "name", f"{where}[{i}].")
         out.append(Spelling(engine=title, name=name, form=str(form), kind=str(kind)))
     return tuple(out)
 
@@ -239,6 +246,23 @@ def _rules_file(path: Path, rules: str) -> Path | None:
     if file.parent != path.parent.resolve() or not file.is_file():
         raise _fail(path, f"source.rules {rules!r} is not a file next to the declaration")
     return file
+
+
+def _components(path: Path, value: object) -> tuple[Component, ...]:
+    if not isinstance(value, list):
+        raise _fail(path, "source.components must be a list")
+    out = []
+    for i, raw in enumerate(value):
+        spec = _mapping(path, raw, f"source.components[{i}]", {"name", "checkout", "rules"})
+        where = f"source.components[{i}]."
+        out.append(
+            Component(
+                name=_text(path, spec, "name", where),
+                checkout=_text(path, spec, "checkout", where),
+                rules=_text(path, spec, "rules", where),
+            )
+        )
+    return tuple(out)
 
 
 def _fixtures(path: Path, value: object) -> Fixtures:
@@ -260,7 +284,7 @@ def _fixtures(path: Path, value: object) -> Fixtures:
 def parse(path: Path, data: bytes) -> Engine:
     """One declaration from its bytes; DeclarationError naming the file and the field."""
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = jsonload.loads(data, max_bytes=MAX_DECLARATION)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _fail(path, f"not JSON ({exc})") from None
     doc = _mapping(path, doc, "the document", _TOP)
@@ -275,20 +299,9 @@ def parse(path: Path, data: bytes) -> Engine:
     if method not in _PROBE_METHODS:
         raise _fail(path, f"probe.method must be one of {', '.join(_PROBE_METHODS)}")
     source = _mapping(path, doc.get("source"), "source", {"checkout", "rules", "components"})
-    components = tuple(
-        Component(
-            name=_text(path, c, "name", "source.components."),
-            checkout=_text(path, c, "checkout", "source.components."),
-            rules=_text(path, c, "rules", "source.components."),
-        )
-        for c in (
-            _mapping(path, raw, "source.components[]", {"name", "checkout", "rules"})
-            for raw in source.get("components", [])  # type: ignore[attr-defined]
-        )
-    )
     rules = _text(path, source, "rules", "source.")
     if not isinstance(doc.get("launch"), dict):
-        raise _fail(path, "launch must be an object (its format is engine/declaration.py's)")
+        raise _fail(path, "launch must be an object (its format: engine/adapters/declared.py)")
     return Engine(
         name=name,
         title=title,
@@ -301,8 +314,9 @@ def parse(path: Path, data: bytes) -> Engine:
         checkout=_text(path, source, "checkout", "source."),
         rules=rules,
         rules_file=_rules_file(path, rules),
-        components=components,
+        components=_components(path, source.get("components", [])),
         acceptance=_spellings(path, title, doc.get("acceptance", [])),
+        draft_tokens=_spellings(path, title, doc.get("draft-tokens", []), "draft-tokens"),
         families=_families(path, name, doc.get("families", {})),
         never=_never(path, name, doc.get("never", [])),
         fixtures=_fixtures(path, doc.get("fixtures")),

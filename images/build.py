@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import jsoncodec, process
+from relpipe.core import engines, jsoncodec, process
 from relpipe.core.reference import InvalidReference
 from relpipe.images import fixture_repo as fx
 from relpipe.images import real_engine
@@ -69,6 +69,8 @@ NIGHTLY_TIMES = (
 )
 assert len(NIGHTLY_TIMES) == fx.MAX_NIGHTLIES
 _ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
+_ATOM = engines.engine(engines.DEFAULT_ENGINE)
+ATOM_CHECKOUT = _ATOM.fixtures.checkout  # "app/ATOM": the engine checkout of ATOM's fixtures
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -266,7 +268,9 @@ def vendor_entries(py: HostPython, aiter: RepoBuild) -> list[Entry]:
 
 
 def atom_entries(py: HostPython, atom: RepoBuild) -> list[Entry]:
-    return [*atom.entries, *_dist_info(_site(py), "atom", atom.version, "/app/ATOM", "atom")]
+    """ATOM's checkout and its editable install, as its declaration's `fixtures` lay it out."""
+    dist = _ATOM.distribution
+    return [*atom.entries, *_dist_info(_site(py), dist, atom.version, f"/{ATOM_CHECKOUT}", dist)]
 
 
 # -- image assembly and push ------------------------------------------------------------------
@@ -292,7 +296,7 @@ def image_config(layers: Sequence[Layer], created: str, labels: dict[str, str]) 
                 "LANG=C.UTF-8",
                 "PYTHONDONTWRITEBYTECODE=1",
             ],
-            "WorkingDir": "/app/ATOM",
+            "WorkingDir": f"/{ATOM_CHECKOUT}",
             "Labels": labels,
         },
         "rootfs": {"type": "layers", "diff_ids": [layer.diff_id for layer in layers]},
@@ -362,7 +366,7 @@ class FixtureBuilder:
         planned = []
         for index in range(count):
             kind = variant if index == count - 1 else "good"
-            atom = build_repo(fx.ATOM_HISTORY, fx.atom_commits(index, kind), "app/ATOM")
+            atom = build_repo(fx.ATOM_HISTORY, fx.atom_commits(index, kind), ATOM_CHECKOUT)
             planned.append(
                 self._nightly(index, nightly_tag(index), _created(index), kind, base, vendor, atom)
             )
@@ -541,7 +545,7 @@ def engine_repo_build(source: Path, commit: real_engine.EngineCommit) -> RepoBui
             dirnames.sort()
             for name in sorted(filenames):
                 src = Path(dirpath) / name
-                rel = f"app/ATOM/{src.relative_to(repo).as_posix()}"
+                rel = f"{ATOM_CHECKOUT}/{src.relative_to(repo).as_posix()}"
                 if src.is_symlink():
                     entries.append(Entry(path=rel, kind="symlink", target=os.readlink(src)))
                 else:
@@ -549,7 +553,7 @@ def engine_repo_build(source: Path, commit: real_engine.EngineCommit) -> RepoBui
                     entries.append(Entry(path=rel, kind="file", mode=mode, data=src.read_bytes()))
             for name in dirnames:
                 src = Path(dirpath) / name
-                rel = f"app/ATOM/{src.relative_to(repo).as_posix()}"
+                rel = f"{ATOM_CHECKOUT}/{src.relative_to(repo).as_posix()}"
                 if src.is_symlink():
                     entries.append(Entry(path=rel, kind="symlink", target=os.readlink(src)))
                 else:
@@ -557,7 +561,9 @@ def engine_repo_build(source: Path, commit: real_engine.EngineCommit) -> RepoBui
         written = _scm_write_to(repo / "pyproject.toml", commit.version)
         if written is not None:
             entries.append(
-                Entry(path=f"app/ATOM/{written[0]}", kind="file", mode=0o644, data=written[1])
+                Entry(
+                    path=f"{ATOM_CHECKOUT}/{written[0]}", kind="file", mode=0o644, data=written[1]
+                )
             )
     return RepoBuild(tuple(entries), commit.sha, commit.version)
 

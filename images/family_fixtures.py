@@ -156,12 +156,15 @@ def _file_version(engine: str, path: str, commits: Sequence[fx.CommitSpec]) -> s
     return m.group(1)
 
 
-def engine_build(engine: str, site: str, commits: int) -> tuple[RepoBuild, list[Entry]]:
+def engine_build(
+    engine: str, site: str, commits: int, history: fx.History | None = None
+) -> tuple[RepoBuild, list[Entry]]:
     """(the checkout, the engine layer's entries) of `engine` at its first `commits` commits,
     laid out as its declaration's `fixtures` say: a `built` distribution (vLLM: the version with
     its local suffix, `<dist>/_version.py` recording the commit) or an `editable` install of the
-    checkout's `python/` folder versioned by its version file (SGLang)."""
-    history = HISTORIES[engine]
+    checkout's `python/` folder versioned by its version file (SGLang). `history` is the engine's
+    fixture history (default: its HISTORIES entry; an engine declared elsewhere brings its own)."""
+    history = history or HISTORIES[engine]
     if not history.tag_index < commits <= len(history.commits):
         raise BuildError(
             f"{engine}: commits must be in {history.tag_index + 1}..{len(history.commits)}"
@@ -191,22 +194,29 @@ def engine_build(engine: str, site: str, commits: int) -> tuple[RepoBuild, list[
 
 
 class EngineFixtureBuilder(FixtureBuilder):
-    """FixtureBuilder whose nightlies carry a vLLM or SGLang layout under the family's real tags."""
+    """FixtureBuilder whose nightlies carry a declared engine's layout (vLLM, SGLang) under the
+    family's real tags."""
 
     def __init__(
-        self, engine: str, nightlies: Sequence[EngineNightly], cache_dir: Path | None = None
+        self,
+        engine: str,
+        nightlies: Sequence[EngineNightly],
+        cache_dir: Path | None = None,
+        history: fx.History | None = None,
     ) -> None:
-        if engine not in HISTORIES:
+        if engine not in HISTORIES and history is None:
             raise BuildError(f"unknown engine {engine!r}; choose one of {', '.join(HISTORIES)}")
         super().__init__(cache_dir)
         self.engine = engine
         self.nightlies = tuple(nightlies)
+        self.history = history
 
     def plan(self, count: int, variant: str) -> tuple[list[_Planned], RepoBuild]:
         base, vendor, aiter = self._common()
         planned = []
         for index, nightly in enumerate(self.nightlies):
-            repo, entries = engine_build(self.engine, _site(self._py), nightly.commits)
+            site = _site(self._py)
+            repo, entries = engine_build(self.engine, site, nightly.commits, self.history)
             planned.append(
                 self._nightly(
                     index,
@@ -229,9 +239,11 @@ def build_engine_fixtures(
     nightlies: Sequence[EngineNightly],
     cache_dir: Path | None = None,
     repository: str | None = None,
+    history: fx.History | None = None,
 ) -> list[FixtureImage]:
-    """Build and push `nightlies` of `engine` ("vllm" or "sglang") to `registry/repository`
-    (default: the family's canonical repository, as a loopback mirror serves it)."""
-    builder = EngineFixtureBuilder(engine, nightlies, cache_dir=cache_dir)
+    """Build and push `nightlies` of a declared `engine` ("vllm", "sglang", or one declared
+    elsewhere with its own `history`) to `registry/repository` (default: its declaration's
+    fixture repository, as a loopback mirror serves it)."""
+    builder = EngineFixtureBuilder(engine, nightlies, cache_dir=cache_dir, history=history)
     canonical = engines.engine(engine).fixtures.repository
     return builder.build(registry, repository or canonical, len(nightlies), "good")

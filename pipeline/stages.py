@@ -22,6 +22,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from relpipe.changelog.repository.era import GOLDEN_FOLDER
+from relpipe.core.status import NA, PASS
 from relpipe.pipeline import enginerepo
 from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.errors import PipelineError
@@ -253,19 +255,20 @@ def _precision_stage(plan: Plan, runner: StageRunner, engine: Engine) -> Precisi
     assert baseline is not None
     rules, _ = enginerepo.source_of(plan.image.pinned, plan.options.rules)
     inputs = {"old": baseline.digest, "new": plan.image.digest, "rules": rules}
+    key = plan.config.key if plan.config else None
+    if key:
+        inputs["config_key"] = key  # only then: records of runs without a key keep their keys
     return run_stage(
         runner,
         PrecisionOutput,
         "precision",
         inputs,
-        lambda: engine.precision(baseline.pinned, plan.image.pinned, plan.options),
+        lambda: engine.precision(baseline.pinned, plan.image.pinned, plan.options, key),
         "precision diff",
     )
 
 
-NO_GOLDEN = ValidatorOutput(
-    status="n/a", reason="no golden_al_distribution/ in the benchmark repository"
-)
+NO_GOLDEN = ValidatorOutput(status=NA, reason=f"no {GOLDEN_FOLDER}/ in the benchmark repository")
 
 
 def golden_check(plan: Plan) -> ValidatorOutput:
@@ -286,7 +289,7 @@ def golden_al_result(ws: Workspace, key: str | None) -> ValidatorOutput:
 
     if key is None:
         return ValidatorOutput(
-            status="n/a", reason="no --config-key: golden AL is checked for the released key"
+            status=NA, reason="no --config-key: golden AL is checked for the released key"
         )
     try:
         rows = golden_al.check(ws.root, [key])
@@ -295,7 +298,7 @@ def golden_al_result(ws: Workspace, key: str | None) -> ValidatorOutput:
     checked = [r for r in rows if r.verdict != golden_al.NA]
     if not checked:
         why = rows[0].reason if rows else "no agentic spec-decode setting"
-        return ValidatorOutput(status="n/a", reason=f"{key}: {why}")
+        return ValidatorOutput(status=NA, reason=f"{key}: {why}")
     problems = tuple(
         f"{r.path}:{r.line}: {r.reason}" for r in checked if r.verdict == golden_al.FAIL
     )
@@ -306,4 +309,4 @@ def golden_al_result(ws: Workspace, key: str | None) -> ValidatorOutput:
         for r in checked
         if r.verdict != golden_al.FAIL
     }
-    return ValidatorOutput(status="ok", problems=problems, evidence=evidence)
+    return ValidatorOutput(status=PASS, problems=problems, evidence=evidence)

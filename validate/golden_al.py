@@ -35,9 +35,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.configs.load import MasterConfigs, load_masters
 from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.repository import launch as keyfiles
+from relpipe.changelog.repository.checkout import Checkout, open_checkout
+from relpipe.changelog.repository.era import MASTER_SUFFIX, Era
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.golden_files import GoldenFile, load_golden
@@ -171,11 +173,11 @@ def check(
 def inputs_digest(repo: str | Path, keys: Iterable[str]) -> str:
     """SHA-256 over everything `check(repo, keys)` reads (golden files, masters, the keys'
     recipes and scripts): a cache key that changes whenever the verdict could."""
-    found = benchrepo.open_repo(repo)
+    found = open_checkout(repo)
     root = found.root
     _, read = _run(root, list(keys))
     h = hashlib.sha256()
-    golden_dir = root / found.layout.golden
+    golden_dir = root / found.era.golden
     paths = found.masters()
     paths += sorted(golden_dir.glob("*.yaml")) if golden_dir.is_dir() else []
     for path in paths:
@@ -190,12 +192,12 @@ def _run(
     root: Path, keys: list[str], loaded: MasterConfigs | None = None
 ) -> tuple[list[KeySetting], dict[str, _Text | None]]:
     try:
-        found = benchrepo.open_repo(root)
+        found = open_checkout(root)
         root = found.root
         masters = loaded if loaded is not None else load_masters(found.masters())
     except ChangelogError as exc:
         raise ValidateError(str(exc)) from None
-    golden_dir = root / found.layout.golden
+    golden_dir = root / found.era.golden
     golden = load_golden(golden_dir) if golden_dir.is_dir() else ()
     out: list[KeySetting] = []
     texts: dict[str, _Text | None] = {}
@@ -209,7 +211,7 @@ def _run(
     for key in keys:
         if key not in masters.configs:
             raise ValidateError(
-                f"config key {key!r} is not in {found.layout.masters}/*-master.yaml under {root}"
+                f"config key {key!r} is not in {found.era.masters}/*{MASTER_SUFFIX} under {root}"
             )
         out += _check_key(key, masters, found, scanned, golden)
     return out, texts
@@ -249,7 +251,7 @@ class _Sources:
 def _check_key(
     key: str,
     masters: MasterConfigs,
-    bench: benchrepo.Repo,
+    bench: Checkout,
     scanned: Callable[[str], _Text | None],
     golden: tuple[GoldenFile, ...],
 ) -> list[KeySetting]:
@@ -273,7 +275,7 @@ def _check_key(
         framework=str(cfg.get("framework", "")),
         golden=golden,
     )
-    found = _sources(this, cfg, items, bench.layout, scanned)
+    found = _sources(this, cfg, items, bench.era, scanned)
     out = _injected(this, found)
     for text in found.texts:
         out += _written(this, text)
@@ -295,19 +297,19 @@ def _sources(
     this: _Key,
     cfg: Mapping[str, object],
     items: list[Mapping[str, object]],
-    layout: benchrepo.Layout,
+    era: Era,
     scanned: Callable[[str], _Text | None],
 ) -> _Sources:
     block = this.block
     found = _Sources(recipes=[], script=None, texts=[], missing=[])
     srt = False  # srt-slurm rows (2026-10) run their recipe, not a single-node launch script
     for n, line in enumerate(block.code, block.first):
-        refs = [p for p, _, _ in benchrepo.config_file_recipes(layout, [line])]
+        refs = [p for p, _, _ in keyfiles.config_file_recipes(era, [line])]
         srt = srt or bool(_SRT_RECIPE.search(line))
         for ref in _SRT_RECIPE.findall(line):
-            refs.append(benchrepo.srt_recipe(layout, cfg, ref.strip("'\""))[0])
+            refs.append(keyfiles.srt_recipe(era, cfg, ref.strip("'\""))[0])
         for rel in dict.fromkeys(refs):
-            recipe = None if benchrepo.outside(rel) else scanned(rel)
+            recipe = None if keyfiles.outside(rel) else scanned(rel)
             if recipe is None:
                 found.missing.append(f"{rel} (named at {block.path}:{n})")
             elif all(recipe is not r for _, r in found.recipes):
@@ -318,9 +320,9 @@ def _sources(
     if in_block:
         found.texts.append(block)
     if cfg.get("multinode") is not True and not srt:
-        hw = benchrepo.runner_hardware(str(cfg.get("runner", "")))
+        hw = keyfiles.runner_hardware(str(cfg.get("runner", "")))
         for spec in sorted({str(i.get("spec-decoding")) for i in items}):
-            candidates = benchrepo.script_candidates(layout, cfg, "agentic-coding", spec, hw)
+            candidates = keyfiles.script_candidates(era, cfg, "agentic-coding", spec, hw)
             found.script = next((s for s in map(scanned, candidates) if s is not None), None)
             if found.script is None and not in_block:
                 found.missing.append(" or ".join(candidates))

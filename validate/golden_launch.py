@@ -52,12 +52,11 @@ KEY_SPELLINGS: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
 )
 _INJECTED = next(re.compile(name + _V) for _, name, kind in ACCEPTANCE if kind == "injected")
 _SRT_RECIPE = re.compile(r"(?<![\w-])srt-recipe\s*:\s*([^\s,}#]+)")
+# K as each declared engine states it (`draft-tokens` of its declaration: ATOM's
+# --num-speculative-tokens, vLLM's num_speculative_tokens, SGLang's --speculative-num-steps),
+# and TensorRT-LLM's max_draft_len.
 _K_SPELLINGS = (
-    re.compile(r"num_speculative_tokens" + _SEP + _V),
-    re.compile(r"--num-speculative-tokens(?:=|\s+)" + _V),
-    re.compile(r"(?<![\w-])num-speculative-tokens\s*:\s*" + _V),
-    re.compile(r"--speculative-num-steps(?:=|\s+)" + _V),
-    re.compile(r"(?<![\w-])speculative-num-steps\s*:\s*" + _V),
+    *(re.compile(s.regex() + _V) for e in engines.declarations() for s in e.draft_tokens),
     re.compile(r"max_draft_len" + _SEP + _V),
 )
 _ASSIGN = re.compile(

@@ -95,7 +95,7 @@ def test_review_results_facts_and_notes_check_refuse_deep_json(tmp_path: Path) -
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
-    (repo / "configs").mkdir()  # an InferenceX layout (changelog.repo), with no keys
+    (repo / "configs").mkdir()  # an InferenceX layout (changelog.repository), with no keys
     (repo / "configs" / "x-master.yaml").write_text("{}\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "an empty master")

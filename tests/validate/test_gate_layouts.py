@@ -1,4 +1,4 @@
-"""validate_perf_changelog in every layout InferenceX has had (changelog/layout.py), with the file
+"""validate_perf_changelog in every era InferenceX has had (changelog.repository), with the file
 names pre-commit passes; every finding of a change at once; exit 3 on a crash.
 
 The 2026-10 layout is a real git repository holding the 2026-10 tree's masters and the changelog
@@ -19,7 +19,7 @@ import yaml
 from support import git
 
 from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.layout import find_benchmark_files
+from relpipe.changelog.repository.detect import locate
 from relpipe.validate.gate.hook import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,7 +92,7 @@ def test_a_checkout_with_two_layouts_gets_one_line(
     monkeypatch.chdir(root)
     assert main([]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "mixes benchmark-repository layouts" in err
+    assert err.count("\n") == 1 and "mixes layouts" in err
     assert "inferencex-e2e/configs/*-master.yaml" in err and " configs/*-master.yaml" in err
     # Explicit paths decide: no guess needed.
     argv = ["--changelog-file", "inferencex-e2e/perf-changelog.yaml", "--configs", "configs/*.yaml"]
@@ -103,20 +103,24 @@ def test_a_checkout_with_two_layouts_gets_one_line(
 
 
 def test_layout_detection_by_files(tmp_path: Path) -> None:
-    empty = find_benchmark_files(str(tmp_path))
-    assert empty.layout is None and empty.changelog == "perf-changelog.yaml"
-    assert "inferencex-e2e/perf-changelog.yaml" in empty.looked_for
+    empty = locate(str(tmp_path))
+    assert not empty.found and empty.era.changelog == "perf-changelog.yaml"
+    assert "inferencex-e2e/perf-changelog.yaml" in empty.looked_for()
     (tmp_path / "perf-changelog.yaml").write_text("")
-    assert find_benchmark_files(str(tmp_path)).layout == "root"
+    assert locate(str(tmp_path)).era.name == "2026-08"  # a root changelog, no masters yet
     (tmp_path / ".github/configs").mkdir(parents=True)
     (tmp_path / ".github/configs/amd-master.yaml").write_text("")
-    found = find_benchmark_files(str(tmp_path))
-    assert (found.layout, found.masters) == ("github", (".github/configs/*-master.yaml",))
-    assert found.runners == ".github/configs/runners.yaml"
+    found = locate(str(tmp_path))
+    assert (found.found, found.era.name, found.era.masters) == (
+        True,
+        "pre-2026-07",
+        ".github/configs",
+    )
+    assert found.era.runners == ".github/configs/runners.yaml"
     (tmp_path / "inferencex-e2e").mkdir()
     (tmp_path / "inferencex-e2e/perf-changelog.yaml").write_text("")
-    with pytest.raises(ChangelogError, match="mixes benchmark-repository layouts"):
-        find_benchmark_files(str(tmp_path))
+    with pytest.raises(ChangelogError, match="mixes layouts"):
+        locate(str(tmp_path))
 
 
 def test_every_finding_of_a_mid_file_insertion_at_once(

@@ -4,53 +4,26 @@ clone with uncommitted work too); pre-commit builds its own environment from PyP
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from precommit_support import hook_repo, pre_commit
 from support import git
 
 from relpipe.changelog.append import append
 from relpipe.changelog.entry import Entry, render
 
-ROOT = Path(__file__).resolve().parents[2]
 REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
-# What the hook needs to install: the distribution metadata and the two packages on its path.
-HOOK_FILES = ("pyproject.toml", "setup.py", "README.md", ".pre-commit-hooks.yaml")
-HOOK_PACKAGES = ("core", "pipeline", "changelog", "images", "engine", "validate")
 
 
 def _hook_repo(tmp: Path) -> tuple[Path, str]:
-    repo = tmp / "relpipe-hook"
-    repo.mkdir()
-    for name in HOOK_FILES:
-        shutil.copy(ROOT / name, repo / name)
-    for package in HOOK_PACKAGES:
-        shutil.copytree(
-            ROOT / package, repo / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
-        )
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "hook snapshot")
-    return repo, git(repo, "rev-parse", "HEAD").strip()
+    return hook_repo(tmp)  # (test_review.py loads this module for it)
 
 
 def _pre_commit(repo: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PRE_COMMIT_HOME=str(home), PRE_COMMIT_COLOR="never", HOME=str(repo))
-    env.pop("PRE_COMMIT_FROM_REF", None)
-    env.pop("PRE_COMMIT_TO_REF", None)
-    return subprocess.run(
-        [sys.executable, "-m", "pre_commit", "run", "validate-perf-changelog"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    return pre_commit(repo, home, "validate-perf-changelog")
 
 
 @pytest.mark.slow

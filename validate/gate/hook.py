@@ -40,6 +40,7 @@ from relpipe.changelog.entry import (
     scan,
 )
 from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.repository.era import CHANGELOG_NAME
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.gate import alignment
 from relpipe.validate.gate.basecache import BaseCache
@@ -48,7 +49,7 @@ TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import ty
 if TYPE_CHECKING:
     from relpipe.validate.gate.append_only import Revision
 
-DEFAULT_CHANGELOG = "perf-changelog.yaml"
+DEFAULT_CHANGELOG = CHANGELOG_NAME
 PLACEHOLDER = "XXX"  # InferenceX's PR_LINK_PLACEHOLDERS (both validators): XXX, <repo>/pull/XXX
 
 

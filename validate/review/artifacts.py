@@ -22,6 +22,7 @@ import re2
 from relpipe.changelog.configs.load import MasterConfigs, load_yaml, resolve_key
 from relpipe.changelog.configs.points import plan_key
 from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.repository import launch as keyfiles
 from relpipe.core import jsonload
 from relpipe.core.check import Evidence, Judgement, judged
 from relpipe.core.files import read_capped
@@ -45,7 +46,7 @@ def check_golden(review: Review) -> Judgement:
         return judged(NA, "no config key in scope")
     if review.source.ref is not None:
         return judged(NA, "golden-al reads the working tree; review the head checked out")
-    golden = review.source.layout.golden
+    golden = review.source.era.golden
     if not (review.source.root / golden).is_dir():
         return judged(NA, f"no {golden}/ in the repository")
     root = review.source.root
@@ -110,7 +111,7 @@ def _synthetic_written(review: Review, key: str) -> bool:
 def appended(review: Review) -> tuple[list[Mapping[str, Any]], str | None]:
     """New changelog entries of the change (head minus base), or why they cannot be read."""
     assert review.base_source is not None
-    changelog = review.source.layout.changelog
+    changelog = review.source.era.changelog
     head = review.source.text(changelog) or ""
     base = review.base_source.text(changelog) or ""
     if head == base:
@@ -137,8 +138,8 @@ def check_append_only(review: Review) -> Judgement:
     if why:
         # The changelog gate (validate/gate/) reports a rewritten history; this check only
         # speaks when an entry claims append-only (otherwise it would repeat the gate).
-        lines = review.source.lines(review.source.layout.changelog)
-        touched = review.change.lines.get(review.source.layout.changelog, frozenset())
+        lines = review.source.lines(review.source.era.changelog)
+        touched = review.change.lines.get(review.source.era.changelog, frozenset())
         claims = [n for n in sorted(touched) if 0 < n <= len(lines) and _CLAIM.match(lines[n - 1])]
         if not claims:
             return judged(NA, "no changed changelog line says `append-only: true`")
@@ -209,7 +210,9 @@ def _judge_appended_key(
         if use.path not in changed or use.path == master:
             continue
         text = json.dumps(before)
-        used_before = use.role != "recipe" or use.path.split("srt-slurm-recipes/", 1)[-1] in text
+        used_before = (
+            use.role != "recipe" or keyfiles.recipe_name(review.source.era, use.path) in text
+        )
         if use.role == "recipe" and used_before:
             fails.append(f"{key}: recipe {use.path} of existing points changed")
         elif used_before:

@@ -76,8 +76,8 @@ def _files(review: Review) -> list[str]:
     paths += [u.path for _, u in review.uses() if u.path.endswith((".yaml", ".yml"))]
     if review.change is not None:
         paths += [p for p in review.change.paths if p.endswith((".yaml", ".yml"))]
-    if review.source.exists(review.source.layout.changelog):
-        paths.append(review.source.layout.changelog)
+    if review.source.exists(review.source.era.changelog):
+        paths.append(review.source.era.changelog)
     return list(dict.fromkeys(paths))
 
 
