@@ -1,7 +1,7 @@
 """Regenerate docs/history-dashboard.png: ATOM's three CI dashboards (the May and August main
 dashboards and the ATOMesh accuracy dashboard, from ../shared/data/results) ingested into a fresh
 store, `relpipe history report` with ATOM's history for the culprits, and a headless-chromium
-screenshot of the page. Run by `nox -s screenshot`; never drawn by hand.
+screenshot of the page. Run by `nox -s screenshots`; never drawn by hand.
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ resolved type hints, so a record states its JSON shape once, in its field list. 
 int, float, bool, None, `X | None` and other unions, `tuple[X, ...]`, `tuple[X, Y]`, `list[X]`,
 `Mapping[str, X]`/`dict[str, X]`, `Literal[...]`, `Path` (a string), enums such as
 `core.status.Status` (their value), `Any` (JSON carried as it is) and nested records. A field's
-metadata (`field(metadata=spec(...))`) renames its key or leaves it out when None or its
-default: only where a format written before this module has that shape.
+metadata (`field(metadata=spec(...))`) renames its key, leaves it out when None or its default,
+or spells an enum's members with words of its own (a stage output's `"ok"` for `Status.PASS`):
+only where a format written before this module has that shape.
 
 `from_json` reads untrusted JSON and fails closed with one `RecordError` whose line names the
 field path (`report.json: evals[2].score: expected a number or null, got a string ('0.99')`): a
@@ -54,13 +55,17 @@ class RecordError(RelpipeError):
 class Spec:
     key: str | None = None  # the JSON key, where it is not the field's name
     omit: Literal["none", "default"] | None = None  # left out when None / equal to the default
+    words: Mapping[Enum, str] | None = None  # an enum field's JSON word per member it may hold
 
 
 def spec(
-    *, key: str | None = None, omit: Literal["none", "default"] | None = None
+    *,
+    key: str | None = None,
+    omit: Literal["none", "default"] | None = None,
+    words: Mapping[Enum, str] | None = None,
 ) -> Mapping[str, Spec]:
-    """Field metadata: `field(default=None, metadata=records.spec(omit="none"))`."""
-    return {_SPEC: Spec(key=key, omit=omit)}
+    """Field metadata: `field(default=None, metadata=jsoncodec.spec(omit="none"))`."""
+    return {_SPEC: Spec(key=key, omit=omit, words=words)}
 
 
 _PLAIN = Spec()  # a field without metadata: shared, not built per field per record
@@ -99,8 +104,20 @@ def fields_to_json(record: object, *, exclude: Sequence[str] = ()) -> dict[str, 
             continue
         if s.omit == "default" and value == _default(f):
             continue
+        if s.words is not None:
+            out[s.key or f.name] = _word(s.words, value, f"{type(record).__name__}.{f.name}")
+            continue
         out[s.key or f.name] = value if type(value) in _SCALARS else _encode(value, f.name)
     return out
+
+
+def _word(words: Mapping[Enum, str], value: Any, what: str) -> str:
+    found = words.get(value)
+    if found is None:  # a writer's mistake (the record holds a member its format cannot spell)
+        raise TypeError(
+            f"{what}: {value!r} has no recorded word (known: {', '.join(words.values())})"
+        )
+    return found
 
 
 _PLANS: dict[type, tuple[tuple[dataclasses.Field[Any], Spec], ...]] = {}
@@ -201,9 +218,12 @@ def _record(cls: type[R], data: object, path: str, *, own: bool = True) -> R:
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if not f.init:
             continue
-        key = _spec(f).key or f.name
+        s = _spec(f)
+        key = s.key or f.name
         where = _join(path, key)
-        if key in data:
+        if key in data and s.words is not None:
+            values[f.name] = _member(s.words, data[key], where)
+        elif key in data:
             values[f.name] = _value(data[key], hints[f.name], where)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise _Bad(where, "missing")
@@ -211,6 +231,15 @@ def _record(cls: type[R], data: object, path: str, *, own: bool = True) -> R:
         return cls(**values)
     except (TypeError, ValueError) as exc:  # a record's own check (__post_init__)
         raise _Bad(path, str(exc).split("\n")[0]) from None
+
+
+def _member(words: Mapping[Enum, str], value: object, path: str) -> Enum:
+    for member, word in words.items():
+        if value == word and type(value) is str:
+            return member
+    raise _Bad(
+        path, f"expected one of {', '.join(map(_short, words.values()))}, got {_kind(value)}"
+    )
 
 
 _BARE = {dict: dict[str, Any], Mapping: Mapping[str, Any], list: list[Any], tuple: tuple[Any, ...]}

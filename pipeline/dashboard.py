@@ -21,6 +21,7 @@ from relpipe.changelog.results.regressions import Chart, MissingRun, PointChange
 
 WIDTH, HEIGHT = 900, 300
 LEFT, RIGHT, TOP, BOTTOM = 70, 20, 30, 70
+MAX_TITLED = 2_000  # a chart with more points carries no tooltip per point (page size)
 PALETTE = (
     "#1f77b4 #ff7f0e #2ca02c #9467bd #8c564b #e377c2 #7f7f7f #bcbd22 #17becf #393b79 "
     "#637939 #8c6d31 #843c39 #7b4173 #3182bd #e6550d #31a354 #756bb1"
@@ -215,7 +216,7 @@ def _chart(c: Chart, found: Sequence[PointChange]) -> str:
         legend.append(f"<span><i style='background:{color}'></i>{_e(point)}</span>")
         if point in banded:
             svg.append(_band(line, c.bands.get(point), color, x, y))
-        svg.append(_line(point, line, color, c, x, y))
+        svg.append(_line(point, line, color, c, x, y, count <= MAX_TITLED))
     index = {(img, sha): i for i, (img, sha, _) in enumerate(c.runs)}
     for f in found:
         mark = MARK.get(f.kind)
@@ -282,8 +283,12 @@ def _short(v: float) -> str:
     return f"{v:.3g}"
 
 
-def _line(point: str, line: Sequence[float | None], color: str, c: Chart, x: Any, y: Any) -> str:
-    out = []
+def _line(
+    point: str, line: Sequence[float | None], color: str, c: Chart, x: Any, y: Any, titled: bool
+) -> str:
+    """One point's line: its polyline segments and a circle per run (`class='pt'`), each with a
+    tooltip (value, image, commit) when `titled` (charts small enough to carry them)."""
+    out = [f"<g fill='{color}'><title>{_e(point)}</title>"]
     segment: list[str] = []
     for i, v in enumerate(line):
         if v is None:
@@ -291,15 +296,21 @@ def _line(point: str, line: Sequence[float | None], color: str, c: Chart, x: Any
                 out.append(_polyline(segment, color))
             segment = []
             continue
-        segment.append(f"{x(i):.1f},{y(v):.1f}")
-        image, commit, _ = c.runs[i]
-        out.append(
-            f"<circle class='pt' cx='{x(i):.1f}' cy='{y(v):.1f}' r='2.5' fill='{color}'>"
-            f"<title>{_e(point)}: {_e(_value(v, c.unit))} on {_e(_tag(image))} "
-            f"@{_e((commit or '-')[:12])}</title></circle>"
-        )
+        at = f"{x(i):.1f},{y(v):.1f}"
+        segment.append(at)
+        cx, cy = at.split(",")
+        if titled:
+            image, commit, _ = c.runs[i]
+            out.append(
+                f"<circle class='pt' cx='{cx}' cy='{cy}' r='2.5'><title>{_e(point)}: "
+                f"{_value(v, c.unit)} on {_e(_tag(image))} @{_e((commit or '-')[:12])}"
+                "</title></circle>"
+            )
+        else:
+            out.append(f"<circle class='pt' cx='{cx}' cy='{cy}' r='2.5'/>")
     if len(segment) > 1:
         out.append(_polyline(segment, color))
+    out.append("</g>")
     return "".join(out)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.core import jsoncodec
+from relpipe.core.status import PASS
 from relpipe.images.archive import pin_or_archived
 from relpipe.images.registry import Pinned, RegistryClient
 from relpipe.pipeline.errors import PipelineError
@@ -125,7 +126,7 @@ def make_plan(
             raise PipelineError("--config-key needs a benchmark repository (--repo PATH)")
         ck = ws.config_key(config_key, options.max_batch)
         config = ConfigScope(
-            status="ok",
+            status=PASS,
             key=ck.key,
             master=ck.master,
             image=ck.image,

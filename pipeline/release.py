@@ -30,7 +30,7 @@ from relpipe.changelog.repository.era import MASTER_SUFFIX
 from relpipe.core import journal, jsoncodec
 from relpipe.core.files import file_lock
 from relpipe.core.reference import parse, split
-from relpipe.core.status import FAIL
+from relpipe.core.status import FAIL, NA, PASS
 from relpipe.pipeline import comparison
 from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.containers import Engine
@@ -50,9 +50,11 @@ from relpipe.pipeline.runrecord import (
 from relpipe.pipeline.stages import NO_GOLDEN, assemble, golden_al_result, run_units
 from relpipe.pipeline.verdict import Outcome, Verdict, evaluate
 from relpipe.pipeline.workspace import Workspace
+from relpipe.validate.precision.notable import notable
 
 if TYPE_CHECKING:
     from relpipe.changelog.entry import Entry
+    from relpipe.core.commit import Commit
     from relpipe.validate.precision import PrecisionReport
 
 DEFAULT_REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
@@ -165,8 +167,13 @@ def release_facts(
             **({"rocm": facts.rocm} if facts and facts.rocm else {}),
             "packages": packages,
         },
+        # Notable commits only (not those touching only tests, docs, CI, other models' recipes),
+        # their PRs written as InferenceX writes them: ROCm/ATOM#N.
         "commits": [
-            {"sha": c.sha, "subject": c.subject, **({"pr": c.pr} if c.pr else {})} for c in commits
+            {"sha": c.sha, "subject": c.subject, **_pr_of(c, report.project if report else None)}
+            for c in notable(
+                commits, report.files if report else (), plan.config.key if plan.config else None
+            )
         ],
         "commit_count": len(commits),
         "config_changes": list(config_changes),
@@ -174,7 +181,7 @@ def release_facts(
         "precision": precision_facts(report),
         "validation": {
             "checks": [
-                {"id": c.id, "status": c.status} for c in verdict.checks if c.status != "N/A"
+                {"id": c.id, "status": c.status} for c in verdict.checks if c.status != NA
             ],
             "evals": [
                 {
@@ -190,6 +197,10 @@ def release_facts(
         "risks": risks,
         "history": comparison.notes_rows(outcome.history),
     }
+
+
+def _pr_of(commit: Commit, project: str | None) -> dict[str, Any]:
+    return {"pr": commit.pr, **({"repo": project} if project else {})} if commit.pr else {}
 
 
 def precision_facts(report: PrecisionReport | None) -> dict[str, Any]:
@@ -349,7 +360,7 @@ def hook_result(ws: Workspace, scratch: Path, req: Request) -> ValidatorOutput:
         "entries": report.entries,
         "appended": report.appended,
     }
-    return ValidatorOutput(status="ok", problems=tuple(problems), evidence=evidence)
+    return ValidatorOutput(status=PASS, problems=tuple(problems), evidence=evidence)
 
 
 def notes_result(notes: str, facts: Mapping[str, Any]) -> ValidatorOutput:
@@ -358,7 +369,7 @@ def notes_result(notes: str, facts: Mapping[str, Any]) -> ValidatorOutput:
 
     findings = notes_check.check(notes, ReleaseFacts.from_json(facts), "notes.md")
     return ValidatorOutput(
-        status="ok",
+        status=PASS,
         problems=tuple(str(f) for f in findings),
         evidence={"languages": "en + zh", "lines": notes.count("\n")},
     )
@@ -619,6 +630,6 @@ def rerender_release(run_dir: Path, strict: bool = False) -> tuple[Verdict, dict
         _never_run,
         "release checks",
     )
-    seen = comparison.load(run_dir) or HistoryOutput(status="n/a", reason="not recorded")
+    seen = comparison.load(run_dir) or HistoryOutput(status=NA, reason="not recorded")
     outcome = replace(assemble(plan, outputs), history=seen)
     return render_release(plan, outcome, checks, inputs, record, strict, force=True)

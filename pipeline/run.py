@@ -16,6 +16,7 @@ from typing import Any
 
 from relpipe.changelog.repository.checkout import find_root, is_checkout
 from relpipe.core import checkrender, jsoncodec
+from relpipe.core.status import NA
 from relpipe.images.registry import RegistryClient
 from relpipe.pipeline import comparison
 from relpipe.pipeline.comparison import HistoryOutput
@@ -129,7 +130,7 @@ def _history(plan: Plan, record: RunRecord, outcome: Outcome, *, reread: bool) -
     (a merge of shards compares as the unsharded run does: the same store gives the same verdict).
     """
     if reread:
-        return comparison.load(record.root) or HistoryOutput(status="n/a", reason="not recorded")
+        return comparison.load(record.root) or HistoryOutput(status=NA, reason="not recorded")
     state = record.cache.parent.parent if record.cache else state_dir(None, None)
     shape = {
         "image": jsoncodec.to_json(plan.image),

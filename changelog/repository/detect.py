@@ -54,7 +54,7 @@ BASE_BRANCHES = ("main", "master")
 UPSTREAM_REMOTE = "upstream"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Located:
     """A checkout's era as the commit hook needs it: `found` False when no era's files exist
     (a new repository: the default era's paths), `repository` the canonical URL the override
@@ -235,10 +235,15 @@ def locate(root: str = ".", eras: tuple[Era, ...] = ERAS) -> Located:
     override = read_override(root)
     era = detect(lister(root), override, root, eras, required=False)
     if era is None:
-        return Located(DEFAULT, False)
+        return Located(era=DEFAULT, found=False)
     check_paths(root, era)
     table = override or {}
-    return Located(era, True, table.get("repository"), table.get("base-branch"))
+    return Located(
+        era=era,
+        found=True,
+        repository=table.get("repository"),
+        base_branch=table.get("base-branch"),
+    )
 
 
 def canonical_repository(

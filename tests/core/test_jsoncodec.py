@@ -121,6 +121,28 @@ def test_renames_and_omissions_apply_both_ways() -> None:
     assert "spelled" not in data and jsoncodec.from_json(Every, EVERY_JSON).spelled == "x"
 
 
+@dataclass(frozen=True, kw_only=True)
+class Stage:
+    """A stage output whose format spells its statuses with older words."""
+
+    status: Status = field(metadata=jsoncodec.spec(words={Status.PASS: "ok", Status.NA: "n/a"}))
+
+
+def test_an_enum_with_words_of_its_own_reads_and_writes_only_those_words() -> None:
+    assert jsoncodec.from_json(Stage, {"status": "n/a"}).status is Status.NA
+    assert jsoncodec.to_json(Stage(status=Status.PASS)) == {"status": "ok"}
+    for bad, got in (
+        ("PASS", "a string ('PASS')"),
+        ("error", "a string ('error')"),
+        (1, "a number (1)"),
+    ):
+        with pytest.raises(RecordError) as err:
+            jsoncodec.from_json(Stage, {"status": bad}, where="probe.json")
+        assert str(err.value) == f"probe.json: status: expected one of 'ok', 'n/a', got {got}"
+    with pytest.raises(TypeError, match="Stage.status: .*FAIL.* has no recorded word"):
+        jsoncodec.to_json(Stage(status=Status.FAIL))  # a writer's mistake, never silent
+
+
 def test_missing_keys_take_their_defaults_and_unknown_keys_are_ignored() -> None:
     data = {k: v for k, v in EVERY_JSON.items() if k not in ("spelled-out", "defaulted")}
     data["summary"] = {"derived": True}  # a derived value some documents carry for readers

@@ -23,6 +23,7 @@ import pytest
 from support import git
 
 from relpipe.core import jsoncodec
+from relpipe.core.status import PASS
 from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.outputs import (
     ConfigScope,
@@ -181,7 +182,7 @@ class RecordedEngine(Engine):
         self.recorded = recorded
 
     def pull(self, ref: str) -> PullOutput:
-        return PullOutput(status="ok", image="sha256:" + "ef" * 32)
+        return PullOutput(status=PASS, image="sha256:" + "ef" * 32)
 
     def probe(self, ref: str, options: Options) -> ProbeOutput:
         return jsoncodec.from_json(ProbeOutput, self.recorded["probe"])
