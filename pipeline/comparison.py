@@ -81,7 +81,7 @@ def compare_run(report: Mapping[str, Any], *, run_id: str, state: Path) -> Histo
     refs = [image.ref] + ([str(report["image"].get("ref"))] if report.get("image") else [])
     with store.open_store(history_url(state)) as db:
         db.add(qualification.samples(report, run=run_id))
-        rows = db.measurements(series=[key])
+        rows = db.measurements()  # the noise bands are learned from the whole store
         where = db.where
     findings = regressions.for_image(rows, series=key, images=refs)
     if findings is None:

@@ -29,6 +29,7 @@ from relpipe.pipeline.outputs import (
     SmokeOutput,
 )
 from relpipe.pipeline.plan import Options
+from relpipe.validate.precision import keypath
 
 if TYPE_CHECKING:
     from relpipe.validate.precision import PrecisionReport
@@ -270,12 +271,17 @@ class Engine:
         )
         return _outcome(run, options)
 
-    def precision(self, old_ref: str, new_ref: str, options: Options) -> PrecisionOutput:
+    def precision(
+        self, old_ref: str, new_ref: str, options: Options, key: str | None = None
+    ) -> PrecisionOutput:
+        """The engine diff of the two images, read for config `key` when given (C5's question:
+        did anything change on this key's path?)."""
         rules, path = enginerepo.source_of(new_ref, options.rules)
         with tempfile.TemporaryDirectory(prefix="relpipe-precision-") as tmp:
             repo = enginerepo.extract(self.runtime, new_ref, Path(tmp), old_ref=old_ref, path=path)
             report = precision_report(repo, rules, f"image:{new_ref}")
-            return PrecisionOutput(status=PASS, report=report)
+            scoped = keypath.scope(repo, report, key) if key else None
+            return PrecisionOutput(status=PASS, report=report, key_scope=scoped)
 
 
 def _eval_output(raw: Mapping[str, Any], inputs: Mapping[str, Any]) -> EvalOutput:

@@ -13,7 +13,9 @@ present, its sweep generator. relpipe computes the same things in this process. 
 - points per key: the generator's benchmark points against relpipe's plan (when importable).
 
 Three outcomes: agree (everything compared, no difference), disagree (every difference listed),
-incomplete (something could not be compared: named, with the reason). Only the first is exit 0.
+incomplete (something could not be compared: named, with the reason). Only agree is exit 0, and
+"nothing to compare", when the repository's `.relpipe.toml` declares it has no validator of its
+own (the user's statement, not a comparison: never called agree).
 
 The repository's code is not trusted with the user's secrets: it gets a minimal environment (a
 few named variables, no tokens or credentials, a temporary HOME) and runs in its own process
@@ -38,6 +40,7 @@ from relpipe.changelog.repository.checkout import Checkout
 from relpipe.changelog.repository.detect import OVERRIDE
 from relpipe.core import jsonload, process
 from relpipe.core.files import file_lock
+from relpipe.core.heartbeat import heartbeat
 from relpipe.pipeline.errors import PipelineError
 
 REQUIREMENTS = ("pydantic>=2.7,<3", "PyYAML>=6.0")
@@ -49,6 +52,7 @@ ANSWER_LIMIT = 64 << 20  # bytes of the probe's JSON answer read back
 # token (GITHUB_TOKEN, GH_TOKEN), a registry password or a database URL never reaches it.
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 AGREE, DISAGREE, INCOMPLETE = "agree", "disagree", "incomplete"
+NOTHING = "nothing to compare"  # the repository declares no validator (.relpipe.toml)
 LAST_ENTRIES = 5
 _ENTRY = re.compile(rb"^- ", re.MULTILINE)
 _PR = re.compile(rb"pr-link:\s*(https://github\.com/[^/\s]+/[^/\s]+)/pull/(\d+)")
@@ -85,22 +89,28 @@ def isolated_python(python: str | None) -> str:
     CACHE.mkdir(parents=True, exist_ok=True)
     with file_lock(CACHE / f"venv-{key}.lock", timeout_s=900, what="doctor venv lock"):
         if not (venv / ".ready").is_file():
-            for argv in (
-                [sys.executable, "-m", "venv", "--clear", str(venv)],
-                [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *REQUIREMENTS],
-            ):
-                try:
-                    done = process.run(argv, timeout=PROBE_TIMEOUT_S, check=False)
-                    said = _last_line(done.stderr, "?") if done.returncode else ""
-                except process.ProcessError as exc:
-                    said = str(exc)
-                if said:
-                    raise PipelineError(
-                        f"cannot build the doctor's venv ({' '.join(REQUIREMENTS)}): "
-                        f"{said}; give --python PY"
-                    )
+            _build_venv(venv)
             (venv / ".ready").write_text("ok\n")
     return str(venv / "bin" / "python")
+
+
+def _build_venv(venv: Path) -> None:
+    """A venv at `venv` with REQUIREMENTS (about a minute: said every 10 s on stderr)."""
+    with heartbeat(f"relpipe doctor: building its Python ({' '.join(REQUIREMENTS)}) in {venv}"):
+        for argv in (
+            [sys.executable, "-m", "venv", "--clear", str(venv)],
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *REQUIREMENTS],
+        ):
+            try:
+                done = process.run(argv, timeout=PROBE_TIMEOUT_S, check=False)
+                said = _last_line(done.stderr, "?") if done.returncode else ""
+            except process.ProcessError as exc:
+                said = str(exc)
+            if said:
+                raise PipelineError(
+                    f"cannot build the doctor's venv ({' '.join(REQUIREMENTS)}): "
+                    f"{said}; give --python PY"
+                )
 
 
 def _last_line(stderr: bytes, default: str) -> str:
@@ -219,10 +229,13 @@ class Diagnosis:
     disagreements: tuple[Disagreement, ...]
     compared: tuple[str, ...]  # what was compared, with counts
     skipped: tuple[str, ...]  # what could not be compared, and why ("points: ModuleNotFound...")
+    declared_none: bool = False  # the repository declares it has no validator: nothing to run
 
     @property
     def outcome(self) -> str:
         """disagree when anything differs; else incomplete when anything was not compared."""
+        if self.declared_none:
+            return NOTHING
         if self.disagreements:
             return DISAGREE
         return INCOMPLETE if self.skipped else AGREE

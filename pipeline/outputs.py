@@ -23,6 +23,7 @@ from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.runrecord import StageRunner
 from relpipe.pipeline.workspace import Point
 from relpipe.validate.precision import PrecisionReport
+from relpipe.validate.precision.keypath import Scoped
 
 JSON = Any  # a value of a JSON document (the edge this module guards)
 
@@ -165,20 +166,30 @@ class PrecisionOutput:
     status: Status = field(metadata=OK_NA_ERROR)
     report: PrecisionReport | None = None  # set when PASS
     reason: str = ""
+    # the report read for the run's config key (validate.precision.keypath): what C5 judges
+    key_scope: Scoped | None = None
 
     def to_json(self) -> dict[str, JSON]:
         if self.report is None:
-            return jsoncodec.fields_to_json(self, exclude=("report",))
-        status = jsoncodec.fields_to_json(self, exclude=("report", "reason"))
-        return {**status, **jsoncodec.to_json(self.report)}
+            return jsoncodec.fields_to_json(self, exclude=("report", "key_scope"))
+        status = jsoncodec.fields_to_json(self, exclude=("report", "reason", "key_scope"))
+        scope = {"key_scope": self.key_scope.to_json()} if self.key_scope else {}
+        return {**status, **jsoncodec.to_json(self.report), **scope}  # type: ignore[dict-item]
 
     @classmethod
     def from_json(cls, data: JSON, *, where: str) -> PrecisionOutput:
+        scope = data.get("key_scope") if isinstance(data, dict) else None
+        if isinstance(data, dict) and "key_scope" in data:
+            data = {k: v for k, v in data.items() if k != "key_scope"}
         out = jsoncodec.fields_from_json(cls, data, where=where)
         if out.status != PASS:
             return out
         return cls(
-            status=out.status, report=jsoncodec.from_json(PrecisionReport, data, where=where)
+            status=out.status,
+            report=jsoncodec.from_json(PrecisionReport, data, where=where),
+            key_scope=None
+            if scope is None
+            else Scoped.from_json(scope, where=f"{where}.key_scope"),
         )
 
 

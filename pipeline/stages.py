@@ -255,12 +255,15 @@ def _precision_stage(plan: Plan, runner: StageRunner, engine: Engine) -> Precisi
     assert baseline is not None
     rules, _ = enginerepo.source_of(plan.image.pinned, plan.options.rules)
     inputs = {"old": baseline.digest, "new": plan.image.digest, "rules": rules}
+    key = plan.config.key if plan.config else None
+    if key:
+        inputs["config_key"] = key  # only then: records of runs without a key keep their keys
     return run_stage(
         runner,
         PrecisionOutput,
         "precision",
         inputs,
-        lambda: engine.precision(baseline.pinned, plan.image.pinned, plan.options),
+        lambda: engine.precision(baseline.pinned, plan.image.pinned, plan.options, key),
         "precision diff",
     )
 

@@ -31,6 +31,7 @@ from relpipe.pipeline.outputs import (
     SmokeOutput,
     ValidatorOutput,
 )
+from relpipe.validate.precision.keypath import Scoped
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -188,6 +189,8 @@ def check_precision(o: Outcome) -> Judgement:
         labels = [_commit_label(by_sha[s]) if s in by_sha else s[:9] for s in f.commits]
         rows.append((f"{f.path} [{f.category}]", "; ".join(labels) or "-"))
         named += [lab for lab in labels if lab not in named]
+    if p.key_scope is not None:
+        return _scoped(p.key_scope, named, rows)
     if relevant:
         cats = sorted({str(f.category) for f in relevant})
         return judged(
@@ -197,6 +200,26 @@ def check_precision(o: Outcome) -> Judgement:
             rows,
         )
     return judged(PASS, "no precision-relevant change between baseline and image", rows)
+
+
+def _scoped(scope: Scoped, named: list[str], rows: list[tuple[str, str]]) -> Judgement:
+    """C5 for a config key: WARN only for relevant changes on the key's path; the others are
+    listed as elsewhere (another model, another engine's plugin), never a warning."""
+    rows = [*rows, ("key", scope.key)]
+    rows += [(f"on the key's path: {p} [{c}]", w) for p, c, w in scope.on_path]
+    rows += [(f"elsewhere: {p} [{c}]", "not on the key's path") for p, c in scope.elsewhere]
+    if scope.on_path:
+        cats = sorted({c for _, c, _ in scope.on_path})
+        return judged(
+            WARN,
+            f"precision-relevant changes on {scope.key}'s path ({', '.join(cats)}); "
+            f"{len(scope.elsewhere)} elsewhere",
+            rows,
+        )
+    why = f"no precision-relevant change on {scope.key}'s path"
+    if scope.elsewhere:
+        why += f" ({len(scope.elsewhere)} relevant files elsewhere: other models or engines)"
+    return judged(PASS, why, rows)
 
 
 @CHECKS.declare("C6", "upstream watch list")

@@ -44,6 +44,7 @@ class Ingested:
     rejected: list[Rejected] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # one line per file read with a remark
     files: int = 0
+    contents: dict[str, str] = field(default_factory=dict)  # file name -> the first content read
 
 
 def files_of(paths: Iterable[str | Path]) -> Iterator[Path]:
@@ -101,6 +102,12 @@ def _file(path: Path, out: Ingested) -> None:
     if not rows or not all(isinstance(r, dict) for r in rows):
         raise ValueError("not a result this tool knows (expected an object or a list of objects)")
     content = "sha256:" + hashlib.sha256(raw).hexdigest()[:16]
+    seen = out.contents.setdefault(path.name, content)
+    if seen != content:
+        out.notes.append(
+            f"{path}: same name as another file read, different content ({content} vs {seen}): "
+            "a different run, stored as such"
+        )
     for index, row in enumerate(rows):
         _row(path, row, content if index == 0 else f"{content}#{index}", out)
 

@@ -53,6 +53,12 @@ def test_same_named_artifacts_of_two_images_are_both_stored_and_the_drop_reporte
         assert cli.main(["history", "ingest", "--json", "--history", db, str(nights / night)]) == 0
         added.append(json.loads(capsys.readouterr().out)["added"])
     assert added == [13, 13]  # every agg metric of each night, none lost to the shared name
+    # both nights in one ingest: each stored, the shared name with two contents said in one line
+    both = ingest.ingest([nights / "night1", nights / "night2"])
+    assert len(both.samples) == 26
+    assert [n.split(": ", 1)[1][:48] for n in both.notes if "same name" in n] == [
+        "same name as another file read, different conten"
+    ] * 2  # the raw file and its agg_ row
     # the same content again, from another folder: nothing new
     copy = tmp_path / "elsewhere"
     shutil.copytree(nights / "night2", copy)

@@ -121,4 +121,6 @@ def test_html_report_charts_the_keys_history(tmp_path: Path, make_outcome: Any) 
     figure = figure[: figure.index("</figure>")]
     assert "gsm8k per image (noise band shaded)" in figure and "this image" in figure
     assert figure.count("<svg") == 1
+    # the run's report links to the store's dashboard, written beside the store (runs/<id>/..)
+    assert 'href="../../history-report.html"' in html
     assert "| C12 |" in render_markdown(data).decode()

@@ -27,9 +27,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from relpipe.core import sanitize
+from relpipe.core.jsoncodec import RecordError
 from relpipe.validate.precision import gitio
 from relpipe.validate.precision.classify import diff
 from relpipe.validate.precision.globs import compile_globs
+from relpipe.validate.precision.report import PrecisionReport
 
 SPEC_METHODS = ("mtp", "eagle3", "eagle", "dspark")
 PRECISIONS = ("mxfp4", "fp4", "fp8", "int4", "int8", "bf16", "fp16", "nvfp4", "w4a8", "w8a8")
@@ -403,3 +406,75 @@ def windows(repo: Path, key: KeyConfig, *, last: int = 100, size: int = 5) -> li
             Window(old=old, new=new, relevant=relevant, on_path=tuple(path.split(relevant)[0]))
         )
     return found
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scoped:
+    """A precision report read for one key: its relevant files on the key's path and elsewhere."""
+
+    key: str
+    model: str
+    on_path: tuple[tuple[str, str, str], ...]  # (path, category, why it is on the path)
+    elsewhere: tuple[tuple[str, str], ...]  # (path, category)
+
+    @property
+    def warns(self) -> bool:
+        return bool(self.on_path)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "key": self.key,
+            "model": self.model,
+            "warn": self.warns,
+            "on_path": [{"path": p, "category": c, "why": w} for p, c, w in self.on_path],
+            "elsewhere": [{"path": p, "category": c} for p, c in self.elsewhere],
+        }
+
+    @classmethod
+    def from_json(cls, data: object, *, where: str) -> Scoped:
+        """Read back what `to_json` wrote (a run record); RecordError names what is wrong."""
+        if not isinstance(data, dict):
+            raise RecordError(where, "", "not a key scope (an object expected)")
+        try:
+            on = [(str(r["path"]), str(r["category"]), str(r["why"])) for r in data["on_path"]]
+            off = [(str(r["path"]), str(r["category"])) for r in data["elsewhere"]]
+            key, model = str(data["key"]), str(data["model"])
+        except (KeyError, TypeError) as exc:
+            raise RecordError(where, "", f"not a key scope ({type(exc).__name__}: {exc})") from None
+        return cls(key=key, model=model, on_path=tuple(on), elsewhere=tuple(off))
+
+    def markdown(self) -> str:
+        key, model = sanitize.markdown_code(self.key), sanitize.markdown_code(self.model)
+        head = f"### Scoped to {key} (model {model})"
+        if not self.on_path:
+            lines = [head, "", "No precision-relevant change on the key's path."]
+        else:
+            lines = [head, "", "| file | category | on the path as |", "|---|---|---|"]
+            lines += [
+                f"| {sanitize.markdown_code(p, table=True)} | {sanitize.markdown(c)} | {w} |"
+                for p, c, w in self.on_path
+            ]
+        if self.elsewhere:
+            names = ", ".join(sanitize.markdown_code(p) for p, _ in self.elsewhere[:20])
+            more = f" and {len(self.elsewhere) - 20} more" if len(self.elsewhere) > 20 else ""
+            lines += ["", f"Elsewhere (not relevant for this key): {names}{more}."]
+        return "\n".join(lines)
+
+
+def scope(repo: Path, report: PrecisionReport, name: str) -> Scoped:
+    """`report`'s relevant files split by the path of the key `name` at the report's NEW."""
+    key = key_config(name)
+    path = resolve(repo, report.new, key)
+    relevant = [f for f in report.files if f.verdict == "relevant"]
+    return Scoped(
+        key=name,
+        model=key.model,
+        on_path=tuple(
+            (f.path, f.category or "relevant", path.why(f.path))
+            for f in relevant
+            if path.on_path(f.path)
+        ),
+        elsewhere=tuple(
+            (f.path, f.category or "relevant") for f in relevant if not path.on_path(f.path)
+        ),
+    )
