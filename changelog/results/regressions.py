@@ -47,6 +47,7 @@ import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
 
@@ -183,8 +184,18 @@ Group = tuple[str, str, str]
 Identity = tuple[str, str | None]  # (image, engine commit)
 
 
+class Runs:
+    """The rows grouped by (series, point, metric) and run identity, with their noise bands:
+    made once, read by `compare`, `charts` and `missing_runs` (a dashboard needs all three)."""
+
+    def __init__(self, samples: Iterable[Sample | Measurement]) -> None:
+        self.groups, self.kinds, self.series_points = _group(samples)
+        with _collector_paused():
+            self.bands = _Bands(self.groups, self.kinds)
+
+
 def compare(
-    samples: Iterable[Sample | Measurement],
+    samples: Iterable[Sample | Measurement] | Runs,
     *,
     every: bool = False,
     all_points: bool = False,
@@ -195,8 +206,9 @@ def compare(
 
     Only regression/improvement/failed/below-threshold/missing/unstable unless `all_points` (then
     also the points within noise and those without a previous run), as the notes' table needs."""
-    groups, kinds, series_points = _group(samples)
-    bands = _Bands(groups, kinds)
+    runs = samples if isinstance(samples, Runs) else Runs(samples)
+    groups, kinds, series_points = runs.groups, runs.kinds, runs.series_points
+    bands = runs.bands
     wanted = set(series)
     out: list[PointChange] = []
     for key in sorted(groups):
@@ -259,7 +271,7 @@ def _ordered(identities: dict[Identity, _Image]) -> list[_Image]:
 
 
 def missing_runs(
-    findings: Iterable[PointChange], rows: Iterable[Sample | Measurement]
+    findings: Iterable[PointChange], rows: Iterable[Sample | Measurement] | Runs
 ) -> list[MissingRun]:
     """The `missing` findings summarised per run: how many of the points the previous run of the
     series reported this one did not."""
@@ -269,7 +281,8 @@ def missing_runs(
             counted[(f.series, f.new_image, f.new_commit, f.new_run)] += 1
     if not counted:
         return []
-    groups, kinds, series_points = _group(rows)
+    runs = rows if isinstance(rows, Runs) else Runs(rows)
+    groups, kinds, series_points = runs.groups, runs.kinds, runs.series_points
     out = []
     for (series, image, commit, run), n in sorted(counted.items(), key=lambda kv: kv[0][3]):
         before = _previous(groups, series_points[series], (image, commit))
@@ -284,7 +297,7 @@ def missing_runs(
 def _previous(
     groups: dict[Group, dict[Identity, _Image]], by_id: dict[Identity, set[Group]], ident: Identity
 ) -> Identity | None:
-    order = sorted(by_id, key=lambda i: min(groups[k][i].first_seq for k in by_id[i]))
+    order = list(by_id)  # made in (seq, run) order: each identity where its first run is
     at = order.index(ident) if ident in order else 0
     return order[at - 1] if at > 0 else None
 
@@ -347,17 +360,23 @@ def _group(
     rows = [m if isinstance(m, Measurement) else measurement(m) for m in samples]
     # Python's order, not the database's: PostgreSQL may collate `run` differently from SQLite.
     rows.sort(key=itemgetter(9, 8))  # (seq, run)
-    # One object per run identity and point, 100,000 in a large store: the cyclic collector
-    # would walk them again and again while they are made (half the time, measured), though
-    # nothing made here can form a cycle. It runs again when they are done.
+    with _collector_paused():
+        _fill(rows, groups, kinds, series_points)
+    return groups, kinds, series_points
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """One object per run identity and point, 100,000 in a large store: the cyclic collector
+    would walk them again and again while they are made (a third of the time, measured), though
+    nothing made here can form a cycle. It runs again when they are done."""
     collecting = gc.isenabled()
     gc.disable()
     try:
-        _fill(rows, groups, kinds, series_points)
+        yield
     finally:
         if collecting:
             gc.enable()
-    return groups, kinds, series_points
 
 
 def _fill(
@@ -694,9 +713,9 @@ def _missing(
     for series, by_image in sorted(series_points.items()):
         if wanted and series not in wanted:
             continue
-        order = sorted(
-            by_image, key=lambda ident: min(groups[k][ident].first_seq for k in by_image[ident])
-        )
+        # `_fill` reads the rows in (seq, run) order: the identities are in the order of their
+        # first runs already
+        order = list(by_image)
         pairs = list(zip(order, order[1:], strict=False))
         for old, new in pairs if every else pairs[-1:]:
             if not by_image[old] & by_image[new]:
@@ -742,10 +761,12 @@ class Chart:
     bands: dict[str, float | None]  # relative; None for accuracy (judged by standard errors)
 
 
-def charts(samples: Iterable[Sample | Measurement], *, series: Iterable[str] = ()) -> list[Chart]:
+def charts(
+    samples: Iterable[Sample | Measurement] | Runs, *, series: Iterable[str] = ()
+) -> list[Chart]:
     """A chart per (series, metric) of what is stored, bands learned from every row."""
-    groups, kinds, _ = _group(samples)
-    bands = _Bands(groups, kinds)
+    runs = samples if isinstance(samples, Runs) else Runs(samples)
+    groups, kinds, bands = runs.groups, runs.kinds, runs.bands
     wanted = set(series)
     by_chart: dict[tuple[str, str], list[Group]] = defaultdict(list)
     for key in groups:

@@ -13,7 +13,8 @@ LC_ALL, LC_CTYPE and TZ pass; a temporary HOME) and its own process group, kille
 run anyway (as the repository's own CI does).
 
 Outcomes: agree (exit 0); disagree (exit 1, every disagreement listed); incomplete (exit 1: what
-could not be compared, and why); exit 2 when the repository or its code cannot be read.
+could not be compared, and why); "nothing to compare" (exit 0) where .relpipe.toml declares the
+repository has no validator; exit 2 when the repository or its code cannot be read.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             disagreements=(),
             compared=("nothing",),
             skipped=(f"everything: the repository declares no validator ({OVERRIDE})",),
+            declared_none=True,
         )
     if args.json:
         document = {
@@ -87,10 +89,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for d in found.disagreements:
             print(d.line())
         print(_closing(found))
-    return 0 if found.outcome == doctor.AGREE else 1
+    return 0 if found.outcome in (doctor.AGREE, doctor.NOTHING) else 1
 
 
 def _closing(found: doctor.Diagnosis) -> str:
+    if found.outcome == doctor.NOTHING:
+        return f"relpipe and the repository: nothing to compare ({found.skipped[0]})"
     if found.outcome == doctor.INCOMPLETE:
         parts = ", ".join(line.split(":", 1)[0] for line in found.skipped)
         return (

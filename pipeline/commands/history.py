@@ -27,7 +27,7 @@ from typing import Any
 
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.results import ingest, regressions, store
-from relpipe.changelog.results.records import WORDS, Measurement
+from relpipe.changelog.results.records import WORDS
 from relpipe.core import jsoncodec, sanitize
 from relpipe.core.files import write_atomic
 from relpipe.pipeline import dashboard
@@ -179,9 +179,9 @@ def _when(ms: int) -> str:
 
 def judge(
     db: store.Store, *, series: Sequence[str], every: bool, all_points: bool
-) -> tuple[list[Measurement], list[regressions.PointChange], list[regressions.MissingRun]]:
+) -> tuple[regressions.Runs, list[regressions.PointChange], list[regressions.MissingRun]]:
     """Findings of `series` (all when empty), learned from every row of the store."""
-    rows = db.measurements()
+    rows = regressions.Runs(db.measurements())
     findings = regressions.compare(rows, every=every, all_points=all_points, series=series)
     return rows, findings, regressions.missing_runs(findings, rows)
 

@@ -84,6 +84,9 @@ class Policy:
 
     repo_url: str | None
     pr_number: int | None
+    # A PR whose number is not known yet (a commit on a feature branch): placeholders and any
+    # canonical PR link pass, as InferenceX's validator passes them on that PR's run.
+    pull_request: bool = False
     config_keys: Sequence[str] | None  # None: config keys are not checked
     strict: bool = False  # house-style findings are errors, not warnings
     all_evals: bool = False  # the PR's `all-evals` label, as InferenceX's CI passes it
@@ -172,14 +175,22 @@ def _pr_link_finding(block: Block, policy: Policy, path: str) -> Finding | None:
             message=f"pr-link `{link}` is not this PR's link",
             hint=f"write `pr-link: {expected}` (or the XXX placeholder until the PR exists)",
         )
-    if canonical.fullmatch(link):
+    if canonical.fullmatch(link) or (policy.pull_request and link in placeholders(policy.repo_url)):
         return None
+    if policy.pull_request:
+        return Finding(
+            line=line,
+            code="pr-link",
+            message=f"pr-link `{link}` is neither a PR link of {policy.repo_url} nor a placeholder",
+            hint=f"write `pr-link: {policy.repo_url}/pull/XXX` until the PR exists, then its "
+            "number",
+        )
     return Finding(
         line=line,
         code="pr-link",
         message=f"pr-link `{link}` is not a canonical PR link",
         hint=f"write `pr-link: {policy.repo_url}/pull/<number>`; placeholders such as XXX are "
-        "accepted only in PR mode (--pr-number N)",
+        "accepted on a feature branch and in PR mode (--pr-number N), never on the base branch",
     )
 
 
