@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 _MAX_LOG = 4000
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Engine:
     """Runs the engine payload in containers and diffs engine repositories
     (the I/O of the stages).
@@ -48,7 +48,7 @@ class Engine:
     owner: str | None = None  # the run id: labels its containers; a killed run's are reaped
     # Engine pairs already extracted and diffed by this engine (old, new, rules) -> (repository,
     # report): a release of several keys diffs each old -> new pair once and scopes it per key.
-    _pairs: dict[tuple[str, str, str], tuple[Path, Any]] = field(default_factory=dict, repr=False)
+    _pairs: dict[tuple[str, str, str | None], tuple[Path, Any]] = field(default_factory=dict, repr=False)
     _keep: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
     keep_pairs: bool = False  # a release of several keys keeps them until `close`
 
