@@ -48,7 +48,9 @@ class Engine:
     owner: str | None = None  # the run id: labels its containers; a killed run's are reaped
     # Engine pairs already extracted and diffed by this engine (old, new, rules) -> (repository,
     # report): a release of several keys diffs each old -> new pair once and scopes it per key.
-    _pairs: dict[tuple[str, str, str | None], tuple[Path, Any]] = field(default_factory=dict, repr=False)
+    _pairs: dict[tuple[str, str, str | None], tuple[Path, Any]] = field(
+        default_factory=dict, repr=False
+    )
     _keep: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
     keep_pairs: bool = False  # a release of several keys keeps them until `close`
 
