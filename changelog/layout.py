@@ -16,9 +16,9 @@ module that knows the whole repository (runners, recipes, curves, docs) builds o
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from relpipe.changelog.errors import ChangelogError
+from relpipe.core.record import Record
 
 CHANGELOG = "perf-changelog.yaml"
 MASTERS = "*-master.yaml"
@@ -30,8 +30,7 @@ LAYOUTS = (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
-class BenchmarkFiles:
+class BenchmarkFiles(Record):
     """The changelog and master-config globs of one checkout; paths are relative to `root`
     (joined with it: `os.path.join(root, changelog)` is the file)."""
 

@@ -6,8 +6,12 @@ import dataclasses
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from relpipe.core.record import fields as record_fields
+from relpipe.core.record import is_record
 
 NAME, EMAIL = "relpipe-test", "test@relpipe.invalid"
 DATE, EPOCH = "2026-01-01T00:00:00Z", 1767225600  # the same instant twice
@@ -118,9 +122,14 @@ def source_root() -> Path:
 
 
 def assert_keyword_only(record: type) -> None:
-    """Every init field of a dataclass record is keyword-only, and a positional call is refused."""
-    fields = [f for f in dataclasses.fields(record) if f.init]
-    assert fields and all(f.kw_only for f in fields)
+    """Every init field of a record is keyword-only (a `core.record.Record`'s always are), and a
+    positional call is refused."""
+    if is_record(record):
+        fields: list[Any] = list(record_fields(record))
+    else:
+        fields = [f for f in dataclasses.fields(record) if f.init]
+        assert all(f.kw_only for f in fields)
+    assert fields
     # One value per field, positionally: refused before any field is looked at.
     with pytest.raises(TypeError, match="positional argument"):
         record(*["x"] * len(fields))

@@ -48,7 +48,8 @@ def check_golden(review: Review) -> Judgement:
         return judged(NA, f"no {golden}/ in the repository")
     root = review.source.root
     masters = MasterConfigs(  # the masters the review loaded: not parsed a second time
-        review.masters.configs, {k: root / w[0] for k, w in review.masters.where.items()}
+        configs=review.masters.configs,
+        origin={k: root / w[0] for k, w in review.masters.where.items()},
     )
     settings = golden_al.check(root, [s.key for s in review.scopes], masters)
     rows: list[Evidence] = []
