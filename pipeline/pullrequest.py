@@ -425,12 +425,13 @@ def with_pr_link(bump: Bump, target: Target, number: int) -> Bump:
     """The bump with each placeholder pr-link (`XXX`, `.../pull/XXX`) made the PR's own link."""
     from dataclasses import replace
 
+    from relpipe.core import record
     from relpipe.validate.gate.hook import placeholders
 
     link = f"{target.repo_url}/pull/{number}"
     unlinked = placeholders(target.repo_url)
     entries = tuple(
-        replace(entry, pr_link=link) if entry.pr_link in unlinked else entry
+        record.replace(entry, pr_link=link) if entry.pr_link in unlinked else entry
         for entry in bump.entries
     )
     return bump if entries == bump.entries else replace(bump, entries=entries)
