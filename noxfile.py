@@ -4,6 +4,8 @@
     nox -s tests       the whole test suite, with a real registry and dockerd on loopback
     nox -s lint        ruff (lint + format check) and mypy
     nox -s bench       performance targets of DESIGN.md, as ratios measured in one run
+    nox -s screenshots the pictures under docs/ (headless Chromium): the demo's release report and
+                       ATOM's history dashboard
     nox -s qualify|nightly|release|merge -- ARGS    the pipeline commands, arguments passed through
 
 Services (registry, dockerd) come from `images.services`: reused when RELPIPE_REGISTRY /
@@ -177,6 +179,24 @@ def demo(session: nox.Session) -> None:
         "-m",
         "relpipe.pipeline.demo",
         *session.posargs,
+        state_dir=DEMO_STATE / "services",
+    )
+
+
+@nox.session(python=PYTHON)
+def screenshots(session: nox.Session) -> None:
+    """Regenerate every picture under docs/ in headless Chromium, never by hand:
+    docs/history-dashboard.png (ATOM's dashboards through `relpipe history report`,
+    bench/dashboard_screenshot.py) and docs/report.png (the demo's release report)."""
+    _install(session, test=False)
+    session.run("python", "bench/dashboard_screenshot.py", env=_env())
+    _with_services(
+        session,
+        "python",
+        "-m",
+        "relpipe.pipeline.demo",
+        "--screenshot",
+        str(ROOT / "docs" / "report.png"),
         state_dir=DEMO_STATE / "services",
     )
 

@@ -139,7 +139,12 @@ def _where(e: Evidence, layout: Layout) -> str:
 
 # -- HTML ----------------------------------------------------------------------------------------
 
-TEMPLATE = "checks.html.j2"  # macros: badge, table, check_table, evidence
+TEMPLATE = "checks.html.j2"  # macros: badge, table, check_table, evidence, page
+# The style of every page that shows checks (the report's and the review's).
+CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#1f2328}
+table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #d0d7de;padding:4px 8px;
+text-align:left;vertical-align:top;font-size:14px}th{background:#f6f8fa}code{font-size:13px}
+.s{font-weight:bold;color:#fff;padding:2px 8px;border-radius:4px}figure{margin:1em 0}"""
 
 
 def _finalize(value: Any) -> Any:
@@ -166,6 +171,13 @@ def html_environment(package: str) -> Any:
     )
     env.globals["colors"] = COLORS  # the badges' colours, seen by imported macros too
     return env
+
+
+def render_page(checks: Sequence[Check], *, title: str, intro: str) -> str:
+    """A standalone HTML page of checks: the title, the overall status with `intro` (say what
+    was checked), the checks' table and their evidence (`relpipe review --html`)."""
+    page = html_environment("relpipe.core").get_template(TEMPLATE).module.page
+    return str(page(title, intro, status_of(checks), checks, markup(CSS)))
 
 
 def markup(text: str) -> Any:

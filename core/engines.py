@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from relpipe.core import jsonload
 from relpipe.core.errors import RelpipeError
 
 DECLARATIONS_ENV = "RELPIPE_ENGINE_DECLARATIONS"
@@ -247,6 +248,23 @@ def _rules_file(path: Path, rules: str) -> Path | None:
     return file
 
 
+def _components(path: Path, value: object) -> tuple[Component, ...]:
+    if not isinstance(value, list):
+        raise _fail(path, "source.components must be a list")
+    out = []
+    for i, raw in enumerate(value):
+        spec = _mapping(path, raw, f"source.components[{i}]", {"name", "checkout", "rules"})
+        where = f"source.components[{i}]."
+        out.append(
+            Component(
+                name=_text(path, spec, "name", where),
+                checkout=_text(path, spec, "checkout", where),
+                rules=_text(path, spec, "rules", where),
+            )
+        )
+    return tuple(out)
+
+
 def _fixtures(path: Path, value: object) -> Fixtures:
     keys = {"repository", "checkout", "install", "local-suffix", "version-file"}
     spec = _mapping(path, value, "fixtures", keys)
@@ -266,7 +284,7 @@ def _fixtures(path: Path, value: object) -> Fixtures:
 def parse(path: Path, data: bytes) -> Engine:
     """One declaration from its bytes; DeclarationError naming the file and the field."""
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = jsonload.loads(data, max_bytes=MAX_DECLARATION)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _fail(path, f"not JSON ({exc})") from None
     doc = _mapping(path, doc, "the document", _TOP)
@@ -281,20 +299,9 @@ def parse(path: Path, data: bytes) -> Engine:
     if method not in _PROBE_METHODS:
         raise _fail(path, f"probe.method must be one of {', '.join(_PROBE_METHODS)}")
     source = _mapping(path, doc.get("source"), "source", {"checkout", "rules", "components"})
-    components = tuple(
-        Component(
-            name=_text(path, c, "name", "source.components."),
-            checkout=_text(path, c, "checkout", "source.components."),
-            rules=_text(path, c, "rules", "source.components."),
-        )
-        for c in (
-            _mapping(path, raw, "source.components[]", {"name", "checkout", "rules"})
-            for raw in source.get("components", [])  # type: ignore[attr-defined]
-        )
-    )
     rules = _text(path, source, "rules", "source.")
     if not isinstance(doc.get("launch"), dict):
-        raise _fail(path, "launch must be an object (its format is engine/declaration.py's)")
+        raise _fail(path, "launch must be an object (its format: engine/adapters/declared.py)")
     return Engine(
         name=name,
         title=title,
@@ -307,7 +314,7 @@ def parse(path: Path, data: bytes) -> Engine:
         checkout=_text(path, source, "checkout", "source."),
         rules=rules,
         rules_file=_rules_file(path, rules),
-        components=components,
+        components=_components(path, source.get("components", [])),
         acceptance=_spellings(path, title, doc.get("acceptance", [])),
         draft_tokens=_spellings(path, title, doc.get("draft-tokens", []), "draft-tokens"),
         families=_families(path, name, doc.get("families", {})),

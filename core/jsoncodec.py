@@ -5,13 +5,15 @@ resolved type hints, so a record states its JSON shape once, in its field list. 
 int, float, bool, None, `X | None` and other unions, `tuple[X, ...]`, `tuple[X, Y]`, `list[X]`,
 `Mapping[str, X]`/`dict[str, X]`, `Literal[...]`, `Path` (a string), enums such as
 `core.status.Status` (their value), `Any` (JSON carried as it is) and nested records. A field's
-metadata (`field(metadata=spec(...))`) renames its key or leaves it out when None or its
-default: only where a format written before this module has that shape.
+metadata (`field(metadata=spec(...))`) renames its key, leaves it out when None or its default,
+or spells an enum's members with words of its own (a stage output's `"ok"` for `Status.PASS`):
+only where a format written before this module has that shape.
 
 `from_json` reads untrusted JSON and fails closed with one `RecordError` whose line names the
 field path (`report.json: evals[2].score: expected a number or null, got a string ('0.99')`): a
 missing key without a default, a value of another type (a bool is not an int, an int is not a
-string), an object where a list belongs. Keys a record does not declare are ignored: documents
+string), an object where a list belongs, a number outside the bounded-number policy
+(`core.numbers`). Keys a record does not declare are ignored: documents
 carry derived values (a summary, a title) for their readers, and those are recomputed.
 
 A record whose JSON is more than its fields (derived values, a schema number, a flattened
@@ -30,6 +32,7 @@ from enum import Enum
 from pathlib import Path, PurePath
 from typing import Any, Literal, TypeVar
 
+from relpipe.core import numbers
 from relpipe.core import record as _records
 from relpipe.core.errors import RelpipeError
 
@@ -55,13 +58,17 @@ class RecordError(RelpipeError):
 class Spec:
     key: str | None = None  # the JSON key, where it is not the field's name
     omit: Literal["none", "default"] | None = None  # left out when None / equal to the default
+    words: Mapping[Enum, str] | None = None  # an enum field's JSON word per member it may hold
 
 
 def spec(
-    *, key: str | None = None, omit: Literal["none", "default"] | None = None
+    *,
+    key: str | None = None,
+    omit: Literal["none", "default"] | None = None,
+    words: Mapping[Enum, str] | None = None,
 ) -> Mapping[str, Spec]:
-    """Field metadata: `field(default=None, metadata=records.spec(omit="none"))`."""
-    return {_SPEC: Spec(key=key, omit=omit)}
+    """Field metadata: `field(default=None, metadata=jsoncodec.spec(omit="none"))`."""
+    return {_SPEC: Spec(key=key, omit=omit, words=words)}
 
 
 _PLAIN = Spec()  # a field without metadata: shared, not built per field per record
@@ -122,8 +129,20 @@ def fields_to_json(record: object, *, exclude: Sequence[str] = ()) -> dict[str, 
             continue
         if s.omit == "default" and value == _default(f):
             continue
+        if s.words is not None:
+            out[s.key or f.name] = _word(s.words, value, f"{type(record).__name__}.{f.name}")
+            continue
         out[s.key or f.name] = value if type(value) in _SCALARS else _encode(value, f.name)
     return out
+
+
+def _word(words: Mapping[Enum, str], value: Any, what: str) -> str:
+    found = words.get(value)
+    if found is None:  # a writer's mistake (the record holds a member its format cannot spell)
+        raise TypeError(
+            f"{what}: {value!r} has no recorded word (known: {', '.join(words.values())})"
+        )
+    return found
 
 
 _PLANS: dict[type, tuple[tuple[Field, Spec], ...]] = {}
@@ -228,9 +247,12 @@ def _record(cls: type[R], data: object, path: str, *, own: bool = True) -> R:
     for f in _fields(cls):
         if not getattr(f, "init", True):
             continue
-        key = _spec(f).key or f.name
+        s = _spec(f)
+        key = s.key or f.name
         where = _join(path, key)
-        if key in data:
+        if key in data and s.words is not None:
+            values[f.name] = _member(s.words, data[key], where)
+        elif key in data:
             values[f.name] = _value(data[key], hints[f.name], where)
         elif _required(f):
             raise _Bad(where, "missing")
@@ -238,6 +260,15 @@ def _record(cls: type[R], data: object, path: str, *, own: bool = True) -> R:
         return cls(**values)
     except (TypeError, ValueError) as exc:  # a record's own check (__post_init__)
         raise _Bad(path, str(exc).split("\n")[0]) from None
+
+
+def _member(words: Mapping[Enum, str], value: object, path: str) -> Enum:
+    for member, word in words.items():
+        if value == word and type(value) is str:
+            return member
+    raise _Bad(
+        path, f"expected one of {', '.join(map(_short, words.values()))}, got {_kind(value)}"
+    )
 
 
 _BARE = {dict: dict[str, Any], Mapping: Mapping[str, Any], list: list[Any], tuple: tuple[Any, ...]}
@@ -275,10 +306,15 @@ def _scalar(value: object, hint: Any, path: str) -> Any:
         return None
     if hint is bool and isinstance(value, bool):
         return value
-    if hint is int and isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if hint is float and isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
+    if hint in (int, float) and isinstance(value, int | float) and not isinstance(value, bool):
+        # The bounded-number policy (core.numbers): a value from a document that did not pass
+        # core.jsonload (a store row, YAML) is bounded here; `float(10**400)` raised.
+        if not numbers.is_bounded(value):
+            raise _Bad(path, f"{numbers.describe(value)} is out of range (at most 2**53)")
+        if hint is int and isinstance(value, int):
+            return value
+        if hint is float:
+            return float(value)
     if hint is str and isinstance(value, str):
         return value
     if hint in (Path, PurePath) and isinstance(value, str):
@@ -381,5 +417,7 @@ def _kind(value: object) -> str:
 
 def _short(value: object) -> str:
     """A scalar as a capped repr (escapes control characters: the message stays one line)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return numbers.describe(value)  # `repr` of a 5,000-digit int raises
     text = repr(value)
     return text if len(text) <= _REPR_LIMIT else text[: _REPR_LIMIT - 3] + "..."

@@ -219,6 +219,9 @@ class TagClass:
     engine: str | None
     family: str | None = None
     why: str = ""
+    # the build line a user selects it by: the family and its group (`sgl-dev:rocm=720,gpu=mi35x`);
+    # every key whose image has the same selector is on the same line (one bump for all of them)
+    selector: str | None = None
 
 
 @cache
@@ -231,8 +234,16 @@ def classify(repository: str, tag: str) -> TagClass:
     first), else the first `never` class of an engine that names the repository, else unknown.
     Selection never looks past the families: a classified tag is reported, never chosen."""
     for fam in families().values():
-        if repository in fam.repositories and _parse(fam, tag) is not None:
-            return TagClass(kind="family", engine=fam.engine, family=fam.name, why=fam.about)
+        found = _parse(fam, tag) if repository in fam.repositories else None
+        if found is not None:
+            where = ",".join(f"{k}={v}" for k, v in found.group(fam.group))
+            return TagClass(
+                kind="family",
+                engine=fam.engine,
+                family=fam.name,
+                why=fam.about,
+                selector=f"{fam.name}:{where}" if where else fam.name,
+            )
     for spec, pattern in _never(engines.declarations()):
         if repository in spec.repositories and pattern.match(tag) is not None:
             return TagClass(kind=spec.kind, engine=spec.engine, why=spec.why)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from relpipe.core import engines
 from relpipe.core.reference import Reference, parse
 from relpipe.images.errors import ContainerError
 from relpipe.images.extract import extract_archive
@@ -57,6 +58,7 @@ TOOLCHAIN_PACKAGES = ("torch", "triton", "numpy")
 TOOLCHAIN_ENV = "RELPIPE_TOOLCHAIN"
 GPU_ENV = "RELPIPE_GPU"
 PAYLOAD_DIR = "/relpipe/payload"
+DECLARATIONS_DIR = "/relpipe/declarations"  # engine declarations from outside relpipe
 ENGINE_COMMANDS = ("probe", "smoke", "eval", "serve")
 GPU_MODES = ("none", "rocm", "nvidia")
 # An image that cannot run unprivileged says so with this label ("true"); it runs as root only
@@ -503,11 +505,21 @@ class Runtime:
             f"{OUT_DIR}/{RESULT_NAME}",
         ]
         environment = {"PYTHONPATH": PAYLOAD_DIR, **(env or {})}
+        mounts = {str(engine_dir): f"{PAYLOAD_DIR}/relpipe/engine"}
+        # Engines declared outside relpipe (RELPIPE_ENGINE_DECLARATIONS) travel with the payload:
+        # each folder read-only at DECLARATIONS_DIR/<n>, named to the payload's reader.
+        extra = {
+            str(Path(f).resolve()): f"{DECLARATIONS_DIR}/{i}"
+            for i, f in enumerate(engines.folders()[1:])
+        }
+        if extra:
+            mounts.update(extra)
+            environment[engines.DECLARATIONS_ENV] = ":".join(extra.values())
         return self.run(
             ref,
             argv,
             out_dir=out_dir,
-            mounts={str(engine_dir): f"{PAYLOAD_DIR}/relpipe/engine"},
+            mounts=mounts,
             env=environment,
             timeout_s=timeout_s,
             gpu=gpu,

@@ -12,14 +12,17 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from relpipe.changelog.results import qualification, regressions, store
 from relpipe.changelog.results.records import ACCURACY
-from relpipe.core import jsoncodec, jsonload
+from relpipe.core import jsoncodec
 from relpipe.core.files import write_atomic
+from relpipe.core.status import NA, PASS, Status
+from relpipe.pipeline.outputs import OK_NA
+from relpipe.pipeline.runrecord import read_json
 
 RECORD_FILE = "history.json"
 
@@ -37,7 +40,7 @@ class Trend:
 
 @dataclass(frozen=True, kw_only=True)
 class HistoryOutput:
-    status: str  # ok | n/a
+    status: Status = field(metadata=OK_NA)
     reason: str = ""
     store: str = ""
     image: str = ""  # the image under test as the history names it (marked in the charts)
@@ -48,7 +51,7 @@ class HistoryOutput:
 def notes_rows(out: HistoryOutput | None) -> list[dict[str, Any]]:
     """The release notes' table: every point of the key, bands made relative like the change."""
     rows = []
-    for f in out.findings if out is not None and out.status == "ok" else ():
+    for f in out.findings if out is not None and out.status == PASS else ():
         band = _relative_band(f)
         rows.append(
             {
@@ -74,18 +77,16 @@ def compare_run(report: Mapping[str, Any], *, run_id: str, state: Path) -> Histo
     config = report.get("config") or {}
     key = config.get("key") if isinstance(config, Mapping) else None
     if not key:
-        return HistoryOutput(status="n/a", reason="no config key: nothing to compare with")
+        return HistoryOutput(status=NA, reason="no config key: nothing to compare with")
     image = qualification.image_of(report)
     refs = [image.ref] + ([str(report["image"].get("ref"))] if report.get("image") else [])
     with store.open_store(history_url(state)) as db:
         db.add(qualification.samples(report, run=run_id))
-        rows = db.measurements(series=[key])
+        rows = db.measurements()  # the noise bands are learned from the whole store
         where = db.where
     findings = regressions.for_image(rows, series=key, images=refs)
     if findings is None:
-        return HistoryOutput(
-            status="n/a", reason=f"no results of this image for {key}", store=where
-        )
+        return HistoryOutput(status=NA, reason=f"no results of this image for {key}", store=where)
     bands = {(f.point, f.metric): _relative_band(f) for f in findings}
     trends = tuple(
         Trend(
@@ -99,7 +100,7 @@ def compare_run(report: Mapping[str, Any], *, run_id: str, state: Path) -> Histo
     )
     mine = next((r.image for r in rows if r.image in refs), image.ref)
     return HistoryOutput(
-        status="ok", store=where, image=mine, findings=tuple(findings), trends=trends
+        status=PASS, store=where, image=mine, findings=tuple(findings), trends=trends
     )
 
 
@@ -118,6 +119,7 @@ def load(run_dir: Path) -> HistoryOutput | None:
     path = run_dir / RECORD_FILE
     if not path.is_file():
         return None
+    # Untrusted like every record file: capped, bounded numbers, one line (read_json).
     return jsoncodec.from_json(
-        HistoryOutput, jsonload.loads(path.read_text(encoding="utf-8")), where=str(path)
+        HistoryOutput, read_json(path, "history comparison"), where=str(path)
     )

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from relpipe.changelog.repository.era import THRESHOLDS_NAME
 from relpipe.core import jsoncodec
 from relpipe.core.jsoncodec import RecordError
+from relpipe.core.status import FAIL, NA, PASS
 from relpipe.pipeline import enginerepo
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.outputs import (
@@ -27,6 +29,7 @@ from relpipe.pipeline.outputs import (
     SmokeOutput,
 )
 from relpipe.pipeline.plan import Options
+from relpipe.validate.precision import keypath
 
 if TYPE_CHECKING:
     from relpipe.validate.precision import PrecisionReport
@@ -61,7 +64,7 @@ class Engine:
 
     def pull(self, ref: str) -> PullOutput:
         image, _labels = self.runtime.ensure_image(ref)
-        return PullOutput(status="ok", image=str(image))
+        return PullOutput(status=PASS, image=str(image))
 
     def _run(self, ref: str, command: str, args: list[str], options: Options) -> dict[str, Any]:
         """`python -m relpipe.engine COMMAND` in the image:
@@ -89,12 +92,12 @@ class Engine:
         engine = engine_of(parse(ref).repository)
         out = self._run(ref, "probe", ["--engine", engine], options)
         if out["status"] != "pass" or not out["result"]:
-            return ProbeOutput(status="error", reason=out["reason"] or "probe produced no facts")
+            return ProbeOutput(status=FAIL, reason=out["reason"] or "probe produced no facts")
         # The probe's JSON is untrusted: a shape it should not have is a failed probe (C2 FAIL).
         try:
-            return ProbeOutput(status="ok", facts=normalise_facts(out["result"]))
+            return ProbeOutput(status=PASS, facts=normalise_facts(out["result"]))
         except (TypeError, ValueError, AttributeError, RecordError) as exc:
-            return ProbeOutput(status="error", reason=f"malformed probe output: {exc}")
+            return ProbeOutput(status=FAIL, reason=f"malformed probe output: {exc}")
 
     def _watchdog(self, options: Options) -> str:
         # The engine's own watchdog fires first, so a hang is reported with the step it hung in;
@@ -128,7 +131,7 @@ class Engine:
         try:
             return jsoncodec.from_json(SmokeOutput, raw, where="smoke result")
         except RecordError as exc:  # the container's JSON is untrusted: a failure
-            return SmokeOutput(status="fail", reason=f"malformed smoke result: {exc}")
+            return SmokeOutput(status=FAIL, reason=f"malformed smoke result: {exc}")
 
     def evaluate(self, ref: str, inputs: Mapping[str, Any], options: Options) -> EvalOutput:
         suite = str(inputs["suite"])
@@ -179,7 +182,7 @@ class Engine:
         """
         if not options.dataset or inputs["threshold"] is None:
             raise PipelineError(
-                "gsm8k needs --dataset FILE and a gsm8k threshold in thresholds.yaml"
+                f"gsm8k needs --dataset FILE and a gsm8k threshold in {THRESHOLDS_NAME}"
             )
         with tempfile.TemporaryDirectory(prefix="relpipe-gsm8k-") as tmp:
             work = Path(tmp)
@@ -268,12 +271,17 @@ class Engine:
         )
         return _outcome(run, options)
 
-    def precision(self, old_ref: str, new_ref: str, options: Options) -> PrecisionOutput:
+    def precision(
+        self, old_ref: str, new_ref: str, options: Options, key: str | None = None
+    ) -> PrecisionOutput:
+        """The engine diff of the two images, read for config `key` when given (C5's question:
+        did anything change on this key's path?)."""
         rules, path = enginerepo.source_of(new_ref, options.rules)
         with tempfile.TemporaryDirectory(prefix="relpipe-precision-") as tmp:
             repo = enginerepo.extract(self.runtime, new_ref, Path(tmp), old_ref=old_ref, path=path)
             report = precision_report(repo, rules, f"image:{new_ref}")
-            return PrecisionOutput(status="ok", report=report)
+            scoped = keypath.scope(repo, report, key) if key else None
+            return PrecisionOutput(status=PASS, report=report, key_scope=scoped)
 
 
 def _eval_output(raw: Mapping[str, Any], inputs: Mapping[str, Any]) -> EvalOutput:
@@ -282,7 +290,7 @@ def _eval_output(raw: Mapping[str, Any], inputs: Mapping[str, Any]) -> EvalOutpu
         return jsoncodec.from_json(EvalOutput, raw, where=f"{inputs['suite']} result")
     except RecordError as exc:
         return EvalOutput(
-            status="error",
+            status=NA,
             suite=str(inputs["suite"]),
             batch=int(inputs["batch"]),
             metric=str(inputs["metric"]),

@@ -21,10 +21,17 @@ from relpipe.changelog.results.regressions import Chart, MissingRun, PointChange
 
 WIDTH, HEIGHT = 900, 300
 LEFT, RIGHT, TOP, BOTTOM = 70, 20, 30, 70
+MAX_TITLED = 2_000  # a chart with more points carries no tooltip per point (page size)
 PALETTE = (
     "#1f77b4 #ff7f0e #2ca02c #9467bd #8c564b #e377c2 #7f7f7f #bcbd22 #17becf #393b79 "
     "#637939 #8c6d31 #843c39 #7b4173 #3182bd #e6550d #31a354 #756bb1"
 ).split()
+BAD_MARKS = (
+    regressions.REGRESSION,
+    regressions.FAILED_KIND,
+    regressions.BELOW,
+    regressions.UNSTABLE,
+)
 MARK = {
     regressions.REGRESSION: "bad",
     regressions.FAILED_KIND: "bad",
@@ -35,15 +42,16 @@ MARK = {
 CSS = """
 body{font:14px system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
 h1{font-size:22px}h2{font-size:18px;margin-top:32px}h3{font-size:15px;margin:4px 0}
-table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 6px;
-text-align:left;vertical-align:top;font-size:13px}th{background:#f4f4f4}
+table{border-collapse:collapse;margin:8px 0;width:100%;table-layout:fixed}
+td,th{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top;font-size:12px;
+overflow-wrap:anywhere}th{background:#f4f4f4}
 .chart{margin:18px 0;border-top:1px solid #eee;padding-top:8px}
 .legend span{display:inline-block;margin-right:10px;font-size:12px}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:3px}
 svg text{font:11px system-ui,sans-serif;fill:#444}
 .pt{stroke:none}.ring{fill:none;stroke-width:2.5}.ring.bad{stroke:#d62728}
 .ring.unstable{stroke:#ff9800}.ring.good{stroke:#2ca02c}
-.band{opacity:.12;stroke:none}.imgline{stroke:#999;stroke-dasharray:4 3}
+.band{opacity:.18;stroke:none}.imgline{stroke:#999;stroke-dasharray:4 3}
 .kind-regression,.kind-failed,.kind-below-threshold{color:#b00}.kind-unstable-acceptance{color:#b60}
 code{font-size:12px}#filter{width:320px;padding:4px}
 """
@@ -72,33 +80,54 @@ def render(
     by_chart: dict[tuple[str, str], list[PointChange]] = {}
     for f in findings:
         by_chart.setdefault((f.series, f.metric), []).append(f)
+    marked = {key for key, fs in by_chart.items() if any(f.kind in BAD_MARKS for f in fs)}
+    bad = sum(f.kind in BAD_MARKS for f in findings)
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{_e(title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
-        f"<p>{len(charts)} charts; {len(findings)} findings. Filter: "
-        "<input id='filter' placeholder='series or metric'></p>",
-        _findings_table(findings, suspects),
-        _missing_table(missing),
-        "<h2>Charts</h2>",
+        f"<p class='summary'>{len(charts)} charts, {bad} findings to look at "
+        f"({len(marked)} charts). Filter: <input id='filter' placeholder='series or metric'></p>",
+        "<h2>Charts with findings</h2>",
     ]
-    parts += [_chart(c, by_chart.get((c.series, c.metric), [])) for c in charts]
+
+    def worst(c: Chart) -> tuple[int, bool]:  # collapses and regressions first, low scores last
+        kinds = {f.kind for f in by_chart[(c.series, c.metric)]}
+        return min(
+            BAD_MARKS.index(k) for k in kinds if k in BAD_MARKS
+        ), c.metric_kind != "acceptance"
+
+    first = sorted((c for c in charts if (c.series, c.metric) in marked), key=worst)
+    parts += [_chart(c, by_chart[(c.series, c.metric)]) for c in first]
+    parts += [_findings_table(findings, suspects), _missing_table(missing), "<h2>Other charts</h2>"]
+    parts += [
+        _chart(c, by_chart.get((c.series, c.metric), []))
+        for c in charts
+        if (c.series, c.metric) not in marked
+    ]
     parts.append(f"<script>{SCRIPT}</script></body></html>\n")
     return "".join(parts)
 
 
 def _run(image: str | None, commit: str | None) -> str:
+    """A run as a reader scans it: the image's tag (or digest, short) and the engine commit."""
     if image is None:
         return "-"
-    return f"{image} @{commit[:12]}" if commit else image
+    name = _tag(image)
+    if "@sha256:" in name:
+        name = name.split("@sha256:")[0] + "@" + name.split("@sha256:")[1][:12]
+    return f"{name} @{commit[:8]}" if commit else name
 
 
 def _findings_table(findings: Sequence[PointChange], suspects: Mapping[int, Any]) -> str:
-    rows = [f for f in findings if f.kind in MARK and f.kind != regressions.IMPROVEMENT]
+    rows = [f for f in findings if f.kind in BAD_MARKS]
     if not rows:
         return "<h2>Regressions</h2><p id='regressions'>None.</p>"
     out = [
-        "<h2>Regressions</h2><table id='regressions'><tr><th>series</th><th>point</th>"
+        "<h2>Regressions</h2><table id='regressions'><colgroup><col style='width:18%'>"
+        "<col style='width:10%'><col style='width:9%'><col style='width:13%'>"
+        "<col style='width:6%'><col style='width:14%'><col style='width:14%'>"
+        "<col style='width:16%'></colgroup><tr><th>series</th><th>point</th>"
         "<th>metric</th><th>old &rarr; new</th><th>change</th><th>verdict</th>"
         "<th>last good &rarr; first bad run</th><th>culprit candidates</th></tr>"
     ]
@@ -122,12 +151,18 @@ def _culprits(s: Any) -> str:
         return "<small>no engine history given (--engine-repo)</small>"
     if s.reason:
         return f"<small>{_e(s.reason)}</small>"
+    if not s.culprits:
+        return "<small>no commit between the two runs</small>"
     items = []
     for c in s.culprits[:5]:
         where = ", ".join(c.on_path) if c.on_path else "nothing on its path"
         items.append(f"<li><code>{_e(c.sha[:12])}</code> {_e(c.subject[:80])} <b>{_e(where)}</b>")
     more = f"<li>... {len(s.culprits) - 5} more" if len(s.culprits) > 5 else ""
-    return f"<ol class='culprits'>{''.join(items)}{more}</ol>"
+    top = s.culprits[0]
+    plural = "s" if len(s.culprits) > 1 else ""
+    head = f"{len(s.culprits)} commit{plural}, first <code>{_e(top.sha[:8])}</code>"
+    body = f"<ol>{''.join(items)}{more}</ol>"
+    return f"<details class='culprits'><summary>{head}</summary>{body}</details>"
 
 
 def _missing_table(missing: Sequence[MissingRun]) -> str:
@@ -158,7 +193,7 @@ def _chart(c: Chart, found: Sequence[PointChange]) -> str:
     if hi == lo:
         lo, hi = lo - abs(lo) * 0.1 - 1e-9, hi + abs(hi) * 0.1 + 1e-9
     pad = (hi - lo) * 0.08
-    lo, hi = lo - pad, hi + pad
+    lo, hi = (lo - pad if lo - pad > 0 or lo < 0 else 0.0), hi + pad
     n = max(len(c.runs), 1)
 
     def x(i: int) -> float:
@@ -173,11 +208,15 @@ def _chart(c: Chart, found: Sequence[PointChange]) -> str:
         _axes(c, lo, hi, x, y),
     ]
     legend = []
+    # the band of each point with a finding (else of the first point): one band per line would
+    # bury the lines of a 30-point series
+    banded = {f.point for f in found if f.kind in MARK} or set(list(c.lines)[:1])
     for k, (point, line) in enumerate(c.lines.items()):
         color = PALETTE[k % len(PALETTE)]
         legend.append(f"<span><i style='background:{color}'></i>{_e(point)}</span>")
-        svg.append(_band(line, c.bands.get(point), color, x, y))
-        svg.append(_line(point, line, color, c, x, y))
+        if point in banded:
+            svg.append(_band(line, c.bands.get(point), color, x, y))
+        svg.append(_line(point, line, color, c, x, y, count <= MAX_TITLED))
     index = {(img, sha): i for i, (img, sha, _) in enumerate(c.runs)}
     for f in found:
         mark = MARK.get(f.kind)
@@ -244,8 +283,12 @@ def _short(v: float) -> str:
     return f"{v:.3g}"
 
 
-def _line(point: str, line: Sequence[float | None], color: str, c: Chart, x: Any, y: Any) -> str:
-    out = []
+def _line(
+    point: str, line: Sequence[float | None], color: str, c: Chart, x: Any, y: Any, titled: bool
+) -> str:
+    """One point's line: its polyline segments and a circle per run (`class='pt'`), each with a
+    tooltip (value, image, commit) when `titled` (charts small enough to carry them)."""
+    out = [f"<g fill='{color}'><title>{_e(point)}</title>"]
     segment: list[str] = []
     for i, v in enumerate(line):
         if v is None:
@@ -253,15 +296,21 @@ def _line(point: str, line: Sequence[float | None], color: str, c: Chart, x: Any
                 out.append(_polyline(segment, color))
             segment = []
             continue
-        segment.append(f"{x(i):.1f},{y(v):.1f}")
-        image, commit, _ = c.runs[i]
-        out.append(
-            f"<circle class='pt' cx='{x(i):.1f}' cy='{y(v):.1f}' r='2.5' fill='{color}'>"
-            f"<title>{_e(point)}: {_e(_value(v, c.unit))} on {_e(_tag(image))} "
-            f"@{_e((commit or '-')[:12])}</title></circle>"
-        )
+        at = f"{x(i):.1f},{y(v):.1f}"
+        segment.append(at)
+        cx, cy = at.split(",")
+        if titled:
+            image, commit, _ = c.runs[i]
+            out.append(
+                f"<circle class='pt' cx='{cx}' cy='{cy}' r='2.5'><title>{_e(point)}: "
+                f"{_value(v, c.unit)} on {_e(_tag(image))} @{_e((commit or '-')[:12])}"
+                "</title></circle>"
+            )
+        else:
+            out.append(f"<circle class='pt' cx='{cx}' cy='{cy}' r='2.5'/>")
     if len(segment) > 1:
         out.append(_polyline(segment, color))
+    out.append("</g>")
     return "".join(out)
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from relpipe.core import process
 from relpipe.core.heartbeat import heartbeat
+from relpipe.pipeline.screenshot import screenshot
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "benchmark-repo"
@@ -175,6 +176,13 @@ def _parser() -> argparse.ArgumentParser:
         help="commits of --engine-repo, oldest first; the oldest is the pinned baseline "
         "(default HEAD~3,HEAD)",
     )
+    p.add_argument(
+        "--screenshot",
+        type=Path,
+        default=None,
+        metavar="PNG",
+        help="also render the release report to PNG with headless Chromium (nox -s screenshots)",
+    )
     return p
 
 
@@ -200,6 +208,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"\ndemo: done in {time.monotonic() - t0:.0f}s; "
         f"release report: {releases[-1] if releases else '?'}"
     )
+    if args.screenshot is not None:
+        if not releases:
+            print("demo: no release report to take a screenshot of", file=sys.stderr)
+            return 1
+        with heartbeat(f"demo: screenshot of {releases[-1]} -> {args.screenshot}", say=_say):
+            screenshot(releases[-1], args.screenshot)
     return 0
 
 

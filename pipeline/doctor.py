@@ -13,7 +13,9 @@ present, its sweep generator. relpipe computes the same things in this process. 
 - points per key: the generator's benchmark points against relpipe's plan (when importable).
 
 Three outcomes: agree (everything compared, no difference), disagree (every difference listed),
-incomplete (something could not be compared: named, with the reason). Only the first is exit 0.
+incomplete (something could not be compared: named, with the reason). Only agree is exit 0, and
+"nothing to compare", when the repository's `.relpipe.toml` declares it has no validator of its
+own (the user's statement, not a comparison: never called agree).
 
 The repository's code is not trusted with the user's secrets: it gets a minimal environment (a
 few named variables, no tokens or credentials, a temporary HOME) and runs in its own process
@@ -33,10 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog import repo as benchrepo
-from relpipe.changelog.configs.schema import KNOWN
+from relpipe.changelog.configs.load import load_master
+from relpipe.changelog.configs.schema import KNOWN, line_of, unknown_fields
+from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.repository.checkout import Checkout
+from relpipe.changelog.repository.detect import OVERRIDE
 from relpipe.core import jsonload, process
 from relpipe.core.files import file_lock
+from relpipe.core.heartbeat import heartbeat
 from relpipe.pipeline.errors import PipelineError
 
 REQUIREMENTS = ("pydantic>=2.7,<3", "PyYAML>=6.0")
@@ -48,6 +54,7 @@ ANSWER_LIMIT = 64 << 20  # bytes of the probe's JSON answer read back
 # token (GITHUB_TOKEN, GH_TOKEN), a registry password or a database URL never reaches it.
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 AGREE, DISAGREE, INCOMPLETE = "agree", "disagree", "incomplete"
+NOTHING = "nothing to compare"  # the repository declares no validator (.relpipe.toml)
 LAST_ENTRIES = 5
 _ENTRY = re.compile(rb"^- ", re.MULTILINE)
 _PR = re.compile(rb"pr-link:\s*(https://github\.com/[^/\s]+/[^/\s]+)/pull/(\d+)")
@@ -84,22 +91,28 @@ def isolated_python(python: str | None) -> str:
     CACHE.mkdir(parents=True, exist_ok=True)
     with file_lock(CACHE / f"venv-{key}.lock", timeout_s=900, what="doctor venv lock"):
         if not (venv / ".ready").is_file():
-            for argv in (
-                [sys.executable, "-m", "venv", "--clear", str(venv)],
-                [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *REQUIREMENTS],
-            ):
-                try:
-                    done = process.run(argv, timeout=PROBE_TIMEOUT_S, check=False)
-                    said = _last_line(done.stderr, "?") if done.returncode else ""
-                except process.ProcessError as exc:
-                    said = str(exc)
-                if said:
-                    raise PipelineError(
-                        f"cannot build the doctor's venv ({' '.join(REQUIREMENTS)}): "
-                        f"{said}; give --python PY"
-                    )
+            _build_venv(venv)
             (venv / ".ready").write_text("ok\n")
     return str(venv / "bin" / "python")
+
+
+def _build_venv(venv: Path) -> None:
+    """A venv at `venv` with REQUIREMENTS (about a minute: said every 10 s on stderr)."""
+    with heartbeat(f"relpipe doctor: building its Python ({' '.join(REQUIREMENTS)}) in {venv}"):
+        for argv in (
+            [sys.executable, "-m", "venv", "--clear", str(venv)],
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *REQUIREMENTS],
+        ):
+            try:
+                done = process.run(argv, timeout=PROBE_TIMEOUT_S, check=False)
+                said = _last_line(done.stderr, "?") if done.returncode else ""
+            except process.ProcessError as exc:
+                said = str(exc)
+            if said:
+                raise PipelineError(
+                    f"cannot build the doctor's venv ({' '.join(REQUIREMENTS)}): "
+                    f"{said}; give --python PY"
+                )
 
 
 def _last_line(stderr: bytes, default: str) -> str:
@@ -172,16 +185,16 @@ def minimal_env(home: Path) -> dict[str, str]:
 
 def probe(
     python: str,
-    repo: benchrepo.Repo,
+    repo: Checkout,
     all_cases: list[Case],
     timeout: float = PROBE_TIMEOUT_S,
 ) -> dict[str, Any]:
-    layout = repo.layout
+    era = repo.era
     request = {
-        "project": str(repo.root / layout.project) if layout.project else str(repo.root),
-        "validator": str(repo.root / layout.validator),
+        "project": str(repo.root / era.project) if era.project else str(repo.root),
+        "validator": str(repo.root / era.validator),
         "masters": [str(p) for p in repo.masters()],
-        "runners": str(repo.root / layout.runners),
+        "runners": str(repo.root / era.runners),
         "cases": [
             {
                 "base": base64.b64encode(c.base).decode(),
@@ -191,7 +204,7 @@ def probe(
             for c in all_cases
         ],
     }
-    failed = f"the repository's validator did not run ({layout.validator})"
+    failed = f"the repository's validator did not run ({era.validator})"
     try:
         with tempfile.TemporaryDirectory(prefix="relpipe-doctor-home-") as home:
             # Its own session: a timeout kills the probe and every child it left (killpg).
@@ -218,24 +231,34 @@ class Diagnosis:
     disagreements: tuple[Disagreement, ...]
     compared: tuple[str, ...]  # what was compared, with counts
     skipped: tuple[str, ...]  # what could not be compared, and why ("points: ModuleNotFound...")
+    declared_none: bool = False  # the repository declares it has no validator: nothing to run
 
     @property
     def outcome(self) -> str:
         """disagree when anything differs; else incomplete when anything was not compared."""
+        if self.declared_none:
+            return NOTHING
         if self.disagreements:
             return DISAGREE
         return INCOMPLETE if self.skipped else AGREE
 
 
-def diagnose(repo: benchrepo.Repo, python: str, timeout: float = PROBE_TIMEOUT_S) -> Diagnosis:
+def diagnose(repo: Checkout, python: str, timeout: float = PROBE_TIMEOUT_S) -> Diagnosis:
     """Every disagreement between the repository's own code and relpipe on its own data."""
-    path = repo.root / repo.layout.changelog
+    path = repo.root / repo.era.changelog
     if not path.is_file():
-        raise PipelineError(f"{repo.layout.changelog} is not in {repo.root}")
-    if not (repo.root / repo.layout.validator).is_file():
-        raise PipelineError(
-            f"{repo.layout.validator} (the repository's validator) is missing; if the "
-            f'repository has none, say so in {benchrepo.OVERRIDE} ([tool.relpipe] validator = "")'
+        raise PipelineError(f"{repo.era.changelog} is not in {repo.root}")
+    if not (repo.root / repo.era.validator).is_file():
+        # Early trees of an era had no validator of their own (InferenceX before 2026-07):
+        # nothing of theirs to run; relpipe's reading of the masters is still compared.
+        return Diagnosis(
+            disagreements=tuple(drift(repo)),
+            compared=("the master fields",),
+            skipped=(
+                f"the repository's code: this checkout has no {repo.era.validator} (the "
+                f"{repo.era.name} era's validator; if the repository has none, say so in "
+                f'{OVERRIDE}: [tool.relpipe] validator = "")',
+            ),
         )
     all_cases = cases(path.read_bytes())
     answer = probe(python, repo, all_cases, timeout)
@@ -252,7 +275,7 @@ def diagnose(repo: benchrepo.Repo, python: str, timeout: float = PROBE_TIMEOUT_S
                     relpipe="accepts" if mine else f"rejects ({why})",
                 )
             )
-    known = KNOWN | set(repo.layout.extra_fields)
+    known = KNOWN | set(repo.era.extra_fields) | repo.era.master_fields
     for name in answer["fields"]:
         if name not in known:
             found.append(
@@ -277,7 +300,7 @@ def diagnose(repo: benchrepo.Repo, python: str, timeout: float = PROBE_TIMEOUT_S
         found.append(
             Disagreement(
                 kind="masters",
-                subject=repo.layout.masters,
+                subject=repo.era.masters,
                 repository=theirs_error or "accepts",
                 relpipe=masters_why or "accepts",
             )
@@ -290,10 +313,48 @@ def diagnose(repo: benchrepo.Repo, python: str, timeout: float = PROBE_TIMEOUT_S
     else:
         found += _points(repo, points)
         compared.append(f"points of {len(points)} key(s)")
+    named = {d.subject for d in found if d.kind == "field"}
+    found += [d for d in drift(repo) if d.subject.rpartition(" ")[2] not in named]
+    compared.append("the master fields")
     return Diagnosis(disagreements=tuple(found), compared=tuple(compared), skipped=tuple(skipped))
 
 
-def _relpipe_masters(repo: benchrepo.Repo) -> tuple[bool, str]:
+def drift(repo: Checkout) -> list[Disagreement]:
+    """Fields the repository's masters use that relpipe does not know (neither its schema nor
+    the era's declaration nor `extra-fields`), each at its file:line: the day the repository's
+    rules and relpipe's part. A master that does not parse is one row too."""
+    known = set(repo.era.extra_fields) | repo.era.master_fields
+    out: list[Disagreement] = []
+    for master in repo.masters():
+        rel = master.relative_to(repo.root).as_posix()
+        try:
+            configs = load_master(master)
+            lines = master.read_text(encoding="utf-8").splitlines()
+        except (ChangelogError, OSError, UnicodeDecodeError) as exc:
+            out.append(
+                Disagreement(
+                    kind="masters", subject=rel, repository="a master config", relpipe=f"{exc}"
+                )
+            )
+            continue
+        for key, cfg in configs.items():
+            start = line_of(lines, 1, key)
+            for place, name in unknown_fields(key, cfg):
+                if name not in known:
+                    where = f"{rel}:{line_of(lines, start, name)}"
+                    used = f"used in {place + ' of ' if place else ''}{key}"
+                    out.append(
+                        Disagreement(
+                            kind="field",
+                            subject=f"{where} {name}",
+                            repository=used,
+                            relpipe="unknown",
+                        )
+                    )
+    return out
+
+
+def _relpipe_masters(repo: Checkout) -> tuple[bool, str]:
     from relpipe.changelog.configs.load import load_master
     from relpipe.changelog.configs.schema import unknown_fields
     from relpipe.changelog.errors import ChangelogError
@@ -302,14 +363,14 @@ def _relpipe_masters(repo: benchrepo.Repo) -> tuple[bool, str]:
         for master in repo.masters():
             for key, cfg in load_master(master).items():
                 for _, name in unknown_fields(key, cfg):
-                    if name not in repo.layout.extra_fields:
+                    if name not in repo.era.extra_fields and name not in repo.era.master_fields:
                         return False, f"{master.name}: unknown field {name!r} in {key}"
     except ChangelogError as exc:
         return False, str(exc)
     return True, ""
 
 
-def _points(repo: benchrepo.Repo, theirs: dict[str, int]) -> list[Disagreement]:
+def _points(repo: Checkout, theirs: dict[str, int]) -> list[Disagreement]:
     from relpipe.changelog.configs.load import load_masters
     from relpipe.changelog.configs.points import plan_key
     from relpipe.changelog.errors import ChangelogError

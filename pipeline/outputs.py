@@ -18,16 +18,28 @@ from typing import Any, TypeVar
 
 from relpipe.core import jsoncodec
 from relpipe.core.jsoncodec import RecordError
+from relpipe.core.status import FAIL, NA, PASS, Status
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.runrecord import StageRunner
 from relpipe.pipeline.workspace import Point
 from relpipe.validate.precision import PrecisionReport
+from relpipe.validate.precision.keypath import Scoped
 
 JSON = Any  # a value of a JSON document (the edge this module guards)
 
 # Fields left out of the recorded JSON when None / when at their default (the recorded shapes).
 OMIT_NONE = jsoncodec.spec(omit="none")
 OMIT_DEFAULT = jsoncodec.spec(omit="default")
+
+# A stage's status is a `core.status.Status`; in the run record each output spells it with the
+# words it had before (`ok`, `pass`, `n/a`, ...), so records on disk load and re-render unchanged.
+OK = jsoncodec.spec(words={PASS: "ok"})
+OK_ERROR = jsoncodec.spec(words={PASS: "ok", FAIL: "error"})
+OK_NA = jsoncodec.spec(words={PASS: "ok", NA: "n/a"})
+OK_NA_ERROR = jsoncodec.spec(words={PASS: "ok", NA: "n/a", FAIL: "error"})
+PASS_FAIL = jsoncodec.spec(words={PASS: "pass", FAIL: "fail"})
+# an eval that produced no result (did not run, malformed output) is N/A, and C4 fails it
+EVAL_WORDS = jsoncodec.spec(words={PASS: "pass", FAIL: "fail", NA: "error"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,7 +102,7 @@ class Resolved:
 class ConfigScope:
     """The config key under qualification (C10), read from the benchmark repository at plan time."""
 
-    status: str  # ok
+    status: Status = field(metadata=OK)  # PASS: the key was read
     key: str
     master: str  # path relative to the repository
     image: str  # the image the config pins today (the default baseline)
@@ -102,20 +114,20 @@ class ConfigScope:
 
 @dataclass(frozen=True, kw_only=True)
 class PullOutput:
-    status: str  # ok
+    status: Status = field(metadata=OK_ERROR)
     image: str  # the local image id
 
 
 @dataclass(frozen=True, kw_only=True)
 class ProbeOutput:
-    status: str  # ok | error
+    status: Status = field(metadata=OK_ERROR)
     facts: Facts | None = field(default=None, metadata=OMIT_NONE)  # set when ok
     reason: str = field(default="", metadata=OMIT_DEFAULT)  # set when error
 
 
 @dataclass(frozen=True, kw_only=True)
 class SmokeOutput:
-    status: str  # pass | fail
+    status: Status = field(metadata=PASS_FAIL)
     reason: str = ""
     tokens: int = 0  # tokens decoded by the mono path
     tokens_per_s: float | None = None
@@ -128,7 +140,7 @@ class SmokeOutput:
 class EvalOutput:
     """One suite at one eval batch; `point` is set when the result is assigned to a point."""
 
-    status: str  # pass | fail | error
+    status: Status = field(metadata=EVAL_WORDS)  # N/A: no result (`reason` says why)
     suite: str
     batch: int
     metric: str
@@ -151,37 +163,52 @@ class PrecisionOutput:
     """The engine commit diff between baseline and image (`validate.precision`), or why not;
     recorded flat: the report's own keys stand beside `status`."""
 
-    status: str  # ok | n/a | error
-    report: PrecisionReport | None = None  # set when ok
+    status: Status = field(metadata=OK_NA_ERROR)
+    report: PrecisionReport | None = None  # set when PASS
     reason: str = ""
+    # the report read for the run's config key (validate.precision.keypath): what C5 judges
+    key_scope: Scoped | None = None
 
     def to_json(self) -> dict[str, JSON]:
         if self.report is None:
-            return jsoncodec.fields_to_json(self, exclude=("report",))
-        return {"status": self.status, **jsoncodec.to_json(self.report)}
+            return jsoncodec.fields_to_json(self, exclude=("report", "key_scope"))
+        status = jsoncodec.fields_to_json(self, exclude=("report", "reason", "key_scope"))
+        scope = {"key_scope": self.key_scope.to_json()} if self.key_scope else {}
+        return {**status, **jsoncodec.to_json(self.report), **scope}  # type: ignore[dict-item]
 
     @classmethod
     def from_json(cls, data: JSON, *, where: str) -> PrecisionOutput:
+        scope = data.get("key_scope") if isinstance(data, dict) else None
+        if isinstance(data, dict) and "key_scope" in data:
+            data = {k: v for k, v in data.items() if k != "key_scope"}
         out = jsoncodec.fields_from_json(cls, data, where=where)
-        if out.status != "ok":
+        if out.status != PASS:
             return out
         return cls(
-            status=out.status, report=jsoncodec.from_json(PrecisionReport, data, where=where)
+            status=out.status,
+            report=jsoncodec.from_json(PrecisionReport, data, where=where),
+            key_scope=None
+            if scope is None
+            else Scoped.from_json(scope, where=f"{where}.key_scope"),
         )
+
+
+CANNOT_CHECK = "cannot check: "
 
 
 @dataclass(frozen=True, kw_only=True)
 class ValidatorOutput:
-    """A validator's result (C7 changelog hook, C8 notes check, C9 golden AL)."""
+    """A validator's result (C7 changelog hook, C8 notes check, C9 golden AL); an evidence
+    value starting with CANNOT_CHECK is a row the validator could not judge (a WARN)."""
 
-    status: str  # ok | n/a
+    status: Status = field(metadata=OK_NA)  # PASS: it ran (its problems fail the check)
     reason: str = field(default="", metadata=OMIT_DEFAULT)
     problems: tuple[str, ...] = ()
     evidence: Mapping[str, str | int] | None = None
 
     def to_json(self) -> dict[str, JSON]:
         # An n/a result records neither problems nor evidence; any other records both.
-        if self.status == "n/a":
+        if self.status == NA:
             return jsoncodec.fields_to_json(self, exclude=("problems", "evidence"))
         return jsoncodec.fields_to_json(replace(self, evidence=self.evidence or {}))
 

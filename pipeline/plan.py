@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.core import jsoncodec
+from relpipe.core.status import PASS
 from relpipe.images.archive import pin_or_archived
 from relpipe.images.registry import Pinned, RegistryClient
 from relpipe.pipeline.errors import PipelineError
@@ -125,7 +126,7 @@ def make_plan(
             raise PipelineError("--config-key needs a benchmark repository (--repo PATH)")
         ck = ws.config_key(config_key, options.max_batch)
         config = ConfigScope(
-            status="ok",
+            status=PASS,
             key=ck.key,
             master=ck.master,
             image=ck.image,
@@ -136,7 +137,7 @@ def make_plan(
     if ws is not None:
         thresholds = ws.thresholds()
         golden = {
-            "files": ws.tree_hash(ws.layout.golden),
+            "files": ws.tree_hash(ws.era.golden),
             "key": config.key if config else None,
             # everything C9 reads for the key (masters, its recipes and launch scripts)
             "sources": golden_inputs(ws, config.key) if config else None,
@@ -181,7 +182,7 @@ def golden_inputs(ws: Workspace, key: str) -> str | None:
     from relpipe.validate import golden_al
     from relpipe.validate.errors import ValidateError
 
-    if not (ws.root / ws.layout.golden).is_dir():
+    if not (ws.root / ws.era.golden).is_dir():
         return None
     try:
         return golden_al.inputs_digest(ws.root, [key])

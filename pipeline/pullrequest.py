@@ -149,7 +149,7 @@ def remote_sha(root: Path, remote: str, branch: str) -> str | None:
 
 def release_files(ws: Workspace) -> tuple[str, str, str]:
     """What a release or revert writes: the master configs, the changelog, the lock file."""
-    return (ws.layout.masters + "/", str(ws.changelog), str(ws.lock))
+    return (ws.era.masters + "/", str(ws.changelog), str(ws.lock))
 
 
 def read_bump(root: Path, config_key: str, title: str, body: str) -> Bump:

@@ -26,10 +26,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from relpipe.changelog.repository.era import MASTER_SUFFIX
 from relpipe.core import journal, jsoncodec
 from relpipe.core.files import file_lock
 from relpipe.core.reference import parse, split
-from relpipe.core.status import FAIL
+from relpipe.core.status import FAIL, NA, PASS
 from relpipe.pipeline import comparison
 from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.containers import Engine
@@ -49,9 +50,11 @@ from relpipe.pipeline.runrecord import (
 from relpipe.pipeline.stages import NO_GOLDEN, assemble, golden_al_result, run_units
 from relpipe.pipeline.verdict import Outcome, Verdict, evaluate
 from relpipe.pipeline.workspace import Workspace
+from relpipe.validate.precision.notable import notable
 
 if TYPE_CHECKING:
     from relpipe.changelog.entry import Entry
+    from relpipe.core.commit import Commit
     from relpipe.validate.precision import PrecisionReport
 
 DEFAULT_REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
@@ -164,17 +167,20 @@ def release_facts(
             **({"rocm": facts.rocm} if facts and facts.rocm else {}),
             "packages": packages,
         },
+        # Notable commits only (not those touching only tests, docs, CI, other models' recipes),
+        # their PRs written as InferenceX writes them: ROCm/ATOM#N.
         "commits": [
-            {"sha": c.sha, "subject": c.subject, **({"pr": c.pr} if c.pr else {})} for c in commits
+            {"sha": c.sha, "subject": c.subject, **_pr_of(c, report.project if report else None)}
+            for c in notable(
+                commits, report.files if report else (), plan.config.key if plan.config else None
+            )
         ],
         "commit_count": len(commits),
         "config_changes": list(config_changes),
         "points_plan": list(points),
         "precision": precision_facts(report),
         "validation": {
-            "checks": [
-                {"id": c.id, "status": c.status} for c in verdict.checks if c.status != "N/A"
-            ],
+            "checks": [{"id": c.id, "status": c.status} for c in verdict.checks if c.status != NA],
             "evals": [
                 {
                     "suite": f"{e.suite}/{e.point}",
@@ -189,6 +195,10 @@ def release_facts(
         "risks": risks,
         "history": comparison.notes_rows(outcome.history),
     }
+
+
+def _pr_of(commit: Commit, project: str | None) -> dict[str, Any]:
+    return {"pr": commit.pr, **({"repo": project} if project else {})} if commit.pr else {}
 
 
 def precision_facts(report: PrecisionReport | None) -> dict[str, Any]:
@@ -318,7 +328,7 @@ def validate_staged(
     """Run the perf-changelog hook (C7), notes check (C8) and golden AL (C9) on the staged copy."""
     golden = (
         golden_al_result(Workspace(scratch), req.config_key)
-        if (scratch / ws.layout.golden).is_dir()
+        if (scratch / ws.era.golden).is_dir()
         else NO_GOLDEN
     )
     return ReleaseChecks(
@@ -348,7 +358,7 @@ def hook_result(ws: Workspace, scratch: Path, req: Request) -> ValidatorOutput:
         "entries": report.entries,
         "appended": report.appended,
     }
-    return ValidatorOutput(status="ok", problems=tuple(problems), evidence=evidence)
+    return ValidatorOutput(status=PASS, problems=tuple(problems), evidence=evidence)
 
 
 def notes_result(notes: str, facts: Mapping[str, Any]) -> ValidatorOutput:
@@ -357,7 +367,7 @@ def notes_result(notes: str, facts: Mapping[str, Any]) -> ValidatorOutput:
 
     findings = notes_check.check(notes, ReleaseFacts.from_json(facts), "notes.md")
     return ValidatorOutput(
-        status="ok",
+        status=PASS,
         problems=tuple(str(f) for f in findings),
         evidence={"languages": "en + zh", "lines": notes.count("\n")},
     )
@@ -457,17 +467,18 @@ def journal_of(ws: Workspace) -> Path:
 
 
 def admitter(ws: Workspace) -> Callable[[str, bytes | None, bytes], str | None]:
-    """The journal's admission rule for `ws`: a release writes one master config of its layout,
+    """The journal's admission rule for `ws`: a release writes one master config of its era,
     the lock file and the changelog, and the changelog only by appending entries to it."""
-    from relpipe.changelog import repo as benchrepo
     from relpipe.changelog.entry import parse_appended
     from relpipe.changelog.errors import ChangelogError
 
-    changelog, lock_file, masters = str(ws.changelog), str(ws.lock), ws.layout.masters
+    changelog, lock_file, masters = str(ws.changelog), str(ws.lock), ws.era.masters
 
     def admit(rel: str, old: bytes | None, new: bytes) -> str | None:
-        if rel not in (changelog, lock_file) and not benchrepo.is_master(rel, masters):
-            return f"a release writes only {masters}/*-master.yaml, the changelog and the lock file"
+        if rel not in (changelog, lock_file) and not ws.era.is_master(rel):
+            return (
+                f"a release writes only {masters}/*{MASTER_SUFFIX}, the changelog and the lock file"
+            )
         if rel == changelog:
             try:
                 errors = parse_appended(old or b"", new, rel).errors
@@ -503,7 +514,7 @@ def repo_state(root: Path) -> dict[str, str | None]:
     """Hashes of what a release rewrites (configs/, changelog, lock file) in the tree at `root`."""
     ws = Workspace(root)
     return {
-        "configs": ws.tree_hash(ws.layout.masters),
+        "configs": ws.tree_hash(ws.era.masters),
         "changelog": ws.file_hash(ws.changelog),
         "lock": ws.file_hash(ws.lock),
     }
@@ -617,6 +628,6 @@ def rerender_release(run_dir: Path, strict: bool = False) -> tuple[Verdict, dict
         _never_run,
         "release checks",
     )
-    seen = comparison.load(run_dir) or HistoryOutput(status="n/a", reason="not recorded")
+    seen = comparison.load(run_dir) or HistoryOutput(status=NA, reason="not recorded")
     outcome = replace(assemble(plan, outputs), history=seen)
     return render_release(plan, outcome, checks, inputs, record, strict, force=True)

@@ -81,7 +81,7 @@ def _facts(o: Outcome) -> Facts:
 
 def _report(p: PrecisionOutput | None) -> PrecisionReport | None:
     """The precision report when the diff ran (status ok), else None."""
-    return p.report if p is not None and p.status == "ok" else None
+    return p.report if p is not None and p.status == PASS else None
 
 
 def _precision_summary(out: PrecisionOutput | None) -> dict[str, Any] | None:
@@ -315,7 +315,7 @@ def plot_history(h: HistoryOutput | None) -> str | None:
     shaded, the image under test marked."""
     from matplotlib.figure import Figure
 
-    trends = [t for t in (h.trends if h is not None and h.status == "ok" else ()) if t.values]
+    trends = [t for t in (h.trends if h is not None and h.status == PASS else ()) if t.values]
     if h is None or not trends:
         return None
     metrics = sorted({t.metric for t in trends})
@@ -366,11 +366,6 @@ def _history_axes(ax: Any, metric: str, trends: Sequence[Trend], released: str) 
 
 # -- HTML -------------------------------------------------------------------------------------
 
-_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#1f2328}
-table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #d0d7de;padding:4px 8px;
-text-align:left;vertical-align:top;font-size:14px}th{background:#f6f8fa}code{font-size:13px}
-.s{font-weight:bold;color:#fff;padding:2px 8px;border-radius:4px}figure{margin:1em 0}"""
-
 
 def render_html(data: ReportData) -> bytes:
     """report.html from `report.html.j2`; the template gets plain values, never pre-escaped HTML."""
@@ -402,7 +397,7 @@ def render_html(data: ReportData) -> bytes:
         checkrender.html_environment("relpipe.pipeline")
         .get_template(TEMPLATE)
         .render(
-            css=checkrender.markup(_CSS),
+            css=checkrender.markup(checkrender.CSS),
             title=data.title,
             run_id=data.run_id[:16],
             verdict=v.overall,

@@ -14,8 +14,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.repo import find_root, is_checkout
+from relpipe.changelog.repository.checkout import find_root, is_checkout
 from relpipe.core import checkrender, jsoncodec
+from relpipe.core.status import NA
 from relpipe.images.registry import RegistryClient
 from relpipe.pipeline import comparison
 from relpipe.pipeline.comparison import HistoryOutput
@@ -129,7 +130,7 @@ def _history(plan: Plan, record: RunRecord, outcome: Outcome, *, reread: bool) -
     (a merge of shards compares as the unsharded run does: the same store gives the same verdict).
     """
     if reread:
-        return comparison.load(record.root) or HistoryOutput(status="n/a", reason="not recorded")
+        return comparison.load(record.root) or HistoryOutput(status=NA, reason="not recorded")
     state = record.cache.parent.parent if record.cache else state_dir(None, None)
     shape = {
         "image": jsoncodec.to_json(plan.image),
@@ -283,7 +284,7 @@ def workspace_from(args: argparse.Namespace) -> Workspace | None:
     if args.repo is None and not is_checkout(root):
         return None  # plain `qualify REF` outside a benchmark repository
     ws = Workspace(find_root(root))
-    ws.layout  # noqa: B018 (a checkout of no known layout fails here, in one line)
+    ws.era  # noqa: B018 (a checkout of no known era fails here, in one line)
     return ws
 
 

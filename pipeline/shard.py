@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.core import jsoncodec, jsonload
+from relpipe.core.status import FAIL, PASS
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.outputs import (
     EvalOutput,
@@ -85,7 +86,7 @@ def lost_output(stage: str, inputs: Mapping[str, Any], reason: str) -> dict[str,
     """The recorded failure of a stage whose shard ended before running it."""
     if stage == "eval":
         lost = EvalOutput(
-            status="fail",
+            status=FAIL,
             suite=str(inputs.get("suite", "")),
             batch=int(inputs.get("batch", 0)),
             metric=str(inputs.get("metric", "")),
@@ -93,15 +94,15 @@ def lost_output(stage: str, inputs: Mapping[str, Any], reason: str) -> dict[str,
         )
         return jsoncodec.to_json(lost)
     if stage == "smoke":
-        return jsoncodec.to_json(SmokeOutput(status="fail", reason=reason))
+        return jsoncodec.to_json(SmokeOutput(status=FAIL, reason=reason))
     if stage == "probe":
-        return jsoncodec.to_json(ProbeOutput(status="error", reason=reason))
+        return jsoncodec.to_json(ProbeOutput(status=FAIL, reason=reason))
     if stage == "precision":
-        return jsoncodec.to_json(PrecisionOutput(status="error", reason=reason))
+        return jsoncodec.to_json(PrecisionOutput(status=FAIL, reason=reason))
     if stage == "golden":
-        return jsoncodec.to_json(ValidatorOutput(status="ok", problems=(reason,)))
+        return jsoncodec.to_json(ValidatorOutput(status=PASS, problems=(reason,)))
     if stage == "pull":
-        return jsoncodec.to_json(PullOutput(status="error", image=""))
+        return jsoncodec.to_json(PullOutput(status=FAIL, image=""))
     raise PipelineError(f"stage {stage!r} of a lost shard has no failure record; report this")
 
 

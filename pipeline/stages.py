@@ -22,10 +22,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from relpipe.changelog.repository.era import GOLDEN_FOLDER
+from relpipe.core.status import NA, PASS
 from relpipe.pipeline import enginerepo
 from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.outputs import (
+    CANNOT_CHECK,
     EvalOutput,
     PrecisionOutput,
     ProbeOutput,
@@ -253,19 +256,20 @@ def _precision_stage(plan: Plan, runner: StageRunner, engine: Engine) -> Precisi
     assert baseline is not None
     rules, _ = enginerepo.source_of(plan.image.pinned, plan.options.rules)
     inputs = {"old": baseline.digest, "new": plan.image.digest, "rules": rules}
+    key = plan.config.key if plan.config else None
+    if key:
+        inputs["config_key"] = key  # only then: records of runs without a key keep their keys
     return run_stage(
         runner,
         PrecisionOutput,
         "precision",
         inputs,
-        lambda: engine.precision(baseline.pinned, plan.image.pinned, plan.options),
+        lambda: engine.precision(baseline.pinned, plan.image.pinned, plan.options, key),
         "precision diff",
     )
 
 
-NO_GOLDEN = ValidatorOutput(
-    status="n/a", reason="no golden_al_distribution/ in the benchmark repository"
-)
+NO_GOLDEN = ValidatorOutput(status=NA, reason=f"no {GOLDEN_FOLDER}/ in the benchmark repository")
 
 
 def golden_check(plan: Plan) -> ValidatorOutput:
@@ -286,24 +290,23 @@ def golden_al_result(ws: Workspace, key: str | None) -> ValidatorOutput:
 
     if key is None:
         return ValidatorOutput(
-            status="n/a", reason="no --config-key: golden AL is checked for the released key"
+            status=NA, reason="no --config-key: golden AL is checked for the released key"
         )
     try:
-        rows = golden_al.check(ws.root, [key])
+        found = golden_al.verdict(ws.root, [key])
     except ValidateError as exc:
         raise PipelineError(str(exc)) from exc
-    checked = [r for r in rows if r.verdict != golden_al.NA]
-    if not checked:
-        why = rows[0].reason if rows else "no agentic spec-decode setting"
-        return ValidatorOutput(status="n/a", reason=f"{key}: {why}")
+    if found.status == golden_al.NA:
+        return ValidatorOutput(status=NA, reason=f"{key}: {found.reason}")
+    checked = [r for r in found.rows if r.verdict != golden_al.NA]
     problems = tuple(
         f"{r.path}:{r.line}: {r.reason}" for r in checked if r.verdict == golden_al.FAIL
     )
     evidence = {
         f"{r.path}:{r.line}": (
-            r.reason if r.verdict == golden_al.PASS else f"cannot check: {r.reason}"
+            r.reason if r.verdict == golden_al.PASS else f"{CANNOT_CHECK}{r.reason}"
         )
         for r in checked
         if r.verdict != golden_al.FAIL
     }
-    return ValidatorOutput(status="ok", problems=problems, evidence=evidence)
+    return ValidatorOutput(status=PASS, reason=found.reason, problems=problems, evidence=evidence)

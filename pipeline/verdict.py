@@ -23,6 +23,7 @@ from relpipe.core.commit import Commit
 from relpipe.core.status import FAIL, NA, PASS, WARN, Status
 from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.outputs import (
+    CANNOT_CHECK,
     ConfigScope,
     EvalOutput,
     PrecisionOutput,
@@ -31,6 +32,7 @@ from relpipe.pipeline.outputs import (
     SmokeOutput,
     ValidatorOutput,
 )
+from relpipe.validate.precision.keypath import Scoped
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,7 +100,7 @@ def check_digest(o: Outcome) -> Judgement:
 # release note reports when present only warn (`Facts.optional`).
 @CHECKS.declare("C2", "image facts complete")
 def check_facts(o: Outcome) -> Judgement:
-    if o.probe is None or o.probe.status != "ok" or o.probe.facts is None:
+    if o.probe is None or o.probe.status != PASS or o.probe.facts is None:
         reason = (o.probe.reason if o.probe else "") or "the probe did not run"
         return judged(FAIL, f"probe failed: {reason}")
     facts = o.probe.facts
@@ -120,8 +122,8 @@ def check_smoke(o: Outcome) -> Judgement:
         return judged(FAIL, "the smoke decode did not run")
     # Timings are in the report, not in the evidence: a verdict must not depend on machine load.
     rows = [("tokens", str(s.tokens)), ("max_logit_diff", str(s.max_logit_diff))]
-    if s.status != "pass":
-        return judged(FAIL, f"smoke decode failed: {s.reason or s.status}", rows)
+    if s.status != PASS:
+        return judged(FAIL, f"smoke decode failed: {s.reason or 'fail'}", rows)
     if not s.tokens:
         # A smoke test that decoded nothing cannot have failed, so it cannot pass either.
         return judged(FAIL, "smoke decode reported pass without decoding a token", rows)
@@ -130,7 +132,7 @@ def check_smoke(o: Outcome) -> Judgement:
 
 def eval_failures(ev: EvalOutput) -> list[str]:
     """Why one eval result (one suite at one point) fails; empty when it passes."""
-    if ev.status == "error":
+    if ev.status == NA:
         return [f"{ev.name}: {ev.reason or 'did not run'}"]
     if not ev.samples:
         return [f"{ev.name}: zero samples scored"]
@@ -138,7 +140,7 @@ def eval_failures(ev: EvalOutput) -> list[str]:
         return [f"{ev.name}: no score or threshold"]
     if ev.score < ev.threshold:
         return [f"{ev.name}: {ev.metric} {ev.score:.4g} < {ev.threshold:.4g}"]
-    if ev.status != "pass":
+    if ev.status != PASS:
         return [f"{ev.name}: {ev.reason or 'engine reported failure'}"]
     return []
 
@@ -167,12 +169,12 @@ def _commit_label(commit: Commit) -> str:
 @CHECKS.declare("C5", "precision diff")
 def check_precision(o: Outcome) -> Judgement:
     p = o.precision
-    if p is None or p.status == "n/a":
+    if p is None or p.status == NA:
         return judged(
             NA,
             (p.reason if p else "") or "no baseline image to diff against",
         )
-    if p.status != "ok" or p.report is None:
+    if p.status != PASS or p.report is None:
         return judged(FAIL, f"precision diff failed: {p.reason}")
     report = p.report
     relevant = [f for f in report.files if f.verdict == "relevant"]
@@ -188,6 +190,8 @@ def check_precision(o: Outcome) -> Judgement:
         labels = [_commit_label(by_sha[s]) if s in by_sha else s[:9] for s in f.commits]
         rows.append((f"{f.path} [{f.category}]", "; ".join(labels) or "-"))
         named += [lab for lab in labels if lab not in named]
+    if p.key_scope is not None:
+        return _scoped(p.key_scope, named, rows)
     if relevant:
         cats = sorted({str(f.category) for f in relevant})
         return judged(
@@ -197,6 +201,26 @@ def check_precision(o: Outcome) -> Judgement:
             rows,
         )
     return judged(PASS, "no precision-relevant change between baseline and image", rows)
+
+
+def _scoped(scope: Scoped, named: list[str], rows: list[tuple[str, str]]) -> Judgement:
+    """C5 for a config key: WARN only for relevant changes on the key's path; the others are
+    listed as elsewhere (another model, another engine's plugin), never a warning."""
+    rows = [*rows, ("key", scope.key)]
+    rows += [(f"on the key's path: {p} [{c}]", w) for p, c, w in scope.on_path]
+    rows += [(f"elsewhere: {p} [{c}]", "not on the key's path") for p, c in scope.elsewhere]
+    if scope.on_path:
+        cats = sorted({c for _, c, _ in scope.on_path})
+        return judged(
+            WARN,
+            f"precision-relevant changes on {scope.key}'s path ({', '.join(cats)}); "
+            f"{len(scope.elsewhere)} elsewhere",
+            rows,
+        )
+    why = f"no precision-relevant change on {scope.key}'s path"
+    if scope.elsewhere:
+        why += f" ({len(scope.elsewhere)} relevant files elsewhere: other models or engines)"
+    return judged(PASS, why, rows)
 
 
 @CHECKS.declare("C6", "upstream watch list")
@@ -226,7 +250,7 @@ def _validator_check(out: ValidatorOutput | None, what: str) -> Judgement:
     if out is None:
         return judged(NA, f"{what} is checked by `relpipe release`")
     rows = tuple((f"problem {i + 1}", p) for i, p in enumerate(out.problems[:20]))
-    if out.status != "ok" or out.problems:
+    if out.status != PASS or out.problems:
         first = out.problems[0] if out.problems else (out.reason or "validator failed")
         return judged(FAIL, f"{what}: {first}", rows)
     rows += tuple((k, str(v)) for k, v in sorted((out.evidence or {}).items()))
@@ -246,12 +270,18 @@ def check_notes(o: Outcome) -> Judgement:
 @CHECKS.declare("C9", "golden acceptance length")
 def check_golden(o: Outcome) -> Judgement:
     g = o.golden
-    if g is None or g.status == "n/a":
+    if g is None or g.status == NA:
         return judged(
             NA,
             (g.reason if g else "") or "no golden acceptance-length files",
         )
-    return _validator_check(g, "golden acceptance length")
+    judged_ = _validator_check(g, "golden acceptance length")
+    # The verdict `relpipe review --check golden-al` gives (validate.golden_al.verdict): a
+    # setting that cannot be checked is a WARN there, so here too.
+    unchecked = [k for k, v in (g.evidence or {}).items() if str(v).startswith(CANNOT_CHECK)]
+    if judged_.status == PASS and unchecked:
+        return judged(WARN, f"golden acceptance length: {g.reason}", judged_.evidence)
+    return judged_
 
 
 @CHECKS.declare("C10", "config-key scope and points plan")
@@ -259,8 +289,8 @@ def check_scope(o: Outcome) -> Judgement:
     c = o.config
     if c is None:
         return judged(NA, "no config key given")
-    if c.status != "ok":
-        return judged(FAIL, c.reason or f"config key {c.key}: {c.status}")
+    if c.status != PASS:
+        return judged(FAIL, c.reason or f"config key {c.key} was not read")
     rows = [
         ("config key", c.key),
         ("master", c.master),
@@ -285,7 +315,7 @@ BAD = (regressions.REGRESSION, regressions.FAILED_KIND, regressions.BELOW, regre
 
 def _history_check(o: Outcome, kinds: tuple[str, ...], what: str) -> Judgement:
     h = o.history
-    if h is None or h.status != "ok":
+    if h is None or h.status != PASS:
         return judged(NA, (h.reason if h else "") or "no results history")
     found = [f for f in h.findings if f.metric_kind in kinds]
     if not found:

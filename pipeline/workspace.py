@@ -1,9 +1,10 @@
-"""The benchmark repository a pipeline command works in (InferenceX layout) and what it reads there.
+"""The benchmark repository a pipeline command works in (InferenceX) and what it reads there.
 
 Where the masters, changelog, thresholds (InferenceX shape: default + models), golden acceptance
-lengths and relpipe's `images.lock.yaml` are is the repository's layout, which `changelog.repo`
-detects (every layout InferenceX has had); `.relpipe/` under the root holds run records and the
-stage cache (gitignored). Every file is optional except where a command needs it.
+lengths and relpipe's `images.lock.yaml` are is the repository's era, which
+`changelog.repository` detects (every era InferenceX has had); `.relpipe/` under the root holds
+run records and the stage cache (gitignored). Every file is optional except where a command
+needs it.
 
 Everything read here is untrusted input: YAML goes through the strict loader of
 `changelog.configs.semdiff` (duplicate keys, aliases and tabs rejected).
@@ -18,10 +19,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.configs.points import plan_key
 from relpipe.changelog.configs.semdiff import load_yaml
 from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.repository.checkout import Checkout, open_checkout
+from relpipe.changelog.repository.era import MASTER_SUFFIX, Era
+from relpipe.changelog.repository.launch import check_key
 from relpipe.core import suggest
 from relpipe.pipeline.errors import PipelineError
 
@@ -57,23 +60,29 @@ class Workspace:
         return self.root / STATE
 
     @cached_property
-    def layout(self) -> benchrepo.Layout:
-        """The repository's layout (`changelog.repo.detect`), read once."""
+    def checkout(self) -> Checkout:
+        """The repository and its era (`changelog.repository`), detected once."""
         try:
-            return benchrepo.open_repo(self.root).layout
+            found = open_checkout(self.root)
         except ChangelogError as exc:
             raise PipelineError(str(exc)) from None
+        return Checkout(self.root, found.era, found.repository)
+
+    @property
+    def era(self) -> Era:
+        """The repository's era (`changelog.repository`)."""
+        return self.checkout.era
 
     @property
     def changelog(self) -> Path:
-        return Path(self.layout.changelog)  # relative to the root, as the release writes it
+        return Path(self.era.changelog)  # relative to the root, as the release writes it
 
     @property
     def lock(self) -> Path:
-        return Path(self.layout.lock)
+        return Path(self.era.lock)
 
     def masters(self) -> list[Path]:
-        return benchrepo.Repo(self.root, self.layout).masters()
+        return self.checkout.masters()
 
     def read_yaml(self, path: Path) -> Any:
         try:
@@ -108,7 +117,7 @@ class Workspace:
                     found.append((master, doc[key]))
         if not found:
             names = ", ".join(p.name for p in self.masters()) or (
-                f"no {self.layout.masters}/*-master.yaml"
+                f"no {self.era.masters}/*{MASTER_SUFFIX}"
             )
             raise PipelineError(
                 f"config key {key!r} is not in {names} under {self.root}"
@@ -121,7 +130,7 @@ class Workspace:
         master, cfg = found[0]
         try:
             lines = master.read_text(encoding="utf-8").splitlines()
-            benchrepo.check_key(benchrepo.Repo(self.root, self.layout), master, key, cfg, lines)
+            check_key(self.checkout, master, key, cfg, lines)
         except ChangelogError as exc:
             raise PipelineError(str(exc)) from None
         image = cfg.get("image")
@@ -141,7 +150,7 @@ class Workspace:
         from relpipe.engine.errors import EngineError
         from relpipe.engine.evals.thresholds import load
 
-        path = self.root / self.layout.thresholds
+        path = self.root / self.era.thresholds
         if not path.is_file():
             return {}
         try:

@@ -80,6 +80,25 @@ def inferencex_tree_2026_10() -> Path:
     return tree
 
 
+ERAS = ("2026-01-15", "2026-03-30", "2026-07-01")
+
+
+def inferencex_era(name: str) -> Path:
+    """A whole real tree of InferenceX before 2026-07-02 (`eras/<name>/`, see its SOURCE.md)."""
+    tree = inferencex_dir() / "eras" / name
+    if not (tree / ".github" / "configs" / "amd-master.yaml").is_file():
+        unavailable(f"InferenceX era tree not found at {tree}")
+    return tree
+
+
+def inferencex_trees() -> dict[str, Path]:
+    """The five real trees of one year of InferenceX, oldest first, by date."""
+    trees = {name: inferencex_era(name) for name in ERAS}
+    trees["2026-08-22"] = inferencex_tree()
+    trees["2026-10-07"] = inferencex_tree_2026_10()
+    return trees
+
+
 def atom_bundle() -> Path:
     """ATOM's real history as a git bundle."""
     path = Path(os.environ.get(ATOM_ENV, DATA / "atom" / "atom.bundle"))

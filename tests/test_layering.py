@@ -10,6 +10,7 @@ YAML loader.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -330,3 +331,64 @@ def test_no_module_is_replaced_in_sys_modules() -> None:
                     if text == "sys.modules" or text.startswith("sys.modules["):
                         bad.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno}: {text}")
     assert bad == []
+
+
+# The benchmark repository has one adapter (changelog/repository/): no other module of relpipe
+# spells one of its paths. A string constant naming one (docstrings and comments aside) belongs
+# in an era's declaration. `images/family_fixtures.py` builds an engine's source tree (vLLM's own
+# `benchmarks/`), not the benchmark repository.
+ADAPTER = "changelog/repository/"
+NOT_THE_BENCHMARK_REPOSITORY = {"images/family_fixtures.py"}
+BENCHMARK_PATHS = re.compile(
+    r"((?<![\w./-])(?:configs|benchmarks|runners)/|\.github/configs|perf-changelog\.yaml"
+    r"|golden_al_distribution|inferencex-e2e|srt-slurm-recipes|-master\.yaml|runners\.yaml"
+    r"|thresholds\.yaml|MODELS\.md|PR_REVIEW_CHECKLIST|infx/)"
+)
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    kinds = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, kinds)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+
+
+def test_no_benchmark_repository_path_outside_the_adapter() -> None:
+    bad = []
+    for layer in LAYERS - {"engine"}:
+        for path in _modules(layer):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel.startswith(ADAPTER) or rel in NOT_THE_BENCHMARK_REPOSITORY:
+                continue
+            tree = _tree(path)
+            docs = _docstrings(tree)
+            for node in ast.walk(tree):
+                if (
+                    isinstance(node, ast.Constant)
+                    and isinstance(node.value, str)
+                    and id(node) not in docs
+                    and (found := BENCHMARK_PATHS.search(node.value))
+                ):
+                    bad.append(f"{rel}:{node.lineno}: {found.group(1)!r}")
+    assert bad == []
+
+
+def test_the_path_rule_sees_a_literal() -> None:
+    """The rule above can fail: a constant of each kind is caught, a docstring is not."""
+    code = (
+        '"""configs/ in prose."""\nX = "inferencex-e2e/configs"\nY = f"{X}/perf-changelog.yaml"\n'
+    )
+    tree = ast.parse(code)
+    docs = _docstrings(tree)
+    hits = [
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
+        if BENCHMARK_PATHS.search(n.value)
+    ]
+    assert hits == ["inferencex-e2e/configs", "/perf-changelog.yaml"]

@@ -63,6 +63,9 @@ def test_the_wheel_carries_the_data_the_code_reads_and_both_scripts(
         "relpipe/pipeline/report.html.j2",
         "relpipe/core/checks.html.j2",  # the checks' HTML macros every page imports
         "relpipe/engine/__main__.py",
+        "relpipe/engine/declarations/atom.json",  # one declaration per engine (core/engines.py)
+        "relpipe/engine/declarations/sglang.json",
+        "relpipe/engine/declarations/vllm.json",
         "relpipe/changelog/results/migrations/0001_results.sql",  # the history store's schema
         "relpipe/changelog/results/migrations/0002_results_order.sql",
     ):

@@ -19,7 +19,9 @@ SNIPPET = ROOT / "examples" / "pre-commit-config.yaml"
 ORIGIN = "https://github.com/SemiAnalysisAI/InferenceX"
 # Each layout InferenceX has had: a tree of the corpus, where its changelog and masters are.
 LAYOUTS = {
+    "2026-03 .github/configs": ("eras/2026-03-30", "", ".github/configs"),
     "2026-08 configs": ("tree", "", "configs"),
+    "2026-10 inferencex-e2e": ("tree-2026-10", "inferencex-e2e/", "inferencex-e2e/configs"),
 }
 HOOK_NAMES = (
     "validate perf-changelog.yaml",

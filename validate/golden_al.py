@@ -29,16 +29,19 @@ dsv4-fp4-gb200-dynamo-vllm-agentic-mtp2-agg) run three draft tokens, so `mtpN` w
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.configs.load import MasterConfigs, load_masters
 from relpipe.changelog.errors import ChangelogError
-from relpipe.core.status import FAIL, NA, PASS, WARN
+from relpipe.changelog.repository import launch as keyfiles
+from relpipe.changelog.repository.checkout import Checkout, open_checkout
+from relpipe.changelog.repository.era import HARNESS, MASTER_SUFFIX, Era
+from relpipe.core.status import FAIL, NA, PASS, WARN, Status
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.golden_files import GoldenFile, load_golden
 from relpipe.validate.golden_launch import (
@@ -171,11 +174,11 @@ def check(
 def inputs_digest(repo: str | Path, keys: Iterable[str]) -> str:
     """SHA-256 over everything `check(repo, keys)` reads (golden files, masters, the keys'
     recipes and scripts): a cache key that changes whenever the verdict could."""
-    found = benchrepo.open_repo(repo)
+    found = open_checkout(repo)
     root = found.root
     _, read = _run(root, list(keys))
     h = hashlib.sha256()
-    golden_dir = root / found.layout.golden
+    golden_dir = root / found.era.golden
     paths = found.masters()
     paths += sorted(golden_dir.glob("*.yaml")) if golden_dir.is_dir() else []
     for path in paths:
@@ -190,12 +193,12 @@ def _run(
     root: Path, keys: list[str], loaded: MasterConfigs | None = None
 ) -> tuple[list[KeySetting], dict[str, _Text | None]]:
     try:
-        found = benchrepo.open_repo(root)
+        found = open_checkout(root)
         root = found.root
         masters = loaded if loaded is not None else load_masters(found.masters())
     except ChangelogError as exc:
         raise ValidateError(str(exc)) from None
-    golden_dir = root / found.layout.golden
+    golden_dir = root / found.era.golden
     golden = load_golden(golden_dir) if golden_dir.is_dir() else ()
     out: list[KeySetting] = []
     texts: dict[str, _Text | None] = {}
@@ -209,7 +212,7 @@ def _run(
     for key in keys:
         if key not in masters.configs:
             raise ValidateError(
-                f"config key {key!r} is not in {found.layout.masters}/*-master.yaml under {root}"
+                f"config key {key!r} is not in {found.era.masters}/*{MASTER_SUFFIX} under {root}"
             )
         out += _check_key(key, masters, found, scanned, golden)
     return out, texts
@@ -244,12 +247,13 @@ class _Sources:
     script: _Text | None
     texts: list[_Text]
     missing: list[str]
+    srt: bool = False  # srt-slurm rows: the harness runs the recipe (and may inject the AL)
 
 
 def _check_key(
     key: str,
     masters: MasterConfigs,
-    bench: benchrepo.Repo,
+    bench: Checkout,
     scanned: Callable[[str], _Text | None],
     golden: tuple[GoldenFile, ...],
 ) -> list[KeySetting]:
@@ -273,7 +277,7 @@ def _check_key(
         framework=str(cfg.get("framework", "")),
         golden=golden,
     )
-    found = _sources(this, cfg, items, bench.layout, scanned)
+    found = _sources(this, cfg, items, bench.era, scanned)
     out = _injected(this, found)
     for text in found.texts:
         out += _written(this, text)
@@ -285,7 +289,8 @@ def _check_key(
             "wrapper's settings are not resolved)"
         ]
     elif not out:
-        out.append(_unforced(this, found.texts))
+        injects = HARNESS in bench.era.acceptance and found.srt
+        out.append(_unforced(this, found.texts, bench.era.harness_golden if injects else None))
     for rel in missing:
         out.append(this.row(WARN, f"cannot check: source not found or unreadable: {rel}"))
     return out
@@ -295,19 +300,19 @@ def _sources(
     this: _Key,
     cfg: Mapping[str, object],
     items: list[Mapping[str, object]],
-    layout: benchrepo.Layout,
+    era: Era,
     scanned: Callable[[str], _Text | None],
 ) -> _Sources:
     block = this.block
     found = _Sources(recipes=[], script=None, texts=[], missing=[])
     srt = False  # srt-slurm rows (2026-10) run their recipe, not a single-node launch script
     for n, line in enumerate(block.code, block.first):
-        refs = [p for p, _, _ in benchrepo.config_file_recipes(layout, [line])]
+        refs = [p for p, _, _ in keyfiles.config_file_recipes(era, [line])]
         srt = srt or bool(_SRT_RECIPE.search(line))
         for ref in _SRT_RECIPE.findall(line):
-            refs.append(benchrepo.srt_recipe(layout, cfg, ref.strip("'\""))[0])
+            refs.append(keyfiles.srt_recipe(era, cfg, ref.strip("'\""))[0])
         for rel in dict.fromkeys(refs):
-            recipe = None if benchrepo.outside(rel) else scanned(rel)
+            recipe = None if keyfiles.outside(rel) else scanned(rel)
             if recipe is None:
                 found.missing.append(f"{rel} (named at {block.path}:{n})")
             elif all(recipe is not r for _, r in found.recipes):
@@ -318,9 +323,9 @@ def _sources(
     if in_block:
         found.texts.append(block)
     if cfg.get("multinode") is not True and not srt:
-        hw = benchrepo.runner_hardware(str(cfg.get("runner", "")))
+        hw = keyfiles.runner_hardware(str(cfg.get("runner", "")))
         for spec in sorted({str(i.get("spec-decoding")) for i in items}):
-            candidates = benchrepo.script_candidates(layout, cfg, "agentic-coding", spec, hw)
+            candidates = keyfiles.script_candidates(era, cfg, "agentic-coding", spec, hw)
             found.script = next((s for s in map(scanned, candidates) if s is not None), None)
             if found.script is None and not in_block:
                 found.missing.append(" or ".join(candidates))
@@ -329,6 +334,7 @@ def _sources(
             found.texts.append(recipe)
     if found.script is not None:
         found.texts.append(found.script)
+    found.srt = srt
     return found
 
 
@@ -401,30 +407,99 @@ def _written(this: _Key, text: _Text) -> list[KeySetting]:
     return out
 
 
-def _unforced(this: _Key, texts: list[_Text]) -> KeySetting:
-    """The key's row when its sources force no acceptance: N/A, or PASS with the curve that
-    real drafting runs on as evidence."""
+def _unforced(this: _Key, texts: list[_Text], harness: str | None = None) -> KeySetting:
+    """The key's row when its sources write no acceptance length.
+
+    Where the era's harness injects the golden value itself (`harness`: 2026-10's srt-slurm,
+    `Era.acceptance`), the key runs at the golden AL of its model, thinking mode and K: PASS
+    with that value. Where InferenceX resolves it at run time (`SYNTHETIC_ACCEPTANCE=true`):
+    N/A. Otherwise the checklist's item 11 is not met: FAIL (no synthetic target), or WARN
+    when a synthetic setting is written but its value is not resolved (a printf format)."""
     named = ", ".join(t.path for t in texts)
     auto = any(_SYNTHETIC_ON.search(line) for line in this.block.code)
-    reason = (
-        "SYNTHETIC_ACCEPTANCE=true without a length: InferenceX resolves it from the golden "
-        "files at run time"
-        if auto
-        else f"{NO_TARGET} in {named}: drafts are accepted as they are"
+    if auto:
+        return this.row(
+            NA,
+            "SYNTHETIC_ACCEPTANCE=true without a length: InferenceX resolves it from the golden "
+            "files at run time",
+        )
+    curve = _real_curve(texts, this.prefix, this.golden)
+    if harness is not None:
+        if curve is None:
+            return this.row(
+                WARN,
+                f"cannot check: the harness ({harness}) injects the golden AL, but the key's "
+                f"model, thinking mode or K select no one golden value in {named}",
+            )
+        gold, (k_path, k_val, k_line), golden_al, mode = curve
+        return replace(
+            this.row(
+                PASS,
+                f"AL {golden_al} injected by the harness ({harness}): golden {golden_al} "
+                f"({gold.name}, {mode}, K={k_val}); no recipe sets it",
+            ),
+            k=k_val,
+            k_source=f"{k_path}:{k_line}",
+            configured=golden_al,
+            golden=golden_al,
+            golden_file=gold.name,
+            thinking=mode,
+        )
+    unresolved = any(_SYNTHETIC.search(line) for t in texts for line in t.code)
+    status, why = (
+        (WARN, "a synthetic setting is written but its value is not resolved")
+        if unresolved
+        else (FAIL, "no synthetic target")
     )
-    curve = None if auto else _real_curve(texts, this.prefix, this.golden)
+    row = this.row(status, f"{NO_TARGET} in {named}: drafts are accepted as they are ({why})")
     if curve is None:
-        return this.row(NA, reason)
+        return row
     gold, (k_path, k_val, k_line), golden_al, mode = curve
     return replace(
-        this.row(PASS, reason),
+        row,
         k=k_val,
         k_source=f"{k_path}:{k_line}",
         golden=golden_al,
         golden_file=gold.name,
         thinking=mode,
-        reason=f"{reason}; their golden curve: {gold.name} {mode} K={k_val} AL {golden_al}",
+        reason=f"{row.reason}; their golden curve: {gold.name} {mode} K={k_val} AL {golden_al}",
     )
+
+
+# A synthetic-acceptance setting of any engine, written whatever its value (linear-time).
+_SYNTHETIC = re.compile(
+    r"(?i)synthetic[-_]accept|SIMULATE_ACC_LEN|FORCE_NUM_ACCEPTED|SYNTHETIC_ACCEPT"
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Golden AL for a set of keys: one status (FAIL over WARN over PASS over N/A), its
+    reason, and every row. `relpipe review --check golden-al` and the release's C9 both
+    report this (one question, one answer)."""
+
+    status: Status
+    reason: str
+    rows: tuple[KeySetting, ...]
+
+
+def verdict(repo: str | Path, keys: Iterable[str], masters: MasterConfigs | None = None) -> Verdict:
+    """`check` for the keys, judged as one: see `Verdict`."""
+    rows = check(repo, keys, masters)
+    counts = {status: [r for r in rows if r.verdict == status] for status in (FAIL, WARN, PASS)}
+    if counts[FAIL]:
+        first = counts[FAIL][0]
+        more = f" (+{len(counts[FAIL]) - 1} more)" if len(counts[FAIL]) > 1 else ""
+        reason = f"acceptance length differs from the golden value at {first.path}:{first.line}"
+        return Verdict(FAIL, reason + more, tuple(rows))
+    if counts[WARN]:
+        n = len(counts[WARN])
+        return Verdict(WARN, f"{n} setting{'s' if n != 1 else ''} cannot be checked", tuple(rows))
+    if counts[PASS]:
+        n = len(counts[PASS])
+        return Verdict(PASS, f"{n} setting{'s' if n != 1 else ''} equal the golden AL", tuple(rows))
+    why = rows[0].reason if rows else "no agentic spec-decode setting"
+    return Verdict(NA, why, tuple(rows))
 
 
 def _real_curve(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from relpipe.changelog.configs.load import load_yaml
 from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.repository.era import GOLDEN_FOLDER
 from relpipe.core import engines
 from relpipe.core.findings import Finding
 from relpipe.validate.errors import ValidateError
@@ -55,7 +56,7 @@ _THINK_ON = re.compile(
     r"thinking_on|thinking-on|enable_thinking\"?'?\s*[:=]\s*\"?'?(?:true|True)"
     r"|thinking_mode\"?'?\s*[:=]\s*\"?'?enabled|\"thinking\"\s*:\s*true"
 )
-_GOLDEN_REF = re.compile(r"golden_al_distribution/\s*([A-Za-z0-9_.-]+?)\.yaml")
+_GOLDEN_REF = re.compile(GOLDEN_FOLDER + r"/\s*([A-Za-z0-9_.-]+?)\.yaml")
 _PREFIX = re.compile(
     r"model-prefix\s*:\s*\"?([A-Za-z0-9_.-]+)|MODEL_PREFIX\s*=\s*\"?([A-Za-z0-9_.-]+)"
 )
@@ -101,7 +102,7 @@ def load_golden(golden_dir: str | Path) -> tuple[GoldenFile, ...]:
     files = sorted(folder.glob("*.yaml")) if folder.is_dir() else []
     if not files:
         raise ValidateError(
-            f"no golden AL files (*.yaml) in {folder}; point --golden at golden_al_distribution/"
+            f"no golden AL files (*.yaml) in {folder}; point --golden at {GOLDEN_FOLDER}/"
         )
     out = []
     for path in files:
@@ -299,7 +300,7 @@ def _judge(s: Setting, golden: tuple[GoldenFile, ...]) -> Result:
             ok=False,
             code="golden-no-model",
             message=f"{what}: no golden file for {named}; name it "
-            "(golden_al_distribution/<file>.yaml) or set model-prefix",
+            f"({GOLDEN_FOLDER}/<file>.yaml) or set model-prefix",
         )
     mode = s.thinking + (" (assumed: the context does not say)" if s.thinking_assumed else "")
     goldens = [(g, g.values.get((s.thinking, s.draft))) for g in candidates]
@@ -330,7 +331,7 @@ def _judge(s: Setting, golden: tuple[GoldenFile, ...]) -> Result:
     if s.golden_hint is None:
         fix += (
             "; if another golden file applies, name it "
-            "(golden_al_distribution/<file>.yaml) near the setting"
+            f"({GOLDEN_FOLDER}/<file>.yaml) near the setting"
         )
     return Result(
         setting=s,

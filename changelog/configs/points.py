@@ -295,7 +295,7 @@ def _dram_gb(
     hardware = runners.get("hardware") if isinstance(runners, Mapping) else None
     node = hardware.get(runner) if isinstance(hardware, Mapping) else None
     if not isinstance(node, Mapping):
-        raise ChangelogError(f"{where}: runner {runner!r} has no hardware in configs/runners.yaml")
+        raise ChangelogError(f"{where}: runner {runner!r} has no hardware in the runners file")
     available = _int(node.get("available-cpu-dram-mib"), f"{where}: available-cpu-dram-mib")
     per_node = _int(node.get("gpus-per-node"), f"{where}: gpus-per-node")
     try:

@@ -26,6 +26,7 @@ from relpipe.changelog.entry.model import ENTRY_START, Entry
 from relpipe.changelog.entry.read import parse_block
 from relpipe.changelog.entry.scalars import bad_char, lazy_re, plain, read_value, unsafe_char
 from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.repository.era import CHANGELOG_NAME
 from relpipe.core.record import Record
 
 # Caps on untrusted input; the real changelog is 755 KB with lines up to 1,089 bytes.
@@ -572,7 +573,7 @@ def _long_line(data: bytes, first_line: int) -> Finding | None:
 
 def scan(
     data: bytes,
-    path: str = "perf-changelog.yaml",
+    path: str = CHANGELOG_NAME,
     *,
     first_line: int = 1,
     offset: int = 0,
@@ -646,7 +647,7 @@ def proven_valid(data: bytes) -> bool:
     return all(plain(m.group(1)) == m.group(1) for m in grammar.SUSPECT_PLAIN.finditer(text))
 
 
-def parse(data: bytes, path: str = "perf-changelog.yaml") -> Changelog:
+def parse(data: bytes, path: str = CHANGELOG_NAME) -> Changelog:
     """Parse a whole changelog; raise ChangelogError (exit code 1) naming the first error."""
     changelog = scan(data, path)
     errors = changelog.errors
@@ -658,7 +659,7 @@ def parse(data: bytes, path: str = "perf-changelog.yaml") -> Changelog:
     return changelog
 
 
-def parse_appended(base: bytes, head: bytes, path: str = "perf-changelog.yaml") -> Changelog:
+def parse_appended(base: bytes, head: bytes, path: str = CHANGELOG_NAME) -> Changelog:
     """Parse only what `head` appends to `base` (a byte prefix of it), with head's lines and spans.
 
     The last base entry is re-read too, so that a base which does not end in a complete entry

@@ -26,7 +26,7 @@ from relpipe.changelog.errors import ChangelogError
 from relpipe.core import jsonload
 from relpipe.core.commit import Commit
 from relpipe.core.files import read_capped
-from relpipe.core.status import STATUSES
+from relpipe.core.status import STATUSES, Status
 
 SCHEMA = 1
 MAX_FACTS = 4 * 1024 * 1024
@@ -144,9 +144,12 @@ class Precision:
 
 
 @dataclass(frozen=True)
-class Check:
-    id: str  # C1..C10
-    status: str
+class CheckStatus:
+    """A verdict check as the release notes show it: its id and status (`core.check.Check` is
+    the whole record; release.json keeps only these two)."""
+
+    id: str  # C1..C12
+    status: Status
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,7 +162,7 @@ class EvalScore:
 
 @dataclass(frozen=True)
 class Validation:
-    checks: tuple[Check, ...] = ()
+    checks: tuple[CheckStatus, ...] = ()
     evals: tuple[EvalScore, ...] = ()
 
 
@@ -334,16 +337,12 @@ def load(path: str | Path) -> ReleaseFacts:
     p = Path(path)
     raw = read_capped(p, MAX_FACTS, "facts file", error=ChangelogError)
     try:
-        data = jsonload.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        data = jsonload.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ChangelogError(
             f"facts file {p} is not valid UTF-8 JSON ({exc}); regenerate it"
         ) from None
     return ReleaseFacts.from_json(data)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed")
 
 
 def _drop_none(obj: dict[str, Any]) -> dict[str, Any]:
@@ -426,12 +425,12 @@ def _validation(data: object) -> Validation:
     checks = []
     for i, item in enumerate(o.items("checks")):
         c = _Obj(item, f"release.validation.checks[{i}]", ("id", "status"))
-        check = Check(c.text("id", re.compile(r"C[0-9]{1,2}")), c.text("status"))
-        if check.status not in STATUSES:
+        cid, status = c.text("id", re.compile(r"C[0-9]{1,2}")), c.text("status")
+        if status not in STATUSES:
             raise ChangelogError(
                 f"release.validation.checks[{i}].status must be one of {', '.join(STATUSES)}"
             )
-        checks.append(check)
+        checks.append(CheckStatus(cid, Status(status)))
     evals = []
     for i, item in enumerate(o.items("evals")):
         e = _Obj(item, f"release.validation.evals[{i}]", ("suite", "score", "threshold", "samples"))

@@ -29,6 +29,7 @@ from relpipe.changelog.results.records import (
     finite,
     image_from_ref,
 )
+from relpipe.core.status import Status
 
 SOURCE = "inferencex"
 # compare_results.py METRIC_DEFS: (key, higher is better)
@@ -171,7 +172,7 @@ def _perf(
     metric: str,
     value: object,
     higher: bool,
-    status: str,
+    status: Status,
     why: str,
     failed: bool,
     source: str,

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.results import dashboards, inferencex, qualification
 from relpipe.changelog.results.records import (
     AMBIGUOUS,
@@ -33,6 +34,7 @@ from relpipe.changelog.results.records import (
     Sample,
 )
 from relpipe.core import jsonload
+from relpipe.core.files import read_capped
 
 MAX_FILE = 64 * 1024 * 1024
 SUFFIXES = (".json", ".js")
@@ -44,6 +46,7 @@ class Ingested:
     rejected: list[Rejected] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # one line per file read with a remark
     files: int = 0
+    contents: dict[str, str] = field(default_factory=dict)  # file name -> the first content read
 
 
 def files_of(paths: Iterable[str | Path]) -> Iterator[Path]:
@@ -65,14 +68,12 @@ def ingest(paths: Iterable[str | Path]) -> Ingested:
         out.files += 1
         try:
             _file(path, out)
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        except (ChangelogError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
             out.rejected.append(Rejected(source=str(path), reason=_why(exc)))
     return out
 
 
 def _why(exc: BaseException) -> str:
-    if isinstance(exc, OSError):
-        return f"cannot read: {exc.strerror or exc}"
     if isinstance(exc, UnicodeDecodeError):
         return f"not UTF-8 (byte {exc.start})"
     if isinstance(exc, KeyError):
@@ -81,10 +82,8 @@ def _why(exc: BaseException) -> str:
 
 
 def _file(path: Path, out: Ingested) -> None:
-    with path.open("rb") as fh:
-        raw = fh.read(MAX_FILE + 1)
-    if len(raw) > MAX_FILE:
-        raise ValueError(f"larger than {MAX_FILE} bytes; not read")
+    # Regular files only, bounded: a FIFO or a device among the files blocked ingest forever.
+    raw = read_capped(path, MAX_FILE, "result file", error=ChangelogError)
     if b"\x00" in raw:
         raise ValueError("contains a NUL byte; not a text file")
     text = raw.decode("utf-8")
@@ -96,17 +95,19 @@ def _file(path: Path, out: Ingested) -> None:
         out.samples += dashboards.samples(data, source=source, problems=problems)
         out.notes += [f"{path}: {line}" for line in problems]
         return
-    data = jsonload.loads(text, parse_constant=_reject_constant)
+    data = jsonload.loads(text)
     rows = data if isinstance(data, list) else [data]
     if not rows or not all(isinstance(r, dict) for r in rows):
         raise ValueError("not a result this tool knows (expected an object or a list of objects)")
     content = "sha256:" + hashlib.sha256(raw).hexdigest()[:16]
+    seen = out.contents.setdefault(path.name, content)
+    if seen != content:
+        out.notes.append(
+            f"{path}: same name as another file read, different content ({content} vs {seen}): "
+            "a different run, stored as such"
+        )
     for index, row in enumerate(rows):
         _row(path, row, content if index == 0 else f"{content}#{index}", out)
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def _row(path: Path, row: dict[str, Any], run: str, out: Ingested) -> None:

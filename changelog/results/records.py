@@ -2,25 +2,28 @@
 
 A sample is what a benchmark or eval reported for one series (config key or dashboard series), one
 benchmark point (ISL/OSL and concurrency, or an eval task) and one metric, on one image. Bad input
-is kept as what it is: `status` is `ok` (a measurement), `failed` (the run failed: zeros, no
-completed requests) or `ambiguous` (a value that cannot be attributed or read safely: duplicate
-names in one run, an image without tag or digest, a unit that may be percent or fraction); `note`
-says why in one line. Only `ok` samples are ever compared as measurements.
+is kept as what it is: `status` is a `core.status.Status`, PASS (`ok`: a measurement), FAIL
+(`failed`: the run failed: zeros, no completed requests) or N/A (`ambiguous`: a value that cannot
+be attributed or read safely: duplicate names in one run, an image without tag or digest, a unit
+that may be percent or fraction); `note` says why in one line. Only PASS samples are ever compared
+as measurements. The words in brackets are how the store and `relpipe history` spell them
+(`WORDS`), as they always have.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from relpipe.core import numbers
 from relpipe.core.reference import is_digest, split
+from relpipe.core.status import FAIL, NA, PASS, Status
 
-OK = "ok"
-FAILED = "failed"
-AMBIGUOUS = "ambiguous"
+OK, FAILED, AMBIGUOUS = PASS, FAIL, NA
 STATUSES = (OK, FAILED, AMBIGUOUS)
+WORDS: Mapping[Status, str] = {OK: "ok", FAILED: "failed", AMBIGUOUS: "ambiguous"}
 
 # kinds of metric, each judged its own way (regressions.py)
 PERF = "perf"  # throughput, latency: a noise band learned from repeated runs
@@ -56,7 +59,7 @@ class Sample:
     image: Image
     run: str  # the run or file it came from (several samples of one point share a run only once)
     seq: int  # order in the history: the run's time in milliseconds since the epoch
-    status: str
+    status: Status
     value: float | None
     se: float | None = None
     threshold: float | None = None
@@ -83,7 +86,7 @@ class Measurement(NamedTuple):
     engine_commit: str | None  # with `image`, the run's identity: what was measured
     run: str
     seq: int
-    status: str
+    status: str  # a Status value (the member itself, or its value as the store selects it)
     value: float | None
     se: float | None
     threshold: float | None
@@ -141,12 +144,6 @@ def image_from_ref(ref: str) -> tuple[Image | None, str]:
 
 
 def finite(raw: object) -> float | None:
-    """A number from outside as a finite float, or None: not a number, a bool, NaN, infinite or
-    outside any float's range (JSON's `1e400` parses to inf, `10**400` to an int no float holds)."""
-    if isinstance(raw, bool) or not isinstance(raw, int | float):
-        return None
-    try:
-        value = float(raw)
-    except OverflowError:
-        return None
-    return value if math.isfinite(value) else None
+    """A number from outside as a float, or None when it is not one or is outside the
+    bounded-number policy (core.numbers: finite, at most 2**53; a bool is no number)."""
+    return float(raw) if numbers.is_bounded(raw) else None  # type: ignore[arg-type]

@@ -41,11 +41,13 @@ returned, never what is learned, so the verdict on a point does not depend on th
 
 from __future__ import annotations
 
+import gc
 import math
 import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
 
@@ -150,28 +152,50 @@ class MissingRun:
     of: int
 
 
-@dataclass(kw_only=True, slots=True)
 class _Image:
-    """One run identity (image, engine commit) at one point: its runs' values in time order."""
+    """One run identity (image, engine commit) at one point: its runs' values in time order.
+    A plain class with slots: one is made per identity and point, 100,000 in a large store."""
 
-    ref: str
-    commit: str | None
-    first_seq: int
-    run: str
-    values: list[float] = field(default_factory=list)
-    seqs: list[int] = field(default_factory=list)
-    ses: list[float] = field(default_factory=list)
-    thresholds: list[float] = field(default_factory=list)
-    failed: int = 0
-    notes: list[str] = field(default_factory=list)
+    __slots__ = (
+        "ref",
+        "commit",
+        "first_seq",
+        "run",
+        "values",
+        "seqs",
+        "ses",
+        "thresholds",
+        "failed",
+        "notes",
+    )  # fmt: skip - one tuple of names
+
+    def __init__(self, ref: str, commit: str | None, first_seq: int, run: str) -> None:
+        self.ref, self.commit, self.first_seq, self.run = ref, commit, first_seq, run
+        self.values: list[float] = []
+        self.seqs: list[int] = []
+        # rarely filled: made on first use (`_more`), one shared empty tuple until then
+        self.ses: list[float] | tuple[()] = ()
+        self.thresholds: list[float] | tuple[()] = ()
+        self.failed = 0
+        self.notes: list[str] | tuple[()] = ()
 
 
 Group = tuple[str, str, str]
 Identity = tuple[str, str | None]  # (image, engine commit)
 
 
+class Runs:
+    """The rows grouped by (series, point, metric) and run identity, with their noise bands:
+    made once, read by `compare`, `charts` and `missing_runs` (a dashboard needs all three)."""
+
+    def __init__(self, samples: Iterable[Sample | Measurement]) -> None:
+        self.groups, self.kinds, self.series_points = _group(samples)
+        with _collector_paused():
+            self.bands = _Bands(self.groups, self.kinds)
+
+
 def compare(
-    samples: Iterable[Sample | Measurement],
+    samples: Iterable[Sample | Measurement] | Runs,
     *,
     every: bool = False,
     all_points: bool = False,
@@ -182,16 +206,21 @@ def compare(
 
     Only regression/improvement/failed/below-threshold/missing/unstable unless `all_points` (then
     also the points within noise and those without a previous run), as the notes' table needs."""
-    groups, kinds, series_points = _group(samples)
-    bands = _Bands(groups, kinds)
+    runs = samples if isinstance(samples, Runs) else Runs(samples)
+    groups, kinds, series_points = runs.groups, runs.kinds, runs.series_points
+    bands = runs.bands
     wanted = set(series)
     out: list[PointChange] = []
     for key in sorted(groups):
         if kinds[key][0] == OTHER or (wanted and key[0] not in wanted):
             continue
         images = _ordered(groups[key])
-        levels = [statistics.median(i.values) if i.values else None for i in images]
         start = 1 if every else max(1, len(images) - 1)
+        # the levels of the runs judged and the LEVEL_IMAGES before them (not of every run)
+        lowest = max(0, start - LEVEL_IMAGES)
+        levels = [None] * lowest + [
+            statistics.median(i.values) if i.values else None for i in images[lowest:]
+        ]
         if len(images) < 2 and all_points and images:
             out += _judge(key, kinds[key], None, images[-1], bands, [])
         for at in range(start, len(images)):
@@ -242,7 +271,7 @@ def _ordered(identities: dict[Identity, _Image]) -> list[_Image]:
 
 
 def missing_runs(
-    findings: Iterable[PointChange], rows: Iterable[Sample | Measurement]
+    findings: Iterable[PointChange], rows: Iterable[Sample | Measurement] | Runs
 ) -> list[MissingRun]:
     """The `missing` findings summarised per run: how many of the points the previous run of the
     series reported this one did not."""
@@ -252,7 +281,8 @@ def missing_runs(
             counted[(f.series, f.new_image, f.new_commit, f.new_run)] += 1
     if not counted:
         return []
-    groups, kinds, series_points = _group(rows)
+    runs = rows if isinstance(rows, Runs) else Runs(rows)
+    groups, kinds, series_points = runs.groups, runs.kinds, runs.series_points
     out = []
     for (series, image, commit, run), n in sorted(counted.items(), key=lambda kv: kv[0][3]):
         before = _previous(groups, series_points[series], (image, commit))
@@ -267,7 +297,7 @@ def missing_runs(
 def _previous(
     groups: dict[Group, dict[Identity, _Image]], by_id: dict[Identity, set[Group]], ident: Identity
 ) -> Identity | None:
-    order = sorted(by_id, key=lambda i: min(groups[k][i].first_seq for k in by_id[i]))
+    order = list(by_id)  # made in (seq, run) order: each identity where its first run is
     at = order.index(ident) if ident in order else 0
     return order[at - 1] if at > 0 else None
 
@@ -278,7 +308,7 @@ def for_image(
     """Every point of `series` for the image named by any of `images` (its digest ref, its tag
     ref) against the image before it; None when the history holds nothing of that image."""
     upto = _up_to(rows, series=series, images=images)
-    return None if upto is None else compare(upto, all_points=True)
+    return None if upto is None else compare(upto, all_points=True, series=[series])
 
 
 def trend(
@@ -289,7 +319,7 @@ def trend(
     groups, kinds, _ = _group(upto)
     out: dict[tuple[str, str], list[tuple[str, float]]] = {}
     for key in sorted(groups):
-        if kinds[key][0] == OTHER:
+        if kinds[key][0] == OTHER or key[0] != series:
             continue
         ordered = _ordered(groups[key])
         out[(key[1], key[2])] = [(i.ref, statistics.median(i.values)) for i in ordered if i.values]
@@ -301,8 +331,9 @@ def _up_to(
 ) -> list[Measurement] | None:
     """The series' measurements as of the named image's first run: images first measured after
     it are left out (the question is what changed when it came); its refs merged into one."""
-    mine = [m if isinstance(m, Measurement) else measurement(m) for m in rows]
-    mine = [m for m in mine if m.series == series]
+    every = [m if isinstance(m, Measurement) else measurement(m) for m in rows]
+    others = [m for m in every if m.series != series]  # what the bands are learned from too
+    mine = [m for m in every if m.series == series]
     ours = [m for m in mine if m.image in images]
     if not ours:
         return None
@@ -310,7 +341,7 @@ def _up_to(
     first = min(m.seq for m in ours)
     later = {m.image for m in mine if m.image != ref and m.seq > first}
     earlier = {m.image for m in mine if m.image != ref and m.seq <= first}
-    return [
+    return others + [
         m._replace(image=ref, engine_commit=commit) if m.image in images else m
         for m in mine
         if m.image in images or m.image in earlier or m.image not in later
@@ -329,9 +360,34 @@ def _group(
     rows = [m if isinstance(m, Measurement) else measurement(m) for m in samples]
     # Python's order, not the database's: PostgreSQL may collate `run` differently from SQLite.
     rows.sort(key=itemgetter(9, 8))  # (seq, run)
+    with _collector_paused():
+        _fill(rows, groups, kinds, series_points)
+    return groups, kinds, series_points
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """One object per run identity and point, 100,000 in a large store: the cyclic collector
+    would walk them again and again while they are made (a third of the time, measured), though
+    nothing made here can form a cycle. It runs again when they are done."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _fill(
+    rows: Sequence[Measurement],
+    groups: dict[Group, dict[Identity, _Image]],
+    kinds: Kinds,
+    series_points: dict[str, dict[Identity, set[Group]]],
+) -> None:
     # Fields unpacked, not read by name: 100,000 rows are read per comparison.
     for row in rows:
-        series, point, metric, kind, better, unit, ref, commit, run, seq, status, value = row[:12]
+        series, point, metric, kind, better, unit, ref, commit, run, seq, status = row[:11]
         if status != OK and status != FAILED:
             continue  # ambiguous samples are never measurements
         key = (series, point, metric)
@@ -341,20 +397,26 @@ def _group(
         if image is None:
             if key not in kinds:
                 kinds[key] = (kind, better, unit)
-            image = images[ident] = _Image(ref=ref, commit=commit, first_seq=seq, run=run)
+            image = images[ident] = _Image(ref, commit, seq, run)
             series_points[series][ident].add(key)
-        se, limit, note = row[12:]
+        value, se, limit, note = row.value, row.se, row.threshold, row.note
         if status == FAILED or value is None:
             image.failed += 1
-            image.notes.append(note)
+            image.notes = [*image.notes, note]  # few: failures
             continue
         image.values.append(value)
         image.seqs.append(seq)
         if se is not None:
-            image.ses.append(se)
+            image.ses = _more(image.ses, se)
         if limit is not None:
-            image.thresholds.append(limit)
-    return groups, kinds, series_points
+            image.thresholds = _more(image.thresholds, limit)
+
+
+def _more(values: list[float] | tuple[()], value: float) -> list[float]:
+    if isinstance(values, list):
+        values.append(value)
+        return values
+    return [value]
 
 
 def same_image_diffs(values: Sequence[float]) -> list[float]:
@@ -423,7 +485,7 @@ def _image_runs(
     """Per image, the same-image differences of its runs in time order (identities merged)."""
     by_image: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for img in identities.values():
-        if not settles_nothing(unsettled_, series, img.ref):
+        if not unsettled_ or not settles_nothing(unsettled_, series, img.ref):
             by_image[img.ref] += zip(img.seqs, img.values, strict=True)
     for runs in by_image.values():
         if len(runs) > 1:
@@ -651,9 +713,9 @@ def _missing(
     for series, by_image in sorted(series_points.items()):
         if wanted and series not in wanted:
             continue
-        order = sorted(
-            by_image, key=lambda ident: min(groups[k][ident].first_seq for k in by_image[ident])
-        )
+        # `_fill` reads the rows in (seq, run) order: the identities are in the order of their
+        # first runs already
+        order = list(by_image)
         pairs = list(zip(order, order[1:], strict=False))
         for old, new in pairs if every else pairs[-1:]:
             if not by_image[old] & by_image[new]:
@@ -699,10 +761,12 @@ class Chart:
     bands: dict[str, float | None]  # relative; None for accuracy (judged by standard errors)
 
 
-def charts(samples: Iterable[Sample | Measurement], *, series: Iterable[str] = ()) -> list[Chart]:
+def charts(
+    samples: Iterable[Sample | Measurement] | Runs, *, series: Iterable[str] = ()
+) -> list[Chart]:
     """A chart per (series, metric) of what is stored, bands learned from every row."""
-    groups, kinds, _ = _group(samples)
-    bands = _Bands(groups, kinds)
+    runs = samples if isinstance(samples, Runs) else Runs(samples)
+    groups, kinds, bands = runs.groups, runs.kinds, runs.bands
     wanted = set(series)
     by_chart: dict[tuple[str, str], list[Group]] = defaultdict(list)
     for key in groups:

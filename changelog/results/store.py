@@ -22,8 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.results.records import FAILED, OK, Image, Measurement, Sample
+from relpipe.changelog.results.records import (
+    AMBIGUOUS,
+    FAILED,
+    OK,
+    WORDS,
+    Image,
+    Measurement,
+    Sample,
+)
 from relpipe.core.errors import require
+from relpipe.core.redact import redact
 
 HISTORY_ENV = "RELPIPE_HISTORY"
 DEFAULT_PATH = Path(".relpipe") / "history.sqlite"
@@ -189,10 +198,11 @@ class Store:
 
     def measurements(self, *, series: Sequence[str] = ()) -> list[Measurement]:
         """The ok and failed samples as plain rows, in no order (what `regressions` reads)."""
-        where = f"status IN ('{OK}', '{FAILED}')"
+        where = f"status IN ('{WORDS[OK]}', '{WORDS[FAILED]}')"
         if series:
             where += f" AND series IN ({', '.join('?' * len(series))})"
-        columns = ", ".join(Measurement._fields)
+        # the stored word selected as its Status value: no Python pass over 100,000 rows
+        columns = ", ".join(_STATUS_VALUE if f == "status" else f for f in Measurement._fields)
         cur = self.conn.cursor()
         try:
             # unordered: `regressions` orders by (seq, run) in Python, the same on both databases
@@ -201,6 +211,14 @@ class Store:
             return list(map(Measurement._make, cur.fetchall()))
         finally:
             cur.close()
+
+
+_STATUS_VALUE = (
+    "CASE status "
+    + " ".join(f"WHEN '{WORDS[s]}' THEN '{s.value}'" for s in (OK, FAILED))
+    + " END AS status"
+)
+_STATUS_OF = {word: status for status, word in WORDS.items()}
 
 
 def _count(cur: Any) -> int:
@@ -225,7 +243,7 @@ def _row(s: Sample) -> tuple[object, ...]:
         img.engine_commit,
         s.run,
         s.seq,
-        s.status,
+        WORDS[s.status],
         s.value,
         s.se,
         s.threshold,
@@ -253,7 +271,7 @@ def _sample(row: Sequence[Any]) -> Sample:
         image=image,
         run=f["run"],
         seq=int(f["seq"]),
-        status=f["status"],
+        status=_STATUS_OF.get(f["status"], AMBIGUOUS),  # a word it does not know: never compared
         value=f["value"],
         se=f["se"],
         threshold=f["threshold"],
@@ -267,8 +285,8 @@ def open_store(url: str, *, create: bool = True) -> Store:
     that does not exist is created only with `create` (ingest's job); otherwise exit 2."""
     if not create and not is_postgres(url) and not Path(url.removeprefix("sqlite:///")).is_file():
         raise ChangelogError(
-            f"no results store at {url}; create it with `relpipe history ingest --history "
-            f"{url} FILE...`, or name another with --history or ${HISTORY_ENV}",
+            f"no results store at {redact(url)}; create it with `relpipe history ingest --history "
+            f"{redact(url)} FILE...`, or name another with --history or ${HISTORY_ENV}",
             exit_code=2,
         )
     if is_postgres(url):
@@ -277,10 +295,11 @@ def open_store(url: str, *, create: bool = True) -> Store:
             conn = psycopg.connect(url, connect_timeout=10, autocommit=True)
         except psycopg.Error as exc:
             raise ChangelogError(
-                f"cannot connect to the history database: {str(exc).splitlines()[0]}; "
+                # the driver's message may echo the URL whole (a malformed one: issue 34.2)
+                f"cannot connect to the history database: {redact(str(exc).splitlines()[0])}; "
                 "check the --history URL or $RELPIPE_HISTORY"
             ) from None
-        store = Store(conn, postgres=True, where=_redact(url))
+        store = Store(conn, postgres=True, where=redact(url))
     else:
         path = Path(url.removeprefix("sqlite:///"))
         try:
@@ -290,17 +309,8 @@ def open_store(url: str, *, create: bool = True) -> Store:
             conn.execute("PRAGMA synchronous=NORMAL")
         except (OSError, sqlite3.Error) as exc:
             raise ChangelogError(
-                f"cannot open the history store {path}: {exc}; check the path"
+                f"cannot open the history store {redact(str(path))}: {exc}; check the path"
             ) from None
-        store = Store(conn, postgres=False, where=str(path))
+        store = Store(conn, postgres=False, where=redact(str(path)))
     store.migrate()
     return store
-
-
-def _redact(url: str) -> str:
-    """The URL without its password (errors and reports name the store, never the secret)."""
-    scheme, sep, rest = url.partition("://")
-    creds, at, host = rest.rpartition("@")
-    if not at:
-        return url
-    return f"{scheme}{sep}{creds.split(':')[0]}@{host}"

@@ -8,14 +8,21 @@ with the key and is bad when its verdict FAILs (or WARNs, with --strict). Cached
 and verdicts are journaled under STATE/bisect/, so an interrupted bisect resumes where it stopped.
 `--dry-run` prints the plan (the tags, the probes at most) and qualifies nothing. Exit 0 when the
 pair is found, 1 when an endpoint is refused, 2 on bad input.
+
+With `--engine-repo PATH`, GOOD and BAD are engine commits inside one image (ATOM's CI runs engine
+commits on a nightly): the runs of the key's series in the results store narrow GOOD..BAD to the
+last good and first bad measured commit, whose commits between are ranked for the key's model,
+with the commit to run next (`pipeline/runbisect.py`). Nothing is qualified.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from relpipe.core import jsonload, sanitize
+from relpipe.core import jsoncodec, jsonload, sanitize
 from relpipe.core.reference import parse, split
 from relpipe.pipeline.bisect import Journal, between, commits_of, endpoints, plan, search
 from relpipe.pipeline.errors import PipelineError
@@ -29,6 +36,29 @@ def _split(ref: str, repository: str | None) -> tuple[str, str]:
             raise PipelineError(f"{ref}: give REPOSITORY:TAG, or a bare tag with --repository")
         return repository, ref
     return repo, tag
+
+
+def _inside_one_image(args: argparse.Namespace) -> int:
+    from relpipe.changelog.results import store
+    from relpipe.pipeline.runbisect import narrow
+
+    series = args.series or args.config_key
+    with store.open_store(store.locate(args.history, Path(args.repo or ".")), create=False) as db:
+        found = narrow(Path(args.engine_repo), db, series, args.good, args.bad)
+    doc = jsoncodec.to_json(found)
+    if args.json:
+        print(sanitize.json_text(doc, indent=2, sort_keys=True))
+        return 0
+    print(sanitize.terminal(f"{series}: {found.measured} measured run(s) between GOOD and BAD"))
+    print(f"last good: {found.good}\nfirst bad: {found.bad} ({found.commits} commit(s))")
+    if found.next_probe:
+        print(f"run next: {found.next_probe}")
+    for c in found.suspects.culprits:  # subjects are upstream text: one clean line each
+        where = ", ".join(c.on_path) or "nothing on its path"
+        print(sanitize.terminal(f"  {c.sha[:12]} [{where}]: {c.subject}", limit=300))
+    if found.suspects.reason:
+        print(sanitize.terminal(f"  {found.suspects.reason}"))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -53,9 +83,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--dry-run", action="store_true", help="print the plan, qualify nothing, write nothing"
     )
+    inside = p.add_argument_group("engine commits inside one image (from recorded runs)")
+    inside.add_argument(
+        "--engine-repo",
+        metavar="PATH",
+        help="GOOD and BAD are engine commits of this clone; narrow them by the results store",
+    )
+    inside.add_argument(
+        "--series", metavar="NAME", help="the store's series (default: the config key)"
+    )
+    inside.add_argument(
+        "--history", metavar="URL_OR_PATH", help="the results store (default as relpipe history)"
+    )
     add_qualify_args(p, release=True)  # the key is required; each probe's baseline is its pin
     add_registry_args(p)
     args = p.parse_args(argv)
+    if args.engine_repo:
+        return _inside_one_image(args)
     apply_registry_args(args)
     (repo, good), (repo_bad, bad) = (
         _split(args.good, args.repository),

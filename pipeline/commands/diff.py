@@ -20,7 +20,7 @@ from relpipe.pipeline import enginerepo
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
 from relpipe.validate import precision
-from relpipe.validate.precision import gitio
+from relpipe.validate.precision import gitio, keypath
 
 IMAGE_PREFIX = "image:"
 DEFAULT_IMAGE_PATH = enginerepo.ENGINE_PATH
@@ -68,6 +68,13 @@ def _parser() -> argparse.ArgumentParser:
         "--scope",
         choices=engines.names(),
         help="the engine whose image family scoped rules apply to (default: all count)",
+    )
+    rules.add_argument(
+        "--config-key",
+        metavar="KEY",
+        help="also say which relevant changes lie on this key's path (its model, draft model and "
+        "what they import, engine-wide switches; e.g. minimaxm3-fp4-mi355x-atom-agentic-mtp) "
+        "and which lie elsewhere",
     )
     rules.add_argument(
         "--must-contain",
@@ -119,8 +126,11 @@ def _image_repo(ref: str, path_in_image: str, into: Path) -> Path:
     return enginerepo.extract(runtime.Runtime.from_env(), ref, into, path=path_in_image)
 
 
-def run(args: argparse.Namespace, workdir: Path) -> precision.PrecisionReport:
-    """Open the repository named by `--repo` and compute the report (pure of output)."""
+def run(
+    args: argparse.Namespace, workdir: Path
+) -> tuple[precision.PrecisionReport, keypath.Scoped | None]:
+    """Open the repository named by `--repo` and compute the report, scoped to `--config-key`
+    when given (pure of output)."""
     rules = precision.load_rules(args.rules)
     upstream = [precision.parse_upstream("must-contain", r) for r in args.must_contain]
     upstream += [precision.parse_upstream("must-not-contain", r) for r in args.must_not_contain]
@@ -134,9 +144,10 @@ def run(args: argparse.Namespace, workdir: Path) -> precision.PrecisionReport:
     else:
         repo = Path(source)
         display = source
-    return precision.diff(
+    report = precision.diff(
         repo, args.old, args.new, rules, scope=args.scope, upstream=upstream, display=display
     )
+    return report, keypath.scope(repo, report, args.config_key) if args.config_key else None
 
 
 MAX_LISTING = 64 * 1024 * 1024
@@ -188,13 +199,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         apply_registry_args(args)  # used by --repo image:REF
     with tempfile.TemporaryDirectory(prefix="relpipe-diff-") as tmp:
-        report = run(args, Path(tmp))
+        report, scoped = run(args, Path(tmp))
     if args.json:
         # One line: json's C encoder serves only unindented output, and on a release span
         # the indenting pure-Python encoder costs more than classifying the files.
-        print(sanitize.json_text(report.to_json()))
+        doc = report.to_json()
+        if scoped is not None:
+            doc["key_scope"] = scoped.to_json()
+        print(sanitize.json_text(doc))
     else:
         print(precision.render_markdown(report))
+        if scoped is not None:
+            print("\n" + scoped.markdown())
     # A diff is information (the verdict weighs it). Upstream checks follow C6: a must-not-contain
     # change present is a failure; a must-contain change missing is a risk (WARN), 1 with --strict.
     failed = [u for u in report.upstream if not u.ok]

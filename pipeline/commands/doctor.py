@@ -13,7 +13,8 @@ LC_ALL, LC_CTYPE and TZ pass; a temporary HOME) and its own process group, kille
 run anyway (as the repository's own CI does).
 
 Outcomes: agree (exit 0); disagree (exit 1, every disagreement listed); incomplete (exit 1: what
-could not be compared, and why); exit 2 when the repository or its code cannot be read.
+could not be compared, and why); "nothing to compare" (exit 0) where .relpipe.toml declares the
+repository has no validator; exit 2 when the repository or its code cannot be read.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.repository.checkout import open_checkout
+from relpipe.changelog.repository.detect import OVERRIDE
 from relpipe.core import sanitize
 from relpipe.pipeline import doctor
 from relpipe.pipeline.commands.parser import Parser, parser
@@ -55,23 +57,24 @@ def _parser() -> Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
-        repo = benchrepo.open_repo(Path(args.repo))
+        repo = open_checkout(Path(args.repo))
     except ChangelogError as exc:
         raise PipelineError(str(exc)) from None
     if not 0 < args.timeout <= doctor.PROBE_TIMEOUT_S * 4:
         raise PipelineError(f"--timeout {args.timeout:g}: give 1..{doctor.PROBE_TIMEOUT_S * 4:g}")
-    if repo.layout.validator:
+    if repo.era.validator:
         found = doctor.diagnose(repo, doctor.isolated_python(args.python), args.timeout)
     else:  # .relpipe.toml says the repository has no rules of its own to compare
         found = doctor.Diagnosis(
             disagreements=(),
             compared=("nothing",),
-            skipped=(f"everything: the repository declares no validator ({benchrepo.OVERRIDE})",),
+            skipped=(f"everything: the repository declares no validator ({OVERRIDE})",),
+            declared_none=True,
         )
     if args.json:
         document = {
             "repository": str(repo.root),
-            "layout": repo.layout.name,
+            "layout": repo.era.name,
             "outcome": found.outcome,
             "agree": found.outcome == doctor.AGREE,
             "compared": list(found.compared),
@@ -80,16 +83,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         print(sanitize.json_text(document, indent=2))
     else:
-        print(f"{repo.root} (layout {repo.layout.name}): compared {', '.join(found.compared)}")
+        print(f"{repo.root} (layout {repo.era.name}): compared {', '.join(found.compared)}")
         for line in found.skipped:
             print(f"not compared: {line}")
         for d in found.disagreements:
             print(d.line())
         print(_closing(found))
-    return 0 if found.outcome == doctor.AGREE else 1
+    return 0 if found.outcome in (doctor.AGREE, doctor.NOTHING) else 1
 
 
 def _closing(found: doctor.Diagnosis) -> str:
+    if found.outcome == doctor.NOTHING:
+        return f"relpipe and the repository: nothing to compare ({found.skipped[0]})"
     if found.outcome == doctor.INCOMPLETE:
         parts = ", ".join(line.split(":", 1)[0] for line in found.skipped)
         return (

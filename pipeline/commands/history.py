@@ -27,14 +27,15 @@ from typing import Any
 
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.results import ingest, regressions, store
-from relpipe.changelog.results.records import Measurement
+from relpipe.changelog.results.records import WORDS
 from relpipe.core import jsoncodec, sanitize
 from relpipe.core.files import write_atomic
 from relpipe.pipeline import dashboard
 from relpipe.pipeline.commands.parser import Parser, parser
 from relpipe.validate.precision import culprits
 
-DEFAULT_REPORT = "history-report.html"
+# beside the default store (REPO/.relpipe/): a run's report.html links to it from runs/<id>/
+DEFAULT_REPORT = store.DEFAULT_PATH.parent / "history-report.html"
 KIND_ORDER = (
     regressions.REGRESSION,
     regressions.FAILED_KIND,
@@ -80,9 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub.add_parser("series", parents=[common], help="list the stored series")
     h = sub.add_parser("report", parents=[common, judged], help="write the HTML dashboard")
-    h.add_argument(
-        "--out", metavar="FILE", default=DEFAULT_REPORT, help="HTML file (default: %(default)s)"
-    )
+    h.add_argument("--out", metavar="FILE", help=f"HTML file (default: REPO/{DEFAULT_REPORT})")
     h.add_argument(
         "--title",
         metavar="TEXT",
@@ -126,7 +125,8 @@ def _ingest(db: store.Store, paths: Sequence[str], *, as_json: bool) -> int:
     added = db.add(got.samples)
     by_status: dict[str, int] = {}
     for s in got.samples:
-        by_status[s.status] = by_status.get(s.status, 0) + 1
+        word = WORDS[s.status]  # the words ingest has always reported
+        by_status[word] = by_status.get(word, 0) + 1
     if as_json:
         doc = {
             "store": db.where,
@@ -179,9 +179,9 @@ def _when(ms: int) -> str:
 
 def judge(
     db: store.Store, *, series: Sequence[str], every: bool, all_points: bool
-) -> tuple[list[Measurement], list[regressions.PointChange], list[regressions.MissingRun]]:
+) -> tuple[regressions.Runs, list[regressions.PointChange], list[regressions.MissingRun]]:
     """Findings of `series` (all when empty), learned from every row of the store."""
-    rows = db.measurements()
+    rows = regressions.Runs(db.measurements())
     findings = regressions.compare(rows, every=every, all_points=all_points, series=series)
     return rows, findings, regressions.missing_runs(findings, rows)
 
@@ -193,13 +193,14 @@ def suspects_of(
     out: dict[tuple[str, str, str], culprits.Suspects] = {}
     if repo is None:
         return out
+    finder = culprits.Finder(repo)
     for f in findings:
         if f.kind not in regressions.BAD_KINDS:
             continue
         good, bad = f.good_bad
         key = (f.series, (good or ("", None))[1] or "", bad[1] or "")
         if key not in out:
-            out[key] = culprits.find(repo, key[1] or None, key[2] or None, series=f.series)
+            out[key] = finder.find(key[1] or None, key[2] or None, series=f.series)
     return out
 
 
@@ -370,7 +371,8 @@ def _report(db: store.Store, args: argparse.Namespace) -> int:
         missing=missing,
         suspects={id(f): s for f in findings if (s := _suspects_for(f, found)) is not None},
     )
-    out = Path(args.out)
+    out = Path(args.out) if args.out else Path(args.repo) / DEFAULT_REPORT
+    out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, page.encode("utf-8"))
     print(f"wrote {out} ({len(page.encode('utf-8')):,} bytes)")
     return 0

@@ -3,8 +3,8 @@
 Over a change (`--base-ref A --head-ref B`; default: the merge-base with the upstream branch and
 the working tree) or over config keys (`--config-key K ...`, `--all-keys`) of any
 InferenceX-layout repository (`--repo PATH`, default the current directory). Prints Markdown to
-paste as a PR comment, or one JSON document with `--json`. Exit 0 PASS/WARN/N/A, 1 FAIL (or WARN
-with --strict), 2 usage or input error, 3 unexpected error.
+paste as a PR comment, one JSON document with `--json`, or one HTML page with `--html`. Exit 0
+PASS/WARN/N/A, 1 FAIL (or WARN with --strict), 2 usage or input error, 3 unexpected error.
 """
 
 from __future__ import annotations
@@ -75,8 +75,10 @@ def _parser() -> argparse.ArgumentParser:
         help="hardware with the upstream-image exception "
         "(default: mi455x vr200 rubin, the checklist's examples)",
     )
-    out = p.add_argument_group("output")
-    out.add_argument("--json", action="store_true", help="one JSON document")
+    out = p.add_argument_group("output (default: Markdown for a PR comment)")
+    fmt = out.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="one JSON document")
+    fmt.add_argument("--html", action="store_true", help="one HTML page (every evidence row)")
     out.add_argument("--strict", action="store_true", help="WARN exits 1")
     return p
 
@@ -148,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         scope = f"scope: change {args.base_ref or 'merge-base'}..{args.head_ref or 'working tree'}"
     if args.json:
         print(sanitize.json_text(checkrender.document(results, scope=scope), indent=2))
+    elif args.html:
+        sys.stdout.write(checkrender.render_page(results, title="relpipe review", intro=scope))
     else:
         sys.stdout.write(render_markdown(results, scope))
     status = checkrender.status_of(results)

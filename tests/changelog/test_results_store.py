@@ -49,11 +49,11 @@ def test_samples_round_trip_and_re_adding_adds_nothing(history_url: str) -> None
 WRITER = """
 import sys
 from relpipe.changelog.results import store
-from relpipe.changelog.results.records import Image, Sample
+from relpipe.changelog.results.records import OK, Image, Sample
 url, who = sys.argv[1], int(sys.argv[2])
 def s(run):
     return Sample(series="w", point="p", metric="m", kind="perf", better="higher", unit="",
-                  image=Image(ref="r:t"), run=run, seq=1, status="ok", value=1.0, source="w")
+                  image=Image(ref="r:t"), run=run, seq=1, status=OK, value=1.0, source="w")
 with store.open_store(url) as db:
     for batch in range(10):
         db.add([s(f"{who}-{batch}-{i}") for i in range(20)] + [s(f"shared-{batch}")])
@@ -81,8 +81,10 @@ def test_store_gives_the_same_findings_as_the_samples_themselves(history_url: st
     with store.open_store(history_url) as db:
         db.add(a + b)
         stored = db.samples()
+        rows = db.measurements()  # the fast path: statuses selected as core Status values
     found = regressions.compare(stored)
-    assert found == regressions.compare(a + b)
+    assert found == regressions.compare(a + b) == regressions.compare(rows)
+    assert {s.status for s in stored} == {OK} and {r.status for r in rows} == {OK}
     assert [(f.kind, f.old_image, f.new_image, f.old_value, f.new_value) for f in found] == [
         ("regression", "r:nightly_a", "r:nightly_b", 100.0, 80.0)
     ]

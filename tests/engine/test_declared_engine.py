@@ -117,6 +117,23 @@ def test_launch_flags_and_acceptance(toy: None) -> None:
     assert [(s.engine, s.kind) for s in toy_spelling] == [("Toy", "al")]
 
 
+def test_golden_acceptance_scanners_read_its_spelling(toy: None) -> None:
+    """The golden-AL scanners compile the spellings when validate starts (a process started
+    with RELPIPE_ENGINE_DECLARATIONS set): the toy's TOY_FORCE_AL is read as Toy's AL."""
+    code = (
+        "from relpipe.validate.golden_files import SPELLINGS\n"
+        "hits = [(e, p.search('export TOY_FORCE_AL=2.5').group(1)) for e, p, _ in SPELLINGS\n"
+        "        if p.search('export TOY_FORCE_AL=2.5')]\n"
+        "print(hits)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(source_root())}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[('Toy', '2.5')]"
+
+
 def _materialise(root: Path, entries: list) -> None:  # type: ignore[type-arg]
     for entry in entries:
         path = root / entry.path

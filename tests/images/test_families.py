@@ -138,6 +138,28 @@ CASES: list[tuple[str, str, str, Callable[[], list[str]]]] = [
         ),
     ),
     (
+        "sgl-dev:rocm=720,gpu=mi35x",
+        "rocm/sgl-dev",
+        "v0.5.17-rocm720-mi35x-20260813",
+        lambda: [
+            r["tag"]
+            for r in sorted(
+                (
+                    r
+                    for r in _rows("rocm/sgl-dev", SGLANG_DATED)
+                    if re.fullmatch(r"v[^-]+-rocm720-mi35x-\d{8}", r["tag"])  # no variant suffix
+                ),
+                key=lambda r: (r["date_in_tag"], _sglang_version(r["tag"]), r["tag"]),
+            )
+        ],
+    ),
+    (
+        "atom-release-gpu:gpu=MI350x",
+        "rocm/atom",
+        "rocm7.1.1-ubuntu24.04-pytorch2.9-atom0.1.1-MI350x",
+        lambda: [t for t in _all_tags("rocm/atom") if t.endswith("-MI350x")],
+    ),
+    (
         "vllm-release",
         "vllm/vllm-openai-rocm",
         "v0.31.0",

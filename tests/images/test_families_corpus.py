@@ -160,6 +160,20 @@ def test_mori_builds_are_ordered_by_the_images_created_not_the_yearless_day() ->
     assert [t.tag for t in vllm] == ["vllm-0.23.1-rocm723-mi35x-mori-0625"]
 
 
+def test_a_tag_names_the_line_a_user_selects_it_by() -> None:
+    tags = _tags("rocm/sgl-dev")
+    mori = classify("rocm/sgl-dev", "sglang-0.5.9-rocm720-mi35x-mori-0227-2")
+    assert mori.selector == "sgl-dev-mori:rocm=720,gpu=mi35x"
+    dated = classify("rocm/sgl-dev", "v0.5.8.post1-rocm720-mi35x-20260219")
+    assert dated.selector == "sgl-dev:rocm=720,gpu=mi35x"
+    found = newest(tags, dated.selector)
+    assert found is not None and found.tag == "v0.5.17-rocm720-mi35x-20260813"
+    gpu = classify("rocm/atom", "rocm7.1.1-ubuntu24.04-pytorch2.9-atom0.1.1-MI350x")
+    assert gpu.selector == "atom-release-gpu:gpu=MI350x"
+    assert classify("rocm/atom-dev", "nightly_202607011530").selector == "atom"
+    assert classify("rocm/atom-dev", "latest").selector is None
+
+
 def test_atom_gpu_releases_and_dated_builds_by_their_group() -> None:
     tags = _tags("rocm/atom")
     with pytest.raises(PatternError, match=r"choose one of: .*atom-release-gpu:gpu=MI350x"):

@@ -70,7 +70,7 @@ def _relpipe(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _bench_repo(tmp_path: Path) -> Path:
-    """A benchmark repository in InferenceX's layout (changelog.repo), with no keys."""
+    """A benchmark repository in InferenceX's layout (changelog.repository), with no keys."""
     work = tmp_path / "bench-repo"
     (work / "configs").mkdir(parents=True)
     (work / "configs" / "x-master.yaml").write_text("{}\n")

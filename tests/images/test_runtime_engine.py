@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from relpipe.core import engines
 from relpipe.images.build import FixtureImage, build_fixtures
 from relpipe.images.runtime import EngineRun, Runtime
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 ENGINE = Path(__file__).resolve().parents[2] / "engine"
+TOY = Path(__file__).resolve().parents[1] / "fixtures" / "engines"  # the test-only engine
 TINY = ["--prompts", "1", "--max-new", "2", "--prompt-bytes", "8", "--ops", "atom"]
 
 
@@ -58,6 +60,21 @@ def test_probe_reports_the_fixture_facts_exactly(
     assert facts["rocm"]["version"] == image.rocm_version
     assert facts["packages"]["lmcache"] == image.lmcache_version
     assert facts["packages"]["torch"].startswith("2.13.0")
+
+
+def test_an_engine_declared_outside_relpipe_travels_with_the_payload(
+    runtime: Runtime,
+    images: dict[str, FixtureImage],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The payload in the image reads the test-only engine's declaration (mounted read-only):
+    its probe looks for the declared distribution, which this ATOM image does not have."""
+    monkeypatch.setenv(engines.DECLARATIONS_ENV, str(TOY))
+    facts = _run(runtime, images["good"], "probe", ["--engine", "toy"], out=tmp_path).require()
+    assert facts["engine"]["name"] == "toy" and facts["engine"]["distribution"] == "toyengine"
+    assert facts["engine"]["version"] is None
+    assert "engine version: no installed distribution named toyengine" in facts["errors"]
 
 
 def test_smoke_passes_on_the_images_own_atom_ops(

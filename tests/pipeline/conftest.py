@@ -25,6 +25,7 @@ from relpipe.pipeline.outputs import (
     SmokeOutput,
     ValidatorOutput,
 )
+from relpipe.pipeline.plan import Options, Plan
 from relpipe.pipeline.verdict import Outcome
 
 DIGEST = "sha256:" + "ab" * 32
@@ -255,3 +256,22 @@ def env(
     per test module (tests/pipeline/test_qualify*.py): a module's tests build on each other's
     runs and edits."""
     return make_env(registry, docker_host, fixture_cache, tmp_path_factory)
+
+
+def plan_of(data: dict[str, Any]) -> Plan:
+    """The qualification plan of an outcome's recorded JSON (`base_json()`): image, baseline,
+    config, default options."""
+    return Plan(
+        image=jsoncodec.from_json(Resolved, data["image"]),
+        baseline=jsoncodec.from_json(Resolved, data["baseline"]),
+        config=jsoncodec.from_json(ConfigScope, data["config"]),
+        thresholds={},
+        golden=None,
+        options=Options(),
+        workspace=None,
+    )
+
+
+@pytest.fixture(name="plan_of")
+def plan_of_fixture() -> Callable[[dict[str, Any]], Plan]:
+    return plan_of

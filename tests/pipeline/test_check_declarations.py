@@ -63,6 +63,10 @@ def test_a_review_check_declared_in_a_test_runs_and_renders(
     assert "| 0 | `test-only` a check declared by a test \\<b\\> | ⚠️ WARN |" in md
     assert "one \\`\\| odd\\` reason" in md  # its reason is escaped like every other
     assert "<details><summary>test-only: 1 evidence row(s)</summary>" in md
+    code, html = _review(*where, "--check", review_check, "--html")
+    assert code == 0 and html.startswith("<!DOCTYPE html>") and html.endswith("</body></html>\n")
+    assert "<td>test-only</td><td>a check declared by a test &lt;b&gt;</td>" in html
+    assert f"<td>key {KEY}</td>" in html and "<b>" not in html
     # declared fast: the commit hook's `--fast` runs it with the others
     assert review_check in review_run.CHECKS.ids() and review_run.CHECKS[review_check].fast
 

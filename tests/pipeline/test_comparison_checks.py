@@ -56,7 +56,7 @@ def test_first_image_is_na_then_a_drop_beyond_the_standard_errors_fails(
     first = comparison.compare_run(
         _report("nightly_1", "a", "2026-10-01T00:00:00Z", 0.95), run_id="r1", state=tmp_path
     )
-    assert first.status == "ok" and _checks(first, make_outcome) == {"C11": NA, "C12": NA}
+    assert first.status == PASS and _checks(first, make_outcome) == {"C11": NA, "C12": NA}
     same = comparison.compare_run(
         _report("nightly_2", "b", "2026-10-02T00:00:00Z", 0.948), run_id="r2", state=tmp_path
     )
@@ -121,4 +121,6 @@ def test_html_report_charts_the_keys_history(tmp_path: Path, make_outcome: Any) 
     figure = figure[: figure.index("</figure>")]
     assert "gsm8k per image (noise band shaded)" in figure and "this image" in figure
     assert figure.count("<svg") == 1
+    # the run's report links to the store's dashboard, written beside the store (runs/<id>/..)
+    assert 'href="../../history-report.html"' in html
     assert "| C12 |" in render_markdown(data).decode()

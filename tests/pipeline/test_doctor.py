@@ -112,7 +112,7 @@ def test_a_repository_of_no_known_layout_is_one_line(
 ) -> None:
     assert cli(["doctor", "--repo", str(tmp_path), "--python", "python3"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "not an InferenceX checkout: looked for configs/*-master.yaml" in err
+    assert "not an InferenceX checkout: looked for inferencex-e2e/configs/*-master.yaml" in err
     assert "\n" not in err
 
 
@@ -132,9 +132,13 @@ def test_without_python_the_doctor_builds_its_own_once_and_offline_says_so_in_on
         offline.setenv("PIP_NO_INDEX", "1")
         offline.delenv("PIP_FIND_LINKS", raising=False)
         assert cli(["doctor", "--repo", str(inferencex_tree_2026_10)]) == 2
-        err = capsys.readouterr().err.strip()
+        said = capsys.readouterr().err.strip().splitlines()
+        # progress while it builds (a line every 10 s), then the error in one line
+        assert said[0].startswith("relpipe doctor: building its Python (pydantic>=2.7,<3 ")
+        assert said[-2].startswith("relpipe doctor: building its Python") and "stopped" in said[-2]
+        err = said[-1]
         assert "cannot build the doctor's venv (pydantic>=2.7,<3 PyYAML>=6.0): ERROR: No" in err
-        assert err.endswith("give --python PY") and "\n" not in err and "Traceback" not in err
+        assert err.endswith("give --python PY") and "Traceback" not in err
         assert not list((tmp_path / "doctor-cache").glob("venv-*/.ready"))
     python = doctor.isolated_python(None)  # this machine's package index, as a user's
     assert Path(python).is_file() and list((tmp_path / "doctor-cache").glob("venv-*/.ready"))
@@ -250,3 +254,21 @@ def test_doctor_help_says_it_runs_the_repositorys_code(
     assert "Runs the repository's own code" in text
     assert "no tokens or credentials" in text and "a temporary HOME" in text
     assert "--timeout S" in text and "process group is killed" in text
+
+
+def test_a_repository_without_a_validator_of_its_own_has_nothing_to_compare(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The example repository says in .relpipe.toml that it has no validator: doctor runs
+    nothing, says so, and does not stop the nightly workflow (exit 0), but never says agree."""
+    repo = tmp_path / "benchmark-repo"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "benchmark-repo", repo)
+    assert cli(["doctor", "--repo", str(repo), "--python", "python3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == (
+        "relpipe and the repository: nothing to compare (everything: the repository declares "
+        "no validator (.relpipe.toml))"
+    )
+    assert not any("agree" in line for line in out)
+    code, doc = _doctor(repo, "python3", capsys)
+    assert (code, doc["outcome"], doc["agree"]) == (0, "nothing to compare", False)

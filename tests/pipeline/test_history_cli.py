@@ -111,3 +111,25 @@ def test_a_closed_stdout_ends_quietly(db: str) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0
     assert err == ""
+
+
+def test_bisect_inside_one_image_narrows_by_the_recorded_runs(
+    atom_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ATOM's May dashboard: GOOD 6619cc7d and BAD d41076e5 both ran on nightly_202605181640; the
+    runs between them narrow the Qwen3.5 MTP collapse to one commit, ranked for its model."""
+    may = corpus.results_dir() / "atom-dashboards" / "benchmark-dashboard-2026-05-23.js"
+    db = str(tmp_path / "may.sqlite")
+    assert cli.main(["history", "ingest", "--history", db, str(may)]) == 0
+    capsys.readouterr()
+    argv = ["bisect", "--config-key", "qwen3.5-fp8-mi355x-atom-mtp", "--engine-repo"]
+    argv += [str(atom_repo), "--history", db, "--series", "ATOM::Qwen3.5-397B-A17B-FP8 MTP"]
+    assert cli.main([*argv, "--json", "6619cc7d", "d41076e5"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["good"][:8], doc["bad"][:8], doc["commits"]) == ("6619cc7d", "0bb75144", 1)
+    assert doc["next_probe"] is None and doc["measured"] >= 3
+    (culprit,) = doc["suspects"]["culprits"]
+    assert culprit["pr"] == 817 and "draft-model" in culprit["on_path"]
+    # BAD before GOOD is one line, exit 2
+    assert cli.main([*argv, "d41076e5", "6619cc7d"]) == 2
+    assert "does not descend from GOOD" in capsys.readouterr().err

@@ -25,6 +25,7 @@ import pytest
 import yaml
 from release_support import MASTER, PR, QUICK, REPO_URL, diff_files, tree_world
 
+from relpipe.core import engines
 from relpipe.images import family_fixtures as ff
 from relpipe.images.build import FixtureImage
 
@@ -126,7 +127,7 @@ def test_a_family_key_releases_on_the_real_tree(world: World, case: Case) -> Non
     # engine/packaging.py) and real tags of the family.
     assert set(ff.engine_paths(case.engine)) - {"python/sglang/version.py"} <= _listed(case.engine)
     real = {(r["repository"], r["tag"]) for r in corpus.image_tags()}
-    repository = ff.REPOSITORIES[case.engine]
+    repository = engines.engine(case.engine).fixtures.repository
     assert {(repository, case.pinned.tag), (repository, case.candidate.tag)} <= real
     pinned, new = world.images[case.key]
     old_line = f"  image: {repository}:{case.pinned.tag}"
@@ -149,14 +150,16 @@ def test_a_family_key_releases_on_the_real_tree(world: World, case: Case) -> Non
 def _lock_facts_are_the_family(added: list[str], case: Case, new: FixtureImage) -> None:
     lock = yaml.safe_load("\n".join(added))
     [record] = lock.values()
-    assert list(lock) == [f"docker.io/{ff.REPOSITORIES[case.engine]}:{case.candidate.tag}"]
+    assert list(lock) == [
+        f"docker.io/{engines.engine(case.engine).fixtures.repository}:{case.candidate.tag}"
+    ]
     assert record["digest"] == new.digest
     assert record["created"] == case.candidate.created
     assert record["facts"]["engine"] == {
         "name": case.engine,
         "version": new.engine_version,
         "commit": new.engine_commit,
-        "path": "/" + ff.CHECKOUTS[case.engine],
+        "path": "/" + engines.engine(case.engine).fixtures.checkout,
         # vLLM's version names the commit (+g<sha9>); SGLang's (0.5.17) does not.
         "version_commit": new.engine_commit[:9] if case.engine == "vllm" else None,
     }
@@ -168,7 +171,7 @@ def _entry_reads_for_the_family(
     removed, added = lines
     assert removed == []
     [entry] = yaml.safe_load("\n".join(added))
-    repository, family = ff.REPOSITORIES[case.engine], FAMILY[case.engine]
+    repository, family = engines.engine(case.engine).fixtures.repository, FAMILY[case.engine]
     assert entry["config-keys"] == [case.key]
     assert entry["pr-link"] == f"{REPO_URL}/pull/{PR}"
     assert entry["description"][:3] == [

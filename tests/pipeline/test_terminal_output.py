@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from support import commit_files, source_root
 
+from relpipe.core.status import PASS
 from relpipe.pipeline.outputs import PrecisionOutput
 from relpipe.pipeline.run import RunResult, print_result
 from relpipe.pipeline.verdict import Outcome, Verdict, check_precision
@@ -38,7 +39,7 @@ def test_qualify_prints_the_c5_reason_without_escape_sequences(
     a = commit_files(repo, {"atom/model_ops/linear.py": "y = x\n"}, "init")
     b = commit_files(repo, {"atom/model_ops/linear.py": "y = x.to(dtype)\n"}, SUBJECT)
     report = precision.diff(repo, a, b)
-    check = check_precision(Outcome(precision=PrecisionOutput(status="ok", report=report)))
+    check = check_precision(Outcome(precision=PrecisionOutput(status=PASS, report=report)))
     assert "\x1b[2J" in check.reason  # the reason itself keeps the subject as git has it
     result = RunResult(
         plan=None,  # type: ignore[arg-type]

@@ -231,12 +231,23 @@ def test_pr_link_only_correction_passes_but_not_mixed_with_an_append(
 
 
 def test_pr_mode_accepts_this_prs_link_or_xxx_only(
-    repo: Path, capsys: pytest.CaptureFixture[str]
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_appended(repo, "\n" + NEW.replace("/pull/2500", "/pull/XXX"))
     assert hook(capsys, "--pr-number", "2500")[0] == 0
     code, out = hook(capsys)  # on main a placeholder is not enough
-    assert code == 1 and "accepted only in PR mode" in out
+    assert code == 1 and "never on the base branch" in out
+    # At commit time on a feature branch the PR number is not known yet: InferenceX judges the
+    # entry as a PR run does, so the placeholder passes, and so does any link of this repository.
+    git(repo, "checkout", "-q", "-b", "bump-atom")
+    git(repo, "add", "perf-changelog.yaml")
+    assert main([]) == 0, capsys.readouterr()
+    assert hook(capsys)[0] == 1  # explicit refs (a CI job, a script): main's rules
+    monkeypatch.setenv("CI", "true")  # CI on main: as InferenceX judges main
+    assert main([]) == 1
+    monkeypatch.delenv("CI")
+    git(repo, "reset", "-q")
+    git(repo, "checkout", "-q", "main")
     git(repo, "checkout", "--", "perf-changelog.yaml")
     write_appended(repo, "\n" + NEW)
     assert hook(capsys, "--pr-number", "2500")[0] == 0

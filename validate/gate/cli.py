@@ -1,9 +1,9 @@
 """The command line of `validate_perf_changelog`, its entry point (`relpipe.validate.gate.cli:main`;
 the checks themselves are `validate/gate/hook.py`'s pure `check`): options, where base and head
-come from (git refs, the index, the working tree, PRE_COMMIT_FROM_REF/TO_REF), the changelog and
-masters of the checkout's layout (`changelog/layout.py`), output, and exit codes 0 valid, 1
-invalid, 2 usage or environment error, 3 unexpected (one line and a log path). Standard library
-and PyYAML only.
+come from (git refs, the index, the working tree, PRE_COMMIT_FROM_REF/TO_REF), the changelog,
+masters and entry schema of the checkout's era (`changelog.repository`, the one detection every
+command uses), output, and exit codes 0 valid, 1 invalid, 2 usage or environment error, 3
+unexpected (one line and a log path). Standard library and PyYAML only.
 """
 
 from __future__ import annotations
@@ -16,23 +16,27 @@ from collections.abc import Callable, Sequence
 from relpipe.changelog.configs.load import keys_of, read_master
 from relpipe.changelog.entry import ERROR
 from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.layout import BenchmarkFiles, find_benchmark_files
+from relpipe.changelog.repository.detect import (
+    Located,
+    canonical_repository,
+    linked_repository,
+    locate,
+    pull_request_at_commit,
+)
+from relpipe.changelog.repository.era import CHANGELOG_NAME, MASTER_SUFFIX, RUNNERS_NAME
+from relpipe.changelog.repository.eras import ERAS
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.gate import git as githook
 from relpipe.validate.gate.basecache import BaseCache
-from relpipe.validate.gate.hook import DEFAULT_CHANGELOG, Policy, Report, check
+from relpipe.validate.gate.hook import Policy, Report, check
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:
     from relpipe.validate.gate.append_only import Revision
 
-# Every layout InferenceX has had (changelog/layout.py), for --help.
-CHANGELOG_PATHS = ("perf-changelog.yaml", "inferencex-e2e/perf-changelog.yaml")
-MASTER_GLOBS = (
-    "configs/*-master.yaml",
-    "inferencex-e2e/configs/*-master.yaml",
-    ".github/configs/*-master.yaml",
-)
+# Every era of the repository (changelog.repository.eras), for --help.
+CHANGELOG_PATHS = tuple(dict.fromkeys(era.changelog for era in ERAS))
+MASTER_GLOBS = tuple(f"{era.masters}/*{MASTER_SUFFIX}" for era in ERAS)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -41,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
         # A fixed width: the default formatter imports shutil for the terminal size on every
         # add_argument, a measurable share of a commit hook's start-up.
         formatter_class=lambda prog: argparse.HelpFormatter(prog, width=100),
-        description="Check perf-changelog.yaml: immutable history, appended entries valid.",
+        description=f"Check {CHANGELOG_NAME}: immutable history, appended entries valid.",
     )
     parser.add_argument(
         "--base-ref",
@@ -59,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--changelog-file",
         metavar="F",
-        help="the changelog (default: the file pre-commit passes, else the one the layout has: "
+        help="the changelog (default: the file pre-commit passes, else the one the era has: "
         f"{', '.join(CHANGELOG_PATHS)})",
     )
     parser.add_argument(
@@ -72,8 +76,9 @@ def _parser() -> argparse.ArgumentParser:
         "--configs",
         nargs="+",
         metavar="GLOB",
-        help=f"master configs (default: the layout's, {', '.join(MASTER_GLOBS)}); for an "
-        "append-only entry they and the runners.yaml beside them are read at the base and the head",
+        help=f"master configs (default: the era's, {', '.join(MASTER_GLOBS)}); for an "
+        f"append-only entry they and the {RUNNERS_NAME} beside them are read at the base and "
+        "the head",
     )
     parser.add_argument(
         "--skip-config-keys",
@@ -174,8 +179,8 @@ def _inputs(
         head = _read_worktree(path)
     elif blobs[1] is None:
         looked = ""
-        if args.changelog_file is None and _layout(args).layout is None:
-            looked = f" (no layout found: looked for {', '.join(_layout(args).looked_for)})"
+        if args.changelog_file is None and not _located(args).found:
+            looked = f" (no layout found: looked for {', '.join(_located(args).looked_for())})"
         raise ValidateError(
             f"{path} does not exist in {head_ref or 'the index'}{looked}; "
             "stage it, or check --head-ref/--changelog-file"
@@ -193,7 +198,7 @@ def _config_paths(args: argparse.Namespace) -> list[str] | None:
         return None
     import glob
 
-    patterns = args.configs or list(_layout(args).masters)
+    patterns = args.configs or [f"{_located(args).era.masters}/*{MASTER_SUFFIX}"]
     paths = sorted({p for pattern in patterns for p in glob.glob(pattern)})
     if not paths:
         if args.configs:
@@ -204,30 +209,51 @@ def _config_paths(args: argparse.Namespace) -> list[str] | None:
     return paths
 
 
-def _layout(args: argparse.Namespace) -> BenchmarkFiles:
-    """The checkout's changelog and masters (changelog/layout.py), found once per run."""
-    if getattr(args, "layout", None) is None:
-        args.layout = find_benchmark_files(".")
-    return args.layout  # type: ignore[no-any-return]
+def _located(args: argparse.Namespace) -> Located:
+    """The checkout's era (changelog.repository.detect), found once per run."""
+    if getattr(args, "located", None) is None:
+        args.located = locate(".")
+    return args.located  # type: ignore[no-any-return]
+
+
+def _located_or_none(args: argparse.Namespace) -> Located | None:
+    """The era, or None where explicit paths make it unnecessary (a checkout mixing layouts
+    with --changelog-file and --configs)."""
+    try:
+        return _located(args)
+    except ChangelogError:
+        if args.changelog_file:
+            return None
+        raise
+
+
+def _at_commit_time(args: argparse.Namespace) -> bool:
+    """The hook judging what is about to be committed: the index or the working tree against
+    the default base (no --base-ref/--head-ref, no pre-push refs, not a --full audit)."""
+    explicit = args.base_ref or args.head_ref or os.environ.get("PRE_COMMIT_FROM_REF")
+    return not (explicit or args.full)
 
 
 def _changelog_path(args: argparse.Namespace) -> str:
     """--changelog-file, else the changelog pre-commit passed, else the layout's."""
     if args.changelog_file:
         return args.changelog_file  # type: ignore[no-any-return]
-    passed = [f for f in args.filenames if os.path.basename(f) == DEFAULT_CHANGELOG]
+    passed = [f for f in args.filenames if os.path.basename(f) == CHANGELOG_NAME]
     if len(set(passed)) > 1:
         raise ValidateError(
             f"two changelogs in one change ({', '.join(sorted(set(passed)))}): the checkout mixes "
             "layouts; keep one, or pass --changelog-file"
         )
-    return passed[0] if passed else _layout(args).changelog
+    return passed[0] if passed else _located(args).era.changelog
 
 
-def _schema_of(path: str) -> str:
-    """The entry schema of the layout the changelog sits in: 2026-10 under `inferencex-e2e/`."""
-    folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
-    return "2026-10" if folder == "inferencex-e2e" else "2026-08"
+def _schema_of(args: argparse.Namespace) -> str:
+    """The entry schema of the era whose changelog this is (the checkout's era otherwise)."""
+    path = os.path.normpath(args.changelog_path).replace(os.sep, "/")
+    schemas = {era.entry_schema for era in ERAS if era.changelog == path}
+    if len(schemas) == 1:  # the path says (every era at that path has one schema)
+        return schemas.pop()
+    return _located(args).era.entry_schema
 
 
 def _config_keys(paths: Sequence[str], bases: BaseCache) -> Sequence[str]:
@@ -253,7 +279,7 @@ def _revisions(
     def load() -> tuple[Revision, Revision]:
         from relpipe.validate.gate.append_only import revision
 
-        files = [*paths, os.path.join(os.path.dirname(paths[0]), "runners.yaml")]
+        files = [*paths, os.path.join(os.path.dirname(paths[0]), RUNNERS_NAME)]
         refs = [base_ref] if head_ref is None else [base_ref, head_ref]
         blobs = githook.read_blobs([githook.spec(ref, f) for ref in refs for f in files])
         sides = [blobs[: len(files)]]
@@ -349,7 +375,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(exc.code or 0)
     if args.configs:
         # pre-commit appends the file names after the hook's args: `--configs GLOB` takes them.
-        passed = [p for p in args.configs if os.path.basename(p) == DEFAULT_CHANGELOG]
+        passed = [p for p in args.configs if os.path.basename(p) == CHANGELOG_NAME]
         args.configs = [p for p in args.configs if p not in passed] or None
         args.filenames = [*passed, *args.filenames]
     if args.pr_number is not None and args.pr_number < 1:
@@ -360,19 +386,33 @@ def _main(argv: Sequence[str] | None) -> int:
         base, head, source, refs = _inputs(args)
         changed = base is None or head != base
         repo_url = githook.canonical_repo_url(args.repo_url) if args.repo_url else None
-        if repo_url is None and changed:
-            repo_url = githook.origin_url()
+        pull_request = False
+        if changed:
+            located = _located_or_none(args)
+            if repo_url is None:
+                repo_url = canonical_repository(
+                    named=None,
+                    override=located.repository if located else None,
+                    remotes=githook.remote_urls(),
+                    linked=linked_repository(base or b""),
+                )
+            if args.pr_number is None and _at_commit_time(args):
+                base_branch = located.base_branch if located else None
+                pull_request = pull_request_at_commit(
+                    githook.current_branch(), base_branch, os.environ.get("CI") == "true"
+                )
         paths = _config_paths(args) if changed and base is not None else None
         bases = BaseCache()
         policy = Policy(
             repo_url=repo_url,
             pr_number=args.pr_number,
+            pull_request=pull_request,
             config_keys=None if paths is None else _config_keys(paths, bases),
             strict=args.strict,
             all_evals=args.all_evals,
             evals_only=args.evals_only,
             revisions=None if paths is None or refs is None else _revisions(paths, *refs),
-            schema=_schema_of(args.changelog_path),
+            schema=_schema_of(args),
         )
         report = _without_collector(check, base, head, policy, args.changelog_path, bases)
     except (ValidateError, ChangelogError) as exc:

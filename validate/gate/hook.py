@@ -38,6 +38,7 @@ from relpipe.changelog.entry import (
     scan,
 )
 from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.repository.era import CHANGELOG_NAME
 from relpipe.core.record import Record
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.gate import alignment
@@ -47,7 +48,7 @@ TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import ty
 if TYPE_CHECKING:
     from relpipe.validate.gate.append_only import Revision
 
-DEFAULT_CHANGELOG = "perf-changelog.yaml"
+DEFAULT_CHANGELOG = CHANGELOG_NAME
 PLACEHOLDER = "XXX"  # InferenceX's PR_LINK_PLACEHOLDERS (both validators): XXX, <repo>/pull/XXX
 
 
@@ -80,6 +81,9 @@ class Policy(Record):
 
     repo_url: str | None
     pr_number: int | None
+    # A PR whose number is not known yet (a commit on a feature branch): placeholders and any
+    # canonical PR link pass, as InferenceX's validator passes them on that PR's run.
+    pull_request: bool = False
     config_keys: Sequence[str] | None  # None: config keys are not checked
     strict: bool = False  # house-style findings are errors, not warnings
     all_evals: bool = False  # the PR's `all-evals` label, as InferenceX's CI passes it
@@ -168,14 +172,22 @@ def _pr_link_finding(block: Block, policy: Policy, path: str) -> Finding | None:
             message=f"pr-link `{link}` is not this PR's link",
             hint=f"write `pr-link: {expected}` (or the XXX placeholder until the PR exists)",
         )
-    if canonical.fullmatch(link):
+    if canonical.fullmatch(link) or (policy.pull_request and link in placeholders(policy.repo_url)):
         return None
+    if policy.pull_request:
+        return Finding(
+            line=line,
+            code="pr-link",
+            message=f"pr-link `{link}` is neither a PR link of {policy.repo_url} nor a placeholder",
+            hint=f"write `pr-link: {policy.repo_url}/pull/XXX` until the PR exists, then its "
+            "number",
+        )
     return Finding(
         line=line,
         code="pr-link",
         message=f"pr-link `{link}` is not a canonical PR link",
         hint=f"write `pr-link: {policy.repo_url}/pull/<number>`; placeholders such as XXX are "
-        "accepted only in PR mode (--pr-number N)",
+        "accepted on a feature branch and in PR mode (--pr-number N), never on the base branch",
     )
 
 

@@ -18,7 +18,7 @@ from relpipe.core.commit import Commit
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import keypath
 from relpipe.validate.precision.classify import diff
-from relpipe.validate.precision.report import FileChange
+from relpipe.validate.precision.report import FileChange, PrecisionReport
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,31 +43,62 @@ class Suspects:
     reason: str = ""
 
 
+class Finder:
+    """Culprits of many regressions in one engine repository: each commit pair is diffed once and
+    each (commit, model) path resolved once, however many series and points share them."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        self._reports: dict[tuple[str, str], PrecisionReport | str] = {}
+        self._paths: dict[tuple[str, keypath.KeyConfig], keypath.KeyPath | str] = {}
+
+    def find(self, good: str | None, bad: str | None, *, series: str) -> Suspects:
+        """The ranked commits of `good..bad` for `series` (its model, draft and path)."""
+        key = keypath.key_config(series)
+
+        def suspects(reason: str = "", found: Sequence[Culprit] = ()) -> Suspects:
+            return Suspects(
+                series=series,
+                model=key.model,
+                good=good or "",
+                bad=bad or "",
+                culprits=tuple(found),
+                reason=reason,
+            )
+
+        if not good or not bad:
+            return suspects("an engine commit of one of the two runs is not recorded")
+        if good == bad:
+            return suspects("same engine commit: the image changed, not the engine")
+        report = self._report(good, bad)
+        if isinstance(report, str):
+            return suspects(report)
+        path = self._path(bad, key)
+        if isinstance(path, str):
+            return suspects(path)
+        commits = [c for c in report.commits if c.side == "new"]
+        return suspects(found=rank(commits, report.files, path))
+
+    def _report(self, good: str, bad: str) -> PrecisionReport | str:
+        if (good, bad) not in self._reports:
+            try:
+                self._reports[(good, bad)] = diff(self.repo, good, bad, scope="atom")
+            except ValidateError as exc:
+                self._reports[(good, bad)] = str(exc).splitlines()[0][:200]
+        return self._reports[(good, bad)]
+
+    def _path(self, bad: str, key: keypath.KeyConfig) -> keypath.KeyPath | str:
+        if (bad, key) not in self._paths:
+            try:
+                self._paths[(bad, key)] = keypath.resolve(self.repo, bad, key)
+            except ValidateError as exc:
+                self._paths[(bad, key)] = str(exc).splitlines()[0][:200]
+        return self._paths[(bad, key)]
+
+
 def find(repo: Path, good: str | None, bad: str | None, *, series: str) -> Suspects:
     """The ranked commits of `good..bad` in the engine repository `repo` for `series`."""
-    key = keypath.key_config(series)
-
-    def suspects(reason: str = "", found: Sequence[Culprit] = ()) -> Suspects:
-        return Suspects(
-            series=series,
-            model=key.model,
-            good=good or "",
-            bad=bad or "",
-            culprits=tuple(found),
-            reason=reason,
-        )
-
-    if not good or not bad:
-        return suspects("an engine commit of one of the two runs is not recorded")
-    if good == bad:
-        return suspects("same engine commit: the image changed, not the engine")
-    try:
-        report = diff(repo, good, bad, scope="atom")
-        path = keypath.resolve(repo, bad, key)
-    except ValidateError as exc:
-        return suspects(str(exc).splitlines()[0][:200])
-    commits = [c for c in report.commits if c.side == "new"]
-    return suspects(found=rank(commits, report.files, path))
+    return Finder(repo).find(good, bad, series=series)
 
 
 def rank(

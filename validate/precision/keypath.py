@@ -27,8 +27,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from relpipe.core import sanitize
+from relpipe.core.jsoncodec import RecordError
 from relpipe.validate.precision import gitio
+from relpipe.validate.precision.classify import diff
 from relpipe.validate.precision.globs import compile_globs
+from relpipe.validate.precision.report import PrecisionReport
 
 SPEC_METHODS = ("mtp", "eagle3", "eagle", "dspark")
 PRECISIONS = ("mxfp4", "fp4", "fp8", "int4", "int8", "bf16", "fp16", "nvfp4", "w4a8", "w8a8")
@@ -182,7 +186,8 @@ def _match(glob: str, path: str) -> bool:
 
 
 def resolve(repo: Path, commit: str, key: KeyConfig, layout: Layout = ATOM) -> KeyPath:
-    """The key's path in `repo` at `commit` (one `ls-tree` and one `cat-file` for the modules)."""
+    """The key's path in `repo` at `commit`: one `ls-tree`, then one `cat-file` per level of
+    imports for the modules not read before (a module's imports are kept by blob id)."""
     sha = gitio.run(repo, "rev-parse", "--verify", f"{commit}^{{commit}}").decode().strip()
     listing = gitio.run(repo, "ls-tree", "-r", "-z", "--full-tree", sha, "--", layout.package)
     blobs: dict[str, str] = {}
@@ -191,18 +196,53 @@ def resolve(repo: Path, commit: str, key: KeyConfig, layout: Layout = ATOM) -> K
         parts = meta.split()
         if len(parts) == 3 and parts[1] == b"blob" and path.endswith(b".py"):
             blobs[path.decode("utf-8", "replace")] = parts[2].decode()
+    tree = _Tree(repo, blobs, layout)
     seeds = _seeds(sorted(blobs), key, layout)
-    texts = gitio.read_blobs(repo, sorted(set(blobs.values())))
-    sources = {p: texts.get(s, b"") for p, s in blobs.items()}
     switches = list(layout.engine_wide)
     if key.spec_decode:
         switches += layout.spec_decode
     if key.kv_dtype and "fp8" in key.kv_dtype.lower():
         switches += layout.kv_cache
-    files = _closure(seeds, sources, key, layout)
+    files = _closure(seeds, tree, layout)
     return KeyPath(
         key=key, commit=sha, models=tuple(seeds), files=frozenset(files), switches=tuple(switches)
     )
+
+
+ImportNames = tuple[tuple[str, ...], ...]
+_NAMES: dict[tuple[str, str], ImportNames] = {}  # (blob, path) -> what it imports
+_NAMES_CAP = 100_000
+
+
+class _Tree:
+    """The package's modules at one commit; their imports read in batches, once per blob."""
+
+    def __init__(self, repo: Path, blobs: dict[str, str], layout: Layout) -> None:
+        self.repo, self.blobs, self.layout = repo, blobs, layout
+
+    def read(self, paths: Iterable[str]) -> None:
+        """Parse the modules of `paths` not seen before, in one `cat-file`."""
+        todo = {self.blobs[p]: p for p in paths if p in self.blobs}
+        todo = {sha: p for sha, p in todo.items() if (sha, p) not in _NAMES}
+        if not todo:
+            return
+        if len(_NAMES) > _NAMES_CAP:
+            _NAMES.clear()
+        texts = gitio.read_blobs(self.repo, sorted(todo))
+        for sha, path in todo.items():
+            _NAMES[(sha, path)] = _import_names(path, texts.get(sha, b""))
+
+    def imports(self, path: str) -> set[str]:
+        """The package modules `path` imports (read first with `read`)."""
+        names = _NAMES.get((self.blobs.get(path, ""), path), ())
+        out = set()
+        for parts in names:
+            if not parts or parts[0] != self.layout.package:
+                continue
+            for candidate in ("/".join(parts) + ".py", "/".join(parts) + "/__init__.py"):
+                if candidate in self.blobs:
+                    out.add(candidate)
+        return out
 
 
 def _model_stems(paths: Iterable[str], layout: Layout) -> dict[str, str]:
@@ -242,27 +282,34 @@ def _model_ops_folder(paths: Sequence[str], stem: str, layout: Layout) -> str | 
     return None
 
 
-def _closure(
-    seeds: Sequence[str], sources: dict[str, bytes], key: KeyConfig, layout: Layout
-) -> set[str]:
+def _closure(seeds: Sequence[str], tree: _Tree, layout: Layout) -> set[str]:
     """Every module reached from `seeds` by imports inside the package, never crossing into
     another model's modules or op folder, nor into the trees the path never enters."""
-    others = _other_models(sources, seeds, layout)
-    used = _variants_used(seeds, sources, layout)
-    others |= {p for p in sources if p not in seeds and (_tokens(p) & set(layout.variants)) - used}
+    paths = tree.blobs
+    others = _other_models(paths, seeds, layout)
+    tree.read(seeds)
+    used = _variants_used(seeds, tree, layout)
+    others |= {p for p in paths if p not in seeds and (_tokens(p) & set(layout.variants)) - used}
     seen = set(seeds)
-    todo = list(seeds)
-    while todo:
-        path = todo.pop()
-        if path.endswith("/__init__.py") and path not in seeds:
-            # A package's __init__ runs on import, but what it re-exports is only used where a
-            # module names it (those imports are followed there): its edges are not the path.
-            continue
-        for target in _imports(path, sources.get(path, b""), sources, layout):
-            if target in seen or target in others or any(_match(g, target) for g in layout.never):
+    level = list(seeds)
+    while level:
+        tree.read(level)
+        following = []
+        for path in level:
+            if path.endswith("/__init__.py") and path not in seeds:
+                # A package's __init__ runs on import, but what it re-exports is used only where
+                # a module names it (those imports are followed there): its edges are not the path.
                 continue
-            seen.add(target)
-            todo.append(target)
+            for target in tree.imports(path):
+                if (
+                    target in seen
+                    or target in others
+                    or any(_match(g, target) for g in layout.never)
+                ):
+                    continue
+                seen.add(target)
+                following.append(target)
+        level = following
     return seen
 
 
@@ -270,17 +317,18 @@ def _tokens(path: str) -> set[str]:
     return set(re.split(r"[/_.]", path.removeprefix("atom/")))
 
 
-def _variants_used(seeds: Sequence[str], sources: dict[str, bytes], layout: Layout) -> set[str]:
+def _variants_used(seeds: Sequence[str], tree: _Tree, layout: Layout) -> set[str]:
     """The variants the model's own modules name, or import a module of directly."""
     out: set[str] = set()
     for seed in seeds:
-        for path in (seed, *_imports(seed, sources.get(seed, b""), sources, layout)):
+        for path in (seed, *tree.imports(seed)):
             out |= _tokens(path) & set(layout.variants)
     return out
 
 
-def _other_models(sources: dict[str, bytes], seeds: Sequence[str], layout: Layout) -> set[str]:
+def _other_models(sources: Iterable[str], seeds: Sequence[str], layout: Layout) -> set[str]:
     """Modules of other models: their model modules and their model-specific op folders."""
+    sources = list(sources)
     mine = {_norm(PurePosixPath(s).stem) for s in seeds}
     stems = _model_stems(sources, layout)
     out = {p for p, s in stems.items() if p not in seeds}
@@ -294,20 +342,20 @@ def _other_models(sources: dict[str, bytes], seeds: Sequence[str], layout: Layou
     return out
 
 
-def _imports(path: str, source: bytes, sources: dict[str, bytes], layout: Layout) -> set[str]:
-    """The package modules `path` imports (absolute and relative imports; a module too large or
-    not parseable imports nothing we can see)."""
+def _import_names(path: str, source: bytes) -> ImportNames:
+    """The dotted names a module imports, relative imports made absolute (a module too large or
+    not parseable imports nothing we can see). Only statements are walked, not expressions."""
     if len(source) > MAX_MODULE:
-        return set()
+        return ()
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return set()
+        return ()
     here = PurePosixPath(path).parent.parts
-    if PurePosixPath(path).name == "__init__.py":
-        here = PurePosixPath(path).parent.parts
     names: list[tuple[str, ...]] = []
-    for node in ast.walk(tree):
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
         if isinstance(node, ast.Import):
             names += [tuple(a.name.split(".")) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -316,11 +364,117 @@ def _imports(path: str, source: bytes, sources: dict[str, bytes], layout: Layout
                 base = here[: len(here) - node.level + 1] + base
             names.append(base)
             names += [base + (a.name,) for a in node.names]
-    out = set()
-    for parts in names:
-        if not parts or parts[0] != layout.package:
-            continue
-        for candidate in ("/".join(parts) + ".py", "/".join(parts) + "/__init__.py"):
-            if candidate in sources:
-                out.add(candidate)
-    return out
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children = getattr(node, field, None)
+            if isinstance(children, list):
+                todo += [c for c in children if isinstance(c, ast.AST)]
+    return tuple(names)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Window:
+    """A span of commits judged for one key: relevant files anywhere, and those on its path."""
+
+    old: str
+    new: str
+    relevant: tuple[str, ...]
+    on_path: tuple[str, ...]
+
+    @property
+    def warns(self) -> bool:
+        """C5 WARNs for the key: a precision-relevant change on its path."""
+        return bool(self.on_path)
+
+    @property
+    def warned_before(self) -> bool:
+        """What C5 said before it was scoped to the key: any relevant change."""
+        return bool(self.relevant)
+
+
+def windows(repo: Path, key: KeyConfig, *, last: int = 100, size: int = 5) -> list[Window]:
+    """The last `last` first-parent commits of HEAD in windows of `size`, each diffed and
+    scoped to `key` (the measurement behind docs/precision.md's key-scoped C5 figures)."""
+    out = gitio.run(repo, "rev-list", "--first-parent", "-n", str(last + 1), "HEAD")
+    revs = out.decode().split()[::-1]
+    found = []
+    for at in range(0, len(revs) - 1, size):
+        old, new = revs[at], revs[min(at + size, len(revs) - 1)]
+        report = diff(repo, old, new, scope="atom")
+        path = resolve(repo, new, key)
+        relevant = tuple(f.path for f in report.files if f.verdict == "relevant")
+        found.append(
+            Window(old=old, new=new, relevant=relevant, on_path=tuple(path.split(relevant)[0]))
+        )
+    return found
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scoped:
+    """A precision report read for one key: its relevant files on the key's path and elsewhere."""
+
+    key: str
+    model: str
+    on_path: tuple[tuple[str, str, str], ...]  # (path, category, why it is on the path)
+    elsewhere: tuple[tuple[str, str], ...]  # (path, category)
+
+    @property
+    def warns(self) -> bool:
+        return bool(self.on_path)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "key": self.key,
+            "model": self.model,
+            "warn": self.warns,
+            "on_path": [{"path": p, "category": c, "why": w} for p, c, w in self.on_path],
+            "elsewhere": [{"path": p, "category": c} for p, c in self.elsewhere],
+        }
+
+    @classmethod
+    def from_json(cls, data: object, *, where: str) -> Scoped:
+        """Read back what `to_json` wrote (a run record); RecordError names what is wrong."""
+        if not isinstance(data, dict):
+            raise RecordError(where, "", "not a key scope (an object expected)")
+        try:
+            on = [(str(r["path"]), str(r["category"]), str(r["why"])) for r in data["on_path"]]
+            off = [(str(r["path"]), str(r["category"])) for r in data["elsewhere"]]
+            key, model = str(data["key"]), str(data["model"])
+        except (KeyError, TypeError) as exc:
+            raise RecordError(where, "", f"not a key scope ({type(exc).__name__}: {exc})") from None
+        return cls(key=key, model=model, on_path=tuple(on), elsewhere=tuple(off))
+
+    def markdown(self) -> str:
+        key, model = sanitize.markdown_code(self.key), sanitize.markdown_code(self.model)
+        head = f"### Scoped to {key} (model {model})"
+        if not self.on_path:
+            lines = [head, "", "No precision-relevant change on the key's path."]
+        else:
+            lines = [head, "", "| file | category | on the path as |", "|---|---|---|"]
+            lines += [
+                f"| {sanitize.markdown_code(p, table=True)} | {sanitize.markdown(c)} | {w} |"
+                for p, c, w in self.on_path
+            ]
+        if self.elsewhere:
+            names = ", ".join(sanitize.markdown_code(p) for p, _ in self.elsewhere[:20])
+            more = f" and {len(self.elsewhere) - 20} more" if len(self.elsewhere) > 20 else ""
+            lines += ["", f"Elsewhere (not relevant for this key): {names}{more}."]
+        return "\n".join(lines)
+
+
+def scope(repo: Path, report: PrecisionReport, name: str) -> Scoped:
+    """`report`'s relevant files split by the path of the key `name` at the report's NEW."""
+    key = key_config(name)
+    path = resolve(repo, report.new, key)
+    relevant = [f for f in report.files if f.verdict == "relevant"]
+    return Scoped(
+        key=name,
+        model=key.model,
+        on_path=tuple(
+            (f.path, f.category or "relevant", path.why(f.path))
+            for f in relevant
+            if path.on_path(f.path)
+        ),
+        elsewhere=tuple(
+            (f.path, f.category or "relevant") for f in relevant if not path.on_path(f.path)
+        ),
+    )

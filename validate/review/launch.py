@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import re2
 
+from relpipe.changelog.repository import launch as keyfiles
 from relpipe.core.check import Evidence, Judgement, judged
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
@@ -206,7 +207,7 @@ def _key_hits(review: Review, scope: KeyScope, prefix: str) -> list[Hit]:
     if any(u.path.endswith("agentic_srt.sh") for u in scope.files) is False and any(
         h.kind.startswith("chat-replay: agentic_srt") for p in paths for h in scan(review, p)
     ):
-        paths.append("benchmarks/multi_node/agentic_srt.sh")
+        paths.append(keyfiles.multinode_agentic_client(review.source.era))
     # What the parser could not read can hide a patch or an override: those checks WARN on it.
     wanted = (prefix, "unread:") if prefix in ("patch:", "arch:") else (prefix,)
     for path in paths:

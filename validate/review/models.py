@@ -181,7 +181,7 @@ def _today() -> str:
 def check_deprecated(review: Review) -> Judgement:
     if not review.scopes:
         return judged(NA, "no config key in scope")
-    models_md = review.source.layout.models
+    models_md = review.source.era.models
     text = review.source.text(models_md)
     if text is None:
         return judged(NA, f"{models_md} is not in the repository")
@@ -220,7 +220,7 @@ def check_deprecated(review: Review) -> Judgement:
                     (pending if policy.arms_pending else rows).extend(found)
     if rows:
         first = rows[0].what
-        n = len({r.what for r in rows if r.where.startswith(review.source.layout.masters)})
+        n = len({r.what for r in rows if r.where.startswith(review.source.era.masters)})
         return judged(
             FAIL,
             f"deprecated per {models_md}: {first} ({rows[1].what})"
@@ -232,7 +232,7 @@ def check_deprecated(review: Review) -> Judgement:
         return judged(WARN, why, [*upcoming, *pending])
     if pending:
         note = Evidence.at(models_md, policy.arms_pending, "non-spec arms: not yet enacted")
-        n = len({r.what for r in pending if r.where.startswith(review.source.layout.masters)})
+        n = len({r.what for r in pending if r.where.startswith(review.source.era.masters)})
         return judged(
             WARN,
             f"{plural(n, 'key')} with a non-spec-decode arm that {models_md} deprecates but says "

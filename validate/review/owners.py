@@ -69,7 +69,7 @@ def _compile(pattern: str) -> Any:
 
 
 def codeowners(review: Review) -> tuple[str, list[Rule]] | None:
-    for path in review.source.layout.codeowners:
+    for path in review.source.era.codeowners:
         text = review.source.text(path)
         if text is None:
             continue
@@ -181,7 +181,7 @@ def template_items(text: str) -> list[tuple[int, str]]:
 
 
 def check_checklist(review: Review) -> Judgement:
-    checklist = review.source.layout.checklist
+    checklist = review.source.era.checklist
     template = review.source.text(checklist)
     if template is None:
         return judged(NA, f"{checklist} is not in the repository")
@@ -255,7 +255,7 @@ def _match_items(
         short = text[:90]
         if best is None or score < MATCH_RATIO:
             missing.append(short)
-            checklist = review.source.layout.checklist
+            checklist = review.source.era.checklist
             rows.append(Evidence.at(checklist, line, f"missing from the sign-off: {short}"))
             continue
         used.add(best)

@@ -83,7 +83,7 @@ def check_changelog_required(review: Review) -> Judgement:
         return judged(
             FAIL,
             f"{plural(len(affected), 'config key')} affected and no "
-            f"{review.source.layout.changelog} entry appended: "
+            f"{review.source.era.changelog} entry appended: "
             f"{keys}",
             rows,
         )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import re2
 
+from relpipe.changelog.repository.era import MODELS_NAME, Era
 from relpipe.core.check import Check, Checklist, declare, judged
 from relpipe.core.status import NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
@@ -37,7 +38,7 @@ CHECKS = Checklist[Review](
     declare("upstream-images", "upstream vLLM/SGLang images", images.check_images, fast=True),
     declare(
         "deprecated",
-        "no deprecated model or scenario (MODELS.md)",
+        f"no deprecated model or scenario ({MODELS_NAME})",
         models.check_deprecated,
         fast=True,
     ),
@@ -70,13 +71,19 @@ CHECKS = Checklist[Review](
     ),
     declare("pareto", "Pareto coverage of each curve", artifacts.check_pareto),
     declare("notes", "PR body matches the facts", artifacts.check_notes),
+    declare(
+        "master-fields",
+        "master fields relpipe knows the meaning of",
+        yamlkeys.check_master_fields,
+        fast=True,
+    ),
 )
 FAST = tuple(c.id for c in CHECKS if c.fast)
 # Checks that look at neither the keys in scope nor the change: no masters, no git needed.
 STANDALONE = frozenset({"checklist", "pareto", "notes"})
 # ... and those that need the change but not the keys (resolving every key costs seconds).
 # (append-only resolves the keys its changelog entries name by itself.)
-KEYLESS = STANDALONE | {"owners", "append-only"}
+KEYLESS = STANDALONE | {"owners", "append-only", "master-fields"}
 _HUNK = re2.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
@@ -186,7 +193,7 @@ def run(
         scopes = scope_keys(source, masters, names)
         if base_ref:
             change = diff(source.root, base_ref, head_ref)
-            base_source = Source(root=source.root, ref=base_ref, layout=source.layout)
+            base_source = Source(root=source.root, ref=base_ref, era=source.era)
     else:
         try:
             gitio.run(source.root, "rev-parse", "--git-dir", what="rev-parse")
@@ -197,10 +204,10 @@ def run(
             ) from None
         base = base_ref or default_base(source.root)
         change = diff(source.root, base, head_ref)
-        base_source = Source(root=source.root, ref=base, layout=source.layout)
+        base_source = Source(root=source.root, ref=base, era=source.era)
         touched = set(change.paths)
         every = (
-            scope_keys(source, masters, _candidates(masters, change))
+            scope_keys(source, masters, _candidates(source.era, masters, change))
             if not KEYLESS.issuperset(wanted)
             else []
         )
@@ -224,26 +231,18 @@ def run(
     return _not_read(review, [CHECKS[cid](review) for cid in wanted])
 
 
-def _candidates(masters: Masters, change: Change) -> list[str]:
+def _candidates(era: Era, masters: Masters, change: Change) -> list[str]:
     """Keys that may be in a change's scope. Resolving a key's launch path costs ~20 ms, so
     when no changed file can be on any launch path (only master configs, the changelog,
     Markdown, .github/), only keys whose master block has a changed line are resolved."""
     own = set(masters.lines)
-    if any(_maybe_launch_file(p) and p not in own for p in change.paths):
+    if any(era.may_launch(p) and p not in own for p in change.paths):
         return list(masters.configs)
     return [
         key
         for key, (path, start, end) in masters.where.items()
         if any(start <= n <= end for n in change.lines.get(path, ()))
     ]
-
-
-def _maybe_launch_file(path: str) -> bool:
-    return not (
-        path in ("perf-changelog.yaml",)
-        or path.endswith(".md")
-        or path.startswith((".github/", "docs/"))
-    )
 
 
 def _not_read(review: Review, results: list[Check]) -> list[Check]:

@@ -12,10 +12,10 @@ Resolution follows InferenceX, with evidence for each step:
   `srt-slurm-recipes/configs/<name>`; a disagg wrapper `benchmarks/multi_node/<prefix>_<precision>_
   <hw>_<framework>.sh` when present.
 - helpers: `source`/`.`/`bash` of a repository `.sh` from a script, followed MAX_HOPS deep.
-- 2026-10 (`changelog.repo`): `srt-recipe`/`eval-srt-recipe` rows (under `srt-recipe-dir` when
+- 2026-10 (`changelog.repository`): `srt-recipe`/`eval-srt-recipe` rows (under `srt-recipe-dir` when
   the key has one), the cluster's srt-slurm hook `runners/srt-slurm/hooks/<cluster>/setup.sh`
   (a `clusters:` entry of the runners file) and, for agentic rows, `benchmarks/srt_agentic.sh`.
-Every path comes from the source's layout, so the three layouts resolve the same way.
+Every path comes from the source's era (`changelog.repository`), so every era resolves the same way.
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ from typing import Any
 
 import re2
 
-from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.configs.load import load_yaml, resolve_key
 from relpipe.changelog.configs.schema import line_of, unknown_fields
 from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.repository import launch as keyfiles
+from relpipe.changelog.repository.era import Era
 from relpipe.core.check import Evidence
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.review import shell
@@ -103,6 +104,9 @@ class Masters:
     # A key in two master files (InferenceX's load_config_files refuses the merge): the first
     # definition is kept for scoping; (key, (file, line) of the first, (file, line) of the other).
     across: list[tuple[str, tuple[str, int], tuple[str, int]]] = field(default_factory=list)
+    # Fields no schema relpipe knows (the repository's own rules are the authority on its
+    # schema): a WARN of the `master-fields` check at file:line, never a stop.
+    unknown: list[Evidence] = field(default_factory=list)
 
 
 def _values_of(node: Any, name: str) -> Iterable[Any]:
@@ -129,8 +133,8 @@ def _strings(node: Any) -> Iterable[str]:
 
 
 def master_paths(source: Source) -> list[str]:
-    folder = source.layout.masters
-    return [p for p in source.files(folder) if benchrepo.is_master(p, folder)]
+    folder = source.era.masters
+    return [p for p in source.files(folder) if source.era.is_master(p)]
 
 
 _PARSED: dict[tuple[str, str], Any] = {}  # (path, sha256 of text) -> parsed master, per process
@@ -184,27 +188,29 @@ def load_masters(source: Source) -> Masters:
                 first = masters.where[key]
                 masters.across.append((key, (first[0], first[1]), (path, start)))
                 continue
-            _known_fields(source.layout, path, lines, key, start, cfg)
+            masters.unknown += _unknown_fields(source.era, path, lines, key, start, cfg)
             masters.configs[key] = cfg if isinstance(cfg, Mapping) else {}
             masters.where[key] = (path, start, end)
     return masters
 
 
-def _known_fields(
-    layout: benchrepo.Layout, path: str, lines: list[str], key: str, start: int, cfg: Any
-) -> None:
-    """A field no schema relpipe knows is a new rule it would ignore: one line, file:line."""
+def _unknown_fields(
+    era: Era, path: str, lines: list[str], key: str, start: int, cfg: Any
+) -> list[Evidence]:
+    """Fields of a key that neither relpipe's schema nor the era's (`Era.master_fields`) nor
+    the override's `extra-fields` has, at file:line."""
     if not isinstance(cfg, Mapping):
-        return
-    extra = set(layout.extra_fields)
-    for place, name in unknown_fields(key, cfg):
-        if name not in extra:
-            where = f"{place} of " if place else ""
-            raise ValidateError(
-                f"{path}:{line_of(lines, start, name)}: unknown master field {name!r} in "
-                f"{where}{key}; relpipe does not know its meaning (run `relpipe doctor`, or "
-                f"list it in .relpipe.toml [tool.relpipe] extra-fields)"
-            )
+        return []
+    extra = set(era.extra_fields) | era.master_fields
+    return [
+        Evidence.at(
+            path,
+            line_of(lines, start, name),
+            f"unknown master field `{name}` in {f'{place} of ' if place else ''}{key}",
+        )
+        for place, name in unknown_fields(key, cfg)
+        if name not in extra
+    ]
 
 
 def select_keys(masters: Masters, patterns: Sequence[str]) -> list[str]:
@@ -221,7 +227,7 @@ def select_keys(masters: Masters, patterns: Sequence[str]) -> list[str]:
 def _runner_labels(source: Source) -> dict[str, list[tuple[str, int]]]:
     """`labels:` of the runners file as label -> [(node, line)] and 2026-10's `clusters:` as
     `cluster:<name>` -> [(name, line)], from a line scan."""
-    runners = source.layout.runners
+    runners = source.era.runners
     memo = source.memo.get(("labels", runners))
     if isinstance(memo, dict):
         return memo
@@ -278,7 +284,7 @@ def _edges(source: Source, path: str) -> list[FileUse]:
             word = cd.group(1)
             for prefix in _DIR_PREFIXES:
                 word = word.replace(prefix, "@DIR@/")
-            cwd = _resolve_script(word, here, source.layout)
+            cwd = _resolve_script(word, here, source.era)
         m = _SOURCED.search(line.text)
         if not m:
             continue
@@ -288,7 +294,7 @@ def _edges(source: Source, path: str) -> list[FileUse]:
         for word in _SH_WORD.findall(arg)[:1]:
             if cwd and word.startswith("./"):
                 word = "@DIR@/" + posixpath.relpath(posixpath.join(cwd, word[2:]), here)
-            target = _resolve_script(word, here, source.layout)
+            target = _resolve_script(word, here, source.era)
             if target and target != path and source.exists(target):
                 via = Evidence.at(path, line.number, line.text[:160])
                 edges.append(FileUse(target, "helper", via))
@@ -306,7 +312,7 @@ def _follow(source: Source, path: str, found: dict[str, FileUse], hops: int) -> 
             _follow(source, use.path, found, hops - 1)
 
 
-def _resolve_script(word: str, here: str, layout: benchrepo.Layout) -> str | None:
+def _resolve_script(word: str, here: str, era: Era) -> str | None:
     if word.startswith("@DIR@/"):
         return _inside(posixpath.join(here, word[len("@DIR@/") :]))
     for prefix in _ROOT_PREFIXES:
@@ -314,8 +320,9 @@ def _resolve_script(word: str, here: str, layout: benchrepo.Layout) -> str | Non
             return _inside(word[len(prefix) :])
     if "$" in word or word.startswith("/"):
         return None
-    if word.startswith(("benchmarks/", "runners/")):
-        return _inside(layout.at(word))
+    named = keyfiles.project_script(era, word)
+    if named is not None:
+        return _inside(named)
     return _inside(posixpath.join(here, word))
 
 
@@ -336,8 +343,8 @@ class _Scope:
     recipes: list[Recipe] = field(default_factory=list)
 
     @property
-    def layout(self) -> benchrepo.Layout:
-        return self.source.layout
+    def era(self) -> Era:
+        return self.source.era
 
     def add(self, path: str, role: str, via: Evidence) -> None:
         if path not in self.files and self.source.exists(path):
@@ -353,11 +360,11 @@ def scope_key(source: Source, masters: Masters, key: str) -> KeyScope:
     rows = _srt_rows(work, cfg)
     _scripts(work, cfg, hws, srt=bool(rows))
     texts = list(_strings(cfg.get("scenarios") or {}))
-    for path, selector, text in benchrepo.config_file_recipes(source.layout, texts):
+    for path, selector, text in keyfiles.config_file_recipes(source.era, texts):
         _recipe(work, path, selector, Evidence.at(master, _line_of(masters, key, text), text))
     for path, selector, via in rows:
         _recipe(work, path, selector, via)
-    hooks = source.layout.at("runners/srt-slurm/hooks/")
+    hooks = keyfiles.cluster_hooks(source.era)
     for use in [f for f in work.files.values() if f.role == "script" or f.path.startswith(hooks)]:
         _follow(source, use.path, work.files, MAX_HOPS)
     return KeyScope(
@@ -375,41 +382,41 @@ def scope_key(source: Source, masters: Masters, key: str) -> KeyScope:
 def _runners(work: _Scope, cfg: Mapping[str, Any]) -> list[str]:
     """The runner's launchers (or a `cluster:` runner's srt-slurm hook); its hardware names."""
     master = work.masters.where[work.key][0]
-    runner, layout = str(cfg.get("runner", "")), work.layout
+    runner, era = str(cfg.get("runner", "")), work.era
     runner_line = _line_of(work.masters, work.key, "runner:")
     hws: list[str] = []
     nodes = _runner_labels(work.source).get(runner)
     if runner.startswith("cluster:") and nodes:
-        hws.append(benchrepo.runner_hardware(runner))
-        hook = benchrepo.cluster_hook(layout, runner)
+        hws.append(keyfiles.runner_hardware(runner))
+        hook = keyfiles.cluster_hook(era, runner)
         if hook:
-            work.add(hook, "runner", Evidence.at(layout.runners, nodes[0][1], runner))
+            work.add(hook, "runner", Evidence.at(era.runners, nodes[0][1], runner))
         return hws
     if nodes is None:
         # Not a label of runners.yaml: GitHub matches it against the runner names' own prefix
         # (`gb300-nv` runs on `gb300-nv_0`), so the launcher is the one named after it.
         label = runner.removeprefix("cluster:")
-        prefix = layout.at(f"runners/launch_{label}")
+        prefix = keyfiles.runner_launchers(era, label)
         nodes = [
             (posixpath.basename(p).removeprefix("launch_").removesuffix(".sh"), 0)
-            for p in work.source.files(layout.at("runners"), (".sh",))
+            for p in work.source.files(era.runner_scripts, (".sh",))
             if p.startswith(prefix)
         ]
     for node, line in nodes:
-        launcher = layout.at(f"runners/launch_{node.split('_')[0]}.sh")
+        launcher = keyfiles.runner_launcher(era, node)
         hw = node.split("_")[0].split("-")[0]
         if hw not in hws:
             hws.append(hw)
         via = (
-            Evidence.at(layout.runners, line, node)
+            Evidence.at(era.runners, line, node)
             if line
             else Evidence.at(master, runner_line, f"runner {runner} -> {launcher}")
         )
         work.add(launcher, "runner", via)
     if not hws and runner:
-        hws.append(benchrepo.runner_hardware(runner))
+        hws.append(keyfiles.runner_hardware(runner))
         work.unresolved.append(
-            Evidence.at(master, runner_line, f"runner {runner} is not in {layout.runners}")
+            Evidence.at(master, runner_line, f"runner {runner} is not in {era.runners}")
         )
     return hws
 
@@ -426,7 +433,7 @@ def _scripts(work: _Scope, cfg: Mapping[str, Any], hws: list[str], *, srt: bool)
         } or {"none"}
         for spec in sorted(specs) if not (multinode or srt) else []:
             for hw in hws:
-                candidates = benchrepo.script_candidates(work.layout, cfg, scenario, spec, hw)
+                candidates = keyfiles.script_candidates(work.era, cfg, scenario, spec, hw)
                 chosen = next((c for c in candidates if work.source.exists(c)), None)
                 what = f"{scenario} spec-decoding={spec} on {hw}: {' or '.join(candidates)}"
                 if chosen is None:
@@ -436,17 +443,12 @@ def _scripts(work: _Scope, cfg: Mapping[str, Any], hws: list[str], *, srt: bool)
     if multinode:
         # runners/launch_mi355x-amds.sh: `benchmarks/multi_node[/agentic]/<prefix>_<precision>_
         # <hw>_<framework>.sh` (the agentic recipe lives under multi_node/agentic/).
-        prefix, precision = cfg.get("model-prefix", ""), cfg.get("precision", "")
-        subdirs = ["agentic/" if s == "agentic-coding" else "" for s in scenarios]
         for hw in hws:
-            for subdir in dict.fromkeys(subdirs):
-                wrapper = work.layout.at(
-                    f"benchmarks/multi_node/{subdir}{prefix}_{precision}_{hw}_"
-                    f"{cfg.get('framework', '')}.sh"
-                )
+            for scenario in scenarios:
+                wrapper = keyfiles.multinode_wrapper(work.era, cfg, scenario, hw)
                 work.add(wrapper, "script", Evidence.at(master, start, wrapper))
     if srt and "agentic-coding" in scenarios:
-        client = benchrepo.agentic_client(work.layout)
+        client = keyfiles.agentic_client(work.era)
         work.add(client, "helper", Evidence.at(master, start, f"srt-slurm agentic client {client}"))
 
 
@@ -461,7 +463,7 @@ def _srt_rows(work: _Scope, cfg: Mapping[str, Any]) -> list[tuple[str, str | Non
                 ref = item.get(name) if isinstance(item, Mapping) else None
                 if not isinstance(ref, str) or not ref:
                     continue
-                path, selector = benchrepo.srt_recipe(work.layout, cfg, ref)
+                path, selector = keyfiles.srt_recipe(work.era, cfg, ref)
                 via = Evidence.at(master, _line_of(work.masters, work.key, ref), f"{name}: {ref}")
                 out.append((path, selector, via))
     return list({(p, s): (p, s, v) for p, s, v in out}.values())
@@ -470,12 +472,12 @@ def _srt_rows(work: _Scope, cfg: Mapping[str, Any]) -> list[tuple[str, str | Non
 def _recipe(work: _Scope, path: str, selector: str | None, via: Evidence) -> None:
     """Read one recipe (its selected block, inherited settings included) and its setup script."""
     source = work.source
-    body = None if benchrepo.outside(path) else source.text(path)
+    body = None if keyfiles.outside(path) else source.text(path)
     if body is None:
         why = source.problems.get(path)
         reason = (
             "points outside the repository"
-            if benchrepo.outside(path)
+            if keyfiles.outside(path)
             else why.reason
             if why
             else "not found"
@@ -496,7 +498,7 @@ def _recipe(work: _Scope, path: str, selector: str | None, via: Evidence) -> Non
         work.recipes.append(recipe)
     for leaf in recipe.leaves:
         if leaf.path.endswith("setup_script") and rx(r"[\w.-]+\.sh").fullmatch(leaf.value):
-            setup = f"{work.layout.multi_recipes}/configs/{leaf.value}"
+            setup = keyfiles.recipe_setup_script(work.era, leaf.value)
             work.add(setup, "helper", Evidence.at(path, leaf.line, leaf.value))
 
 

@@ -13,8 +13,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from relpipe.changelog import repo as benchrepo
 from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.repository.checkout import find_root
+from relpipe.changelog.repository.detect import check_paths, detect, lister, read_override
+from relpipe.changelog.repository.era import Era
+from relpipe.changelog.repository.eras import DEFAULT
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision import gitio
 
@@ -44,7 +47,7 @@ class Source:
 
     root: Path
     ref: str | None = None
-    layout: benchrepo.Layout = benchrepo.LAYOUTS[0]  # where its files are (`open_source` detects)
+    era: Era = DEFAULT  # where its files are (`open_source` detects)
     problems: dict[str, Problem] = field(default_factory=dict)
     _texts: dict[str, str | None] = field(default_factory=dict)
     _tree: dict[str, tuple[str, str, int]] | None = None  # path -> (mode, sha, size)
@@ -181,17 +184,24 @@ class Source:
 
 def open_source(repo: Path, ref: str | None) -> Source:
     """A `Source` for `repo` (a directory) at `ref`, or its working tree when `ref` is None; its
-    layout is detected from the files of that version (`changelog.repo.detect`)."""
+    era is detected from the files of that version (`changelog.repository.detect`)."""
     if not repo.is_dir():
         raise ValidateError(f"--repo {repo} is not a directory; point it at an InferenceX checkout")
-    root = benchrepo.find_root(repo)
+    root = find_root(repo)
     source = Source(root=root, ref=ref)
 
-    def has_masters(folder: str) -> bool:
-        return any(benchrepo.is_master(p, folder) for p in source.files(folder))
+    def listdir(folder: str) -> list[str]:
+        inner = f"{folder}/"
+        names = (p[len(inner) :] for p in source._ls_tree() if p.startswith(inner))
+        return [name for name in names if "/" not in name]
 
     try:
-        source.layout = benchrepo.detect(has_masters, benchrepo.read_override(root), str(repo))
+        override = read_override(str(root))
+        era = detect(lister(str(root)) if ref is None else listdir, override, str(repo))
+        assert era is not None  # required: none found raises
+        if ref is None:
+            check_paths(str(root), era, str(repo))
     except ChangelogError as exc:
         raise ValidateError(str(exc)) from None
+    source.era = era
     return source

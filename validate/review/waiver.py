@@ -51,7 +51,7 @@ class Waiver:
 
 
 def load_waivers(source: Source) -> list[Waiver]:
-    folder = source.layout.waivers
+    folder = source.era.waivers
     memo = source.memo.get(("waivers", folder))
     if isinstance(memo, list):
         return memo
