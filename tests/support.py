@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,20 @@ def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
         env=_env(repo, env),
     )
     return out.stdout
+
+
+def corpus_checkout(root: Path, corpus_dir: Path) -> Path:
+    """A git repository at `root` holding InferenceX's real changelog and masters (the 2026-08
+    layout) at HEAD, with InferenceX as origin."""
+    (root / "configs").mkdir(parents=True)
+    shutil.copy(corpus_dir / "perf-changelog.yaml", root / "perf-changelog.yaml")
+    for name in ("amd-master.yaml", "nvidia-master.yaml"):
+        shutil.copy(corpus_dir / name, root / "configs" / name)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "remote", "add", "origin", "git@github.com:SemiAnalysisAI/InferenceX.git")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    return root
 
 
 def commit_files(

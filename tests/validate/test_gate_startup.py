@@ -9,13 +9,12 @@ pays: add it only with a measurement (bench/bench_hook.py)."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from support import git
+from support import corpus_checkout, git
 
 from relpipe.changelog.append import append
 from relpipe.changelog.entry import Entry
@@ -104,15 +103,7 @@ print(sorted(set(sys.modules) - before))
 @pytest.fixture
 def repo(tmp_path: Path, corpus_dir: Path) -> Path:
     """The real changelog and masters at HEAD; one house-style entry appended and staged."""
-    root = tmp_path / "bench-repo"
-    (root / "configs").mkdir(parents=True)
-    shutil.copy(corpus_dir / "perf-changelog.yaml", root / "perf-changelog.yaml")
-    for name in ("amd-master.yaml", "nvidia-master.yaml"):
-        shutil.copy(corpus_dir / name, root / "configs" / name)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "remote", "add", "origin", f"{REPO_URL}.git")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
+    root = corpus_checkout(tmp_path / "bench-repo", corpus_dir)
     append(root / "perf-changelog.yaml", GOOD)
     git(root, "add", "perf-changelog.yaml")
     return root

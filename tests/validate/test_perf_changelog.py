@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import git
+from support import corpus_checkout, git
 
 from relpipe.changelog.append import append
 from relpipe.changelog.entry import Entry, render
@@ -28,21 +28,7 @@ CORPUS_LINES = 6380  # lines of the real changelog; an appended entry starts two
 @pytest.fixture
 def repo(tmp_path: Path, corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A repository holding the real changelog and masters at HEAD, with an InferenceX origin."""
-    root = tmp_path / "bench-repo"
-    (root / "configs").mkdir(parents=True)
-    shutil.copy(corpus_dir / "perf-changelog.yaml", root / "perf-changelog.yaml")
-    for name in ("amd-master.yaml", "nvidia-master.yaml"):
-        shutil.copy(corpus_dir / name, root / "configs" / name)
-    git(root, "init", "-q", "-b", "main")
-    git(
-        root,
-        "remote",
-        "add",
-        "origin",
-        f"git@github.com:{REPO_URL.removeprefix('https://github.com/')}.git",
-    )
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
+    root = corpus_checkout(tmp_path / "bench-repo", corpus_dir)
     monkeypatch.chdir(root)
     return root
 
