@@ -35,7 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.configs.schema import KNOWN
+from relpipe.changelog.configs.load import load_master
+from relpipe.changelog.configs.schema import KNOWN, line_of, unknown_fields
+from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository.checkout import Checkout
 from relpipe.changelog.repository.detect import OVERRIDE
 from relpipe.core import jsonload, process
@@ -247,9 +249,16 @@ def diagnose(repo: Checkout, python: str, timeout: float = PROBE_TIMEOUT_S) -> D
     if not path.is_file():
         raise PipelineError(f"{repo.era.changelog} is not in {repo.root}")
     if not (repo.root / repo.era.validator).is_file():
-        raise PipelineError(
-            f"{repo.era.validator} (the repository's validator) is missing; if the "
-            f'repository has none, say so in {OVERRIDE} ([tool.relpipe] validator = "")'
+        # Early trees of an era had no validator of their own (InferenceX before 2026-07):
+        # nothing of theirs to run; relpipe's reading of the masters is still compared.
+        return Diagnosis(
+            disagreements=tuple(drift(repo)),
+            compared=("the master fields",),
+            skipped=(
+                f"the repository's code: this checkout has no {repo.era.validator} (the "
+                f"{repo.era.name} era's validator; if the repository has none, say so in "
+                f'{OVERRIDE}: [tool.relpipe] validator = "")',
+            ),
         )
     all_cases = cases(path.read_bytes())
     answer = probe(python, repo, all_cases, timeout)
@@ -266,7 +275,7 @@ def diagnose(repo: Checkout, python: str, timeout: float = PROBE_TIMEOUT_S) -> D
                     relpipe="accepts" if mine else f"rejects ({why})",
                 )
             )
-    known = KNOWN | set(repo.era.extra_fields)
+    known = KNOWN | set(repo.era.extra_fields) | repo.era.master_fields
     for name in answer["fields"]:
         if name not in known:
             found.append(
@@ -304,7 +313,45 @@ def diagnose(repo: Checkout, python: str, timeout: float = PROBE_TIMEOUT_S) -> D
     else:
         found += _points(repo, points)
         compared.append(f"points of {len(points)} key(s)")
+    named = {d.subject for d in found if d.kind == "field"}
+    found += [d for d in drift(repo) if d.subject.rpartition(" ")[2] not in named]
+    compared.append("the master fields")
     return Diagnosis(disagreements=tuple(found), compared=tuple(compared), skipped=tuple(skipped))
+
+
+def drift(repo: Checkout) -> list[Disagreement]:
+    """Fields the repository's masters use that relpipe does not know (neither its schema nor
+    the era's declaration nor `extra-fields`), each at its file:line: the day the repository's
+    rules and relpipe's part. A master that does not parse is one row too."""
+    known = set(repo.era.extra_fields) | repo.era.master_fields
+    out: list[Disagreement] = []
+    for master in repo.masters():
+        rel = master.relative_to(repo.root).as_posix()
+        try:
+            configs = load_master(master)
+            lines = master.read_text(encoding="utf-8").splitlines()
+        except (ChangelogError, OSError, UnicodeDecodeError) as exc:
+            out.append(
+                Disagreement(
+                    kind="masters", subject=rel, repository="a master config", relpipe=f"{exc}"
+                )
+            )
+            continue
+        for key, cfg in configs.items():
+            start = line_of(lines, 1, key)
+            for place, name in unknown_fields(key, cfg):
+                if name not in known:
+                    where = f"{rel}:{line_of(lines, start, name)}"
+                    used = f"used in {place + ' of ' if place else ''}{key}"
+                    out.append(
+                        Disagreement(
+                            kind="field",
+                            subject=f"{where} {name}",
+                            repository=used,
+                            relpipe="unknown",
+                        )
+                    )
+    return out
 
 
 def _relpipe_masters(repo: Checkout) -> tuple[bool, str]:
@@ -316,7 +363,7 @@ def _relpipe_masters(repo: Checkout) -> tuple[bool, str]:
         for master in repo.masters():
             for key, cfg in load_master(master).items():
                 for _, name in unknown_fields(key, cfg):
-                    if name not in repo.era.extra_fields:
+                    if name not in repo.era.extra_fields and name not in repo.era.master_fields:
                         return False, f"{master.name}: unknown field {name!r} in {key}"
     except ChangelogError as exc:
         return False, str(exc)

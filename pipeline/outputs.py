@@ -193,9 +193,13 @@ class PrecisionOutput:
         )
 
 
+CANNOT_CHECK = "cannot check: "
+
+
 @dataclass(frozen=True, kw_only=True)
 class ValidatorOutput:
-    """A validator's result (C7 changelog hook, C8 notes check, C9 golden AL)."""
+    """A validator's result (C7 changelog hook, C8 notes check, C9 golden AL); an evidence
+    value starting with CANNOT_CHECK is a row the validator could not judge (a WARN)."""
 
     status: Status = field(metadata=OK_NA)  # PASS: it ran (its problems fail the check)
     reason: str = field(default="", metadata=OMIT_DEFAULT)

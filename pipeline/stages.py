@@ -28,6 +28,7 @@ from relpipe.pipeline import enginerepo
 from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.outputs import (
+    CANNOT_CHECK,
     EvalOutput,
     PrecisionOutput,
     ProbeOutput,
@@ -292,21 +293,20 @@ def golden_al_result(ws: Workspace, key: str | None) -> ValidatorOutput:
             status=NA, reason="no --config-key: golden AL is checked for the released key"
         )
     try:
-        rows = golden_al.check(ws.root, [key])
+        found = golden_al.verdict(ws.root, [key])
     except ValidateError as exc:
         raise PipelineError(str(exc)) from exc
-    checked = [r for r in rows if r.verdict != golden_al.NA]
-    if not checked:
-        why = rows[0].reason if rows else "no agentic spec-decode setting"
-        return ValidatorOutput(status=NA, reason=f"{key}: {why}")
+    if found.status == golden_al.NA:
+        return ValidatorOutput(status=NA, reason=f"{key}: {found.reason}")
+    checked = [r for r in found.rows if r.verdict != golden_al.NA]
     problems = tuple(
         f"{r.path}:{r.line}: {r.reason}" for r in checked if r.verdict == golden_al.FAIL
     )
     evidence = {
         f"{r.path}:{r.line}": (
-            r.reason if r.verdict == golden_al.PASS else f"cannot check: {r.reason}"
+            r.reason if r.verdict == golden_al.PASS else f"{CANNOT_CHECK}{r.reason}"
         )
         for r in checked
         if r.verdict != golden_al.FAIL
     }
-    return ValidatorOutput(status=PASS, problems=problems, evidence=evidence)
+    return ValidatorOutput(status=PASS, reason=found.reason, problems=problems, evidence=evidence)

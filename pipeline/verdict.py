@@ -23,6 +23,7 @@ from relpipe.core.commit import Commit
 from relpipe.core.status import FAIL, NA, PASS, WARN, Status
 from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.outputs import (
+    CANNOT_CHECK,
     ConfigScope,
     EvalOutput,
     PrecisionOutput,
@@ -279,7 +280,13 @@ def check_golden(o: Outcome) -> Judgement:
             NA,
             (g.reason if g else "") or "no golden acceptance-length files",
         )
-    return _validator_check(g, "golden acceptance length")
+    judged_ = _validator_check(g, "golden acceptance length")
+    # The verdict `relpipe review --check golden-al` gives (validate.golden_al.verdict): a
+    # setting that cannot be checked is a WARN there, so here too.
+    unchecked = [k for k, v in (g.evidence or {}).items() if str(v).startswith(CANNOT_CHECK)]
+    if judged_.status == PASS and unchecked:
+        return judged(WARN, f"golden acceptance length: {g.reason}", judged_.evidence)
+    return judged_
 
 
 @CHECKS.declare("C10", "config-key scope and points plan")

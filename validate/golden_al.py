@@ -29,6 +29,7 @@ dsv4-fp4-gb200-dynamo-vllm-agentic-mtp2-agg) run three draft tokens, so `mtpN` w
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -39,8 +40,8 @@ from relpipe.changelog.configs.load import MasterConfigs, load_masters
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository import launch as keyfiles
 from relpipe.changelog.repository.checkout import Checkout, open_checkout
-from relpipe.changelog.repository.era import MASTER_SUFFIX, Era
-from relpipe.core.status import FAIL, NA, PASS, WARN
+from relpipe.changelog.repository.era import HARNESS, MASTER_SUFFIX, Era
+from relpipe.core.status import FAIL, NA, PASS, WARN, Status
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.golden_files import GoldenFile, load_golden
 from relpipe.validate.golden_launch import (
@@ -246,6 +247,7 @@ class _Sources:
     script: _Text | None
     texts: list[_Text]
     missing: list[str]
+    srt: bool = False  # srt-slurm rows: the harness runs the recipe (and may inject the AL)
 
 
 def _check_key(
@@ -287,7 +289,8 @@ def _check_key(
             "wrapper's settings are not resolved)"
         ]
     elif not out:
-        out.append(_unforced(this, found.texts))
+        injects = HARNESS in bench.era.acceptance and found.srt
+        out.append(_unforced(this, found.texts, bench.era.harness_golden if injects else None))
     for rel in missing:
         out.append(this.row(WARN, f"cannot check: source not found or unreadable: {rel}"))
     return out
@@ -331,6 +334,7 @@ def _sources(
             found.texts.append(recipe)
     if found.script is not None:
         found.texts.append(found.script)
+    found.srt = srt
     return found
 
 
@@ -403,30 +407,99 @@ def _written(this: _Key, text: _Text) -> list[KeySetting]:
     return out
 
 
-def _unforced(this: _Key, texts: list[_Text]) -> KeySetting:
-    """The key's row when its sources force no acceptance: N/A, or PASS with the curve that
-    real drafting runs on as evidence."""
+def _unforced(this: _Key, texts: list[_Text], harness: str | None = None) -> KeySetting:
+    """The key's row when its sources write no acceptance length.
+
+    Where the era's harness injects the golden value itself (`harness`: 2026-10's srt-slurm,
+    `Era.acceptance`), the key runs at the golden AL of its model, thinking mode and K: PASS
+    with that value. Where InferenceX resolves it at run time (`SYNTHETIC_ACCEPTANCE=true`):
+    N/A. Otherwise the checklist's item 11 is not met: FAIL (no synthetic target), or WARN
+    when a synthetic setting is written but its value is not resolved (a printf format)."""
     named = ", ".join(t.path for t in texts)
     auto = any(_SYNTHETIC_ON.search(line) for line in this.block.code)
-    reason = (
-        "SYNTHETIC_ACCEPTANCE=true without a length: InferenceX resolves it from the golden "
-        "files at run time"
-        if auto
-        else f"{NO_TARGET} in {named}: drafts are accepted as they are"
+    if auto:
+        return this.row(
+            NA,
+            "SYNTHETIC_ACCEPTANCE=true without a length: InferenceX resolves it from the golden "
+            "files at run time",
+        )
+    curve = _real_curve(texts, this.prefix, this.golden)
+    if harness is not None:
+        if curve is None:
+            return this.row(
+                WARN,
+                f"cannot check: the harness ({harness}) injects the golden AL, but the key's "
+                f"model, thinking mode or K select no one golden value in {named}",
+            )
+        gold, (k_path, k_val, k_line), golden_al, mode = curve
+        return replace(
+            this.row(
+                PASS,
+                f"AL {golden_al} injected by the harness ({harness}): golden {golden_al} "
+                f"({gold.name}, {mode}, K={k_val}); no recipe sets it",
+            ),
+            k=k_val,
+            k_source=f"{k_path}:{k_line}",
+            configured=golden_al,
+            golden=golden_al,
+            golden_file=gold.name,
+            thinking=mode,
+        )
+    unresolved = any(_SYNTHETIC.search(line) for t in texts for line in t.code)
+    status, why = (
+        (WARN, "a synthetic setting is written but its value is not resolved")
+        if unresolved
+        else (FAIL, "no synthetic target")
     )
-    curve = None if auto else _real_curve(texts, this.prefix, this.golden)
+    row = this.row(status, f"{NO_TARGET} in {named}: drafts are accepted as they are ({why})")
     if curve is None:
-        return this.row(NA, reason)
+        return row
     gold, (k_path, k_val, k_line), golden_al, mode = curve
     return replace(
-        this.row(PASS, reason),
+        row,
         k=k_val,
         k_source=f"{k_path}:{k_line}",
         golden=golden_al,
         golden_file=gold.name,
         thinking=mode,
-        reason=f"{reason}; their golden curve: {gold.name} {mode} K={k_val} AL {golden_al}",
+        reason=f"{row.reason}; their golden curve: {gold.name} {mode} K={k_val} AL {golden_al}",
     )
+
+
+# A synthetic-acceptance setting of any engine, written whatever its value (linear-time).
+_SYNTHETIC = re.compile(
+    r"(?i)synthetic[-_]accept|SIMULATE_ACC_LEN|FORCE_NUM_ACCEPTED|SYNTHETIC_ACCEPT"
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Golden AL for a set of keys: one status (FAIL over WARN over PASS over N/A), its
+    reason, and every row. `relpipe review --check golden-al` and the release's C9 both
+    report this (one question, one answer)."""
+
+    status: Status
+    reason: str
+    rows: tuple[KeySetting, ...]
+
+
+def verdict(repo: str | Path, keys: Iterable[str], masters: MasterConfigs | None = None) -> Verdict:
+    """`check` for the keys, judged as one: see `Verdict`."""
+    rows = check(repo, keys, masters)
+    counts = {status: [r for r in rows if r.verdict == status] for status in (FAIL, WARN, PASS)}
+    if counts[FAIL]:
+        first = counts[FAIL][0]
+        more = f" (+{len(counts[FAIL]) - 1} more)" if len(counts[FAIL]) > 1 else ""
+        reason = f"acceptance length differs from the golden value at {first.path}:{first.line}"
+        return Verdict(FAIL, reason + more, tuple(rows))
+    if counts[WARN]:
+        n = len(counts[WARN])
+        return Verdict(WARN, f"{n} setting{'s' if n != 1 else ''} cannot be checked", tuple(rows))
+    if counts[PASS]:
+        n = len(counts[PASS])
+        return Verdict(PASS, f"{n} setting{'s' if n != 1 else ''} equal the golden AL", tuple(rows))
+    why = rows[0].reason if rows else "no agentic spec-decode setting"
+    return Verdict(NA, why, tuple(rows))
 
 
 def _real_curve(

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import os
 import posixpath
-from dataclasses import dataclass, fields, replace
 
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository.era import Era
 from relpipe.changelog.repository.eras import DEFAULT, ERAS, by_name
+from relpipe.core.record import Record, fields, replace
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:
@@ -46,11 +46,15 @@ _NOT_PATHS = frozenset(
 )
 PATH_FIELDS = tuple(f.name for f in fields(Era) if f.name not in _NOT_PATHS)
 _LISTS = ("codeowners", "extra-fields")
-_OTHER = ("layout", "repository")
+_OTHER = ("layout", "repository", "base-branch")
+# The branch a benchmark repository merges into, unless `.relpipe.toml` names another
+# (`base-branch`): InferenceX's is `main` in every era.
+BASE_BRANCHES = ("main", "master")
+# The remote a fork's clone names the canonical repository by (GitHub's and git's convention).
+UPSTREAM_REMOTE = "upstream"
 
 
-@dataclass(frozen=True)
-class Located:
+class Located(Record):
     """A checkout's era as the commit hook needs it: `found` False when no era's files exist
     (a new repository: the default era's paths), `repository` the canonical URL the override
     file names (None: not named there)."""
@@ -58,6 +62,7 @@ class Located:
     era: Era
     found: bool
     repository: str | None = None
+    base_branch: str | None = None  # `.relpipe.toml` base-branch
 
     def looked_for(self) -> tuple[str, ...]:
         """Every marker tried, for error messages."""
@@ -89,6 +94,7 @@ def detect(
     table = dict(override or {})
     name = table.pop("layout", None)
     table.pop("repository", None)
+    table.pop("base-branch", None)
     accepted = {*PATH_FIELDS, *(f.replace("_", "-") for f in PATH_FIELDS), *_LISTS}
     unknown = sorted(set(table) - accepted)
     if unknown:
@@ -203,9 +209,10 @@ def read_override(root: str) -> dict[str, Any] | None:
         table = doc.get("relpipe")
     if not isinstance(table, dict):
         raise ChangelogError(f"{path}: no [tool.relpipe] table")
-    repository = table.get("repository")
-    if repository is not None and not isinstance(repository, str):
-        raise ChangelogError(f"{path}: [tool.relpipe] repository must be a URL string")
+    for name in ("repository", "base-branch"):
+        value = table.get(name)
+        if value is not None and not (isinstance(value, str) and value.strip()):
+            raise ChangelogError(f"{path}: [tool.relpipe] {name} must be a non-empty string")
     return table
 
 
@@ -227,7 +234,48 @@ def locate(root: str = ".", eras: tuple[Era, ...] = ERAS) -> Located:
     override = read_override(root)
     era = detect(lister(root), override, root, eras, required=False)
     if era is None:
-        return Located(DEFAULT, False)
+        return Located(era=DEFAULT, found=False)
     check_paths(root, era)
-    repository = override.get("repository") if override else None
-    return Located(era, True, repository)
+    table = override or {}
+    return Located(
+        era=era,
+        found=True,
+        repository=table.get("repository"),
+        base_branch=table.get("base-branch"),
+    )
+
+
+def canonical_repository(
+    *,
+    named: str | None,
+    override: str | None,
+    remotes: Mapping[str, str],
+    linked: str | None,
+) -> str | None:
+    """The benchmark repository's canonical URL, from its identity and never from a fork:
+    the URL the user named (`--repo-url`), else the override file's `repository`, else the
+    `upstream` remote (a fork's clone), else the repository its own changelog links to, else
+    `origin` (a clone of the canonical repository itself, before its first entry)."""
+    return named or override or remotes.get(UPSTREAM_REMOTE) or linked or remotes.get("origin")
+
+
+def linked_repository(changelog: bytes) -> str | None:
+    """The repository the last `pr-link: https://<host>/<owner>/<name>/pull/<n>` of a changelog
+    names (its own PRs), None when it links to none."""
+    at = changelog.rfind(b"\n  pr-link: https://")
+    while at >= 0:
+        line = changelog[at + len(b"\n  pr-link: ") : changelog.find(b"\n", at + 1)]
+        url, sep, number = line.decode("utf-8", "replace").strip().rpartition("/pull/")
+        if sep and number.isdigit() and url.count("/") == 4:
+            return url
+        at = changelog.rfind(b"\n  pr-link: https://", 0, at)
+    return None
+
+
+def pull_request_at_commit(branch: str | None, base_branch: str | None, in_ci: bool) -> bool:
+    """Whether a commit is judged as InferenceX judges a PR (pr-link placeholders accepted): at
+    commit time on a branch other than the base branch. On the base branch, on a detached HEAD
+    and in CI (which passes --pr-number on a PR) it is judged as InferenceX judges main."""
+    if in_ci or branch is None:
+        return False
+    return branch not in ((base_branch,) if base_branch else BASE_BRANCHES)

@@ -6,6 +6,7 @@ exactly before and after PR #3750's entry (`tree-2026-10/_derived/`)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -20,7 +21,7 @@ from support import git
 
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository.detect import locate
-from relpipe.validate.gate.hook import main
+from relpipe.validate.gate.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
@@ -233,3 +234,101 @@ def test_the_pre_commit_hook_runs_for_the_changelog_of_every_layout() -> None:
     assert pattern.search("perf-changelog.yaml")
     assert pattern.search("inferencex-e2e/perf-changelog.yaml")
     assert not pattern.search("docs/perf-changelog.yaml")
+
+
+@pytest.mark.parametrize("remotes", ["fork origin, canonical upstream", "fork origin only"])
+def test_the_canonical_repository_is_the_repositorys_identity_not_a_forks_origin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, remotes: str
+) -> None:
+    """Most contributors commit from a fork: `origin` is theirs. The canonical repository comes
+    from an `upstream` remote, else from the links of the repository's own changelog; the real
+    `https://github.com/SemiAnalysisAI/InferenceX/pull/N` passes and a link to the fork fails."""
+    base, head = _derived()
+    changelog = "inferencex-e2e/perf-changelog.yaml"
+    root = _repo(tmp_path / "ix", changelog, "inferencex-e2e/configs", base)
+    git(root, "remote", "set-url", "origin", "git@github.com:someone/InferenceX.git")
+    if "upstream" in remotes:
+        git(root, "remote", "add", "upstream", f"{REPO_URL}.git")
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("CI", raising=False)
+    (root / changelog).write_bytes(
+        head
+    )  # #3750's own entry: .../SemiAnalysisAI/InferenceX/pull/3750
+    git(root, "add", "-A")
+    assert main([]) == 0, capsys.readouterr()
+    fork = head[: len(base)] + head[len(base) :].replace(
+        b"SemiAnalysisAI/InferenceX/pull/3750", b"someone/InferenceX/pull/3750"
+    )
+    (root / changelog).write_bytes(fork)
+    git(root, "add", "-A")
+    assert main([]) == 1
+    assert "is not a canonical PR link" in capsys.readouterr().out
+    # On a feature branch before the PR exists: the canonical repository's placeholder passes,
+    # the fork's does not.
+    git(root, "checkout", "-q", "-b", "bump")
+    for link, code in (
+        (f"{REPO_URL}/pull/XXX", 0),
+        ("https://github.com/someone/InferenceX/pull/XXX", 1),
+    ):
+        (root / changelog).write_bytes(
+            head[: len(base)]
+            + head[len(base) :].replace(f"{REPO_URL}/pull/3750".encode(), link.encode())
+        )
+        git(root, "add", "-A")
+        assert main([]) == code, (link, capsys.readouterr())
+        capsys.readouterr()
+
+
+def test_placeholders_on_a_feature_branch_are_what_inferencex_accepts_on_a_pr_run() -> None:
+    """Oracle: each era's own validator (`validate_added_pr_link`, run in its own environment)
+    on a PR run accepts a link for some PR number exactly when the hook accepts it at commit
+    time on a feature branch, where the number is not known yet."""
+    from relpipe.changelog.entry import parse_appended
+    from relpipe.validate.gate.hook import Policy, _pr_link_finding
+
+    links = [
+        "XXX",
+        f"{REPO_URL}/pull/XXX",
+        f"{REPO_URL}/pull/3750",
+        "https://github.com/someone/InferenceX/pull/XXX",
+        "https://github.com/someone/InferenceX/pull/12",
+        f"{REPO_URL}/pull/xxx",
+        "TBD",
+    ]
+    script = (
+        "import importlib, json, sys\nv = importlib.import_module(sys.argv[2])\nout = []\n"
+        "for link in json.loads(sys.argv[1]):\n"
+        "    n = int(link.rsplit('/', 1)[1]) if link.rsplit('/', 1)[-1].isdigit() else 1\n"
+        "    try:\n        v.validate_added_pr_link(link, n)\n        out.append(True)\n"
+        "    except Exception:\n        out.append(False)\n"
+        "print(json.dumps(out))\n"
+    )
+    policy = Policy(repo_url=REPO_URL, pr_number=None, pull_request=True, config_keys=None)
+    ours = []
+    for link in links:
+        block = parse_appended(
+            b"",
+            f"- config-keys:\n    - {KEY}\n  description:\n    - x\n  pr-link: {link}\n".encode(),
+        ).blocks[0]
+        ours.append(_pr_link_finding(block, policy, "perf-changelog.yaml") is None)
+    assert ours == [True, True, True, False, False, False, False]
+    for path, module in _validators():
+        done = subprocess.run(
+            [corpus.oracle_python(), "-c", script, json.dumps(links), module],
+            cwd=path,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(path)},
+        )
+        assert json.loads(done.stdout) == ours, module
+
+
+def _validators() -> list[tuple[Path, str]]:
+    """(import path, module) of each era's validator (the two early trees have none)."""
+    data = corpus.inferencex_dir()
+    return [
+        (data / "eras" / "2026-07-01" / "utils", "validate_perf_changelog"),
+        (data / "tree" / "utils", "validate_perf_changelog"),
+        (data / "tree-2026-10" / "inferencex-e2e", "infx.workflows.validate_perf_changelog"),
+    ]

@@ -74,14 +74,16 @@ def test_pr3750_from_the_repository_root(pr3750: Path, capsys: pytest.CaptureFix
     assert not any("not in the repository" in c["reason"] for c in checks.values())
     for cid in ("deprecated", "arch-hacks", "chat-template", "engine-patches"):
         assert checks[cid]["status"] == "PASS", (cid, checks[cid])
-    # The key's recipe forces no acceptance length: an agentic spec-decode benchmark without a
-    # synthetic target FAILs (the checklist wants the golden value), with the curve it needs.
-    assert checks["golden-al"]["status"] == "FAIL", checks["golden-al"]
+    # No recipe sets the acceptance length: in this era the srt-slurm harness injects the golden
+    # value itself (the repository's changelog says so; the run's submission JSON has
+    # `spec-decode-acceptance-length=2.78`), so check 11 passes, as InferenceX's reviewer said.
+    assert checks["golden-al"]["status"] == "PASS", checks["golden-al"]
     assert "inferencex-e2e/docs/MODELS.md" in checks["deprecated"]["reason"]
     chat = checks["chat-template"]["evidence"]
     assert [f"{RECIPE}:52", f"{KEY}: use_chat_template"] in chat
     golden = " ".join(what for _, what in checks["golden-al"]["evidence"])
-    assert "minimaxm3_eagle3_gqa thinking_on K=3 AL 2.78" in golden
+    assert "AL 2.78 injected by the harness" in golden
+    assert "golden 2.78 (minimaxm3_eagle3_gqa, thinking_on, K=3)" in golden
     assert "owners of 3 changed files listed" in checks["owners"]["reason"]
     assert "no new changelog entry says" in checks["append-only"]["reason"]
 
@@ -91,7 +93,7 @@ def test_inside_inferencex_e2e_is_the_same_review(
 ) -> None:
     root = _review(pr3750, capsys, "--config-key", KEY, "--check", "golden-al")
     inner = _review(pr3750 / E2E, capsys, "--config-key", KEY, "--check", "golden-al")
-    assert root == inner and root["golden-al"]["status"] == "FAIL"
+    assert root == inner and root["golden-al"]["status"] == "PASS"
 
 
 def test_a_pre_2026_07_checkout_finds_its_keys(

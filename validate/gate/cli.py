@@ -1,9 +1,9 @@
-"""The command line of `validate_perf_changelog` (the hook's entry point is
-`relpipe.validate.gate.hook:main`): options, where base and head come from (git refs, the index,
-the working tree, PRE_COMMIT_FROM_REF/TO_REF), the changelog, masters and entry schema of the
-checkout's era (`changelog.repository`, the one detection every command uses), output, and
-exit codes 0 valid, 1 invalid, 2 usage or environment error, 3 unexpected (one line and a log
-path). Standard library and PyYAML only.
+"""The command line of `validate_perf_changelog`, its entry point (`relpipe.validate.gate.cli:main`;
+the checks themselves are `validate/gate/hook.py`'s pure `check`): options, where base and head
+come from (git refs, the index, the working tree, PRE_COMMIT_FROM_REF/TO_REF), the changelog,
+masters and entry schema of the checkout's era (`changelog.repository`, the one detection every
+command uses), output, and exit codes 0 valid, 1 invalid, 2 usage or environment error, 3
+unexpected (one line and a log path). Standard library and PyYAML only.
 """
 
 from __future__ import annotations
@@ -16,7 +16,13 @@ from collections.abc import Callable, Sequence
 from relpipe.changelog.configs.load import keys_of, read_master
 from relpipe.changelog.entry import ERROR
 from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.repository.detect import Located, locate
+from relpipe.changelog.repository.detect import (
+    Located,
+    canonical_repository,
+    linked_repository,
+    locate,
+    pull_request_at_commit,
+)
 from relpipe.changelog.repository.era import CHANGELOG_NAME, MASTER_SUFFIX, RUNNERS_NAME
 from relpipe.changelog.repository.eras import ERAS
 from relpipe.validate.errors import ValidateError
@@ -210,6 +216,24 @@ def _located(args: argparse.Namespace) -> Located:
     return args.located  # type: ignore[no-any-return]
 
 
+def _located_or_none(args: argparse.Namespace) -> Located | None:
+    """The era, or None where explicit paths make it unnecessary (a checkout mixing layouts
+    with --changelog-file and --configs)."""
+    try:
+        return _located(args)
+    except ChangelogError:
+        if args.changelog_file:
+            return None
+        raise
+
+
+def _at_commit_time(args: argparse.Namespace) -> bool:
+    """The hook judging what is about to be committed: the index or the working tree against
+    the default base (no --base-ref/--head-ref, no pre-push refs, not a --full audit)."""
+    explicit = args.base_ref or args.head_ref or os.environ.get("PRE_COMMIT_FROM_REF")
+    return not (explicit or args.full)
+
+
 def _changelog_path(args: argparse.Namespace) -> str:
     """--changelog-file, else the changelog pre-commit passed, else the layout's."""
     if args.changelog_file:
@@ -362,13 +386,27 @@ def _main(argv: Sequence[str] | None) -> int:
         base, head, source, refs = _inputs(args)
         changed = base is None or head != base
         repo_url = githook.canonical_repo_url(args.repo_url) if args.repo_url else None
-        if repo_url is None and changed:
-            repo_url = githook.origin_url()
+        pull_request = False
+        if changed:
+            located = _located_or_none(args)
+            if repo_url is None:
+                repo_url = canonical_repository(
+                    named=None,
+                    override=located.repository if located else None,
+                    remotes=githook.remote_urls(),
+                    linked=linked_repository(base or b""),
+                )
+            if args.pr_number is None and _at_commit_time(args):
+                base_branch = located.base_branch if located else None
+                pull_request = pull_request_at_commit(
+                    githook.current_branch(), base_branch, os.environ.get("CI") == "true"
+                )
         paths = _config_paths(args) if changed and base is not None else None
         bases = BaseCache()
         policy = Policy(
             repo_url=repo_url,
             pr_number=args.pr_number,
+            pull_request=pull_request,
             config_keys=None if paths is None else _config_keys(paths, bases),
             strict=args.strict,
             all_evals=args.all_evals,
@@ -394,3 +432,7 @@ def _main(argv: Sequence[str] | None) -> int:
         # One write: a history audit may print hundreds of thousands of warnings.
         sys.stdout.write("\n".join(lines))
     return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

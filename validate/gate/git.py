@@ -103,6 +103,25 @@ def canonical_repo_url(url: str) -> str:
     return url[:-4] if url.endswith(".git") else url
 
 
+def remote_urls() -> dict[str, str]:
+    """Every remote's URL, canonical (`https://github.com/O/R`), by remote name: one git call."""
+    done = git("config", "--get-regexp", r"^remote\..*\.url$", check=False)
+    out: dict[str, str] = {}
+    for line in done.stdout.decode("utf-8", "replace").splitlines():
+        key, _, url = line.partition(" ")
+        name = key[len("remote.") : -len(".url")]
+        if name and url.strip():
+            out.setdefault(name, canonical_repo_url(url))
+    return out
+
+
+def current_branch() -> str | None:
+    """The checked-out branch's short name; None on a detached HEAD (CI checkouts of a ref)."""
+    done = git("symbolic-ref", "-q", "--short", "HEAD", check=False)
+    name = done.stdout.decode("utf-8", "replace").strip()
+    return name if done.returncode == 0 and name else None
+
+
 def origin_url() -> str | None:
     """The `origin` remote as a canonical https URL, or None without one."""
     done = git("config", "--get", "remote.origin.url", check=False)

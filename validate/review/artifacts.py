@@ -11,7 +11,6 @@ is a WARN. notes: the PR body against release facts (`relpipe.validate.notes_che
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections.abc import Mapping
@@ -25,6 +24,8 @@ from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository import launch as keyfiles
 from relpipe.core import jsonload
 from relpipe.core.check import Evidence, Judgement, judged
+from relpipe.core.files import read_capped
+from relpipe.core.process import one_line
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.review.context import Review, plural
@@ -37,7 +38,9 @@ MAX_RESULT_BYTES = 1024 * 1024
 
 
 def check_golden(review: Review) -> Judgement:
-    """`golden_al.check` (C2's scoped check: K from recipes and launch scripts) for the keys."""
+    """`golden_al.verdict` for the keys in scope: the same function, and so the same verdict,
+    as the release's C9 (K from recipes and launch scripts; where the era's harness injects
+    the golden value, that value)."""
     from relpipe.validate import golden_al
 
     if not review.scopes:
@@ -46,64 +49,26 @@ def check_golden(review: Review) -> Judgement:
         return judged(NA, "golden-al reads the working tree; review the head checked out")
     golden = review.source.era.golden
     if not (review.source.root / golden).is_dir():
-        return judged(NA, f"no {golden}/ in the repository")
+        return judged(NA, f"no {golden}/ in the repository (the era's golden AL curves)")
     root = review.source.root
     masters = MasterConfigs(  # the masters the review loaded: not parsed a second time
-        review.masters.configs, {k: root / w[0] for k, w in review.masters.where.items()}
+        configs=review.masters.configs,
+        origin={k: root / w[0] for k, w in review.masters.where.items()},
     )
-    settings = golden_al.check(root, [s.key for s in review.scopes], masters)
-    rows: list[Evidence] = []
-    counts: dict[str, int] = {PASS: 0, WARN: 0, FAIL: 0, NA: 0}
+    found = golden_al.verdict(root, [s.key for s in review.scopes], masters)
     order: dict[str, int] = {FAIL: 0, WARN: 1, PASS: 2, NA: 3}
-    for st in sorted(settings, key=lambda x: order.get(x.verdict, 1)):
-        if st.verdict in (NA, PASS) and st.reason.startswith(golden_al.NO_TARGET):
-            # The checklist requires the golden value for agentic spec-decode workloads: FAIL
-            # when no synthetic-acceptance setting is written anywhere in the key's launch path,
-            # WARN when one is written but its value is not resolved (e.g. a printf format).
-            if _synthetic_written(review, st.key):
-                st = dataclasses.replace(
-                    st, verdict=WARN, reason=f"{st.reason} (a synthetic setting is not resolved)"
-                )
-            else:
-                st = dataclasses.replace(
-                    st, verdict=FAIL, reason=f"{st.reason} (no synthetic target)"
-                )
-        counts[st.verdict if st.verdict in counts else WARN] += 1
-        k = f"K={st.k} ({st.k_source})" if st.k is not None else "K unknown"
-        rows.append(
-            Evidence.at(
-                st.path,
-                st.line,
-                f"{st.verdict} {st.key}: {st.engine} {k}, configured {st.configured}, golden "
-                f"{st.golden} ({st.golden_file or '-'}, {st.thinking}): {st.reason}",
-            )
+    rows = [
+        Evidence.at(
+            st.path,
+            st.line,
+            f"{st.verdict} {st.key}: {st.engine} "
+            f"{f'K={st.k} ({st.k_source})' if st.k is not None else 'K unknown'}, configured "
+            f"{st.configured}, golden {st.golden} ({st.golden_file or '-'}, {st.thinking}): "
+            f"{st.reason}",
         )
-    if counts[FAIL]:
-        first = next(r for r in rows if r.what.startswith(FAIL))
-        return judged(
-            FAIL,
-            f"acceptance length differs from the golden value at "
-            f"{first.where} (+{counts[FAIL] - 1} more)"
-            if counts[FAIL] > 1
-            else f"acceptance length differs from the golden value at {first.where}",
-            rows,
-        )
-    if counts[WARN]:
-        return judged(WARN, f"{plural(counts[WARN], 'setting')} cannot be checked", rows)
-    if not counts[PASS]:
-        return judged(NA, "no forced acceptance length in the keys' launch paths", rows)
-    return judged(PASS, f"{plural(counts[PASS], 'setting')} equal the golden AL", rows)
-
-
-_SYNTHETIC = re2.compile(
-    r"(?i)synthetic[-_]accept|SIMULATE_ACC_LEN|FORCE_NUM_ACCEPTED|SYNTHETIC_ACCEPT"
-)
-
-
-def _synthetic_written(review: Review, key: str) -> bool:
-    scope = next((s for s in review.scopes if s.key == key), None)
-    paths = [u.path for u in scope.files] if scope else []
-    return any(_SYNTHETIC.search(review.source.text(p) or "") for p in paths)
+        for st in sorted(found.rows, key=lambda x: order.get(x.verdict, 1))
+    ]
+    return judged(found.status, found.reason, rows)
 
 
 def appended(review: Review) -> tuple[list[Mapping[str, Any]], str | None]:
@@ -240,23 +205,22 @@ def check_pareto(review: Review) -> Judgement:
         raise ValidateError(f"--results {folder} is not a directory")
     curves: dict[str, list[tuple[float, float, str]]] = {}
     rows: list[Evidence] = []
+    refused: list[Evidence] = []
     files = 0
     for path in sorted(folder.rglob("*.json")):
         files += 1
         if files > MAX_RESULT_FILES:
             rows.append(Evidence(str(folder), f"more than {MAX_RESULT_FILES} files; rest skipped"))
             break
-        if path.is_symlink() or not path.is_file():
-            rows.append(Evidence(path.name, "not a regular file; skipped"))
-            continue
+        # A result that cannot be read (a link, a FIFO, over the cap, JSON nested too deep, a
+        # number out of range) may hide a point: the check is not made, and says so (a FAIL).
         try:
-            with open(path, "rb") as handle:
-                raw = handle.read(MAX_RESULT_BYTES + 1)
-            if len(raw) > MAX_RESULT_BYTES:
-                raise ValueError(f"over {MAX_RESULT_BYTES} bytes")
+            if path.is_symlink():
+                raise ValidateError("is a symbolic link")
+            raw = read_capped(path, MAX_RESULT_BYTES, "result", error=ValidateError)
             data = jsonload.loads(raw)
-        except (OSError, ValueError) as exc:
-            rows.append(Evidence(path.name, f"unreadable result ({exc}); skipped"))
+        except (ValidateError, ValueError) as exc:
+            refused.append(Evidence(path.name, f"refused: {one_line(str(exc), 160)}"))
             continue
         if not isinstance(data, dict):
             continue
@@ -281,6 +245,10 @@ def check_pareto(review: Review) -> Judgement:
             )
         )
         curves.setdefault(curve, []).append((x, y, path.name))
+    if refused:
+        more = f" (+{len(refused) - 1} more)" if len(refused) > 1 else ""
+        first = refused[0]
+        return judged(FAIL, f"result file {first.where} {first.what}{more}", [*refused, *rows])
     if not curves:
         return judged(WARN if rows else NA, f"no result in InferenceX's format in {folder}", rows)
     thin = []

@@ -71,13 +71,19 @@ CHECKS = Checklist[Review](
     ),
     declare("pareto", "Pareto coverage of each curve", artifacts.check_pareto),
     declare("notes", "PR body matches the facts", artifacts.check_notes),
+    declare(
+        "master-fields",
+        "master fields relpipe knows the meaning of",
+        yamlkeys.check_master_fields,
+        fast=True,
+    ),
 )
 FAST = tuple(c.id for c in CHECKS if c.fast)
 # Checks that look at neither the keys in scope nor the change: no masters, no git needed.
 STANDALONE = frozenset({"checklist", "pareto", "notes"})
 # ... and those that need the change but not the keys (resolving every key costs seconds).
 # (append-only resolves the keys its changelog entries name by itself.)
-KEYLESS = STANDALONE | {"owners", "append-only"}
+KEYLESS = STANDALONE | {"owners", "append-only", "master-fields"}
 _HUNK = re2.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 

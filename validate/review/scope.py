@@ -104,6 +104,9 @@ class Masters:
     # A key in two master files (InferenceX's load_config_files refuses the merge): the first
     # definition is kept for scoping; (key, (file, line) of the first, (file, line) of the other).
     across: list[tuple[str, tuple[str, int], tuple[str, int]]] = field(default_factory=list)
+    # Fields no schema relpipe knows (the repository's own rules are the authority on its
+    # schema): a WARN of the `master-fields` check at file:line, never a stop.
+    unknown: list[Evidence] = field(default_factory=list)
 
 
 def _values_of(node: Any, name: str) -> Iterable[Any]:
@@ -185,25 +188,29 @@ def load_masters(source: Source) -> Masters:
                 first = masters.where[key]
                 masters.across.append((key, (first[0], first[1]), (path, start)))
                 continue
-            _known_fields(source.era, path, lines, key, start, cfg)
+            masters.unknown += _unknown_fields(source.era, path, lines, key, start, cfg)
             masters.configs[key] = cfg if isinstance(cfg, Mapping) else {}
             masters.where[key] = (path, start, end)
     return masters
 
 
-def _known_fields(era: Era, path: str, lines: list[str], key: str, start: int, cfg: Any) -> None:
-    """A field no schema relpipe knows is a new rule it would ignore: one line, file:line."""
+def _unknown_fields(
+    era: Era, path: str, lines: list[str], key: str, start: int, cfg: Any
+) -> list[Evidence]:
+    """Fields of a key that neither relpipe's schema nor the era's (`Era.master_fields`) nor
+    the override's `extra-fields` has, at file:line."""
     if not isinstance(cfg, Mapping):
-        return
+        return []
     extra = set(era.extra_fields) | era.master_fields
-    for place, name in unknown_fields(key, cfg):
-        if name not in extra:
-            where = f"{place} of " if place else ""
-            raise ValidateError(
-                f"{path}:{line_of(lines, start, name)}: unknown master field {name!r} in "
-                f"{where}{key}; relpipe does not know its meaning (run `relpipe doctor`, or "
-                f"list it in .relpipe.toml [tool.relpipe] extra-fields)"
-            )
+    return [
+        Evidence.at(
+            path,
+            line_of(lines, start, name),
+            f"unknown master field `{name}` in {f'{place} of ' if place else ''}{key}",
+        )
+        for place, name in unknown_fields(key, cfg)
+        if name not in extra
+    ]
 
 
 def select_keys(masters: Masters, patterns: Sequence[str]) -> list[str]:

@@ -121,3 +121,20 @@ def check_yaml_keys(review: Review) -> Judgement:
     if rows:
         return judged(WARN, f"{plural(len(rows), 'finding')} to review", rows)
     return judged(PASS, f"no duplicate key in {plural(len(files), 'YAML file')}")
+
+
+def check_master_fields(review: Review) -> Judgement:
+    """Master fields relpipe does not know: the repository's own validator is the authority on
+    its schema, so each is a WARN at its line (relpipe does not judge what it means; `relpipe
+    doctor` lists it as drift), never a stop."""
+    if not review.masters.lines:
+        return judged(NA, "no master config read")
+    rows = review.masters.unknown
+    if rows:
+        return judged(
+            WARN,
+            f"{rows[0].where}: {rows[0].what}; relpipe does not know its meaning (run `relpipe "
+            "doctor`, or list it in .relpipe.toml [tool.relpipe] extra-fields)",
+            rows,
+        )
+    return judged(PASS, f"every field of {plural(len(review.masters.configs), 'key')} is known")
