@@ -194,6 +194,19 @@ def load_masters(source: Source) -> Masters:
     return masters
 
 
+def block_of(lines: list[str], key: str) -> tuple[int, int] | None:
+    """The 1-based (first, last) lines of a top-level key's block in a master's lines."""
+    starts = []
+    for i, line in enumerate(lines):
+        m = _TOP_KEY.match(line)
+        if m:
+            starts.append((m.group(1) or m.group(2) or m.group(3), i + 1))
+    for j, (name, start) in enumerate(starts):
+        if name == key:
+            return start, (starts[j + 1][1] - 1) if j + 1 < len(starts) else len(lines)
+    return None
+
+
 def _unknown_fields(
     era: Era, path: str, lines: list[str], key: str, start: int, cfg: Any
 ) -> list[Evidence]:
