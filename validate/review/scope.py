@@ -28,7 +28,7 @@ from typing import Any
 import re2
 
 from relpipe.changelog.configs.load import load_yaml, resolve_key
-from relpipe.changelog.configs.schema import line_of, unknown_fields
+from relpipe.changelog.configs.schema import line_of, scenarios_of, unknown_fields
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository import launch as keyfiles
 from relpipe.changelog.repository.era import Era
@@ -88,7 +88,7 @@ class KeyScope:
 
     @property
     def agentic(self) -> bool:
-        return "agentic-coding" in (self.config.get("scenarios") or {})
+        return "agentic-coding" in (scenarios_of(self.config) or {})
 
     def spec_decoding(self) -> set[str]:
         return {str(v) for v in _values_of(self.config, "spec-decoding")} - {"none"}
@@ -372,7 +372,7 @@ def scope_key(source: Source, masters: Masters, key: str) -> KeyScope:
     hws = _runners(work, cfg)
     rows = _srt_rows(work, cfg)
     _scripts(work, cfg, hws, srt=bool(rows))
-    texts = list(_strings(cfg.get("scenarios") or {}))
+    texts = list(_strings(scenarios_of(cfg) or {}))
     for path, selector, text in keyfiles.config_file_recipes(source.era, texts):
         _recipe(work, path, selector, Evidence.at(master, _line_of(masters, key, text), text))
     for path, selector, via in rows:
@@ -437,7 +437,7 @@ def _runners(work: _Scope, cfg: Mapping[str, Any]) -> list[str]:
 def _scripts(work: _Scope, cfg: Mapping[str, Any], hws: list[str], *, srt: bool) -> None:
     """Single-node launch scripts (keys without srt-slurm rows) and multinode wrappers."""
     master, start, _ = work.masters.where[work.key]
-    scenarios = cfg.get("scenarios") or {}
+    scenarios = scenarios_of(cfg) or {}
     multinode = bool(cfg.get("multinode"))
     for scenario, arms in scenarios.items() if isinstance(scenarios, Mapping) else []:
         specs = {
@@ -469,7 +469,7 @@ def _srt_rows(work: _Scope, cfg: Mapping[str, Any]) -> list[tuple[str, str | Non
     """`srt-recipe` / `eval-srt-recipe` rows as (repository path, selector, evidence)."""
     master = work.masters.where[work.key][0]
     out = []
-    scenarios = cfg.get("scenarios") or {}
+    scenarios = scenarios_of(cfg) or {}
     for arms in scenarios.values() if isinstance(scenarios, Mapping) else []:
         for item in _items(arms):
             for name in ("srt-recipe", "eval-srt-recipe"):
