@@ -13,6 +13,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import stat
 import time
 
 from relpipe.core.errors import RelpipeError
@@ -33,19 +34,54 @@ def read_capped(
     *,
     error: type[RelpipeError] = RelpipeError,
 ) -> bytes:
-    """The bytes of `path`, refused with one `error` line when unreadable or over `limit` bytes.
+    """The bytes of a regular file `path`, refused with one `error` line when unreadable, not a
+    regular file, or over `limit` bytes.
 
-    Reads at most `limit + 1` bytes, so a huge (or endless, like a FIFO) file costs no memory.
+    Opened without blocking and checked on the open descriptor (no race with a rename): a FIFO
+    (whose open waits forever for a writer), a device (`/dev/zero` never ends) or a folder is
+    refused before any read. Reads at most `limit + 1` bytes, so a huge file costs no memory.
     """
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(limit + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise error(f"cannot read {what} {path}: {reason}; {hint}") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise error(
+                f"cannot read {what} {path}: not a regular file ({special_kind(mode)}); {hint}"
+            )
+        chunks: list[bytes] = []
+        left = limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise error(f"cannot read {what} {path}: {reason}; {hint}") from exc
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
     if len(data) > limit:
         raise error(f"{what} {path} is over the {limit}-byte cap; refusing to read it")
     return data
+
+
+def special_kind(mode: int) -> str:
+    """What a file that is not a regular file is, in words (from `st_mode`)."""
+    kinds = (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISLNK, "a symbolic link"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 def temp_glob(path: Path | str) -> str:

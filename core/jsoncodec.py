@@ -12,7 +12,8 @@ only where a format written before this module has that shape.
 `from_json` reads untrusted JSON and fails closed with one `RecordError` whose line names the
 field path (`report.json: evals[2].score: expected a number or null, got a string ('0.99')`): a
 missing key without a default, a value of another type (a bool is not an int, an int is not a
-string), an object where a list belongs. Keys a record does not declare are ignored: documents
+string), an object where a list belongs, a number outside the bounded-number policy
+(`core.numbers`). Keys a record does not declare are ignored: documents
 carry derived values (a summary, a title) for their readers, and those are recomputed.
 
 A record whose JSON is more than its fields (derived values, a schema number, a flattened
@@ -31,6 +32,7 @@ from enum import Enum
 from pathlib import Path, PurePath
 from typing import Any, Literal, TypeVar
 
+from relpipe.core import numbers
 from relpipe.core.errors import RelpipeError
 
 R = TypeVar("R")
@@ -277,10 +279,15 @@ def _scalar(value: object, hint: Any, path: str) -> Any:
         return None
     if hint is bool and isinstance(value, bool):
         return value
-    if hint is int and isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if hint is float and isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
+    if hint in (int, float) and isinstance(value, int | float) and not isinstance(value, bool):
+        # The bounded-number policy (core.numbers): a value from a document that did not pass
+        # core.jsonload (a store row, YAML) is bounded here; `float(10**400)` raised.
+        if not numbers.is_bounded(value):
+            raise _Bad(path, f"{numbers.describe(value)} is out of range (at most 2**53)")
+        if hint is int and isinstance(value, int):
+            return value
+        if hint is float:
+            return float(value)
     if hint is str and isinstance(value, str):
         return value
     if hint in (Path, PurePath) and isinstance(value, str):
@@ -383,5 +390,7 @@ def _kind(value: object) -> str:
 
 def _short(value: object) -> str:
     """A scalar as a capped repr (escapes control characters: the message stays one line)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return numbers.describe(value)  # `repr` of a 5,000-digit int raises
     text = repr(value)
     return text if len(text) <= _REPR_LIMIT else text[: _REPR_LIMIT - 3] + "..."

@@ -5,13 +5,17 @@ unexpected error (exit 3) instead of a one-line refusal (issue 27.4). `loads` ch
 then the nesting with one linear scan that does not recurse (strings removed by one regular
 expression, then a count over the brackets that remain), and only then parses. Its refusals are
 `json.JSONDecodeError`s, so every boundary's existing handler of invalid JSON reports them in
-its own one line and exit code.
+its own one line and exit code. Numbers follow the bounded-number policy (`core.numbers`): a
+number that is not finite or over 2**53 in magnitude (`1e400`, a 401-digit integer, `NaN`) is
+such a refusal too, before any reader can crash on it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+
+from relpipe.core import numbers
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:
@@ -54,9 +58,10 @@ def loads(
     **hooks: Any,
 ) -> Any:
     """Parse untrusted JSON (UTF-8 when bytes) within `max_bytes` and `max_depth` levels;
-    `hooks` are `json.loads`'s (`parse_constant`, `object_pairs_hook`).
+    `hooks` are `json.loads`'s (`object_pairs_hook`; the number hooks are the policy's).
 
-    Raises `JSONLimitError` (a `json.JSONDecodeError`) over a limit, `json.JSONDecodeError` or
+    Raises `JSONLimitError` (a `json.JSONDecodeError`) over a limit or for a number out of
+    range, `json.JSONDecodeError` or
     `UnicodeDecodeError` (both `ValueError`s) for text that is not UTF-8 JSON.
     """
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
@@ -67,4 +72,14 @@ def loads(
     if deepest > max_depth:
         raise JSONLimitError(f"nested more than {max_depth} levels deep")
     text = data if isinstance(data, str) else raw.decode("utf-8")
-    return json.loads(text, **hooks)
+    try:
+        return json.loads(text, **{**_NUMBERS, **hooks})
+    except numbers.NumberError as exc:
+        raise JSONLimitError(str(exc)) from None
+
+
+_NUMBERS = {
+    "parse_int": numbers.parse_int,
+    "parse_float": numbers.parse_float,
+    "parse_constant": numbers.parse_constant,
+}

@@ -1,7 +1,8 @@
 """The strict loader for untrusted YAML: every YAML file relpipe reads goes through `load_yaml`.
 
 Bounded size, no NUL, no aliases (billion laughs), no duplicate keys at any depth (PyYAML keeps
-the last one silently), the C loader when available. PyYAML is imported on first use, so that
+the last one silently), numbers within the bounded-number policy (`core.numbers`: `1.0e+400` is
+`inf` to PyYAML), the C loader when available. PyYAML is imported on first use, so that
 importing this module costs the commit hook nothing.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from relpipe.core import numbers
 from relpipe.core.errors import RelpipeError
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
@@ -44,6 +46,22 @@ def _strict_loader() -> type:
                     seen.add(key)
             return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
+    def bounded(construct: Any) -> Any:
+        """A number constructor that applies the bounded-number policy (core.numbers)."""
+
+        def build(loader: Any, node: Any) -> Any:
+            value = construct(loader, node)
+            try:
+                return numbers.bounded(value)
+            except numbers.NumberError as exc:
+                raise yaml.constructor.ConstructorError(
+                    None, None, str(exc), node.start_mark
+                ) from None
+
+        return build
+
+    StrictLoader.add_constructor("tag:yaml.org,2002:int", bounded(base.construct_yaml_int))
+    StrictLoader.add_constructor("tag:yaml.org,2002:float", bounded(base.construct_yaml_float))
     return StrictLoader
 
 

@@ -75,10 +75,6 @@ def one_line(text: str, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"non-standard JSON constant {name}")
-
-
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     doc: dict[str, Any] = {}
     for key, value in pairs:
@@ -93,9 +89,7 @@ def parse_result(data: bytes, command: str, cap: int = Limits.result_bytes) -> d
     if len(data) > cap:
         raise ContainerError(f"{command} result is larger than {cap} bytes; refusing to read it", 1)
     try:
-        doc = jsonload.loads(
-            data.decode("utf-8"), parse_constant=_no_constants, object_pairs_hook=_no_duplicates
-        )
+        doc = jsonload.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicates)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ContainerError(
             f"{command} result is not valid JSON: {one_line(str(exc), 120)}", 1

@@ -18,10 +18,11 @@ from typing import Any
 
 from relpipe.changelog.results import qualification, regressions, store
 from relpipe.changelog.results.records import ACCURACY
-from relpipe.core import jsoncodec, jsonload
+from relpipe.core import jsoncodec
 from relpipe.core.files import write_atomic
 from relpipe.core.status import NA, PASS, Status
 from relpipe.pipeline.outputs import OK_NA
+from relpipe.pipeline.runrecord import read_json
 
 RECORD_FILE = "history.json"
 
@@ -118,6 +119,7 @@ def load(run_dir: Path) -> HistoryOutput | None:
     path = run_dir / RECORD_FILE
     if not path.is_file():
         return None
+    # Untrusted like every record file: capped, bounded numbers, one line (read_json).
     return jsoncodec.from_json(
-        HistoryOutput, jsonload.loads(path.read_text(encoding="utf-8")), where=str(path)
+        HistoryOutput, read_json(path, "history comparison"), where=str(path)
     )

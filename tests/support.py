@@ -124,3 +124,16 @@ def assert_keyword_only(record: type) -> None:
     # One value per field, positionally: refused before any field is looked at.
     with pytest.raises(TypeError, match="positional argument"):
         record(*["x"] * len(fields))
+
+
+def checkout_snapshot(root: Path) -> tuple[dict[str, bytes], str]:
+    """Every file of the checkout but `.git/` (bytes, symlinks as their target) and
+    `git status --porcelain --ignored`: what a dry run must leave exactly as it was."""
+    files: dict[str, bytes] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] == ".git" or path.is_dir() and not path.is_symlink():
+            continue
+        files[str(rel)] = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+    status = git(root, "status", "--porcelain=v1", "--ignored", "--untracked-files=all")
+    return files, status

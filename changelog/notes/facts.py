@@ -337,16 +337,12 @@ def load(path: str | Path) -> ReleaseFacts:
     p = Path(path)
     raw = read_capped(p, MAX_FACTS, "facts file", error=ChangelogError)
     try:
-        data = jsonload.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        data = jsonload.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ChangelogError(
             f"facts file {p} is not valid UTF-8 JSON ({exc}); regenerate it"
         ) from None
     return ReleaseFacts.from_json(data)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed")
 
 
 def _drop_none(obj: dict[str, Any]) -> dict[str, Any]:

@@ -237,7 +237,6 @@ def _extra(extra: object) -> dict[str, str]:
 
 def _float(text: str | None) -> float | None:
     try:
-        value = float(text) if text is not None else None
+        return finite(float(text)) if text is not None else None
     except ValueError:
         return None
-    return value if value is not None and math.isfinite(value) else None

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.results import dashboards, inferencex, qualification
 from relpipe.changelog.results.records import (
     AMBIGUOUS,
@@ -33,6 +34,7 @@ from relpipe.changelog.results.records import (
     Sample,
 )
 from relpipe.core import jsonload
+from relpipe.core.files import read_capped
 
 MAX_FILE = 64 * 1024 * 1024
 SUFFIXES = (".json", ".js")
@@ -66,14 +68,12 @@ def ingest(paths: Iterable[str | Path]) -> Ingested:
         out.files += 1
         try:
             _file(path, out)
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        except (ChangelogError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
             out.rejected.append(Rejected(source=str(path), reason=_why(exc)))
     return out
 
 
 def _why(exc: BaseException) -> str:
-    if isinstance(exc, OSError):
-        return f"cannot read: {exc.strerror or exc}"
     if isinstance(exc, UnicodeDecodeError):
         return f"not UTF-8 (byte {exc.start})"
     if isinstance(exc, KeyError):
@@ -82,10 +82,8 @@ def _why(exc: BaseException) -> str:
 
 
 def _file(path: Path, out: Ingested) -> None:
-    with path.open("rb") as fh:
-        raw = fh.read(MAX_FILE + 1)
-    if len(raw) > MAX_FILE:
-        raise ValueError(f"larger than {MAX_FILE} bytes; not read")
+    # Regular files only, bounded: a FIFO or a device among the files blocked ingest forever.
+    raw = read_capped(path, MAX_FILE, "result file", error=ChangelogError)
     if b"\x00" in raw:
         raise ValueError("contains a NUL byte; not a text file")
     text = raw.decode("utf-8")
@@ -97,7 +95,7 @@ def _file(path: Path, out: Ingested) -> None:
         out.samples += dashboards.samples(data, source=source, problems=problems)
         out.notes += [f"{path}: {line}" for line in problems]
         return
-    data = jsonload.loads(text, parse_constant=_reject_constant)
+    data = jsonload.loads(text)
     rows = data if isinstance(data, list) else [data]
     if not rows or not all(isinstance(r, dict) for r in rows):
         raise ValueError("not a result this tool knows (expected an object or a list of objects)")
@@ -110,10 +108,6 @@ def _file(path: Path, out: Ingested) -> None:
         )
     for index, row in enumerate(rows):
         _row(path, row, content if index == 0 else f"{content}#{index}", out)
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def _row(path: Path, row: dict[str, Any], run: str, out: Ingested) -> None:

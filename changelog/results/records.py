@@ -13,11 +13,11 @@ as measurements. The words in brackets are how the store and `relpipe history` s
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from relpipe.core import numbers
 from relpipe.core.reference import is_digest, split
 from relpipe.core.status import FAIL, NA, PASS, Status
 
@@ -144,12 +144,6 @@ def image_from_ref(ref: str) -> tuple[Image | None, str]:
 
 
 def finite(raw: object) -> float | None:
-    """A number from outside as a finite float, or None: not a number, a bool, NaN, infinite or
-    outside any float's range (JSON's `1e400` parses to inf, `10**400` to an int no float holds)."""
-    if isinstance(raw, bool) or not isinstance(raw, int | float):
-        return None
-    try:
-        value = float(raw)
-    except OverflowError:
-        return None
-    return value if math.isfinite(value) else None
+    """A number from outside as a float, or None when it is not one or is outside the
+    bounded-number policy (core.numbers: finite, at most 2**53; a bool is no number)."""
+    return float(raw) if numbers.is_bounded(raw) else None  # type: ignore[arg-type]

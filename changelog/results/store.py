@@ -32,6 +32,7 @@ from relpipe.changelog.results.records import (
     Sample,
 )
 from relpipe.core.errors import require
+from relpipe.core.redact import redact
 
 HISTORY_ENV = "RELPIPE_HISTORY"
 DEFAULT_PATH = Path(".relpipe") / "history.sqlite"
@@ -284,8 +285,8 @@ def open_store(url: str, *, create: bool = True) -> Store:
     that does not exist is created only with `create` (ingest's job); otherwise exit 2."""
     if not create and not is_postgres(url) and not Path(url.removeprefix("sqlite:///")).is_file():
         raise ChangelogError(
-            f"no results store at {url}; create it with `relpipe history ingest --history "
-            f"{url} FILE...`, or name another with --history or ${HISTORY_ENV}",
+            f"no results store at {redact(url)}; create it with `relpipe history ingest --history "
+            f"{redact(url)} FILE...`, or name another with --history or ${HISTORY_ENV}",
             exit_code=2,
         )
     if is_postgres(url):
@@ -294,10 +295,11 @@ def open_store(url: str, *, create: bool = True) -> Store:
             conn = psycopg.connect(url, connect_timeout=10, autocommit=True)
         except psycopg.Error as exc:
             raise ChangelogError(
-                f"cannot connect to the history database: {str(exc).splitlines()[0]}; "
+                # the driver's message may echo the URL whole (a malformed one: issue 34.2)
+                f"cannot connect to the history database: {redact(str(exc).splitlines()[0])}; "
                 "check the --history URL or $RELPIPE_HISTORY"
             ) from None
-        store = Store(conn, postgres=True, where=_redact(url))
+        store = Store(conn, postgres=True, where=redact(url))
     else:
         path = Path(url.removeprefix("sqlite:///"))
         try:
@@ -307,17 +309,8 @@ def open_store(url: str, *, create: bool = True) -> Store:
             conn.execute("PRAGMA synchronous=NORMAL")
         except (OSError, sqlite3.Error) as exc:
             raise ChangelogError(
-                f"cannot open the history store {path}: {exc}; check the path"
+                f"cannot open the history store {redact(str(path))}: {exc}; check the path"
             ) from None
-        store = Store(conn, postgres=False, where=str(path))
+        store = Store(conn, postgres=False, where=redact(str(path)))
     store.migrate()
     return store
-
-
-def _redact(url: str) -> str:
-    """The URL without its password (errors and reports name the store, never the secret)."""
-    scheme, sep, rest = url.partition("://")
-    creds, at, host = rest.rpartition("@")
-    if not at:
-        return url
-    return f"{scheme}{sep}{creds.split(':')[0]}@{host}"

@@ -90,7 +90,7 @@ def _entry(commit: object, date: object, value: object) -> dict[str, object]:
 
 def test_bad_commit_fields_and_numbers_are_recorded_as_what_they_are(tmp_path: Path) -> None:
     path = tmp_path / "data.js"
-    big = 10**400  # no float holds it
+    late = 2**53  # within the bounded-number policy, but no time in milliseconds
     path.write_text(
         _dashboard(
             [
@@ -98,8 +98,8 @@ def test_bad_commit_fields_and_numbers_are_recorded_as_what_they_are(tmp_path: P
                 _entry({}, 2000, 101.0),  # no commit id
                 _entry({"id": "not a sha; $(rm -rf)"}, 3000, 99.0),  # malformed
                 _entry("a string, not an object", 4000, 100.0),
-                _entry({"id": "b" * 40}, big, 98.0),  # a date beyond any time
-                _entry({"id": "c" * 40}, 6000, big),  # a value beyond any float
+                _entry({"id": "b" * 40}, late, 98.0),  # a date beyond any time
+                _entry({"id": "c" * 40}, 6000, "fast"),  # a value that is no number
             ]
         ),
         encoding="utf-8",
@@ -113,18 +113,27 @@ def test_bad_commit_fields_and_numbers_are_recorded_as_what_they_are(tmp_path: P
     assert by_seq[0].value == 98.0  # the run kept, ordered first: its date is no time
     value = by_seq[6000]
     assert (value.status, value.value) == (AMBIGUOUS, None)
-    assert "not a number in float range" in value.note
+    assert "not a number" in value.note
     assert [line.split(": ", 1)[1] for line in got.notes] == [
         "entry 1: no commit id: its runs are identified by image only",
         "entry 2: commit id 'not a sha; $(rm -rf)' is not a git sha: ignored, runs keyed by image",
         "entry 3: no commit id: its runs are identified by image only",
-        f"entry 4: date '{str(big)[:40]}' is not a time in milliseconds: ordered first",
+        f"entry 4: date '{late}' is not a time in milliseconds: ordered first",
     ]
     # stored, read back, nothing duplicated by a second ingest
     with store.open_store(str(tmp_path / "h.sqlite")) as db:
         assert db.add(got.samples) == 6
         assert db.add(ingest.ingest([path]).samples) == 0
         assert db.count() == 6
+    # A number outside the bounded-number policy (core.numbers: a date of 10**20, a value no
+    # float holds) refuses the file with one line (issue 34.3: both were exit 3).
+    for date, number in ((10**20, 98.0), (6000, 10**400)):
+        path.write_text(_dashboard([_entry({"id": "b" * 40}, date, number)]), encoding="utf-8")
+        got = ingest.ingest([path])
+        assert got.samples == [] and [r.reason for r in got.rejected] == [
+            f"{str(date if date > 6000 else number)[:12]}... ({len(str(max(date, int(number))))}"
+            " digits) is out of range (relpipe reads finite numbers up to 2**53)"
+        ]
 
 
 def test_an_artifact_without_an_image_is_ambiguous_with_one_line(tmp_path: Path) -> None:

@@ -68,7 +68,7 @@ def test_unreadable_files_are_one_line_each_and_exit_1(tmp_path: Path, capsys) -
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 4
     assert any("nul.json: not ingested: contains a NUL byte" in line for line in err)
-    assert any("nan.json: not ingested: NaN is not a JSON number" in line for line in err)
+    assert any("nan.json: not ingested: NaN is not a number relpipe reads" in line for line in err)
 
 
 def test_regressions_text_is_a_table_per_series_with_units(tmp_path: Path, capsys) -> None:

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relpipe.core import jsoncodec
+from relpipe.core import jsoncodec, numbers
 from relpipe.core.errors import RelpipeError
 from relpipe.core.jsoncodec import RecordError
 from relpipe.core.status import Status
@@ -238,31 +238,34 @@ def test_any_json_in_any_field_is_read_or_refused_with_a_record_error(key: str, 
 # --- round trips -------------------------------------------------------------------------------
 
 _text = st.text(max_size=8)
+# Numbers within the bounded-number policy (core.numbers): what a record holds.
+_int = st.integers(-numbers.LIMIT, numbers.LIMIT)
+_float = st.floats(-numbers.LIMIT, numbers.LIMIT, allow_nan=False)
 _inner = st.builds(Inner, name=_text, size=st.integers(-5, 10**12))
 _every = st.builds(
     Every,
     text=_text,
-    count=st.integers(),
-    ratio=st.floats(allow_nan=False, allow_infinity=False),
+    count=_int,
+    ratio=_float,
     flag=st.booleans(),
-    maybe=st.none() | st.integers(),
-    either=_text | st.integers(),
+    maybe=st.none() | _int,
+    either=_text | _int,
     names=st.lists(_text, max_size=3).map(tuple),
-    pair=st.tuples(_text, st.integers()),
-    items=st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=3),
-    table=st.dictionaries(_text, st.none() | st.floats(allow_nan=False), max_size=3),
-    plain=st.dictionaries(_text, st.none() | st.integers() | _text, max_size=3),
+    pair=st.tuples(_text, _int),
+    items=st.lists(_float, max_size=3),
+    table=st.dictionaries(_text, st.none() | _float, max_size=3),
+    plain=st.dictionaries(_text, st.none() | _int | _text, max_size=3),
     inner=_inner,
     inners=st.lists(_inner, max_size=2).map(tuple),
     status=st.sampled_from(Status),
     colour=st.sampled_from(Colour),
     path=st.sampled_from([Path("/"), Path("rel/p"), Path("/a b/ü")]),
     mode=st.sampled_from(["fast", "slow"]),
-    blob=st.none() | st.lists(st.integers(), max_size=2),
+    blob=st.none() | st.lists(_int, max_size=2),
     spelled=_text,
     gone_if_none=st.none() | _inner,
     gone_if_default=_text,
-    defaulted=st.lists(st.integers(), max_size=3).map(tuple),
+    defaulted=st.lists(_int, max_size=3).map(tuple),
 )
 
 
@@ -272,6 +275,28 @@ def test_every_record_round_trips_through_json_text(record: Every) -> None:
     data = json.loads(json.dumps(jsoncodec.to_json(record)))
     again = jsoncodec.from_json(Every, data)
     assert again == record and jsoncodec.to_json(again) == data
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    key=st.sampled_from(["count", "ratio", "maybe", "pair", "items", "table"]),
+    value=st.integers(numbers.LIMIT + 1, 10**500).flatmap(lambda n: st.sampled_from([n, -n]))
+    | st.floats(allow_nan=True, allow_infinity=True).filter(lambda x: not numbers.is_bounded(x)),
+)
+def test_a_number_out_of_range_in_a_number_field_is_one_record_error(key: str, value: Any) -> None:
+    """Issue 34.3: `float(10**400)` raised OverflowError in a float field (exit 3)."""
+    doc = {**EVERY_JSON}
+    if key == "pair":
+        doc[key] = ["a", value]
+    elif key == "items":
+        doc[key] = [value]
+    elif key == "table":
+        doc[key] = {"k": value}
+    else:
+        doc[key] = value
+    with pytest.raises(RecordError, match="out of range|expected") as info:
+        jsoncodec.from_json(Every, doc, where="fuzz")
+    assert str(info.value).startswith(f"fuzz: {key}") and "\n" not in str(info.value)
 
 
 # --- records with a shape of their own ---------------------------------------------------------

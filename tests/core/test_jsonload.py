@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from registry_support import Fault, FaultProxy, push_image, unique_repo
 
-from relpipe.core import jsonload
+from relpipe.core import jsonload, numbers
 from relpipe.images.errors import ImageError
 from relpipe.images.manifest import DOCKER_MANIFEST
 from relpipe.images.registry import RegistryClient, RetryPolicy
@@ -36,7 +36,10 @@ DEEP = b"[" * 100_000 + b"]" * 100_000
 ROOT = Path(__file__).resolve().parents[2]
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(alphabet='[]{}"\\ab\u202e\n', max_size=8),
+    st.none()
+    | st.booleans()
+    | st.integers(-numbers.LIMIT, numbers.LIMIT)  # the bounded-number policy (test_numbers.py)
+    | st.text(alphabet='[]{}"\\ab\u202e\n', max_size=8),
     lambda inner: (
         st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
     ),
@@ -101,15 +104,14 @@ def test_review_results_facts_and_notes_check_refuse_deep_json(tmp_path: Path) -
     (tmp_path / "facts.json").write_bytes(DEEP)
     (tmp_path / "notes.md").write_text("# notes\n")
     review = ["review", "--repo", str(repo), "--check"]
-    # An unreadable result is a reported row of the pareto check, as any other unreadable file.
+    # A result that cannot be read may hide a point: the pareto check FAILs naming the file
+    # (issue 34.11: it was a WARN, exit 0, "no result in InferenceX's format").
     results = _relpipe(*review, "pareto", "--results", "results", "--json", cwd=tmp_path)
-    assert results.returncode == 0 and "RecursionError" not in results.stdout + results.stderr
+    assert results.returncode == 1 and "RecursionError" not in results.stdout + results.stderr
     (check,) = json.loads(results.stdout)["checks"]
-    assert check["status"] == "WARN"
-    assert [
-        "agg_1.json",
-        "unreadable result (nested more than 64 levels deep); skipped",
-    ] in check["evidence"]
+    assert check["status"] == "FAIL"
+    assert check["reason"] == "result file agg_1.json refused: nested more than 64 levels deep"
+    assert ["agg_1.json", "refused: nested more than 64 levels deep"] in check["evidence"]
     facts = _relpipe(*review, "notes", "--facts", "facts.json", "--body", "notes.md", cwd=tmp_path)
     _one_line(facts, 2, "levels deep")
     notes = _relpipe("notes", "check", "notes.md", "--facts", "facts.json", cwd=tmp_path)

@@ -297,3 +297,26 @@ def test_json_resolve_prints_one_document(run, registry: str) -> None:  # noqa: 
     doc = _one_document(done.stdout)
     assert [r["digest"] for r in doc] == [p.digest for p in pushed]  # type: ignore[union-attr]
     assert git  # the helper stays imported for the fixtures above
+
+
+@pytest.mark.parametrize("literal", ["1" + "0" * 400, "1e400", "-Infinity", "NaN"])
+def test_an_out_of_range_score_in_a_run_record_is_one_line(
+    run,  # noqa: ANN001
+    run_record: Path,
+    literal: str,
+) -> None:
+    """Issue 34.3: a score of a 401-digit integer in a run record was exit 3 in `relpipe report`
+    (`float()` overflowed); numbers from outside are bounded once (core.numbers)."""
+    # What `report` reads: the stage outputs (a score) and the history comparison (a value).
+    targets = [(p, "score") for p in sorted(run_record.glob("stages/eval-*.json"))]
+    targets.append((run_record / "history.json", "new_value"))
+    for path, field in targets:
+        text = path.read_text()
+        mutated = re.sub(rf'"{field}": [-0-9.e]+', f'"{field}": {literal}', text, count=1)
+        assert mutated != text, path
+        path.write_text(mutated)
+        done = run("report", str(run_record))
+        assert done.returncode in (1, 2), (path, done.stdout)
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+        assert "out of range" in done.stderr or "not a number" in done.stderr, done.stderr
+        path.write_text(text)

@@ -29,6 +29,7 @@ from pathlib import Path
 from relpipe.core import process
 from relpipe.core.commit import Commit
 from relpipe.core.files import file_lock
+from relpipe.core.redact import redact
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.precision.subjects import parse_subject
 
@@ -142,11 +143,6 @@ class Log:
 
     commits: tuple[Commit, ...]
     touches: Mapping[str, tuple[FileTouch, ...]]
-
-
-def redact(url: str) -> str:
-    """A URL without its user:password part, for messages and reports."""
-    return re.sub(r"(://)[^/@\s]*@", r"\1***@", url)
 
 
 def commit_of(text: str) -> str:

@@ -24,6 +24,8 @@ from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository import launch as keyfiles
 from relpipe.core import jsonload
 from relpipe.core.check import Evidence, Judgement, judged
+from relpipe.core.files import read_capped
+from relpipe.core.process import one_line
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.review.context import Review, plural
@@ -202,23 +204,22 @@ def check_pareto(review: Review) -> Judgement:
         raise ValidateError(f"--results {folder} is not a directory")
     curves: dict[str, list[tuple[float, float, str]]] = {}
     rows: list[Evidence] = []
+    refused: list[Evidence] = []
     files = 0
     for path in sorted(folder.rglob("*.json")):
         files += 1
         if files > MAX_RESULT_FILES:
             rows.append(Evidence(str(folder), f"more than {MAX_RESULT_FILES} files; rest skipped"))
             break
-        if path.is_symlink() or not path.is_file():
-            rows.append(Evidence(path.name, "not a regular file; skipped"))
-            continue
+        # A result that cannot be read (a link, a FIFO, over the cap, JSON nested too deep, a
+        # number out of range) may hide a point: the check is not made, and says so (a FAIL).
         try:
-            with open(path, "rb") as handle:
-                raw = handle.read(MAX_RESULT_BYTES + 1)
-            if len(raw) > MAX_RESULT_BYTES:
-                raise ValueError(f"over {MAX_RESULT_BYTES} bytes")
+            if path.is_symlink():
+                raise ValidateError("is a symbolic link")
+            raw = read_capped(path, MAX_RESULT_BYTES, "result", error=ValidateError)
             data = jsonload.loads(raw)
-        except (OSError, ValueError) as exc:
-            rows.append(Evidence(path.name, f"unreadable result ({exc}); skipped"))
+        except (ValidateError, ValueError) as exc:
+            refused.append(Evidence(path.name, f"refused: {one_line(str(exc), 160)}"))
             continue
         if not isinstance(data, dict):
             continue
@@ -243,6 +244,10 @@ def check_pareto(review: Review) -> Judgement:
             )
         )
         curves.setdefault(curve, []).append((x, y, path.name))
+    if refused:
+        more = f" (+{len(refused) - 1} more)" if len(refused) > 1 else ""
+        first = refused[0]
+        return judged(FAIL, f"result file {first.where} {first.what}{more}", [*refused, *rows])
     if not curves:
         return judged(WARN if rows else NA, f"no result in InferenceX's format in {folder}", rows)
     thin = []
