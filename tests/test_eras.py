@@ -174,3 +174,19 @@ def test_golden_al_and_doctor_in_every_era(bench: Path, capsys: pytest.CaptureFi
     document = json.loads(captured.out)
     assert document["layout"] == era.name
     assert not [d for d in document["disagreements"] if d["kind"] == "field"], document
+
+
+def test_a_release_links_to_the_repositorys_identity_not_a_forks_origin(bench: Path) -> None:
+    """`relpipe release` without --repo-url: the `upstream` remote, else the repository the
+    era's own changelog links to (InferenceMAX/InferenceMAX in January 2026), never `origin`."""
+    from relpipe.pipeline.workspace import Workspace
+
+    era = open_checkout(bench).era
+    linked = linked_repository((bench / era.changelog).read_bytes())
+    assert Workspace(bench).repository_url("https://example.invalid/x") == linked
+    upstream = git(bench, "remote", "get-url", "upstream").strip()
+    git(bench, "remote", "remove", "upstream")
+    try:
+        assert Workspace(bench).repository_url("https://example.invalid/x") == linked != FORK
+    finally:
+        git(bench, "remote", "add", "upstream", upstream)
