@@ -11,7 +11,7 @@ appended perf-changelog entries parsed back (`changelog.entry.parse_appended`). 
 3. builds one commit on the remote's CURRENT base in a temporary worktree: the patch applied, and
    each entry re-appended at the base's end with `changelog.append.appended_bytes` (byte for byte
    the entry the release rendered, wherever main has moved), committed with the user's git
-   identity, and the perf-changelog hook (`validate.gate.hook.main`) run on it; a failing hook
+   identity, and the perf-changelog hook (`validate.gate.cli.main`) run on it; a failing hook
    leaves no branch pointing at the commit;
 4. pushes with `--force-with-lease` on the branch's old value (a branch that appeared meanwhile,
    or was moved by someone else, is refused);
@@ -355,7 +355,7 @@ def run_hook(
     # for any number and checks a concrete link against the one given, as it will once it exists.
     argv += ["--pr-number", str(pr_number)]
     argv += [f"--{m}" for m in ("all-evals", "evals-only") if m in labels]
-    code = "import sys; from relpipe.validate.gate.hook import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from relpipe.validate.gate.cli import main; sys.exit(main(sys.argv[1:]))"
     done = process.run(
         [sys.executable, "-c", code, *argv], cwd=work, check=False, what="the perf-changelog hook"
     )
@@ -471,12 +471,13 @@ def with_pr_link(bump: Bump, target: Target, number: int) -> Bump:
     """The bump with each placeholder pr-link (`XXX`, `.../pull/XXX`) made the PR's own link."""
     from dataclasses import replace
 
+    from relpipe.core import record
     from relpipe.validate.gate.hook import placeholders
 
     link = f"{target.repo_url}/pull/{number}"
     unlinked = placeholders(target.repo_url)
     entries = tuple(
-        replace(entry, pr_link=link) if entry.pr_link in unlinked else entry
+        record.replace(entry, pr_link=link) if entry.pr_link in unlinked else entry
         for entry in bump.entries
     )
     return bump if entries == bump.entries else replace(bump, entries=entries)

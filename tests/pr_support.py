@@ -142,7 +142,7 @@ def fetch(clone: Path) -> None:
 
 
 def hook_passes(clone: Path, base: str, head: str, number: int) -> subprocess.CompletedProcess[str]:
-    code = "import sys; from relpipe.validate.gate.hook import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from relpipe.validate.gate.cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run(
         [
             sys.executable,
