@@ -93,7 +93,13 @@ def _guards(raw: list[str], number: int) -> tuple[tuple[str, str], ...]:
         here = len(line) - len(line.lstrip())
         if here < indent:
             if rx(r"\s*(?:if|elif)\b").match(line):
-                tests += _GUARD.findall(line)
+                if rx(r"\bfi\s*(?:;|$)").search(line):
+                    continue  # a one-line `if ... fi` encloses nothing below it
+                cond = line.split("then", 1)[0]
+                # Only a conjunction of equality tests excludes keys: with `||`, `!` or `-o`
+                # the branch may run for any key (`[[ $MODEL_PREFIX == zzz ]] || true`).
+                if not rx(r"\|\||!|\s-o\s").search(cond):
+                    tests += _GUARD.findall(line)
             indent = here
         if indent == 0:
             break
