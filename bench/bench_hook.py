@@ -106,9 +106,7 @@ def _time(
 
 def _hook() -> list[str]:
     script = Path(sys.executable).parent / "validate_perf_changelog"
-    return (
-        [str(script)] if script.exists() else [sys.executable, "-m", "relpipe.validate.gate.hook"]
-    )
+    return [str(script)] if script.exists() else [sys.executable, "-m", "relpipe.validate.gate.cli"]
 
 
 def _repo(tmp: Path, name: str, base: bytes, appended: Entry, masters: bool) -> Path:

@@ -1,7 +1,7 @@
 """How checks read: one terminal line each, Markdown, HTML and JSON, for every command.
 
 The verdict's reports (`pipeline.report`) and `relpipe review` render `core.check.Check` records
-with these functions only. Their Markdown differs in layout, not in code: the report lists checks
+with these functions only. Their Markdown differs in style, not in code: the report lists checks
 by id (`REPORT`); the review comment, pasted into a PR, numbers its rows, names each check by id,
 caps evidence tables and shows file:line evidence as code (`REVIEW`).
 
@@ -56,7 +56,7 @@ def document(checks: Sequence[Check], **context: Any) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Layout:
+class MarkdownStyle:
     """How a Markdown document lays its checks out (see the module docstring)."""
 
     numbered: bool  # rows numbered from 0, the id shown as code beside the title
@@ -68,7 +68,7 @@ class Layout:
     count_in_summary: bool  # a <details> summary names the row count, not the title and status
 
 
-REPORT = Layout(
+REPORT = MarkdownStyle(
     numbered=False,
     reason_limit=sanitize.LINE_LIMIT,
     evidence_header="| | |",
@@ -77,7 +77,7 @@ REPORT = Layout(
     code_locations=False,
     count_in_summary=False,
 )
-REVIEW = Layout(
+REVIEW = MarkdownStyle(
     numbered=True,
     reason_limit=None,
     evidence_header="| where | what |",
@@ -93,12 +93,12 @@ def badge(status: Status) -> str:
     return f"{ICONS[status]} {status}"
 
 
-def markdown_table(checks: Sequence[Check], layout: Layout) -> list[str]:
+def markdown_table(checks: Sequence[Check], style: MarkdownStyle) -> list[str]:
     """The summary table: one row per check (its status and one-line reason)."""
     lines = ["| # | check | status | reason |", "|---|---|---|---|"]
     for n, c in enumerate(checks):
-        reason = sanitize.markdown(c.reason, limit=layout.reason_limit)
-        if layout.numbered:
+        reason = sanitize.markdown(c.reason, limit=style.reason_limit)
+        if style.numbered:
             label = f"{n} | {_code(c.id)} {_cell(c.title)}"
         else:
             label = f"{c.id} | {_cell(c.title)}"
@@ -106,17 +106,17 @@ def markdown_table(checks: Sequence[Check], layout: Layout) -> list[str]:
     return lines
 
 
-def markdown_evidence(check: Check, layout: Layout) -> list[str]:
+def markdown_evidence(check: Check, style: MarkdownStyle) -> list[str]:
     """One check's evidence as a collapsed table (empty when it has none)."""
     if not check.evidence:
         return []
-    if layout.count_in_summary:
+    if style.count_in_summary:
         summary = f"{_cell(check.id)}: {len(check.evidence)} evidence row(s)"
     else:
         summary = f"{check.id} {_cell(check.title)}: {check.status}"
-    shown = check.evidence[: layout.evidence_cap]
-    lines = [f"<details><summary>{summary}</summary>", "", layout.evidence_header, "|---|---|"]
-    lines += [f"| {_where(e, layout)} | {_cell(e.what, layout.cell_limit)} |" for e in shown]
+    shown = check.evidence[: style.evidence_cap]
+    lines = [f"<details><summary>{summary}</summary>", "", style.evidence_header, "|---|---|"]
+    lines += [f"| {_where(e, style)} | {_cell(e.what, style.cell_limit)} |" for e in shown]
     if len(check.evidence) > len(shown):
         rest = len(check.evidence) - len(shown)
         lines.append(f"| ... | {rest} more row(s) not shown here; `--json` lists them all |")
@@ -131,10 +131,10 @@ def _code(text: object) -> str:
     return sanitize.markdown_code(text, limit=None, table=True)
 
 
-def _where(e: Evidence, layout: Layout) -> str:
-    if layout.code_locations and _FILE_LINE.fullmatch(e.where):
+def _where(e: Evidence, style: MarkdownStyle) -> str:
+    if style.code_locations and _FILE_LINE.fullmatch(e.where):
         return _code(e.where)  # file:line stays a code span; a key or a count is escaped text
-    return _cell(e.where, layout.cell_limit)
+    return _cell(e.where, style.cell_limit)
 
 
 # -- HTML ----------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ file). Standard library only: the commit hook path uses it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from relpipe.core.record import Record
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:
@@ -16,8 +16,7 @@ if TYPE_CHECKING:
 ERROR, WARNING = "error", "warning"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)  # slots: a large audit holds many thousands
-class Finding:
+class Finding(Record, slots=True):  # slots: a large audit holds many thousands
     """One problem: its code, message, location, hint and severity (error or warning)."""
 
     code: str

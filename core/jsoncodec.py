@@ -33,6 +33,7 @@ from pathlib import Path, PurePath
 from typing import Any, Literal, TypeVar
 
 from relpipe.core import numbers
+from relpipe.core import record as _records
 from relpipe.core.errors import RelpipeError
 
 R = TypeVar("R")
@@ -73,7 +74,29 @@ def spec(
 _PLAIN = Spec()  # a field without metadata: shared, not built per field per record
 
 
-def _spec(f: dataclasses.Field[Any]) -> Spec:
+# A record is a dataclass or a `core.record.Record` (the commit hook's records); their fields
+# answer `name`, `metadata` and `default` alike.
+Field = dataclasses.Field[Any] | _records.RecordField
+
+
+def is_record(value: object) -> bool:
+    """A record class or instance: a dataclass or a `core.record.Record`."""
+    return dataclasses.is_dataclass(value) or _records.is_record(value)
+
+
+def _fields(cls: type) -> tuple[Field, ...]:
+    if _records.is_record(cls):
+        return _records.fields(cls)
+    return dataclasses.fields(cls)
+
+
+def _required(f: Field) -> bool:
+    if isinstance(f, _records.RecordField):
+        return f.default is _records.MISSING
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+def _spec(f: Field) -> Spec:
     found = f.metadata.get(_SPEC)
     return found if isinstance(found, Spec) else _PLAIN
 
@@ -91,7 +114,7 @@ def to_json(record: object) -> dict[str, Any]:
 
 def fields_to_json(record: object, *, exclude: Sequence[str] = ()) -> dict[str, Any]:
     """The record's fields as a JSON object, in field order (the half a `to_json` builds on)."""
-    if not dataclasses.is_dataclass(record) or isinstance(record, type):
+    if not is_record(record) or isinstance(record, type):
         raise TypeError(f"{type(record).__name__} is not a record (a dataclass instance)")
     plan = _plan(type(record))
     unknown = set(exclude) - {f.name for f, _ in plan}
@@ -122,19 +145,23 @@ def _word(words: Mapping[Enum, str], value: Any, what: str) -> str:
     return found
 
 
-_PLANS: dict[type, tuple[tuple[dataclasses.Field[Any], Spec], ...]] = {}
+_PLANS: dict[type, tuple[tuple[Field, Spec], ...]] = {}
 
 
-def _plan(cls: type) -> tuple[tuple[dataclasses.Field[Any], Spec], ...]:
+def _plan(cls: type) -> tuple[tuple[Field, Spec], ...]:
     """A record class's fields with their specs, looked up once per class (a report writes
     thousands of records of a few classes)."""
     plan = _PLANS.get(cls)
     if plan is None:
-        plan = _PLANS[cls] = tuple((f, _spec(f)) for f in dataclasses.fields(cls))
+        plan = _PLANS[cls] = tuple((f, _spec(f)) for f in _fields(cls))
     return plan
 
 
-def _default(f: dataclasses.Field[Any]) -> Any:
+def _default(f: Field) -> Any:
+    if isinstance(f, _records.RecordField):
+        if f.default is _records.MISSING:
+            raise TypeError(f"field {f.name!r}: omit='default' needs a default")
+        return f.default
     if f.default is not dataclasses.MISSING:
         return f.default
     if f.default_factory is not dataclasses.MISSING:
@@ -152,7 +179,7 @@ def _encode(value: Any, path: str) -> Any:
         return value
     if isinstance(value, PurePath):
         return str(value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if is_record(value) and not isinstance(value, type):
         return to_json(value)
     if isinstance(value, Mapping):
         out = {}
@@ -217,8 +244,8 @@ def _record(cls: type[R], data: object, path: str, *, own: bool = True) -> R:
         raise _Bad(path, f"expected an object, got {_kind(data)}")
     hints = _hints(cls)
     values: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if not f.init:
+    for f in _fields(cls):
+        if not getattr(f, "init", True):
             continue
         s = _spec(f)
         key = s.key or f.name
@@ -227,7 +254,7 @@ def _record(cls: type[R], data: object, path: str, *, own: bool = True) -> R:
             values[f.name] = _member(s.words, data[key], where)
         elif key in data:
             values[f.name] = _value(data[key], hints[f.name], where)
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+        elif _required(f):
             raise _Bad(where, "missing")
     try:
         return cls(**values)
@@ -269,7 +296,7 @@ def _value(value: object, hint: Any, path: str) -> Any:
             return hint(value)
         except ValueError:
             raise _Bad(path, f"expected {_want(hint)}, got {_kind(value)}") from None
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and is_record(hint):
         return _record(hint, value, path)
     return _scalar(value, hint, path)
 
@@ -359,7 +386,7 @@ def _want(hint: Any) -> str:
         return "a list"
     if isinstance(hint, type) and issubclass(hint, Enum):
         return "one of " + ", ".join(_short(m.value) for m in hint)
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and is_record(hint):
         return "an object"
     names = {
         type(None): "null",

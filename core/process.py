@@ -22,9 +22,9 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from relpipe.core.errors import RelpipeError
+from relpipe.core.record import Record
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:
@@ -49,8 +49,7 @@ class ProcessTimeout(ProcessError):
     """The program ran past its timeout and was killed."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Completed:
+class Completed(Record):
     """A finished program: its argv, exit status and (capped) output."""
 
     argv: tuple[str, ...]

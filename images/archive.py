@@ -91,14 +91,15 @@ def record(lock_path: str | os.PathLike[str], ref: str | Reference, copy: Archiv
 
 
 def pin_or_archived(
-    client: RegistryClient, ref: str | Reference, lock_path: str | os.PathLike[str] | None
+    client: RegistryClient, ref: str | Reference, pinned: Mapping[str, lockfile.LockEntry] | None
 ) -> Pinned:
-    """`client.pin(ref)`, or, when upstream no longer has it, the locked digest from the
-    archive the lock names (verified; the canonical name kept)."""
+    """`client.pin(ref)`, or, when upstream no longer has it, the pinned digest from the
+    archive its pin names (verified; the canonical name kept). `pinned`: the pins relpipe keeps
+    (its state, or a lock file), keyed as `images.lock` keys them."""
     try:
         return client.pin(ref)
     except NotFound:
-        entry = _archived_entry(ref, lock_path)
+        entry = _archived_entry(ref, pinned)
         if entry is None:
             raise
     archive_host = str(entry.archive["registry"])  # type: ignore[index]
@@ -115,12 +116,11 @@ def pin_or_archived(
 
 
 def _archived_entry(
-    ref: str | Reference, lock_path: str | os.PathLike[str] | None
+    ref: str | Reference, entries: Mapping[str, lockfile.LockEntry] | None
 ) -> lockfile.LockEntry | None:
-    if lock_path is None or not os.path.isfile(lock_path):
+    if not entries:
         return None
     reference = parse(ref)
-    entries = lockfile.load(lock_path)
     entry = lockfile.lookup(entries, reference)
     if entry is None and reference.digest:
         same = [e for e in entries.values() if reference.digest in (e.digest, e.platform_digest)]

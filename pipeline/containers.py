@@ -7,6 +7,7 @@ environment errors (no docker, no registry) raise.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 _MAX_LOG = 4000
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Engine:
     """Runs the engine payload in containers and diffs engine repositories
     (the I/O of the stages).
@@ -45,6 +46,23 @@ class Engine:
 
     _runtime: Any = field(default=None, repr=False)
     owner: str | None = None  # the run id: labels its containers; a killed run's are reaped
+    # Engine pairs already extracted and diffed by this engine (old, new, rules) -> (repository,
+    # report): a release of several keys diffs each old -> new pair once and scopes it per key.
+    _pairs: dict[tuple[str, str, str | None], tuple[Path, Any]] = field(
+        default_factory=dict, repr=False
+    )
+    _keep: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
+    keep_pairs: bool = False  # a release of several keys keeps them until `close`
+
+    def close(self) -> None:
+        """Remove the engine repositories kept for other keys of the same pair."""
+        self._keep.close()
+        self._pairs.clear()
+
+    @property
+    def pairs_diffed(self) -> int:
+        """How many distinct old -> new engine pairs this engine kept (`keep_pairs`)."""
+        return len(self._pairs)
 
     @property
     def runtime(self) -> Any:
@@ -277,10 +295,19 @@ class Engine:
         """The engine diff of the two images, read for config `key` when given (C5's question:
         did anything change on this key's path?)."""
         rules, path = enginerepo.source_of(new_ref, options.rules)
-        with tempfile.TemporaryDirectory(prefix="relpipe-precision-") as tmp:
-            repo = enginerepo.extract(self.runtime, new_ref, Path(tmp), old_ref=old_ref, path=path)
-            report = precision_report(repo, rules, f"image:{new_ref}")
+        pair = (old_ref, new_ref, rules)
+        with contextlib.ExitStack() as once:
+            if pair not in self._pairs:
+                keep = self._keep if self.keep_pairs else once
+                tmp = keep.enter_context(tempfile.TemporaryDirectory(prefix="relpipe-precision-"))
+                repo = enginerepo.extract(
+                    self.runtime, new_ref, Path(tmp), old_ref=old_ref, path=path
+                )
+                self._pairs[pair] = (repo, precision_report(repo, rules, f"image:{new_ref}"))
+            repo, report = self._pairs[pair]
             scoped = keypath.scope(repo, report, key) if key else None
+            if not self.keep_pairs:
+                del self._pairs[pair]
             return PrecisionOutput(status=PASS, report=report, key_scope=scoped)
 
 

@@ -31,12 +31,12 @@ from typing import Any
 
 
 def _load_validator(path: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("validate_perf_changelog", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["validate_perf_changelog"] = module
-    spec.loader.exec_module(module)
+    """The repository's validator, imported by its name from its folder (on sys.path, as
+    its own CI imports it), so the import system registers it for the models it defines."""
+    name = os.path.splitext(os.path.basename(path))[0]
+    module = importlib.import_module(name)
+    if os.path.realpath(module.__file__ or "") != os.path.realpath(path):
+        raise ImportError(f"{name} resolved to {module.__file__}, not {path}")
     return module
 
 

@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from relpipe.core import jsoncodec
+from relpipe.core.reference import parse
 from relpipe.core.status import PASS
+from relpipe.images import lock
 from relpipe.images.archive import pin_or_archived
+from relpipe.images.lock import LockEntry
 from relpipe.images.registry import Pinned, RegistryClient
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.outputs import ConfigScope, Resolved
@@ -116,6 +119,7 @@ def make_plan(
     ws: Workspace | None,
     options: Options,
     client: RegistryClient,
+    pinned: Mapping[str, LockEntry] | None = None,
 ) -> Plan:
     """Pin the image (and the baseline: `pinned` = the config key's image, locked digest first)."""
     config = None
@@ -147,11 +151,10 @@ def make_plan(
             raise PipelineError(
                 "--baseline pinned needs --config-key K (the baseline is K's pinned image)"
             )
-        baseline = locked_ref(ws, config.image)
-    # A pin upstream has deleted is taken from the archive the lock names (images.archive).
-    lock_path = ws.root / "images.lock.yaml" if ws is not None else None
-    pins = [pin_or_archived(client, image, lock_path)]
-    pins += [pin_or_archived(client, baseline, lock_path)] if baseline else []
+        baseline = locked_ref(pinned or {}, config.image)
+    # A pin upstream has deleted is taken from the archive its pin names (images.archive).
+    pins = [pin_or_archived(client, image, pinned)]
+    pins += [pin_or_archived(client, baseline, pinned)] if baseline else []
     return Plan(
         image=resolved(pins[0]),
         baseline=resolved(pins[1]) if baseline else None,
@@ -163,17 +166,12 @@ def make_plan(
     )
 
 
-def locked_ref(ws: Workspace | None, ref: str) -> str:
-    """The digest the lock file recorded for `ref` (what was benchmarked), else `ref` itself."""
-    from relpipe.core.reference import parse
-    from relpipe.images import lock
-
-    if ws is None or not (ws.root / ws.lock).is_file():
-        return ref
-    entry = lock.lookup(lock.load(ws.root / ws.lock), ref)
+def locked_ref(pinned: Mapping[str, LockEntry], ref: str) -> str:
+    """`ref` at the digest relpipe pinned for it (what was benchmarked), else `ref` itself."""
+    entry = lock.lookup(pinned, ref)
     if entry is None:
         return ref
-    # Pinning `tag@digest` re-hashes the locked digest: a tag that moved does not move the baseline.
+    # Pinning `tag@digest` re-hashes the pinned digest: a tag that moved does not move the baseline.
     return str(parse(ref).with_digest(entry.digest))
 
 

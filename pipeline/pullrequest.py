@@ -11,7 +11,7 @@ appended perf-changelog entries parsed back (`changelog.entry.parse_appended`). 
 3. builds one commit on the remote's CURRENT base in a temporary worktree: the patch applied, and
    each entry re-appended at the base's end with `changelog.append.appended_bytes` (byte for byte
    the entry the release rendered, wherever main has moved), committed with the user's git
-   identity, and the perf-changelog hook (`validate.gate.hook.main`) run on it; a failing hook
+   identity, and the perf-changelog hook (`validate.gate.cli.main`) run on it; a failing hook
    leaves no branch pointing at the commit;
 4. pushes with `--force-with-lease` on the branch's old value (a branch that appeared meanwhile,
    or was moved by someone else, is refused);
@@ -24,6 +24,7 @@ appended perf-changelog entries parsed back (`changelog.entry.parse_appended`). 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import tempfile
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from relpipe.changelog.errors import ChangelogError
 from relpipe.core import jsoncodec, jsonload, process, sanitize
 from relpipe.pipeline import github as gh
 from relpipe.pipeline.errors import PipelineError
@@ -44,6 +46,7 @@ PRIMARY_LABELS = ("full-sweep-fail-fast", "full-sweep-enabled", "non-canary-full
 MODIFIER_LABELS = ("all-evals", "evals-only", "agentx-fast")
 DEFAULT_LABELS = ("full-sweep-enabled",)
 BRANCH_PREFIX = "relpipe/bump/"
+BRANCH_REVERT = "relpipe/revert/"
 
 
 class PullRequestRefused(PipelineError):
@@ -56,7 +59,7 @@ class PullRequestRefused(PipelineError):
 class Bump:
     """What the pull request carries, read from the working tree."""
 
-    config_key: str
+    config_keys: tuple[str, ...]
     patch: bytes  # `git diff HEAD` of every changed file but the changelog
     entries: tuple[Entry, ...]  # the appended perf-changelog entries, in order
     title: str
@@ -91,8 +94,13 @@ class Outcome:
     requests: tuple[str, ...] = field(default_factory=tuple)
 
 
-def branch_for(config_key: str) -> str:
-    return BRANCH_PREFIX + config_key
+def branch_for(config_keys: Sequence[str], prefix: str = BRANCH_PREFIX) -> str:
+    """`relpipe/bump/KEY`; for several keys the first key and a hash of them all, so the same
+    selection always finds its PR again."""
+    if len(config_keys) == 1:
+        return prefix + config_keys[0]
+    digest = hashlib.sha256("\0".join(sorted(config_keys)).encode()).hexdigest()[:8]
+    return f"{prefix}{config_keys[0]}-and-{len(config_keys) - 1}-more-{digest}"
 
 
 def check_labels(labels: Sequence[str]) -> tuple[str, ...]:
@@ -147,17 +155,20 @@ def remote_sha(root: Path, remote: str, branch: str) -> str | None:
     return out.split()[0] if out.strip() else None
 
 
-def release_files(ws: Workspace) -> tuple[str, str, str]:
-    """What a release or revert writes: the master configs, the changelog, the lock file."""
-    return (ws.era.masters + "/", str(ws.changelog), str(ws.lock))
+def release_files(ws: Workspace) -> tuple[str, ...]:
+    """What a release or revert writes: the master configs and the changelog (and the lock file
+    where the team opted into one)."""
+    opted = (str(ws.lock),) if ws.lock is not None else ()
+    return (ws.era.masters + "/", str(ws.changelog), *opted)
 
 
-def read_bump(root: Path, config_key: str, title: str, body: str) -> Bump:
+def read_bump(root: Path, config_keys: Sequence[str], title: str, body: str) -> Bump:
     """The working tree's changes against HEAD: the patch and the appended changelog entries.
 
     Only what a release writes is taken (config files, changelog, lock file; new ones included);
     the rest of the working tree (relpipe's own `.relpipe/` state, say) is not the PR's. The patch
-    is made through a temporary index, so the user's index is left as it was.
+    is made through a temporary index and a temporary object folder (the repository's objects
+    as its alternate), so neither the user's index nor `.git/objects` is written.
     """
     ws = Workspace(root)
     changelog = str(ws.changelog)
@@ -170,8 +181,15 @@ def read_bump(root: Path, config_key: str, title: str, body: str) -> Bump:
             "nothing to propose: no changed config, changelog or lock file; "
             "run `relpipe release` first"
         )
+    objects = git(root, "rev-parse", "--path-format=absolute", "--git-path", "objects").strip()
     with tempfile.TemporaryDirectory(prefix="relpipe-index-") as tmp:
-        env = {**os.environ, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        (Path(tmp) / "objects" / "pack").mkdir(parents=True)  # git wants an object folder's shape
+        env = {
+            **os.environ,
+            "GIT_INDEX_FILE": str(Path(tmp) / "index"),
+            "GIT_OBJECT_DIRECTORY": str(Path(tmp) / "objects"),
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": objects,
+        }
         for args in (["read-tree", "HEAD"], ["add", "-A", "--", *paths]):
             git_bytes(root, args, env=env)
         others = [p for p in paths if p != changelog]
@@ -182,7 +200,7 @@ def read_bump(root: Path, config_key: str, title: str, body: str) -> Bump:
             git_blob(root, f"HEAD:{changelog}"), (root / changelog).read_bytes(), changelog
         )
     return Bump(
-        config_key=config_key,
+        config_keys=tuple(config_keys),
         patch=patch if others else b"",
         entries=entries,
         title=title,
@@ -190,9 +208,37 @@ def read_bump(root: Path, config_key: str, title: str, body: str) -> Bump:
     )
 
 
+def check_notes(root: Path, bump: Bump, notes: Path) -> None:
+    """The notes must be those of the release in the working tree (checked by content): they name
+    every key of the bump, the image its config line pins now and the one it pinned at HEAD. A
+    notes file of another release (another key, nightly or baseline) is refused in one line."""
+    from relpipe.changelog.configs.semdiff import load_yaml
+
+    try:
+        text = notes.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PipelineError(f"--notes {notes}: cannot read it ({exc})") from None
+    ws = Workspace(root)
+    for key in bump.config_keys:
+        cfg = ws.config_key(key, 1)
+        try:
+            head = load_yaml(git_blob(root, f"HEAD:{cfg.master}").decode("utf-8"), cfg.master)
+        except (ChangelogError, UnicodeDecodeError):
+            head = None
+        was = head.get(key) if isinstance(head, dict) else None
+        old = was.get("image") if isinstance(was, dict) else None
+        wanted = [key, cfg.image] + ([old] if isinstance(old, str) and old != cfg.image else [])
+        missing = next((w for w in wanted if w not in text), None)
+        if missing is not None:
+            raise PullRequestRefused(
+                f"{notes} are not the notes of the release in the working tree: they do not "
+                f"name {sanitize.terminal(missing, limit=200)}; pass that release's notes.md "
+                "(or run `relpipe release` again)"
+            )
+
+
 def appended_entries(old: bytes, new: bytes, changelog: str) -> tuple[Entry, ...]:
     from relpipe.changelog.entry import parse_appended
-    from relpipe.changelog.errors import ChangelogError
 
     try:
         parsed = parse_appended(old, new, changelog)
@@ -235,7 +281,6 @@ def build_commit(
 
 def apply_bump(work: Path, bump: Bump) -> None:
     from relpipe.changelog.append import appended_bytes
-    from relpipe.changelog.errors import ChangelogError
     from relpipe.core.files import write_atomic
 
     if bump.patch:
@@ -262,7 +307,8 @@ _OLD_MARK = "Config key: "  # what relpipe's commits carried before the trailer
 
 
 def commit_message(bump: Bump) -> str:
-    lines = [bump.title, "", f"{_OLD_MARK}{bump.config_key}", f"{MARK}{bump.config_key}"]
+    keys = ", ".join(bump.config_keys)
+    lines = [bump.title, "", f"{_OLD_MARK}{keys}", f"{MARK}{keys}"]
     return "\n".join(lines) + "\n"
 
 
@@ -309,7 +355,7 @@ def run_hook(
     # for any number and checks a concrete link against the one given, as it will once it exists.
     argv += ["--pr-number", str(pr_number)]
     argv += [f"--{m}" for m in ("all-evals", "evals-only") if m in labels]
-    code = "import sys; from relpipe.validate.gate.hook import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from relpipe.validate.gate.cli import main; sys.exit(main(sys.argv[1:]))"
     done = process.run(
         [sys.executable, "-c", code, *argv], cwd=work, check=False, what="the perf-changelog hook"
     )
@@ -367,7 +413,7 @@ def publish(
 ) -> Outcome:
     """Open (`mode="open"`), update (`"update"`) or either (`"sync"`) the bump's PR."""
     labels = check_labels(target.labels)
-    branch = target.branch or branch_for(bump.config_key)
+    branch = target.branch or branch_for(bump.config_keys)
     if client is None:
         return dry_run(target, bump, branch, labels)
     live = open_pull_of(client, target, branch, mode)
@@ -425,12 +471,13 @@ def with_pr_link(bump: Bump, target: Target, number: int) -> Bump:
     """The bump with each placeholder pr-link (`XXX`, `.../pull/XXX`) made the PR's own link."""
     from dataclasses import replace
 
+    from relpipe.core import record
     from relpipe.validate.gate.hook import placeholders
 
     link = f"{target.repo_url}/pull/{number}"
     unlinked = placeholders(target.repo_url)
     entries = tuple(
-        replace(entry, pr_link=link) if entry.pr_link in unlinked else entry
+        record.replace(entry, pr_link=link) if entry.pr_link in unlinked else entry
         for entry in bump.entries
     )
     return bump if entries == bump.entries else replace(bump, entries=entries)
@@ -553,8 +600,8 @@ class PullStatus:
         return {**jsoncodec.fields_to_json(self, exclude=("pull",)), "pr": pr}
 
 
-def status(target: Target, config_key: str, client: gh.GitHub) -> PullStatus:
-    branch = target.branch or branch_for(config_key)
+def status(target: Target, config_keys: Sequence[str], client: gh.GitHub) -> PullStatus:
+    branch = target.branch or branch_for(config_keys)
     pulls = client.pulls_for(target.github_repo, branch)
     live = [p for p in pulls if p.state == "open"]
     return PullStatus(
@@ -567,25 +614,25 @@ def status(target: Target, config_key: str, client: gh.GitHub) -> PullStatus:
 # --- title and body from the release record --------------------------------------------------
 
 
-def release_notes(state: Path, config_key: str) -> Path:
-    """notes.md of the newest release record of `config_key` under the state folder."""
+def release_notes(state: Path, config_keys: Sequence[str]) -> Path:
+    """notes.md of the newest release record of exactly `config_keys` under the state folder."""
     found: list[tuple[float, Path]] = []
+    wanted = sorted(config_keys)
     for run in (state / "releases").glob("*/run.json"):
         try:
             request = jsonload.loads(run.read_text(encoding="utf-8")).get("request", {})
         except (OSError, ValueError):
             continue
         notes = run.parent / "notes.md"
-        if (
-            isinstance(request, dict)
-            and request.get("config_key") == config_key
-            and notes.is_file()
-        ):
+        if not isinstance(request, dict) or not notes.is_file():
+            continue
+        keys = request.get("config_keys") or [request.get("config_key")]  # older records: one
+        if isinstance(keys, list) and sorted(map(str, keys)) == wanted:
             found.append((notes.stat().st_mtime, notes))
     if not found:
         raise PipelineError(
-            f"no release record of {config_key} under {state / 'releases'}: run `relpipe release` "
-            "first or pass --notes FILE"
+            f"no release record of {', '.join(config_keys)} under {state / 'releases'}: run "
+            "`relpipe release` first or pass --notes FILE"
         )
     return max(found)[1]
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import hashlib
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -26,12 +28,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository.era import MASTER_SUFFIX
 from relpipe.core import journal, jsoncodec
+from relpipe.core.check import Check
 from relpipe.core.files import file_lock
 from relpipe.core.reference import parse, split
-from relpipe.core.status import FAIL, NA, PASS
-from relpipe.pipeline import comparison
+from relpipe.core.status import FAIL, NA, PASS, overall
+from relpipe.images import lock
+from relpipe.images.archive import pin_or_archived
+from relpipe.pipeline import comparison, pins
 from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.errors import PipelineError
@@ -70,9 +76,9 @@ class ReleaseRefused(PipelineError):
 
 @dataclass(frozen=True, kw_only=True)
 class Request:
-    """What `relpipe release` was asked to do (its options)."""
+    """What `relpipe release` was asked to do (its options): one image for one or more keys."""
 
-    config_key: str
+    config_keys: tuple[str, ...]
     image: str
     pr_number: int | None = None
     descriptions: tuple[str, ...] = ()
@@ -84,6 +90,10 @@ class Request:
         """What the release record keeps: how it is run (dry run, strict) is not what it is."""
         return jsoncodec.fields_to_json(self, exclude=("dry_run", "strict"))
 
+    def of(self, key: str) -> Request:
+        """The request as it concerns one key (its record and report)."""
+        return replace(self, config_keys=(key,))
+
 
 @dataclass(frozen=True, kw_only=True)
 class Staged:
@@ -91,22 +101,33 @@ class Staged:
 
     root: Path
     files: tuple[str, ...]  # repository-relative paths that changed
-    facts: Mapping[str, Any]
+    facts: tuple[Mapping[str, Any], ...]  # release.json of each old -> new pair, in key order
     notes: str
     title: str
-    checks: ReleaseChecks  # the validators' results on the staged copy (C7, C8, C9)
+    checks: Mapping[str, ReleaseChecks]  # by key: the validators on the staged copy (C7, C8, C9)
     entry: Entry  # the perf-changelog entry appended to the staged changelog
     base: Mapping[str, str | None]  # `repo_state` of the copy before any edit
 
 
 @dataclass(frozen=True, kw_only=True)
 class ReleaseResult:
-    qualification: RunResult
-    verdict: Verdict
+    qualification: RunResult  # the first key's
+    verdict: Verdict  # the release's: the worst of its keys'
     record: RunRecord
     reports: dict[str, Path]
     diff: str
     written: bool
+    keys: tuple[KeyResult, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class KeyResult:
+    """One key of a release: its qualification, its verdict and its reports."""
+
+    key: str
+    qualification: RunResult
+    verdict: Verdict
+    reports: dict[str, Path]
 
 
 def pr_link(repo_url: str, pr_number: int | None) -> str:
@@ -123,15 +144,18 @@ def new_image_text(old: str, new: str) -> str:
 
 
 def release_facts(
-    plan: Plan,
-    outcome: Outcome,
-    verdict: Verdict,
+    keyed: Sequence[tuple[str, Plan, Outcome, Verdict]],
     config_changes: Sequence[Any],
     points: Sequence[Any],
     new_image: str,
     old_image: str,
 ) -> dict[str, Any]:
-    """release.json (changelog.notes schema 1) from the recorded qualification."""
+    """release.json (changelog.notes schema 1) of the keys of one old -> new pair, from their
+    recorded qualifications: the image facts and the precision diff are the pair's (the same
+    cached stages for every key), the checks the worst of the keys', the evals every key's."""
+    _, plan, outcome, _ = keyed[0]
+    verdict = combine({key: v for key, _, _, v in keyed})
+    evals = [(key if len(keyed) > 1 else None, e) for key, _, o, _ in keyed for e in o.evals]
     facts = outcome.probe.facts if outcome.probe else None
     engine = facts.engine if facts else EngineFacts()
     report = outcome.precision.report if outcome.precision else None
@@ -154,7 +178,7 @@ def release_facts(
     }
     return {
         "schema": 1,
-        "config_keys": [plan.config.key] if plan.config else [],
+        "config_keys": [key for key, _, _, _ in keyed],
         "old_image": {
             "ref": old_image,
             "digest": baseline.digest if baseline else None,
@@ -180,23 +204,41 @@ def release_facts(
         "points_plan": list(points),
         "precision": precision_facts(report),
         "validation": {
-            "checks": [
-                {"id": c.id, "status": c.status} for c in verdict.checks if c.status != NA
-            ],
+            "checks": [{"id": c.id, "status": c.status} for c in verdict.checks if c.status != NA],
             "evals": [
                 {
-                    "suite": f"{e.suite}/{e.point}",
+                    "suite": f"{key + '/' if key else ''}{e.suite}/{e.point}",
                     "score": e.score,
                     "threshold": e.threshold,
                     "samples": e.samples,
                 }
-                for e in outcome.evals
+                for key, e in evals
                 if e.score is not None
             ],
         },
         "risks": risks,
-        "history": comparison.notes_rows(outcome.history),
+        "history": [row for _, _, o, _ in keyed for row in comparison.notes_rows(o.history)],
     }
+
+
+def combine(verdicts: Mapping[str, Verdict]) -> Verdict:
+    """One verdict of several keys': each check the worst of the keys' (FAIL, WARN, PASS, N/A),
+    its reason naming the keys with that status; one key's verdict is itself."""
+    if len(verdicts) == 1:
+        return next(iter(verdicts.values()))
+    by_id: dict[str, list[tuple[str, Check]]] = {}
+    for key, verdict in verdicts.items():
+        for check in verdict.checks:
+            by_id.setdefault(check.id, []).append((key, check))
+    combined = []
+    for cid, keyed in by_id.items():
+        statuses = [c.status for _, c in keyed]
+        status = NA if all(st == NA for st in statuses) else overall(statuses)
+        named = [(k, c) for k, c in keyed if c.status == status]
+        reason = "; ".join(f"{k}: {c.reason}" for k, c in named)
+        combined.append(Check(id=cid, title=keyed[0][1].title, status=status, reason=reason[:2000]))
+    strict = any(v.strict for v in verdicts.values())
+    return Verdict(tuple(combined), strict=strict)
 
 
 def _pr_of(commit: Commit, project: str | None) -> dict[str, Any]:
@@ -232,42 +274,123 @@ def precision_facts(report: PrecisionReport | None) -> dict[str, Any]:
     }
 
 
-def stage_release(
-    ws: Workspace, req: Request, plan: Plan, outcome: Outcome, verdict: Verdict, scratch: Path
-) -> Staged:
-    """Apply every change to a copy of the repository and run all validators on it."""
+@dataclass(frozen=True, kw_only=True)
+class KeyRun:
+    """One key's qualification of the release's image (its baseline is the key's pinned image)."""
+
+    key: str
+    run: RunResult
+
+    @property
+    def plan(self) -> Plan:
+        return self.run.plan
+
+    @property
+    def outcome(self) -> Outcome:
+        assert self.run.outcome is not None
+        return self.run.outcome
+
+    @property
+    def verdict(self) -> Verdict:
+        assert self.run.verdict is not None
+        return self.run.verdict
+
+    @property
+    def pair(self) -> tuple[str, str]:
+        """(old, new): the engine pair the precision diff compares, by digest where known."""
+        old = self.outcome.baseline.digest if self.outcome.baseline else None
+        assert self.plan.config is not None
+        return (old or self.plan.config.image, self.plan.image.digest)
+
+
+def pairs(runs: Sequence[KeyRun]) -> list[list[KeyRun]]:
+    """The keys grouped by old -> new pair, in the order their first key was given: each pair's
+    precision diff is one (cached) stage, and one section of the notes."""
+    groups: dict[tuple[str, str], list[KeyRun]] = {}
+    for run in runs:
+        groups.setdefault(run.pair, []).append(run)
+    return list(groups.values())
+
+
+def stage_release(ws: Workspace, req: Request, runs: Sequence[KeyRun], scratch: Path) -> Staged:
+    """Apply every change to a copy of the repository and run all validators on it: each key's
+    `image:` line, one changelog entry naming every key, one notes pair (a section per old ->
+    new pair), and, only where the team opted in, the lock file."""
     from relpipe.changelog.configs.pin import edit_image
     from relpipe.changelog.configs.semdiff import diff as config_diff
     from relpipe.changelog.notes import ReleaseFacts, description_lines, render, render_title
 
-    assert plan.config is not None
     shutil.copytree(ws.root, scratch, ignore=_IGNORE, symlinks=True)
     base = repo_state(scratch)  # what was copied, not what a hash before the copy saw
-    master = scratch / plan.config.master
-    old_text = master.read_text(encoding="utf-8")
-    old_image = plan.config.image
-    new_image = new_image_text(old_image, plan.image.ref)
-    new_text, _ = edit_image(old_text, req.config_key, new_image, plan.config.master)
-    write_text(master, new_text)
-    changes = config_diff(old_text, new_text)
-    key_changes = [c for c in changes.to_json()["changes"] if c.get("key") == req.config_key]
-    key_points = [p for p in changes.to_json()["points"] if p.get("key") == req.config_key]
-    facts_json = release_facts(
-        plan, outcome, verdict, key_changes, key_points, new_image, old_image
-    )
-    facts = ReleaseFacts.from_json(facts_json)
-    lines = tuple(description_lines(facts)) + req.descriptions
-    entry = make_entry(req, lines, plan)
+    changes: dict[str, tuple[list[Any], list[Any], str, str]] = {}
+    masters: list[str] = []
+    for run in runs:
+        cfg = run.plan.config
+        assert cfg is not None
+        master = scratch / cfg.master
+        old_text = master.read_text(encoding="utf-8")
+        new_image = new_image_text(cfg.image, run.plan.image.ref)
+        try:
+            new_text, _ = edit_image(old_text, run.key, new_image, cfg.master)
+        except ChangelogError as exc:
+            raise PipelineError(f"{exc}; nothing written") from None
+        write_text(master, new_text)
+        done = config_diff(old_text, new_text).to_json()
+        changes[run.key] = (
+            [c for c in done["changes"] if c.get("key") == run.key],
+            [p for p in done["points"] if p.get("key") == run.key],
+            cfg.image,
+            new_image,
+        )
+        masters += [cfg.master] if cfg.master not in masters else []
+    facts_list: list[dict[str, Any]] = []
+    lines: list[str] = []
+    sections: list[str] = []
+    for group in pairs(runs):
+        first = group[0]
+        _, _, old_image, new_image = changes[first.key]
+        facts_json = release_facts(
+            [(r.key, r.plan, r.outcome, r.verdict) for r in group],
+            [c for r in group for c in changes[r.key][0]],
+            [p for r in group for p in changes[r.key][1]],
+            new_image,
+            old_image,
+        )
+        facts_list.append(facts_json)
+        facts = ReleaseFacts.from_json(facts_json)
+        lines += [line for line in description_lines(facts) if line not in lines]
+        sections.append(render(facts, "both"))
+    entry = make_entry(req, (*lines, *req.descriptions), [r.plan for r in runs])
     apply_changelog(scratch / ws.changelog, entry)
-    pin_lock(scratch / ws.lock, split(plan.image.pinned).without_digest, outcome)
-    title = render_title(facts)
-    notes = f"# {title}\n\n{render(facts, 'both')}"
-    checks = validate_staged(ws, req, scratch, facts_json, notes)
-    files = tuple(str(p) for p in (plan.config.master, ws.changelog, ws.lock))
+    files = [*masters, str(ws.changelog)]
+    if ws.lock is not None:  # the team's own lock file, opted into in .relpipe.toml
+        tagged = split(runs[0].plan.image.pinned).without_digest
+        pin_lock(scratch / ws.lock, tagged, runs[0].outcome)
+        files.append(str(ws.lock))
+    title = render_title(
+        ReleaseFacts.from_json({**facts_list[0], "config_keys": [r.key for r in runs]})
+    )
+    notes = f"# {title}\n\n" + "\n".join(sections)
+    changelog = hook_result(ws, scratch, req)
+    notes_checks = {
+        r.key: notes_result(section, facts_json)
+        for group, section, facts_json in zip(pairs(runs), sections, facts_list, strict=True)
+        for r in group
+    }
+    checks = {
+        r.key: ReleaseChecks(
+            changelog=changelog,
+            notes=notes_checks[r.key],
+            golden=golden_al_result(Workspace(scratch), r.key)
+            if (scratch / ws.era.golden).is_dir()
+            else NO_GOLDEN,
+        )
+        for r in runs
+    }
     return Staged(
         root=scratch,
-        files=files,
-        facts=facts_json,
+        files=tuple(files),
+        facts=tuple(facts_list),
         notes=notes,
         title=title,
         checks=checks,
@@ -282,12 +405,14 @@ def write_text(path: Path, text: str) -> None:
     atomic_write(path, text.encode("utf-8"))
 
 
-def make_entry(req: Request, lines: Sequence[str], plan: Plan) -> Entry:
+def make_entry(req: Request, lines: Sequence[str], plans: Sequence[Plan]) -> Entry:
+    """One entry naming every key of the release, as InferenceX writes several keys' bumps."""
     from relpipe.changelog.entry import Entry
 
-    scenarios = sorted({p.name.split("/", 1)[0] for p in plan.points} & set(SCENARIO_TYPES))
+    names = {p.name.split("/", 1)[0] for plan in plans for p in plan.points}
+    scenarios = sorted(names & set(SCENARIO_TYPES))
     return Entry(
-        config_keys=(req.config_key,),
+        config_keys=req.config_keys,
         description=tuple(lines),
         pr_link=pr_link(req.repo_url, req.pr_number),
         scenario_type=tuple(scenarios) or None,
@@ -301,13 +426,12 @@ def apply_changelog(path: Path, entry: Entry) -> None:
 
 
 def pin_lock(path: Path, tagged: str, outcome: Outcome) -> None:
-    """Lock entry of the new image: re-pinned (verified), then the probe facts merged in."""
-    from relpipe.images import lock
-    from relpipe.images.archive import pin_or_archived
+    """The opt-in lock file's entry of the new image: re-pinned (verified), then the probe facts
+    merged in."""
     from relpipe.images.registry import RegistryClient
 
     with RegistryClient() as client:
-        pin = pin_or_archived(client, tagged, path)
+        pin = pin_or_archived(client, tagged, lock.load(path))
     qualified = outcome.image.digest if outcome.image else None
     if pin.digest != qualified:
         raise ReleaseRefused(
@@ -321,22 +445,6 @@ def pin_lock(path: Path, tagged: str, outcome: Outcome) -> None:
     facts.pop("errors", None)
     lock.merge_facts(
         path, tagged, pin.digest, {k: v for k, v in facts.items() if v not in (None, {}, [])}
-    )
-
-
-def validate_staged(
-    ws: Workspace, req: Request, scratch: Path, facts: Mapping[str, Any], notes: str
-) -> ReleaseChecks:
-    """Run the perf-changelog hook (C7), notes check (C8) and golden AL (C9) on the staged copy."""
-    golden = (
-        golden_al_result(Workspace(scratch), req.config_key)
-        if (scratch / ws.era.golden).is_dir()
-        else NO_GOLDEN
-    )
-    return ReleaseChecks(
-        changelog=hook_result(ws, scratch, req),
-        notes=notes_result(notes, facts),
-        golden=golden,
     )
 
 
@@ -392,65 +500,234 @@ def unified_diff(ws: Workspace, staged: Staged) -> str:
 def release(
     ws: Workspace, req: Request, options: Options, state: Path | None = None
 ) -> ReleaseResult | AlreadyReleased:
+    """Release `req.image` for every key of `req`: qualify it once per key (the image's own
+    stages are cached by digest, so the image is qualified once and each key adds its points),
+    stage, validate, and (unless a dry run) write the config lines and the one entry."""
+    keys = tuple(dict.fromkeys(req.config_keys))
+    req = replace(req, config_keys=keys)
     # A key relpipe cannot read faithfully (an unknown master field, a recipe outside the
     # repository or missing) is refused before anything, the locks' files included, is written.
-    ws.config_key(req.config_key, 1)
-    with repository_lock(ws):  # stage from a whole repository, never a half-written release
-        recover_interrupted(ws)
-    done = released_line(ws, req)
+    for key in keys:
+        ws.config_key(key, 1)
+    state = release_state(ws, state, dry_run=req.dry_run)
+    if req.dry_run:
+        refuse_pending(ws)
+    else:
+        with repository_lock(ws):  # stage from a whole repository, never a half-written release
+            recover_interrupted(ws)
+    one_line(ws, keys)
+    done = released_line(ws, req, state)
     if done is not None:  # whatever an earlier run of this release was interrupted in
         return AlreadyReleased(done)
-    q = qualify(
-        req.image, baseline="pinned", config_key=req.config_key, ws=ws, options=options, state=state
-    )
-    assert q.verdict is not None
-    if q.verdict.overall == FAIL:
-        failed = "; ".join(f"{c.id} {c.reason}" for c in q.verdict.checks if c.status == FAIL)
-        raise ReleaseRefused(
-            f"release refused: {req.image} qualified FAIL ({failed}); "
-            f"report: {q.reports['report.md']}"
-        )
-    plan = q.plan
-    assert q.outcome is not None
-    outcome = q.outcome
-    inputs: dict[str, Any] = {
-        "kind": "release",
-        "qualification": jsoncodec.to_json(plan),
-        "run": plan.run_id,
-        "request": jsoncodec.to_json(req),
-        "repo": repo_state(ws.root),
-    }
-    record = RunRecord(state_dir(ws, state) / "releases" / digest_of(inputs)[:32])
-    record.write_inputs(inputs)
-    with tempfile.TemporaryDirectory(prefix="relpipe-release-") as tmp:
-        staged = stage_release(ws, req, plan, outcome, q.verdict, Path(tmp) / "repo")
-        # Always the checks of this staging (never a cached copy): they are what the verdict says.
-        record.save(
-            StageResult(
-                stage="release-checks",
-                key=stage_key("release-checks", inputs),
-                inputs=inputs,
-                output=jsoncodec.to_json(staged.checks),
-                seconds=0.0,
+    # One engine for every key: each old -> new engine pair is extracted and diffed once, then
+    # scoped to each key's paths (C5); the image's own stages are cache hits after the first key.
+    engine = Engine(keep_pairs=True)
+    try:
+        runs = [
+            KeyRun(
+                key=key,
+                run=qualify(
+                    req.image,
+                    baseline="pinned",
+                    config_key=key,
+                    ws=ws,
+                    options=options,
+                    state=state,
+                    engine=engine,
+                ),
             )
+            for key in keys
+        ]
+        pairs_diffed = engine.pairs_diffed
+    finally:
+        engine.close()
+    failed = [r for r in runs if r.verdict.overall == FAIL]
+    if failed:
+        why = "; ".join(
+            f"{r.key}: {c.id} {c.reason}"
+            for r in failed
+            for c in r.verdict.checks
+            if c.status == FAIL
         )
-        verdict, reports = render_release(plan, outcome, staged.checks, inputs, record, req.strict)
+        raise ReleaseRefused(
+            f"release refused: {req.image} qualified FAIL ({why}); "
+            f"report: {failed[0].run.reports['report.md']}"
+        )
+    with tempfile.TemporaryDirectory(prefix="relpipe-release-") as tmp:
+        staged = stage_release(ws, req, runs, Path(tmp) / "repo")
         diff = unified_diff(ws, staged)
-        record.write_file("release.json", pretty_json(staged.facts))
+        results = [record_key(ws, req.of(r.key), r, staged.checks[r.key], state) for r in runs]
+        if len(runs) == 1:
+            record, verdict, reports = results[0]
+        else:
+            record, verdict, reports = record_release(ws, req, runs, results, state, pairs_diffed)
+        # One pair: release.json as `notes render` reads it; several: one document per pair.
+        facts: Any = staged.facts[0] if len(staged.facts) == 1 else list(staged.facts)
+        record.write_file("release.json", pretty_json(facts))
         record.write_file("notes.md", staged.notes.encode())
         record.write_file("changes.diff", diff.encode())
         if verdict.overall == FAIL:
-            failed = "; ".join(f"{c.id} {c.reason}" for c in verdict.checks if c.status == FAIL)
+            failed_checks = "; ".join(
+                f"{c.id} {c.reason}" for c in verdict.checks if c.status == FAIL
+            )
             raise ReleaseRefused(
-                f"release refused: {failed}; nothing written; report: {reports['report.md']}"
+                f"release refused: {failed_checks}; nothing written; report: {reports['report.md']}"
             )
         written = False
         if not req.dry_run:
+            record_pins(ws, state, runs)
             write_staged(ws, staged)
             written = True
-    return ReleaseResult(
-        qualification=q, verdict=verdict, record=record, reports=reports, diff=diff, written=written
+    keyed = tuple(
+        KeyResult(key=r.key, qualification=r.run, verdict=v, reports=rep)
+        for r, (_, v, rep) in zip(runs, results, strict=True)
     )
+    return ReleaseResult(
+        qualification=runs[0].run,
+        verdict=verdict,
+        record=record,
+        reports=reports,
+        diff=diff,
+        written=written,
+        keys=keyed,
+    )
+
+
+def one_line(ws: Workspace, keys: Sequence[str]) -> None:
+    """Several keys are released together only when they pin images of one repository: a bump
+    of one image line (a key of another line is its own release)."""
+    pinned = {key: ws.config_key(key, 1).image for key in keys}
+    lines = {parse(image).name for image in pinned.values()}
+    if len(lines) > 1:
+        first = parse(pinned[keys[0]]).name
+        other = next(k for k in keys if parse(pinned[k]).name != first)
+        raise PipelineError(
+            f"{keys[0]} pins an image of {first} but {other} pins {pinned[other]}: a release "
+            "bumps one image line; release those keys separately"
+        )
+
+
+def record_key(
+    ws: Workspace, req: Request, run: KeyRun, checks: ReleaseChecks, state: Path
+) -> tuple[RunRecord, Verdict, dict[str, Path]]:
+    """One key's release record (`releases/<id>/`): its inputs, the staged checks and its
+    verdict and reports (what `relpipe report` re-renders)."""
+    inputs: dict[str, Any] = {
+        "kind": "release",
+        "qualification": jsoncodec.to_json(run.plan),
+        "run": run.plan.run_id,
+        "request": jsoncodec.to_json(req),
+        "repo": repo_state(ws.root),
+    }
+    record = RunRecord(state / "releases" / digest_of(inputs)[:32])
+    record.write_inputs(inputs)
+    # Always the checks of this staging (never a cached copy): they are what the verdict says.
+    record.save(
+        StageResult(
+            stage="release-checks",
+            key=stage_key("release-checks", inputs),
+            inputs=inputs,
+            output=jsoncodec.to_json(checks),
+            seconds=0.0,
+        )
+    )
+    verdict, reports = render_release(run.plan, run.outcome, checks, inputs, record, req.strict)
+    return record, verdict, reports
+
+
+def record_release(
+    ws: Workspace,
+    req: Request,
+    runs: Sequence[KeyRun],
+    results: Sequence[tuple[RunRecord, Verdict, dict[str, Path]]],
+    state: Path,
+    pairs_diffed: int,
+) -> tuple[RunRecord, Verdict, dict[str, Path]]:
+    """The record of a release of several keys: its verdict is the worst of the keys' (each
+    check naming the keys that have its status), with each key's record beside it
+    (`keys.json`) and which stages ran or were cached per key (the image is qualified once: its
+    pull, probe and smoke run for the first key and are cache hits for the others), and how many
+    old -> new engine pairs were extracted and diffed (once each, then scoped per key)."""
+    inputs: dict[str, Any] = {
+        "kind": "release-keys",
+        "request": jsoncodec.to_json(req),
+        "keys": {r.key: str(rec.root) for r, (rec, _, _) in zip(runs, results, strict=True)},
+        "repo": repo_state(ws.root),
+    }
+    record = RunRecord(state / "releases" / digest_of(inputs)[:32])
+    record.write_inputs(inputs)
+    verdict = combine({r.key: v for r, (_, v, _) in zip(runs, results, strict=True)})
+    qualified = [
+        {
+            "key": r.key,
+            "run": r.plan.run_id,
+            "record": str(rec.root),
+            "verdict": v.overall.value,
+            "ran": list(r.run.ran),
+            "cached": list(r.run.cached),
+        }
+        for r, (rec, v, _) in zip(runs, results, strict=True)
+    ]
+    record.write_file(
+        "keys.json", pretty_json({"keys": qualified, "engine_pairs_diffed": pairs_diffed})
+    )
+    first = runs[0]
+    title = f"release {', '.join(req.config_keys)} -> {first.plan.image.ref}"
+    reports = render_all(
+        ReportData(
+            run_id=digest_of(inputs)[:32],
+            title=title,
+            inputs=inputs,
+            outcome=first.outcome,
+            verdict=verdict,
+        ),
+        record.root,
+    )
+    return record, verdict, reports
+
+
+def record_pins(ws: Workspace, state: Path, runs: Sequence[KeyRun]) -> None:
+    """The released image's verified pin and probe facts, in relpipe's state (`pipeline.pins`):
+    re-pinned now, and refused if the tag moved since it was qualified."""
+    from relpipe.images.registry import RegistryClient
+
+    first = runs[0]
+    tagged = split(first.plan.image.pinned).without_digest
+    with RegistryClient() as client:
+        pin = pin_or_archived(client, tagged, pins.load(ws, state))
+    qualified = first.outcome.image.digest if first.outcome.image else None
+    if pin.digest != qualified:
+        raise ReleaseRefused(
+            f"{tagged} now resolves to {pin.digest}, not the qualified "
+            f"{qualified}; qualify the new digest first"
+        )
+    facts: dict[str, Any] = {}
+    if first.outcome.probe and first.outcome.probe.facts:
+        facts = jsoncodec.to_json(first.outcome.probe.facts)
+    facts.pop("errors", None)
+    kept = {k: v for k, v in facts.items() if v not in (None, {}, [])}
+    pins.record(None, state, [pin], {lock.key_for(pin.reference): kept})
+
+
+def release_state(ws: Workspace, given: Path | None, *, dry_run: bool) -> Path:
+    """Where the release keeps its records, cache and pins. A dry run writes nothing under the
+    checkout: when the state would be there (the default `REPO/.relpipe`), it uses this user's
+    own dry-run state instead (`$XDG_CACHE_HOME/relpipe/dry-run/<checkout>`)."""
+    state = state_dir(ws, given)
+    if not dry_run or not pins.state_is_inside(ws, state):
+        return state
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    name = hashlib.sha256(str(ws.root.resolve()).encode()).hexdigest()[:16]
+    return Path(base) / "relpipe" / "dry-run" / name
+
+
+def refuse_pending(ws: Workspace) -> None:
+    """A dry run does not finish an interrupted release (that writes files): it says so."""
+    if journal_of(ws).exists():
+        raise PipelineError(
+            "an interrupted release of this repository is pending; run `relpipe release` "
+            "without --dry-run to finish it first"
+        )
 
 
 JOURNAL = "release.journal"  # named per repository in this user's state folder (core.journal)
@@ -472,15 +749,13 @@ def admitter(ws: Workspace) -> Callable[[str, bytes | None, bytes], str | None]:
     """The journal's admission rule for `ws`: a release writes one master config of its era,
     the lock file and the changelog, and the changelog only by appending entries to it."""
     from relpipe.changelog.entry import parse_appended
-    from relpipe.changelog.errors import ChangelogError
 
-    changelog, lock_file, masters = str(ws.changelog), str(ws.lock), ws.era.masters
+    changelog, masters = str(ws.changelog), ws.era.masters
+    lock_file = str(ws.lock) if ws.lock is not None else None  # only where the team opted in
 
     def admit(rel: str, old: bytes | None, new: bytes) -> str | None:
         if rel not in (changelog, lock_file) and not ws.era.is_master(rel):
-            return (
-                f"a release writes only {masters}/*{MASTER_SUFFIX}, the changelog and the lock file"
-            )
+            return f"a release writes only {masters}/*{MASTER_SUFFIX} and the changelog"
         if rel == changelog:
             try:
                 errors = parse_appended(old or b"", new, rel).errors
@@ -493,23 +768,24 @@ def admitter(ws: Workspace) -> Callable[[str, bytes | None, bytes], str | None]:
     return admit
 
 
-def released_line(ws: Workspace, req: Request) -> str | None:
-    """'nothing to do' when the config already pins `req.image` and the lock file its current
-    digest (re-pinned, verified): a second release of it would only repeat the entry."""
-    from relpipe.images import lock
+def released_line(ws: Workspace, req: Request, state: Path) -> str | None:
+    """'nothing to do' when every key's config already pins `req.image` and relpipe's pins its
+    current digest (re-pinned, verified): a second release of it would only repeat the entry."""
     from relpipe.images.registry import RegistryClient
 
-    pinned = ws.config_key(req.config_key, 1).image
-    if pinned != new_image_text(pinned, req.image) or not (ws.root / ws.lock).is_file():
-        return None
-    entry = lock.lookup(lock.load(ws.root / ws.lock), req.image)
+    for key in req.config_keys:
+        pinned = ws.config_key(key, 1).image
+        if pinned != new_image_text(pinned, req.image):
+            return None
+    entry = pins.lookup(ws, state, req.image)
     if entry is None:
         return None
     with RegistryClient() as client:
         digest = client.pin(req.image).digest
     if entry.digest != digest:
         return None
-    return f"nothing to do: {req.config_key} already pins {req.image} at {digest}"
+    verb = "pins" if len(req.config_keys) == 1 else "pin"
+    return f"nothing to do: {', '.join(req.config_keys)} already {verb} {req.image} at {digest}"
 
 
 def repo_state(root: Path) -> dict[str, str | None]:
@@ -518,23 +794,23 @@ def repo_state(root: Path) -> dict[str, str | None]:
     return {
         "configs": ws.tree_hash(ws.era.masters),
         "changelog": ws.file_hash(ws.changelog),
-        "lock": ws.file_hash(ws.lock),
+        "lock": ws.file_hash(ws.lock) if ws.lock is not None else None,
     }
 
 
 @contextlib.contextmanager
 def repository_lock(ws: Workspace) -> Iterator[None]:
-    """The one lock of a release's writes: the flock on the repository folder, which is also the
-    changelog's folder lock (`changelog.append`), plus the lock file's own lock (`images.lock`), so
-    neither a changelog appender nor `relpipe images pin` can write between our check and our
-    writes. Taken in this order everywhere, so two releases cannot deadlock."""
-    from relpipe.images import lock
-
-    with (
-        file_lock(ws.root, what="repository lock", error=PipelineError),
-        lock.locked(ws.root / ws.lock),
-    ):
-        yield
+    """The one lock of a release's writes: the flock on the repository folder (no file is
+    created), which is also the changelog's folder lock (`changelog.append`), plus, where the team
+    opted into a lock file, that file's own lock (`images.lock`), so neither a changelog appender
+    nor `relpipe images pin` can write between our check and our writes. Taken in this order
+    everywhere, so two releases cannot deadlock."""
+    with file_lock(ws.root, what="repository lock", error=PipelineError):
+        if ws.lock is None:
+            yield
+            return
+        with lock.locked(ws.root / ws.lock):
+            yield
 
 
 def recover_interrupted(ws: Workspace) -> list[str]:
@@ -553,7 +829,6 @@ def write_staged(ws: Workspace, staged: Staged) -> None:
     kill at any instant leaves the old repository or, once the next release recovers, the new one.
     """
     from relpipe.changelog.append import appended_bytes
-    from relpipe.changelog.errors import ChangelogError
 
     with repository_lock(ws):
         recover_interrupted(ws)
@@ -600,7 +875,7 @@ def render_release(
     if full.history is not None and not force:
         comparison.save(full.history, record.root)  # what C11/C12 saw, for `relpipe report`
     verdict = evaluate(full, strict=strict)
-    title = f"release {inputs['request']['config_key']} -> {plan.image.ref}"
+    title = f"release {', '.join(inputs['request']['config_keys'])} -> {plan.image.ref}"
     return verdict, render_all(
         ReportData(run_id=plan.run_id, title=title, inputs=inputs, outcome=full, verdict=verdict),
         record.root,

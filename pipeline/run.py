@@ -19,7 +19,7 @@ from relpipe.core import checkrender, jsoncodec
 from relpipe.core.state import trusted
 from relpipe.core.status import NA
 from relpipe.images.registry import RegistryClient
-from relpipe.pipeline import comparison
+from relpipe.pipeline import comparison, pins
 from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.containers import Engine
 from relpipe.pipeline.errors import PipelineError
@@ -65,10 +65,17 @@ def state_dir(ws: Workspace | None, given: Path | None) -> Path:
 
 
 def plan_run(
-    image: str, baseline: str | None, config_key: str | None, ws: Workspace | None, options: Options
+    image: str,
+    baseline: str | None,
+    config_key: str | None,
+    ws: Workspace | None,
+    options: Options,
+    state: Path | None = None,
 ) -> Plan:
+    """The plan of a run, its baseline at the digest relpipe pinned for it (`pipeline.pins`)."""
+    pinned = pins.load(ws, state_dir(ws, state))
     with RegistryClient() as client:
-        return make_plan(image, baseline, config_key, ws, options, client)
+        return make_plan(image, baseline, config_key, ws, options, client, pinned)
 
 
 def execute(
@@ -174,7 +181,7 @@ def qualify(
     strict: bool = False,
     engine: Engine | None = None,
 ) -> RunResult:
-    plan = plan_run(image, baseline, config_key, ws, options)
+    plan = plan_run(image, baseline, config_key, ws, options, state)
     record = open_record(state_dir(ws, state), plan, out)
     return execute(plan, record, engine=engine, strict=strict)
 
@@ -182,17 +189,22 @@ def qualify(
 # -- command-line pieces shared by qualify, nightly and release -----------------------------------
 
 
-def add_qualify_args(parser: argparse.ArgumentParser, *, release: bool = False) -> None:
+def add_qualify_args(
+    parser: argparse.ArgumentParser, *, release: bool = False, keys: bool = False
+) -> None:
     """The options of a qualification, in groups. A release needs `--config-key` and always diffs
     against that key's pinned image, so with `release=True` the key is required and `--baseline`
-    is not offered."""
+    is not offered; with `keys=True` several keys are selected (`add_selection_args`)."""
     what = parser.add_argument_group("what to qualify")
-    what.add_argument(
-        "--config-key",
-        metavar="KEY",
-        required=release,
-        help="benchmark config key (its points and pinned baseline)",
-    )
+    if keys:
+        add_selection_args(what)
+    else:
+        what.add_argument(
+            "--config-key",
+            metavar="KEY",
+            required=release,
+            help="benchmark config key (its points and pinned baseline)",
+        )
     if not release:
         what.add_argument(
             "--baseline",
@@ -215,6 +227,31 @@ def add_qualify_args(parser: argparse.ArgumentParser, *, release: bool = False) 
     out = parser.add_argument_group("output")
     out.add_argument("--strict", action="store_true", help="WARN fails too (exit 1)")
     out.add_argument("--json", action="store_true", help="print one JSON document (the report)")
+
+
+def add_selection_args(group: argparse._ArgumentGroup) -> None:
+    """The config keys a release, revert or PR acts on (`pipeline.selection`)."""
+    group.add_argument(
+        "--config-key",
+        metavar="KEY",
+        action="append",
+        required=True,
+        dest="config_keys",
+        help="config key, repeatable: one image for every key named",
+    )
+    group.add_argument(
+        "--line",
+        action="store_true",
+        help="every key on the image line of the keys named (same repository and family group)",
+    )
+    group.add_argument(
+        "--runner",
+        metavar="NAME",
+        action="append",
+        default=[],
+        dest="runners",
+        help="only keys whose runner: is NAME or runs on GPU NAME (repeatable)",
+    )
 
 
 def _add_run_args(run: argparse._ArgumentGroup) -> None:

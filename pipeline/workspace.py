@@ -23,6 +23,7 @@ from relpipe.changelog.configs.points import plan_key
 from relpipe.changelog.configs.semdiff import load_yaml
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository.checkout import Checkout, open_checkout
+from relpipe.changelog.repository.detect import read_override
 from relpipe.changelog.repository.era import MASTER_SUFFIX, Era
 from relpipe.changelog.repository.launch import check_key
 from relpipe.core import suggest
@@ -77,9 +78,16 @@ class Workspace:
     def changelog(self) -> Path:
         return Path(self.era.changelog)  # relative to the root, as the release writes it
 
-    @property
-    def lock(self) -> Path:
-        return Path(self.era.lock)
+    @cached_property
+    def lock(self) -> Path | None:
+        """The lock file a team opted into (`[tool.relpipe] lock = "images.lock.yaml"` in
+        `.relpipe.toml`), else None: InferenceX has none, and relpipe keeps its pins in its own
+        state (`pipeline.pins`)."""
+        try:
+            override = read_override(str(self.root)) or {}
+        except ChangelogError as exc:
+            raise PipelineError(str(exc)) from None
+        return Path(self.era.lock) if "lock" in override else None
 
     def masters(self) -> list[Path]:
         return self.checkout.masters()

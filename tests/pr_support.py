@@ -29,6 +29,7 @@ CHANGELOG = Workspace(EXAMPLE).changelog  # where the example repository's layou
 FACTS = ROOT / "changelog" / "notes" / "example.json"
 MASTER = "configs/amd-master.yaml"
 KEY = "minimaxm3-fp4-mi355x-atom-agentic-mtp"
+PINNED = "rocm/atom-dev:nightly_202610011210"  # KEY's image in the example repository
 REPO = "example-org/benchmark-repo"
 BRANCH = f"relpipe/bump/{KEY}"
 TOKEN = "ghp_relpipeTestToken0123456789"
@@ -90,6 +91,7 @@ def stage_release(clone: Path, tag: str, pr: str = "XXX") -> Path:
     )
     facts = json.loads(FACTS.read_text())
     facts["new_image"]["ref"] = new
+    facts["old_image"]["ref"] = PINNED  # the image HEAD pins: these are this release's notes
     release = ReleaseFacts.from_json(facts)
     record = clone / ".relpipe" / "releases" / tag
     record.mkdir(parents=True)
@@ -140,7 +142,7 @@ def fetch(clone: Path) -> None:
 
 
 def hook_passes(clone: Path, base: str, head: str, number: int) -> subprocess.CompletedProcess[str]:
-    code = "import sys; from relpipe.validate.gate.hook import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from relpipe.validate.gate.cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run(
         [
             sys.executable,

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from relpipe.core.record import fields as record_fields
+from relpipe.core.record import is_record
 
 NAME, EMAIL = "relpipe-test", "test@relpipe.invalid"
 DATE, EPOCH = "2026-01-01T00:00:00Z", 1767225600  # the same instant twice
@@ -37,6 +42,20 @@ def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
         env=_env(repo, env),
     )
     return out.stdout
+
+
+def corpus_checkout(root: Path, corpus_dir: Path) -> Path:
+    """A git repository at `root` holding InferenceX's real changelog and masters (the 2026-08
+    layout) at HEAD, with InferenceX as origin."""
+    (root / "configs").mkdir(parents=True)
+    shutil.copy(corpus_dir / "perf-changelog.yaml", root / "perf-changelog.yaml")
+    for name in ("amd-master.yaml", "nvidia-master.yaml"):
+        shutil.copy(corpus_dir / name, root / "configs" / name)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "remote", "add", "origin", "git@github.com:SemiAnalysisAI/InferenceX.git")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    return root
 
 
 def commit_files(
@@ -118,9 +137,27 @@ def source_root() -> Path:
 
 
 def assert_keyword_only(record: type) -> None:
-    """Every init field of a dataclass record is keyword-only, and a positional call is refused."""
-    fields = [f for f in dataclasses.fields(record) if f.init]
-    assert fields and all(f.kw_only for f in fields)
+    """Every init field of a record is keyword-only (a `core.record.Record`'s always are), and a
+    positional call is refused."""
+    if is_record(record):
+        fields: list[Any] = list(record_fields(record))
+    else:
+        fields = [f for f in dataclasses.fields(record) if f.init]
+        assert all(f.kw_only for f in fields)
+    assert fields
     # One value per field, positionally: refused before any field is looked at.
     with pytest.raises(TypeError, match="positional argument"):
         record(*["x"] * len(fields))
+
+
+def checkout_snapshot(root: Path) -> tuple[dict[str, bytes], str]:
+    """Every file of the checkout but `.git/` (bytes, symlinks as their target) and
+    `git status --porcelain --ignored`: what a dry run must leave exactly as it was."""
+    files: dict[str, bytes] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] == ".git" or path.is_dir() and not path.is_symlink():
+            continue
+        files[str(rel)] = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+    status = git(root, "status", "--porcelain=v1", "--ignored", "--untracked-files=all")
+    return files, status

@@ -212,6 +212,127 @@ def test_records_of_four_or_more_fields_are_keyword_only() -> None:
     assert bad == []
 
 
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(["relpipe", *(parts[:-1] if parts[-1] == "__init__" else parts)])
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return getattr(test, "id", getattr(test, "attr", None)) == "TYPE_CHECKING"
+
+
+def _imported_modules(tree: ast.Module, known: set[str]) -> set[str]:
+    """Every relpipe module `tree` imports, at its top or inside a function (a deferred import
+    is still a dependency); `from P import M` names the submodule P.M when there is one. Imports
+    only a type checker reads (`if TYPE_CHECKING:`) are not dependencies at run time."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for other in child.orelse:
+                    visit_one(other)
+                continue
+            visit_one(child)
+
+    def visit_one(node: ast.AST) -> None:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if sub in known else node.module)
+        visit(node)
+
+    visit(tree)
+    return found & known
+
+
+def import_graph() -> dict[str, set[str]]:
+    """relpipe module -> the relpipe modules it imports (every layer)."""
+    paths = {_module_name(path): path for layer in LAYERS for path in _modules(layer)}
+    known = set(paths)
+    return {name: _imported_modules(_tree(path), known) - {name} for name, path in paths.items()}
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_no_import_cycle() -> None:
+    """Modules import each other one way: a cycle (validate.gate.hook's `main` importing the
+    command line that imports it) makes the import order decide what works."""
+    assert import_cycles(import_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_is_replaced_in_sys_modules() -> None:
+    """Start-up speed comes from the shape of a module, not from changing the whole process: no
+    product module assigns to or deletes from `sys.modules` (the gate once put a placeholder
+    `inspect` there for every process that imported it)."""
+    bad = []
+    for layer in sorted(LAYERS):
+        for path in _modules(layer):
+            for node in ast.walk(_tree(path)):
+                targets: list[ast.expr] = []
+                if isinstance(node, ast.Assign | ast.Delete):
+                    targets = node.targets
+                elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+                    targets = [node.target]
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    if node.func.attr in {"pop", "update", "setdefault", "__setitem__", "clear"}:
+                        targets = [node.func.value]
+                for target in targets:
+                    text = ast.unparse(target)
+                    if text == "sys.modules" or text.startswith("sys.modules["):
+                        bad.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno}: {text}")
+    assert bad == []
+
+
 # The benchmark repository has one adapter (changelog/repository/): no other module of relpipe
 # spells one of its paths. A string constant naming one (docstrings and comments aside) belongs
 # in an era's declaration. `images/family_fixtures.py` builds an engine's source tree (vLLM's own

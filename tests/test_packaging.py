@@ -73,4 +73,4 @@ def test_the_wheel_carries_the_data_the_code_reads_and_both_scripts(
     (entry_points,) = [n for n in files if n.endswith(".dist-info/entry_points.txt")]
     text = wheel.read(entry_points).decode()
     assert "relpipe = relpipe.pipeline.cli:main" in text
-    assert "validate_perf_changelog = relpipe.validate.gate.hook:main" in text
+    assert "validate_perf_changelog = relpipe.validate.gate.cli:main" in text

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 
 from relpipe.changelog.errors import ChangelogError
 from relpipe.core import suggest
 from relpipe.core.files import read_capped
+from relpipe.core.record import Record
 from relpipe.core.yamlload import load_yaml as _load_yaml
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing at all
@@ -33,8 +33,7 @@ if TYPE_CHECKING:
 MAX_MASTER_BYTES = 16 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class MasterConfigs:
+class MasterConfigs(Record):
     """Configs of one or more master files: key -> config mapping, and which file defines it."""
 
     configs: Mapping[str, Mapping[str, object]]
@@ -111,7 +110,7 @@ def parse_masters(blobs: Iterable[tuple[PathArg, bytes]]) -> MasterConfigs:
                 )
             configs[key] = value
             origin[key] = Path(path)
-    return MasterConfigs(configs, origin)
+    return MasterConfigs(configs=configs, origin=origin)
 
 
 _KEY_LINE = re.compile(

@@ -9,11 +9,10 @@ STYLE_CODES), never from a message's text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from relpipe.core.findings import ERROR as ERROR  # the entry package's words are the core's
 from relpipe.core.findings import WARNING as WARNING
 from relpipe.core.findings import Finding as Finding
+from relpipe.core.record import MISSING, Record, declare, fields
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:
@@ -46,27 +45,17 @@ ENTRY_CODES = frozenset(
 )
 
 
-class RuleFinding(Finding):
+class RuleFinding(Finding, slots=True):
     """A finding of the schema, naming the field rule broken: `<key>.<rule>` (such as
     `description.blank-item`) or `entry.unknown-key` / `entry.missing-key`.
 
     A subclass, not a field of every Finding (a large audit makes hundreds of thousands of the
-    others), and not a dataclass of its own (the hook pays for each at start-up): it compares
-    as the Finding it is, and `rule` is read-only like the rest."""
+    others)."""
 
-    __slots__ = ("rule",)
     rule: str
 
-    def __init__(self, *, rule: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        object.__setattr__(self, "rule", rule)
 
-    def __repr__(self) -> str:
-        return f"{Finding.__repr__(self)[:-1]}, rule={self.rule!r})"
-
-
-@dataclass(frozen=True, kw_only=True, eq=False)  # compared by identity: one per field
-class Field:
+class Field(Record, eq=False):  # compared by identity: one per field
     """One entry field as `Entry` declares it.
 
     `lenient` names the rules InferenceX's ChangelogEntry does not enforce for this field:
@@ -99,7 +88,7 @@ def spec(
     excludes: tuple[str, ...] = (),
     **default: object,
 ) -> Any:
-    """A dataclass field of `Entry` carrying its declaration (`default=` when optional)."""
+    """A field of `Entry` carrying its declaration (`default=` when optional)."""
     meta = {
         "kind": kind,
         "order": order,
@@ -108,13 +97,11 @@ def spec(
         "lenient": frozenset(lenient),
         "excludes": excludes,
     }
-    return field(metadata=meta, **default)  # type: ignore[call-overload]
+    return declare(metadata=meta, **default)
 
 
-def declared(model: type) -> tuple[Field, ...]:
+def declared(model: type[Record]) -> tuple[Field, ...]:
     """The fields `model` declares with `spec`, in written order."""
-    from dataclasses import MISSING, fields
-
     out = [
         Field(
             attr=f.name,

@@ -8,16 +8,14 @@ schema (schema.py), the renderer (render.py) and both whole-entry grammars (gram
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from relpipe.changelog.entry.fields import CHOICES, COUNT, FLAG, KEYS, TEXTS, URL, Field, declared
 from relpipe.changelog.entry.fields import spec as _spec
+from relpipe.core.record import Record
 
 _EXCLUSIVE = ("evals-only", "all-evals", "eval-min-prefill-ep")
 
 
-@dataclass(frozen=True, kw_only=True)
-class Entry:
+class Entry(Record):
     """One perf-changelog entry, validated by `validate_entry`; flags default to absent/false."""
 
     # Attributes in the constructor's order (required first); the number after the kind is the

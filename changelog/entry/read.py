@@ -262,10 +262,11 @@ def event_fields(text: str, first: int) -> tuple[dict[str, object], dict[str, in
     key_lines: dict[str, int] = {}
     for key, value in mapping.items():
         if isinstance(value, dict):
-            value = Odd("mapping", "{...}")
+            value = Odd(kind="mapping", text="{...}")
         elif isinstance(value, list):
             value = [
-                Odd("nested collection", "...") if isinstance(v, (list, dict)) else v for v in value
+                Odd(kind="nested collection", text="...") if isinstance(v, (list, dict)) else v
+                for v in value
             ]
         fields[str(key)] = value
         key_lines[str(key)] = mapping.lines[key]

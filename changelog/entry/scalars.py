@@ -8,8 +8,9 @@ every tool reads the same entry. Also the character rules that values share with
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
+
+from relpipe.core.record import Record
 
 
 class _LazyPattern:
@@ -32,16 +33,14 @@ def lazy_re(pattern: str | bytes, flags: int = 0) -> re.Pattern:  # type: ignore
     return _LazyPattern(pattern, flags)  # type: ignore[return-value]
 
 
-@dataclass(frozen=True)
-class Odd:
+class Odd(Record):
     """A scalar that is not a string/bool/int/null for our purposes (float, date, map, ...)."""
 
     kind: str
     text: str
 
 
-@dataclass(frozen=True)
-class Ambiguous:
+class Ambiguous(Record):
     """A plain scalar that YAML 1.1 and YAML 1.2 read differently (`yes`, `on`, `012`, ...).
 
     `value` is what PyYAML (YAML 1.1, InferenceX's reader) makes of it: the verdict follows
@@ -99,7 +98,7 @@ def plain(text: str) -> object:
     # boolean words are exactly YAML11_BOOL's (tests/changelog/test_entries.py checks them).
     if text in YAML11_BOOL:
         value = YAML11_BOOL[text]
-        return value if text in YAML12_BOOL else Ambiguous("boolean", text, value)
+        return value if text in YAML12_BOOL else Ambiguous(kind="boolean", text=text, value=value)
     if text in ("~", "null", "Null", "NULL"):
         return None
     yaml, resolver = load_yaml()
@@ -115,11 +114,11 @@ def plain(text: str) -> object:
             node = yaml.ScalarNode(tag, text)  # type: ignore[attr-defined]
             value = yaml.constructor.SafeConstructor().construct_yaml_int(node)  # type: ignore[attr-defined]
         except ValueError:
-            return Odd("integer too long for PyYAML", text[:20] + "...")
-        return Ambiguous("integer", text, value)
+            return Odd(kind="integer too long for PyYAML", text=text[:20] + "...")
+        return Ambiguous(kind="integer", text=text, value=value)
     if tag == _TAG + "null":
         return None
-    return Odd(tag.rsplit(":", 1)[-1], text)
+    return Odd(kind=tag.rsplit(":", 1)[-1], text=text)
 
 
 _DQ_ESCAPES = {

@@ -18,7 +18,6 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 
 from relpipe.changelog.entry import grammar
@@ -28,14 +27,14 @@ from relpipe.changelog.entry.read import parse_block
 from relpipe.changelog.entry.scalars import bad_char, lazy_re, plain, read_value, unsafe_char
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository.era import CHANGELOG_NAME
+from relpipe.core.record import Record
 
 # Caps on untrusted input; the real changelog is 755 KB with lines up to 1,089 bytes.
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_LINE_BYTES = 8192
 
 
-@dataclass(frozen=True, kw_only=True)
-class Block:
+class Block(Record):
     """One entry as it sits in a file: byte span, line span, text; fields and Entry on demand.
 
     `start`/`end` are byte offsets of the entry's lines (end is after its last line's newline);
@@ -95,8 +94,7 @@ class Block:
         return read_value(self.text[start : self.text.index("\n", start)])
 
 
-@dataclass(frozen=True, kw_only=True)
-class Changelog:
+class Changelog(Record):
     """A parsed changelog (or suffix of one): its entries and every finding, in line order."""
 
     path: str

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import os
 import posixpath
-from dataclasses import dataclass, fields, replace
 
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository.era import Era
 from relpipe.changelog.repository.eras import DEFAULT, ERAS, by_name
+from relpipe.core.record import Record, fields, replace
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:
@@ -54,8 +54,7 @@ BASE_BRANCHES = ("main", "master")
 UPSTREAM_REMOTE = "upstream"
 
 
-@dataclass(frozen=True, kw_only=True)
-class Located:
+class Located(Record):
     """A checkout's era as the commit hook needs it: `found` False when no era's files exist
     (a new repository: the default era's paths), `repository` the canonical URL the override
     file names (None: not named there)."""

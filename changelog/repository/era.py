@@ -18,7 +18,7 @@ Standard library only (the commit hook reads it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from relpipe.core.record import Record
 
 CHANGELOG_NAME = "perf-changelog.yaml"
 MASTER_SUFFIX = "-master.yaml"
@@ -42,8 +42,7 @@ HOOK_REQUIRED = "relpipe-changelog-required"
 HOOKS = (HOOK_GATE, HOOK_REVIEW, HOOK_REQUIRED)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Era:
+class Era(Record):
     """One era of the benchmark repository: repository-relative POSIX paths of everything
     relpipe reads or writes there, and the rules of that time."""
 

@@ -15,8 +15,6 @@ names a path of the repository. Standard library only (the commit hook reads it)
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from relpipe.changelog.repository.era import (
     CHANGELOG_NAME,
     GOLDEN_FOLDER,
@@ -29,6 +27,7 @@ from relpipe.changelog.repository.era import (
     THRESHOLDS_NAME,
     Era,
 )
+from relpipe.core.record import replace
 
 _CODEOWNERS = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
 _E2E = "inferencex-e2e"

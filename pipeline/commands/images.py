@@ -99,11 +99,11 @@ def _pin(args: argparse.Namespace) -> int:
     if bool(args.config) != bool(args.config_key):
         raise ImageError("--config and --config-key go together")
     # Imported here: PyYAML is only needed by the commands that write the lock.
-    from relpipe.images.lock import entry_from_pin, update
+    from relpipe.images.lock import entry_from_pin
 
     with _client(args) as client:
         pins = [client.pin(r, args.platform) for r in args.refs]
-    update(args.lock, pins)
+    where = _record_pins(args, pins)
     out: list[dict[str, Any]] = []
     for pin in pins:
         entry = entry_from_pin(pin)
@@ -129,7 +129,7 @@ def _pin(args: argparse.Namespace) -> int:
         _print_json(out)
     else:
         for item in out:
-            print(f"{item['key']}  {item['digest']}  -> {args.lock}")
+            print(f"{item['key']}  {item['digest']}  -> {where}")
             if "config" in item:
                 cfg = item["config"]
                 state = "changed" if cfg["changed"] else "unchanged"
@@ -222,10 +222,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_latest)
 
-    p = sub.add_parser("pin", parents=[common], help="verified pin into the lock file")
+    p = sub.add_parser("pin", parents=[common], help="verified pin into relpipe's state")
     p.add_argument("refs", nargs="+", metavar="REF")
     p.add_argument(
-        "--lock", metavar="FILE", default=DEFAULT_LOCK, help=f"lock file (default {DEFAULT_LOCK})"
+        "--lock",
+        metavar="FILE",
+        default=None,
+        help=f"also write this lock file (e.g. {DEFAULT_LOCK}; default: none, the pins live in "
+        "relpipe's state: $RELPIPE_HISTORY, else $RELPIPE_STATE/history.sqlite, else "
+        ".relpipe/history.sqlite)",
     )
     p.add_argument(
         "--config", metavar="MASTER_YAML", help="also set the image of --config-key here"
@@ -256,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="copy pinned images byte for byte to a registry the team controls",
     )
-    p.add_argument("refs", nargs="+", metavar="REF", help="pinned references (in --lock)")
+    p.add_argument("refs", nargs="+", metavar="REF", help="pinned references")
     p.add_argument(
         "--to",
         metavar="REGISTRY",
@@ -264,28 +269,62 @@ def build_parser() -> argparse.ArgumentParser:
         help="archive registry host[:port]; the repository path stays the same",
     )
     p.add_argument(
-        "--lock", metavar="FILE", default=DEFAULT_LOCK, help=f"lock file (default {DEFAULT_LOCK})"
+        "--lock",
+        metavar="FILE",
+        default=None,
+        help="read the pins from this lock file and record the archive there too (default: "
+        "relpipe's state, as `images pin`)",
     )
     p.set_defaults(func=_archive)
     return parser
 
 
+def _state() -> tuple[Any, Path]:
+    """The benchmark repository the command runs in (if any) and relpipe's state folder."""
+    from relpipe.changelog.repository.checkout import find_root, is_checkout
+    from relpipe.pipeline.run import state_dir
+    from relpipe.pipeline.workspace import Workspace
+
+    ws = Workspace(find_root(Path.cwd())) if is_checkout(Path.cwd()) else None
+    return ws, state_dir(ws, None)
+
+
+def _record_pins(args: argparse.Namespace, pinned: list[Any]) -> str:
+    """Pins into relpipe's state (`pipeline.pins`), and into `--lock FILE` when given."""
+    # Imported here: the state lives in pipeline/, which only these commands of `images` need.
+    from relpipe.pipeline import pins
+
+    ws, state = _state()
+    pins.record(None, state, pinned)
+    if args.lock:
+        from relpipe.images.lock import update
+
+        update(args.lock, pinned)
+    return pins.where(None, state) + (f" and {args.lock}" if args.lock else "")
+
+
 def _archive(args: argparse.Namespace) -> int:
     from relpipe.images import archive
     from relpipe.images.lock import load, lookup
+    from relpipe.pipeline import pins
 
-    entries = load(args.lock)
+    ws, state = _state()
+    entries = load(args.lock) if args.lock else pins.load(None, state)
+    where = args.lock or pins.where(None, state)
     for ref in args.refs:
         entry = lookup(entries, ref)
         if entry is None:
-            raise ImageError(f"{ref}: not in {args.lock}; pin it first (relpipe images pin)")
+            raise ImageError(f"{ref}: not in {where}; pin it first (relpipe images pin)")
     copies = []
     with _client(args) as client:
         for ref in args.refs:
             entry = lookup(entries, ref)
             assert entry is not None
             copy = archive.archive(client, parse(ref).with_digest(entry.digest), args.to)
-            archive.record(args.lock, ref, copy)
+            if args.lock:
+                archive.record(args.lock, ref, copy)
+            else:
+                pins.set_archive(None, state, ref, copy.digest, copy.archive)
             copies.append(copy)
     if args.json:
         _print_json([c.__dict__ for c in copies])
@@ -293,7 +332,7 @@ def _archive(args: argparse.Namespace) -> int:
         for c in copies:
             print(
                 f"{c.source} -> {c.archive}: {c.manifests} manifest(s), {c.blobs} blob(s), "
-                f"{c.bytes} bytes; recorded in {args.lock}"
+                f"{c.bytes} bytes; recorded in {where}"
             )
     return 0
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from relpipe.pipeline.errors import PipelineError
 
@@ -75,18 +74,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def warn_stale_pins(args: argparse.Namespace) -> list[str]:
-    """One warning line per pinned tag gone upstream or older than the retention, unarchived."""
-    from relpipe.images import archive, lock
+    """One warning line per pinned tag gone upstream or older than the retention, unarchived
+    (the pins relpipe keeps in its state, `pipeline.pins`, and an opted-in lock file)."""
+    from relpipe.images import archive
     from relpipe.images.registry import RegistryClient
-    from relpipe.pipeline.run import workspace_from
+    from relpipe.pipeline import pins
+    from relpipe.pipeline.run import state_dir, workspace_from
 
     ws = workspace_from(args)
-    path = (ws.root if ws is not None else Path.cwd()) / "images.lock.yaml"
-    if not path.is_file():
+    pinned = pins.load(ws, state_dir(ws, getattr(args, "state", None)))
+    if not pinned:
         return []
     with RegistryClient() as client:
-        stale = archive.stale_pins(client, lock.load(path), args.retention_days)
-    lines = [f"warning: {path.name}: {s.key}: {s.reason}" for s in stale]
+        stale = archive.stale_pins(client, pinned, args.retention_days)
+    lines = [f"warning: pin {s.key}: {s.reason}" for s in stale]
     for line in lines:
         print(line, file=sys.stderr, flush=True)
     return lines

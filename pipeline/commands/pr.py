@@ -24,6 +24,9 @@ from typing import TYPE_CHECKING
 from relpipe.core import jsoncodec, sanitize
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.run import add_selection_args
+from relpipe.pipeline.selection import select
+from relpipe.pipeline.workspace import Workspace
 
 if TYPE_CHECKING:
     import argparse
@@ -126,7 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="action", required=True, metavar="COMMAND")
     for action in ACTIONS:
         a = sub.add_parser(action, help=ACTION_HELP[action], description=ACTION_HELP[action])
-        a.add_argument("--config-key", metavar="KEY", required=True, help="config key of the bump")
+        add_selection_args(a.add_argument_group("the keys of the bump"))
         if action != "status":
             a.add_argument(
                 "--notes",
@@ -153,13 +156,13 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from relpipe.pipeline import pullrequest as prq
     from relpipe.pipeline.run import state_dir
-    from relpipe.pipeline.workspace import Workspace
 
     args = _parser().parse_args(argv)
     target = target_from(args)
+    keys = select(Workspace(target.root), args.config_keys, line=args.line, runners=args.runners)
     if args.action == "status":
         with prq.client_for(target) as client:
-            st = prq.status(target, args.config_key, client)
+            st = prq.status(target, keys, client)
         doc = jsoncodec.to_json(st)
         if args.json:
             print(sanitize.json_text(doc, indent=2, sort_keys=True))
@@ -168,11 +171,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"branch {doc['branch']}: {doc['remote_commit'] or 'not pushed'}")
             print(f"PR: #{pr['number']} {pr['state']} {pr['url']}" if pr else "PR: none")
         return 0
-    notes = args.notes or prq.release_notes(
-        state_dir(Workspace(target.root), args.state), args.config_key
-    )
+    notes = args.notes or prq.release_notes(state_dir(Workspace(target.root), args.state), keys)
     title, body = prq.title_and_body(notes)
-    bump = prq.read_bump(target.root, args.config_key, title, body)
+    bump = prq.read_bump(target.root, keys, title, body)
+    prq.check_notes(target.root, bump, notes)
     mode = "sync" if getattr(args, "open_missing", False) else args.action
     return publish_and_report(target, bump, mode, args.dry_run, args.json)
 

@@ -68,7 +68,7 @@ def dispatch(args: argparse.Namespace, ref: str) -> int:
     if args.plan:
         if args.out is None:
             raise PipelineError("--plan needs --out PLAN_DIR (the folder the shard jobs read)")
-        plan = plan_run(ref, baseline_from(args), args.config_key, ws, options)
+        plan = plan_run(ref, baseline_from(args), args.config_key, ws, options, args.state)
         print(sanitize.json_text(sharding.write_plan(plan, args.out, args.shards), sort_keys=True))
         return 0
     result = qualify(

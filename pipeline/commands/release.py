@@ -1,12 +1,15 @@
 """`relpipe release`: pin a qualified image for a config key, append the changelog entry, write notes.
 
-    relpipe release --config-key K --image REF [--pr-number N] [--description TEXT ...] [--dry-run]
+    relpipe release --config-key K [--config-key K2 ... | --line [--runner GPU]] --image REF [--dry-run]
 
-Refuses when the image's qualification (re-run; normally a cache hit) or the release's own checks
-(C7 changelog entry, C8 notes, C9 golden AL) FAIL; nothing is written then. `--dry-run` prints the
-diff of config, lock and changelog without writing. An image whose current digest the repository
-already pins for the key is "nothing to do" (exit 0, one line), however an earlier run of the same
-release was interrupted.
+One image for every key selected: each key's `image:` line bumped, one changelog entry naming
+every key, one bilingual notes pair (a section per old -> new engine pair), one verdict (a key
+that fails fails the release, named). The image is qualified once (its stages are cached by
+digest) plus each key's points. Refuses when a qualification or the release's own checks (C7
+changelog entry, C8 notes, C9 golden AL) FAIL; nothing is written then. Only the config lines and
+the changelog change in the repository: pins and facts live in relpipe's state. `--dry-run`
+prints the diff and writes nothing under the checkout. An image whose current digest the keys
+already pin is "nothing to do" (exit 0, one line), however an earlier run was interrupted.
 """  # noqa: E501 - line 1 is the --help description (parser() reads only the first line)
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from relpipe.images.options import add_registry_args, apply_registry_args
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.run import add_qualify_args, options_from, workspace_from
+from relpipe.pipeline.selection import select
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -45,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="extra perf-changelog description line, repeatable",
     )
     rel.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
-    add_qualify_args(p, release=True)
+    add_qualify_args(p, release=True, keys=True)
     add_registry_args(p)
     args = p.parse_args(argv)
     apply_registry_args(args)
@@ -54,8 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise PipelineError(
             f"{Path.cwd()} is not a benchmark repository of a known layout; pass --repo PATH"
         )
+    keys = select(ws, args.config_keys, line=args.line, runners=args.runners)
     req = Request(
-        config_key=args.config_key,
+        config_keys=keys,
         image=args.image,
         pr_number=args.pr_number,
         descriptions=tuple(args.description),
@@ -78,6 +83,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             "dry_run": args.dry_run,
             "diff": result.diff,
             "notes": str(result.record.root / "notes.md"),
+            "keys": [
+                {
+                    "key": k.key,
+                    "verdict": k.verdict.overall.value,
+                    "run": k.qualification.plan.run_id,
+                    "ran": list(k.qualification.ran),
+                    "cached": list(k.qualification.cached),
+                    "report": str(k.reports["report.json"]),
+                }
+                for k in result.keys
+            ],
         }
         print(sanitize.json_text(document, indent=2, sort_keys=True))
     else:

@@ -193,7 +193,7 @@ def test_description_lines_pass_validate_perf_changelog(
         [
             sys.executable,
             "-m",
-            "relpipe.validate.gate.hook",
+            "relpipe.validate.gate.cli",
             "--base-ref",
             "HEAD",
             "--worktree",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 import corpus
@@ -21,6 +20,7 @@ from relpipe.changelog.repository.checkout import open_checkout
 from relpipe.changelog.repository.detect import locate
 from relpipe.changelog.repository.era import HOOK_GATE, HOOK_REQUIRED, HOOKS
 from relpipe.changelog.repository.eras import ERA_2026_10, ERAS, hook_files
+from relpipe.core.record import replace
 from relpipe.pipeline.cli import main as cli
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.workspace import Workspace

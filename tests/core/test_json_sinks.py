@@ -108,7 +108,7 @@ def test_notes_check_and_hook_json_escape_hostile_text(tmp_path: Path) -> None:
     )
     (repo / "perf-changelog.yaml").write_text(entry)
     hook = _relpipe(
-        "--base-ref", "HEAD", "--worktree", "--json", cwd=repo, module="relpipe.validate.gate.hook"
+        "--base-ref", "HEAD", "--worktree", "--json", cwd=repo, module="relpipe.validate.gate.cli"
     )
     assert hook.returncode in (0, 1), hook.stderr
     assert "findings" in _raw_free(hook.stdout)

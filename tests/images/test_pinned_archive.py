@@ -17,10 +17,11 @@ import pytest
 from registry_support import push_index
 
 from relpipe.core.reference import parse
-from relpipe.images import archive, lock, services
+from relpipe.images import archive, services
 from relpipe.images.manifest import parse_manifest
 from relpipe.images.options import MIRRORS_ENV
 from relpipe.images.registry import NotFound, RegistryClient
+from relpipe.pipeline import pins
 from relpipe.pipeline.commands.nightly import warn_stale_pins
 
 pytestmark = pytest.mark.services
@@ -91,7 +92,10 @@ def test_archive_copies_every_byte_and_survives_upstream_deletion(
     (copy,) = json.loads(proc.stdout)
     assert copy["digest"] == pushed.digest and copy["archive"] == kept
     assert copy["manifests"] == 4 and copy["blobs"] == 6  # index, 2 platforms + attestation
-    entry = lock.load(work / "images.lock.yaml")[f"{source}/{REPO}:{TAG}"]
+    # The pin and its archive are relpipe's state, not a file of the benchmark repository.
+    assert not (work / "images.lock.yaml").exists()
+    state = work / ".relpipe"
+    entry = pins.load(None, state)[f"{source}/{REPO}:{TAG}"]
     assert entry.archive is not None and entry.archive["registry"] == kept
     with RegistryClient() as client:
         there = _everything(client, f"{source}/{REPO}", pushed.digest)
@@ -108,27 +112,22 @@ def test_archive_copies_every_byte_and_survives_upstream_deletion(
             client.pin(canonical)
 
     # The nightly run says so.
-    args = SimpleNamespace(repo=work, retention_days=14.0)
+    args = SimpleNamespace(repo=work, retention_days=14.0, state=None)
     warnings = warn_stale_pins(args)  # type: ignore[arg-type]
     assert warnings == [
-        f"warning: images.lock.yaml: {source}/{REPO}:{TAG}: the tag is gone upstream; "
-        f"archived at {kept}"
+        f"warning: pin {source}/{REPO}:{TAG}: the tag is gone upstream; archived at {kept}"
     ]
 
     # Qualification's pin and the release's re-pin take the archived copy, names canonical.
     monkeypatch.setenv(MIRRORS_ENV, "")  # restored after: the fallback routes this process
     with RegistryClient() as client:
-        pin = archive.pin_or_archived(client, canonical, work / "images.lock.yaml")
+        pin = archive.pin_or_archived(client, canonical, pins.load(None, state))
     assert pin.digest == pushed.digest and str(pin.reference).startswith(f"{source}/{REPO}:")
     assert os.environ[MIRRORS_ENV] == f"{source}={kept}"  # dockerd pulls it from the archive
-    from relpipe.pipeline.release import pin_lock
-
-    outcome = SimpleNamespace(image=SimpleNamespace(digest=pushed.digest), probe=None)
-    pin_lock(work / "images.lock.yaml", canonical, outcome)  # type: ignore[arg-type]
-    after = lock.load(work / "images.lock.yaml")
+    pins.record(None, state, [pin])  # the release's re-pin
+    after = pins.load(None, state)
     assert list(after) == [f"{source}/{REPO}:{TAG}"]  # canonical key, no archive host in it
     assert after[f"{source}/{REPO}:{TAG}"].archive == entry.archive
-    assert kept not in (work / "images.lock.yaml").read_text().replace(f"registry: {kept}", "")
 
 
 def test_without_an_archive_a_deleted_pin_stays_an_error(
@@ -137,7 +136,7 @@ def test_without_an_archive_a_deleted_pin_stays_an_error(
     source, _ = two_registries
     ref = f"{source}/{REPO}:missing"
     with RegistryClient() as client, pytest.raises(NotFound):
-        archive.pin_or_archived(client, ref, tmp_path / "images.lock.yaml")
+        archive.pin_or_archived(client, ref, {})
 
 
 def test_qualify_plan_pins_from_the_archive(

@@ -19,6 +19,7 @@ from pr_support import (
     CHANGELOG,
     KEY,
     MASTER,
+    PINNED,
     REPO,
     THEIRS,
     TOKEN,
@@ -30,7 +31,7 @@ from pr_support import (
     remote_file,
     stage_release,
 )
-from support import git
+from support import checkout_snapshot, git
 
 from relpipe.changelog.append import append
 from relpipe.changelog.entry import render
@@ -318,3 +319,35 @@ def test_update_stops_at_a_commit_relpipe_did_not_write(
     # relpipe's own commit on the branch is not foreign: without the colleague's, update runs.
     git(world, "push", "-q", "--force", "origin", f"{theirs}~1:refs/heads/{BRANCH}")
     assert pr(world, api, "update", "--notes", str(notes)) == 0
+
+
+def test_pr_open_dry_run_writes_nothing_in_the_checkout(
+    world: Path, api: github_api.GitHubDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stage_release(world, "nightly_202610070333")
+    objects = sorted(p.name for p in (world / ".git" / "objects").rglob("*"))
+    before = checkout_snapshot(world)
+    assert pr(world, api, "open", "--dry-run") == 0
+    assert "dry run: nothing pushed or sent" in capsys.readouterr().out
+    assert checkout_snapshot(world) == before
+    assert sorted(p.name for p in (world / ".git" / "objects").rglob("*")) == objects
+
+
+def test_notes_of_another_release_are_refused_in_one_line(
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """The notes must be the release's in the working tree: notes of the same key from another
+    baseline (a release made on an older checkout) name an image HEAD does not pin."""
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    notes = stage_release(world, "nightly_202610070333")
+    other = tmp_path / "other-notes.md"
+    other.write_text(notes.read_text().replace(PINNED, "rocm/atom-dev:nightly_202609281543"))
+    assert pr(world, api, "open", "--notes", str(other)) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "are not the notes of the release in the working tree" in err and PINNED in err
+    assert api.seen == [] and git(world, "ls-remote", "origin", BRANCH) == ""

@@ -296,7 +296,7 @@ def test_release_dry_run_then_release_pins_appends_and_writes_notes(
         [
             sys.executable,
             "-m",
-            "relpipe.validate.gate.hook",
+            "relpipe.validate.gate.cli",
             "--worktree",
             "--repo-url",
             "https://github.com/example-org/benchmark-repo",

@@ -7,7 +7,7 @@ families' real repositories and tag names, which it serves as a mirror of docker
 candidate a newer real tag of the same family. The engine histories write real paths of the
 engines' repositories (checked against ../shared/data/engines/*-paths.txt), so the precision
 diff between the two nightlies runs the vLLM or SGLang rules. Each release must exit 0 with no
-FAIL, and its notes, lock facts and changelog entry must name the family's engine, version and
+FAIL, and its notes, facts and changelog entry must name the family's engine, version and
 commit.
 """
 
@@ -139,29 +139,22 @@ def test_a_family_key_releases_on_the_real_tree(world: World, case: Case) -> Non
     bad = [c for c in doc["verdict"]["checks"] if c["status"] == "FAIL"]
     assert bad == []
     files = diff_files(doc["release"]["diff"])
-    assert set(files) == {MASTER, "images.lock.yaml", "perf-changelog.yaml"}
+    assert set(files) == {MASTER, "perf-changelog.yaml"}  # no lock file: InferenceX has none
     assert files[MASTER] == ([old_line], [f"  image: {candidate}"])
-    _lock_facts_are_the_family(files["images.lock.yaml"][1], case, new)
+    facts = json.loads((Path(doc["release"]["notes"]).parent / "release.json").read_text())
+    _facts_are_the_family(facts["new_image"], case, new)
     _entry_reads_for_the_family(files["perf-changelog.yaml"], case, pinned, new)
     _notes_read_for_the_family(Path(doc["release"]["notes"]).read_text(), case, pinned, new)
     assert not (world.repo / "images.lock.yaml").exists()  # a dry run writes nothing
 
 
-def _lock_facts_are_the_family(added: list[str], case: Case, new: FixtureImage) -> None:
-    lock = yaml.safe_load("\n".join(added))
-    [record] = lock.values()
-    assert list(lock) == [
-        f"docker.io/{engines.engine(case.engine).fixtures.repository}:{case.candidate.tag}"
-    ]
-    assert record["digest"] == new.digest
-    assert record["created"] == case.candidate.created
-    assert record["facts"]["engine"] == {
+def _facts_are_the_family(image: dict[str, Any], case: Case, new: FixtureImage) -> None:
+    assert image["ref"] == f"{engines.engine(case.engine).fixtures.repository}:{case.candidate.tag}"
+    assert image["digest"] == new.digest
+    assert image["engine"] == {
         "name": case.engine,
         "version": new.engine_version,
         "commit": new.engine_commit,
-        "path": "/" + engines.engine(case.engine).fixtures.checkout,
-        # vLLM's version names the commit (+g<sha9>); SGLang's (0.5.17) does not.
-        "version_commit": new.engine_commit[:9] if case.engine == "vllm" else None,
     }
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import github_api
 import pytest
 from pr_support import CHANGELOG, KEY, MASTER, REPO, TOKEN, fetch, hook_passes, remote_file
-from support import git
+from support import checkout_snapshot, git
 
 from relpipe.images.lock import LockEntry
 from relpipe.pipeline.cli import main as relpipe
@@ -78,7 +78,7 @@ def test_revert_restores_the_previous_pinned_image_and_opens_a_pr_that_passes_th
 @pytest.mark.parametrize(
     ("to", "said"),
     [
-        ("rocm/atom-dev:nightly_209912312359", "is not in images.lock.yaml; pin it first"),
+        ("rocm/atom-dev:nightly_209912312359", "is not in relpipe's pins; pin it first"),
         ("rocm/atom-dev:nightly_202610011210", "already pins"),
     ],
 )
@@ -129,3 +129,16 @@ def test_the_previous_image_is_the_one_created_last_before_as_instants_not_text(
         previous_image(pins, "rocm/atom-dev:nightly_a", None, "pins")
     with pytest.raises(PipelineError, match="has no created time"):
         previous_image(pins, "rocm/atom-dev:nightly_e", None, "pins")
+
+
+def test_revert_dry_run_writes_nothing_in_the_checkout(
+    world: Path,
+    api: github_api.GitHubDouble,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    before = checkout_snapshot(world)
+    assert revert(world, api, "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert "+  image: rocm/atom-dev:nightly_202609281543" in out  # the diff it would write
+    assert f"POST {api.url}/repos/{REPO}/pulls" in out and api.seen == []
+    assert checkout_snapshot(world) == before  # byte-identical, same `git status`

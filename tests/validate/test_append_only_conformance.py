@@ -32,7 +32,7 @@ import pytest
 from support import git
 
 from relpipe.changelog.configs.load import load_master, master_blocks, parse_master
-from relpipe.validate.gate import hook as gate
+from relpipe.validate.gate import cli
 
 REPO = "https://github.com/SemiAnalysisAI/InferenceX"
 DRIVER = Path(__file__).resolve().parent.parent / "oracles" / "process_changelog_cases.py"
@@ -296,7 +296,7 @@ def test_hook_verdict_equals_process_changelog(
     assert accepted == (not case.oracle), why
     assert case.oracle in why
     monkeypatch.chdir(root)
-    code = gate.main(["--base-ref", base, "--head-ref", heads[case.name], "--repo-url", REPO])
+    code = cli.main(["--base-ref", base, "--head-ref", heads[case.name], "--repo-url", REPO])
     out = capsys.readouterr()
     assert code == (0 if accepted else 1), out
     if not accepted:
@@ -316,13 +316,13 @@ def test_staged_and_worktree_heads_get_the_same_checks(
     try:
         for name, code in (("removes a concurrency point", 1), ("adds a concurrency point", 0)):
             git(root, "checkout", "-q", heads[name], "--", *files)  # staged and in the worktree
-            assert gate.main(["--base-ref", base, "--repo-url", REPO]) == code
-            assert gate.main(["--base-ref", base, "--worktree", "--repo-url", REPO]) == code
+            assert cli.main(["--base-ref", base, "--repo-url", REPO]) == code
+            assert cli.main(["--base-ref", base, "--worktree", "--repo-url", REPO]) == code
             git(root, "checkout", "-q", base, "--", *files)
             (root / files[0]).write_text(git(root, "show", f"{heads[name]}:{files[0]}"))
             # Only the changelog staged: the index's masters are the base's, so nothing is added.
             git(root, "checkout", "-q", heads[name], "--", files[1])
-            assert gate.main(["--base-ref", base, "--repo-url", REPO]) == 1
+            assert cli.main(["--base-ref", base, "--repo-url", REPO]) == 1
             assert "did not add any generated points" in capsys.readouterr().out
             git(root, "checkout", "-q", base, "--", *files)
     finally:
@@ -335,7 +335,7 @@ def test_append_only_path_imports_only_stdlib_and_pyyaml(
     root, base, heads = repo
     head = heads["adds a point to an agentic DRAM-offload item"]
     probe = (
-        "import sys\nfrom relpipe.validate.gate.hook import main\n"
+        "import sys\nfrom relpipe.validate.gate.cli import main\n"
         f"code = main(['--base-ref', '{base}', '--head-ref', '{head}', '--repo-url', '{REPO}'])\n"
         "print('relpipe.validate.gate.append_only' in sys.modules)\n"  # the append-only path ran
         "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names)))\n"

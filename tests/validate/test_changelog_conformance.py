@@ -23,6 +23,7 @@ import yaml
 from support import git
 
 from relpipe.changelog.configs.load import master_keys
+from relpipe.validate.gate import cli
 from relpipe.validate.gate import hook as gate
 
 REPO = "https://github.com/SemiAnalysisAI/InferenceX"
@@ -473,7 +474,7 @@ def test_git_pairs_through_the_command_line(
         argv = ["--base-ref", base, "--head-ref", "HEAD", "--repo-url", REPO]
         if case.all_evals:
             argv.append("--all-evals")
-        code = gate.main(argv)
+        code = cli.main(argv)
         out = capsys.readouterr()
         assert code == expected, (case.name, out.out, out.err)
     assert not wanted

@@ -21,7 +21,7 @@ from support import git
 
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository.detect import locate
-from relpipe.validate.gate.hook import main
+from relpipe.validate.gate.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"

@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import git
+from support import corpus_checkout, git
 
 from relpipe.changelog.append import append
 from relpipe.changelog.entry import Entry, render
-from relpipe.validate.gate.hook import main
+from relpipe.validate.gate.cli import main
 
 REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
 GOOD = Entry(
@@ -28,21 +28,7 @@ CORPUS_LINES = 6380  # lines of the real changelog; an appended entry starts two
 @pytest.fixture
 def repo(tmp_path: Path, corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A repository holding the real changelog and masters at HEAD, with an InferenceX origin."""
-    root = tmp_path / "bench-repo"
-    (root / "configs").mkdir(parents=True)
-    shutil.copy(corpus_dir / "perf-changelog.yaml", root / "perf-changelog.yaml")
-    for name in ("amd-master.yaml", "nvidia-master.yaml"):
-        shutil.copy(corpus_dir / name, root / "configs" / name)
-    git(root, "init", "-q", "-b", "main")
-    git(
-        root,
-        "remote",
-        "add",
-        "origin",
-        f"git@github.com:{REPO_URL.removeprefix('https://github.com/')}.git",
-    )
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
+    root = corpus_checkout(tmp_path / "bench-repo", corpus_dir)
     monkeypatch.chdir(root)
     return root
 
@@ -360,7 +346,7 @@ def _hook_then_print(repo: Path, printer: str) -> list[str]:
     """Run the hook with its defaults in a fresh interpreter, then `printer` (code printing one
     Python list); the hook must pass (its verdict line is checked), the list is returned."""
     probe = (
-        "import sys\nfrom relpipe.validate.gate.hook import main\ncode = main([])\n"
+        "import sys\nfrom relpipe.validate.gate.cli import main\ncode = main([])\n"
         f"{printer}sys.exit(code)\n"
     )
     done = subprocess.run(
@@ -371,37 +357,13 @@ def _hook_then_print(repo: Path, printer: str) -> list[str]:
     return list(eval(done.stdout.strip().splitlines()[-1]))  # noqa: S307 - our own printed list
 
 
-def test_usual_commit_loads_no_module_it_does_not_need(repo: Path) -> None:
-    """The start-up budget of the usual commit (one house-style entry appended): none of the
-    modules that cost a commit hook milliseconds and that this path does not use is loaded.
-    Compared with a bare interpreter of the same environment (an editable install's import hook
-    loads pathlib itself)."""
-    append(repo / "perf-changelog.yaml", GOOD)
-    git(repo, "add", "perf-changelog.yaml")
-    listing = "import sys\nprint(sorted(sys.modules))\n"
-    bare = subprocess.run(
-        [sys.executable, "-c", listing], cwd=repo, capture_output=True, text=True, check=True
-    )
-    loaded = set(
-        _hook_then_print(
-            repo,
-            "print(sorted(m for m in sys.modules"
-            " if type(sys.modules[m]).__name__ != '_Deferred'))\n",
-        )
-    )
-    loaded -= set(eval(bare.stdout))  # noqa: S307 - our own printed list
-    unneeded = {"inspect", "ast", "dis", "pathlib", "typing", "json", "yaml", "tempfile"}
-    assert loaded & unneeded == set()
-    assert {"relpipe.validate.gate.cli", "subprocess"} <= loaded  # the probe ran the hook
-
-
 def test_console_script_runs_as_a_module(repo: Path) -> None:
     append(repo / "perf-changelog.yaml", GOOD)
     done = subprocess.run(
         [
             sys.executable,
             "-m",
-            "relpipe.validate.gate.hook",
+            "relpipe.validate.gate.cli",
             "--base-ref",
             "HEAD",
             "--worktree",

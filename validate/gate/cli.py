@@ -1,9 +1,9 @@
-"""The command line of `validate_perf_changelog` (the hook's entry point is
-`relpipe.validate.gate.hook:main`): options, where base and head come from (git refs, the index,
-the working tree, PRE_COMMIT_FROM_REF/TO_REF), the changelog, masters and entry schema of the
-checkout's era (`changelog.repository`, the one detection every command uses), output, and
-exit codes 0 valid, 1 invalid, 2 usage or environment error, 3 unexpected (one line and a log
-path). Standard library and PyYAML only.
+"""The command line of `validate_perf_changelog`, its entry point (`relpipe.validate.gate.cli:main`;
+the checks themselves are `validate/gate/hook.py`'s pure `check`): options, where base and head
+come from (git refs, the index, the working tree, PRE_COMMIT_FROM_REF/TO_REF), the changelog,
+masters and entry schema of the checkout's era (`changelog.repository`, the one detection every
+command uses), output, and exit codes 0 valid, 1 invalid, 2 usage or environment error, 3
+unexpected (one line and a log path). Standard library and PyYAML only.
 """
 
 from __future__ import annotations
@@ -432,3 +432,7 @@ def _main(argv: Sequence[str] | None) -> int:
         # One write: a history audit may print hundreds of thousands of warnings.
         sys.stdout.write("\n".join(lines))
     return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -22,9 +22,7 @@ Exit codes: 0 valid, 1 invalid, 2 usage or environment error.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 
 from relpipe.changelog.configs.load import resolve_key, resolve_keys
@@ -41,6 +39,7 @@ from relpipe.changelog.entry import (
 )
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository.era import CHANGELOG_NAME
+from relpipe.core.record import Record
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.gate import alignment
 from relpipe.validate.gate.basecache import BaseCache
@@ -61,8 +60,7 @@ def placeholders(repo_url: str) -> tuple[str, str]:
 NO_EVALS = "no-evals"  # a 2026-10 field (changelog/entry/model.py)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Report:
+class Report(Record):
     """What one run found: mode, counts, and every finding in head-line order."""
 
     path: str
@@ -78,8 +76,7 @@ class Report:
         return not any(f.severity == ERROR for f in self.findings)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Policy:
+class Policy(Record):
     """The checks that depend on where the changelog lives and how CI runs the sweep."""
 
     repo_url: str | None
@@ -545,15 +542,3 @@ def _audit(head: bytes, policy: Policy, path: str) -> Report:
 
 # For a history audit without --repo-url or origin: the repository the first link names.
 _GITHUB_REPO = re.compile(r"(?<=\n  pr-link: )https://github\.com/[^/\s]+/[^/\s]+(?=/pull/)")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command line (validate/gate/cli.py): exit 0 valid, 1 invalid, 2 usage or
-    environment error, 3 unexpected."""
-    from relpipe.validate.gate.cli import main as run
-
-    return run(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -52,7 +52,8 @@ def check_golden(review: Review) -> Judgement:
         return judged(NA, f"no {golden}/ in the repository (the era's golden AL curves)")
     root = review.source.root
     masters = MasterConfigs(  # the masters the review loaded: not parsed a second time
-        review.masters.configs, {k: root / w[0] for k, w in review.masters.where.items()}
+        configs=review.masters.configs,
+        origin={k: root / w[0] for k, w in review.masters.where.items()},
     )
     found = golden_al.verdict(root, [s.key for s in review.scopes], masters)
     order: dict[str, int] = {FAIL: 0, WARN: 1, PASS: 2, NA: 3}
