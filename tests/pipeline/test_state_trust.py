@@ -14,18 +14,15 @@ journal was read as this machine's.
 from __future__ import annotations
 
 import sqlite3
-from contextlib import redirect_stderr, redirect_stdout
-from io import StringIO
 from pathlib import Path
 
 import corpus
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import git
+from support import empty_checkout, git, run_cli
 
 from relpipe.core.state import UntrustedState
-from relpipe.pipeline.cli import main as cli
 from relpipe.pipeline.run import state_dir
 from relpipe.pipeline.workspace import Workspace
 
@@ -42,23 +39,6 @@ STATE_FILES = [
 ]
 
 
-def _run(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:
-    out, err = StringIO(), StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = cli(list(args))
-    return code, out.getvalue(), err.getvalue()
-
-
-def _repo(root: Path) -> Path:
-    repo = root / "repo"
-    (repo / "configs").mkdir(parents=True)
-    (repo / "configs" / "x-master.yaml").write_text("{}\n")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "a checkout")
-    return repo
-
-
 @st.composite
 def hostile_state(draw: st.DrawFn) -> tuple[str, str]:
     """(how the state is planted, which part of it)."""
@@ -73,7 +53,7 @@ def test_state_in_the_work_tree_is_used_only_where_the_user_put_it(
 ) -> None:
     how, part = case
     base = tmp_path_factory.mktemp("trust")
-    repo, outside = _repo(base), base / "outside"
+    repo, outside = empty_checkout(base), base / "outside"
     outside.mkdir()
     if how == "committed":
         (repo / part).parent.mkdir(parents=True, exist_ok=True)
@@ -100,7 +80,7 @@ def test_state_in_the_work_tree_is_used_only_where_the_user_put_it(
     # The default results store, through the real command: refused in one line, nothing written
     # outside the repository.
     artifact = corpus.results_dir() / AGG
-    code, out, err = _run("history", "ingest", "--repo", str(repo), str(artifact))
+    code, out, err = run_cli("history", "ingest", "--repo", str(repo), str(artifact))
     # (the store is refused when its own path is hostile: a committed stage result does not make
     # this user's store untrustworthy, but it makes the state folder so, above)
     if how == "linked-folder" or (how != "honest" and part == ".relpipe/history.sqlite"):
@@ -113,28 +93,28 @@ def test_state_in_the_work_tree_is_used_only_where_the_user_put_it(
 def test_a_store_with_a_trigger_is_refused_before_it_drops_rows(tmp_path: Path) -> None:
     db = tmp_path / "h.sqlite"
     artifact = corpus.results_dir() / AGG
-    assert _run("history", "ingest", "--history", str(db), str(artifact))[0] == 0
+    assert run_cli("history", "ingest", "--history", str(db), str(artifact))[0] == 0
     with sqlite3.connect(db) as conn:
         conn.execute(
             "CREATE TRIGGER drop_half AFTER INSERT ON results WHEN new.rowid % 2 = 0 "
             "BEGIN DELETE FROM results WHERE rowid = new.rowid; END"
         )
-    code, out, err = _run("history", "ingest", "--history", str(db), str(artifact))
+    code, out, err = run_cli("history", "ingest", "--history", str(db), str(artifact))
     assert code == 2 and "holds a trigger relpipe did not create ('drop_half')" in err
     with sqlite3.connect(db) as conn:
         conn.execute("DROP TRIGGER drop_half")
         conn.execute("CREATE VIEW latest AS SELECT * FROM results")
-    code, _, err = _run("history", "regressions", "--history", str(db))
+    code, _, err = run_cli("history", "regressions", "--history", str(db))
     assert code == 2 and "holds a view relpipe did not create ('latest')" in err
 
 
 def test_a_committed_store_with_rewritten_rows_decides_nothing(tmp_path: Path) -> None:
-    repo = _repo(tmp_path)
+    repo = empty_checkout(tmp_path)
     artifact = corpus.results_dir() / AGG
-    assert _run("history", "ingest", "--repo", str(repo), str(artifact))[0] == 0
+    assert run_cli("history", "ingest", "--repo", str(repo), str(artifact))[0] == 0
     with sqlite3.connect(repo / ".relpipe" / "history.sqlite") as conn:
         conn.execute("UPDATE results SET value = value * 1000")  # every run "improved"
     git(repo, "add", "-f", ".relpipe/history.sqlite")
     git(repo, "commit", "-q", "-m", "a store that came with the clone")
-    code, out, err = _run("history", "regressions", "--repo", str(repo))
+    code, out, err = run_cli("history", "regressions", "--repo", str(repo))
     assert code == 2 and "tracked by git" in err and out == ""
