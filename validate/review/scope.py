@@ -312,6 +312,17 @@ def _follow(source: Source, path: str, found: dict[str, FileUse], hops: int) -> 
             _follow(source, use.path, found, hops - 1)
 
 
+def followable(word: str) -> bool:
+    """Whether a sourced script's path is one `_resolve_script` follows (relative to the script,
+    to its folder by `dirname`, or to the repository root), not a variable's value or an absolute
+    path nothing reads: those are "not read" (a WARN) in the launch-path checks (issue 34.9)."""
+    for prefix in _DIR_PREFIXES:
+        word = word.replace(prefix, "@DIR@/")
+    if word.startswith("@DIR@/") or word.startswith(_ROOT_PREFIXES):
+        return True
+    return "$" not in word and not word.startswith("/")
+
+
 def _resolve_script(word: str, here: str, era: Era) -> str | None:
     if word.startswith("@DIR@/"):
         return _inside(posixpath.join(here, word[len("@DIR@/") :]))
