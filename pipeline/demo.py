@@ -7,7 +7,8 @@
 2. copies `examples/benchmark-repo/` into a fresh work folder that is a real git repository and
    re-pins `images.lock.yaml` there (fixture digests depend on the host's Python);
 3. runs `relpipe nightly` (newest tag, qualified against the config key's pinned image) and
-   `relpipe release` in it, as a user would, and prints the verdict, the diff and the report paths.
+   `relpipe release` in it, as a user would, of TWO keys that run the same image (one changelog
+   entry naming both, the image qualified once), and prints the verdict, the diff and the reports.
    No configuration line, lock key, changelog entry or note names the loopback registry.
 4. shows what `relpipe pr open --dry-run` would send for that release: the git steps and the exact
    GitHub REST requests (no token, nothing sent: the demo stays offline).
@@ -41,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "benchmark-repo"
 REPOSITORY = "rocm/atom-dev"
 CONFIG_KEY = "minimaxm3-fp4-mi355x-atom-agentic-mtp"
+SECOND_KEY = "dsv4-fp4-mi355x-atom-agentic-mtp"  # pins the same nightly in the example
 NIGHTLIES = 4
 # Kept small so that the Triton interpreter on a CPU-only machine finishes in minutes; on a GPU
 # host run `relpipe nightly` yourself with the defaults (whole prompts, 8 tokens, three KV dtypes).
@@ -140,15 +142,14 @@ def relpipe(work: Path, *args: str) -> int:
     return process.call([sys.executable, "-m", "relpipe.pipeline", *args], cwd=work)
 
 
-def show_pull_request(work: Path, config_key: str, state: Path) -> int:
+def show_pull_request(work: Path, config_keys: Sequence[str], state: Path) -> int:
     """What `relpipe pr open` would send for the release (offline: a dry run needs no token)."""
     code = relpipe(
         work,
         "pr",
         "open",
         "--dry-run",
-        "--config-key",
-        config_key,
+        *(a for key in config_keys for a in ("--config-key", key)),
         "--github-repo",
         "example-org/benchmark-repo",
         "--state",
@@ -268,12 +269,12 @@ def _qualify_and_release(work: Path, args: argparse.Namespace) -> int:
         return code
     newest = newest_nightly(REPOSITORY, "")
     # The same choice `nightly` made (one function serves both): the release names what was
-    # qualified.
+    # qualified. Two keys run that image line in the example: one release bumps both.
+    keys = [args.config_key] + [k for k in (SECOND_KEY,) if k != args.config_key]
     code = relpipe(
         work,
         "release",
-        "--config-key",
-        args.config_key,
+        *(a for key in keys for a in ("--config-key", key)),
         "--image",
         newest,
         "--pr-number",
@@ -287,7 +288,7 @@ def _qualify_and_release(work: Path, args: argparse.Namespace) -> int:
         return code
     print("\n$ git diff --stat", flush=True)
     print(git(work, "diff", "--stat"), end="")
-    return show_pull_request(work, args.config_key, args.state / "relpipe")
+    return show_pull_request(work, keys, args.state / "relpipe")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from typing import Any
 
 from relpipe.changelog.repository.checkout import find_root, is_checkout
 from relpipe.core import checkrender, jsoncodec
+from relpipe.core.state import trusted
 from relpipe.core.status import NA
 from relpipe.images.registry import RegistryClient
 from relpipe.pipeline import comparison, pins
@@ -57,7 +58,10 @@ def state_dir(ws: Workspace | None, given: Path | None) -> Path:
     env = os.environ.get("RELPIPE_STATE")
     if env:
         return Path(env)
-    return (ws.root if ws else Path.cwd()) / ".relpipe"
+    # In the work tree (run records, the stage cache, bisect journals, the default store): only
+    # where this user put it (no link, not tracked by git; core.state), never what a clone brought.
+    root = ws.root if ws else Path.cwd()
+    return trusted(root / ".relpipe", root=root)
 
 
 def plan_run(

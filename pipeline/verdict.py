@@ -186,12 +186,16 @@ def check_precision(o: Outcome) -> Judgement:
     ]
     by_sha = {c.sha: c for c in report.commits}
     named: list[str] = []
+    on_path = {path for path, _, _ in p.key_scope.on_path} if p.key_scope else set()
+    named_on_path: list[str] = []
     for f in relevant:
         labels = [_commit_label(by_sha[s]) if s in by_sha else s[:9] for s in f.commits]
         rows.append((f"{f.path} [{f.category}]", "; ".join(labels) or "-"))
         named += [lab for lab in labels if lab not in named]
+        if f.path in on_path:
+            named_on_path += [lab for lab in labels if lab not in named_on_path]
     if p.key_scope is not None:
-        return _scoped(p.key_scope, named, rows)
+        return _scoped(p.key_scope, named_on_path, rows)
     if relevant:
         cats = sorted({str(f.category) for f in relevant})
         return judged(
@@ -211,10 +215,11 @@ def _scoped(scope: Scoped, named: list[str], rows: list[tuple[str, str]]) -> Jud
     rows += [(f"elsewhere: {p} [{c}]", "not on the key's path") for p, c in scope.elsewhere]
     if scope.on_path:
         cats = sorted({c for _, c, _ in scope.on_path})
+        more = f" (+{len(named) - 3} more)" if len(named) > 3 else ""
         return judged(
             WARN,
-            f"precision-relevant changes on {scope.key}'s path ({', '.join(cats)}); "
-            f"{len(scope.elsewhere)} elsewhere",
+            f"precision-relevant changes on {scope.key}'s path ({', '.join(cats)}) in "
+            f"{'; '.join(named[:3])}{more}; {len(scope.elsewhere)} elsewhere",
             rows,
         )
     why = f"no precision-relevant change on {scope.key}'s path"

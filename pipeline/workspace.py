@@ -23,13 +23,21 @@ from relpipe.changelog.configs.points import plan_key
 from relpipe.changelog.configs.semdiff import load_yaml
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository.checkout import Checkout, open_checkout
-from relpipe.changelog.repository.detect import read_override
+from relpipe.changelog.repository.detect import (
+    canonical_repository,
+    linked_repository,
+    read_override,
+)
 from relpipe.changelog.repository.era import MASTER_SUFFIX, Era
 from relpipe.changelog.repository.launch import check_key
 from relpipe.core import suggest
+from relpipe.core.errors import RelpipeError
+from relpipe.core.files import read_capped
 from relpipe.engine.errors import EngineError
 from relpipe.engine.evals.thresholds import Thresholds, load
 from relpipe.pipeline.errors import PipelineError
+from relpipe.validate.errors import ValidateError
+from relpipe.validate.gate import git as githook
 
 STATE = Path(".relpipe")
 _MAX_YAML = 16 * 1024 * 1024
@@ -75,6 +83,25 @@ class Workspace:
     def era(self) -> Era:
         """The repository's era (`changelog.repository`)."""
         return self.checkout.era
+
+    def repository_url(self, default: str) -> str:
+        """The benchmark repository's canonical URL, from its identity and never a fork's
+        `origin` (`changelog.repository.detect.canonical_repository`: the override file's
+        `repository`, the `upstream` remote, its changelog's own links), else `default`."""
+        changelog = self.root / self.era.changelog
+        try:
+            linked = linked_repository(read_capped(changelog, _MAX_YAML, "the changelog"))
+        except RelpipeError:
+            linked = None
+        try:
+            remotes = githook.remote_urls(str(self.root))
+        except ValidateError:
+            remotes = {}
+        remotes.pop("origin", None)  # a fork's clone: its origin is not the repository
+        found = canonical_repository(
+            named=None, override=self.checkout.repository, remotes=remotes, linked=linked
+        )
+        return found or default
 
     @property
     def changelog(self) -> Path:

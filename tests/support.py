@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import os
 import shutil
 import subprocess
@@ -13,6 +15,7 @@ import pytest
 
 from relpipe.core.record import fields as record_fields
 from relpipe.core.record import is_record
+from relpipe.pipeline.cli import main as cli_main
 
 NAME, EMAIL = "relpipe-test", "test@relpipe.invalid"
 DATE, EPOCH = "2026-01-01T00:00:00Z", 1767225600  # the same instant twice
@@ -161,3 +164,23 @@ def checkout_snapshot(root: Path) -> tuple[dict[str, bytes], str]:
         files[str(rel)] = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
     status = git(root, "status", "--porcelain=v1", "--ignored", "--untracked-files=all")
     return files, status
+
+
+def empty_checkout(root: Path) -> Path:
+    """A git repository in the InferenceX layout with one empty master config (no keys): what
+    commands that need a benchmark repository, but none of its content, run in."""
+    repo = root / "repo"
+    (repo / "configs").mkdir(parents=True)
+    (repo / "configs" / "x-master.yaml").write_text("{}\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "an empty master")
+    return repo
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    """`relpipe ARGS` in this process: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli_main(list(args))
+    return code, out.getvalue(), err.getvalue()

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from relpipe.changelog.configs.schema import scenarios_of
 from relpipe.changelog.errors import ChangelogError
 from relpipe.core import jsonload
 
@@ -145,7 +146,7 @@ def _walk(
     where = f"config key {key}"
     if not isinstance(cfg, Mapping):
         raise ChangelogError(f"{where}: must be a mapping")
-    by_scenario = cfg.get("scenarios")
+    by_scenario = scenarios_of(cfg)
     if not isinstance(by_scenario, dict):
         raise ChangelogError(f"{where}: scenarios must be a mapping")
     multinode = cfg.get("multinode", False) is True

@@ -167,6 +167,7 @@ class _Image:
         "thresholds",
         "failed",
         "notes",
+        "_mid",
     )  # fmt: skip - one tuple of names
 
     def __init__(self, ref: str, commit: str | None, first_seq: int, run: str) -> None:
@@ -178,6 +179,33 @@ class _Image:
         self.thresholds: list[float] | tuple[()] = ()
         self.failed = 0
         self.notes: list[str] | tuple[()] = ()
+        self._mid: float | None | _Unset = _UNSET
+
+    @property
+    def median(self) -> float | None:
+        """The median of its values (None without one), computed once: every judgement, level
+        and chart reads it."""
+        mid = self._mid
+        if mid is _UNSET:
+            mid = self._mid = _median(self.values) if self.values else None
+        return mid  # type: ignore[return-value]
+
+
+class _Unset:
+    """The type of `_UNSET`: a median not computed yet (None is a value: no median)."""
+
+
+_UNSET = _Unset()
+
+
+def _median(values: Sequence[float]) -> float:
+    """`statistics.median`, the same arithmetic without its generality (called 100,000 times)."""
+    n = len(values)
+    if n == 1:
+        return values[0]
+    ordered = sorted(values)
+    i = n // 2
+    return ordered[i] if n % 2 else (ordered[i - 1] + ordered[i]) / 2
 
 
 Group = tuple[str, str, str]
@@ -218,16 +246,16 @@ def compare(
         start = 1 if every else max(1, len(images) - 1)
         # the levels of the runs judged and the LEVEL_IMAGES before them (not of every run)
         lowest = max(0, start - LEVEL_IMAGES)
-        levels = [None] * lowest + [
-            statistics.median(i.values) if i.values else None for i in images[lowest:]
-        ]
+        levels = [None] * lowest + [i.median for i in images[lowest:]]
         if len(images) < 2 and all_points and images:
-            out += _judge(key, kinds[key], None, images[-1], bands, [])
+            out += _judge(key, kinds[key], None, images[-1], bands, [], keep=True)
         for at in range(start, len(images)):
             if every and at < len(images) - 1 and _still_collapsed(key[2], images, at):
                 continue  # one finding per collapse (its onset) and one for the newest run
             recent = [v for v in levels[max(0, at - LEVEL_IMAGES) : at] if v is not None]
-            found = _judge(key, kinds[key], images[at - 1], images[at], bands, recent)
+            found = _judge(
+                key, kinds[key], images[at - 1], images[at], bands, recent, keep=all_points
+            )
             out += [_with_onset(f, key[2], images, at) for f in found]
     out += _missing(groups, kinds, series_points, every=every, wanted=wanted)
     out = [_unstable(f, bands) for f in out]
@@ -235,7 +263,13 @@ def compare(
 
 
 def _dead(metric: str, image: _Image) -> bool:
-    return bool(image.values) and all(_nothing_accepted(metric, v) for v in image.values)
+    values = image.values
+    if not values:
+        return False
+    # every value accepted nothing only if the highest did (the common case: no, at once)
+    if not _nothing_accepted(metric, max(values)):
+        return False
+    return all(_nothing_accepted(metric, v) for v in values)
 
 
 def _still_collapsed(metric: str, images: Sequence[_Image], at: int) -> bool:
@@ -443,6 +477,7 @@ class _Bands:
         self.unstable = unstable_series(groups, kinds)
         self.collapsed = collapsed_runs(groups, kinds)
         self._cache: dict[tuple[str, str], float | None] = {}
+        self._of: dict[Group, tuple[float, str]] = {}
         for key, images in groups.items():
             if kinds[key][0] not in (PERF, ACCEPTANCE):
                 continue
@@ -461,7 +496,14 @@ class _Bands:
 
     def of(self, key: Group) -> tuple[float, str]:
         """The widest of the bands the history supports: the point's own pairs, those of its
-        series (each with their tail), the typical spread of the metric everywhere."""
+        series (each with their tail), the typical spread of the metric everywhere. Computed
+        once per point: every run change of the point is judged against it."""
+        known = self._of.get(key)
+        if known is None:
+            known = self._of[key] = self._widest(key)
+        return known
+
+    def _widest(self, key: Group) -> tuple[float, str]:
         found = []
         own = self.own.get(key, [])
         if len(own) >= MIN_PAIRS:
@@ -573,24 +615,15 @@ def _judge(
     new: _Image,
     bands: _Bands,
     recent: Sequence[float],
+    *,
+    keep: bool,
 ) -> list[PointChange]:
+    """The findings of one run change; within noise and without a baseline only when `keep`
+    (nothing is made for them otherwise: most changes of a large history are within noise)."""
     series, point, metric = key
-    base: dict[str, object] = {
-        "series": series,
-        "point": point,
-        "metric": metric,
-        "metric_kind": kind[0],
-        "old_image": old.ref if old else None,
-        "new_image": new.ref,
-        "old_commit": old.commit if old else None,
-        "new_commit": new.commit,
-        "unit": kind[2],
-        "runs_old": len(old.values) if old else 0,
-        "runs_new": len(new.values),
-        "new_run": new.run,
-    }
-    new_value = statistics.median(new.values) if new.values else None
-    old_value = statistics.median(old.values) if old and old.values else None
+    base = _Base(key, kind, old, new)
+    new_value = new.median
+    old_value = old.median if old else None
     out: list[PointChange] = []
     if new_value is None:
         why = new.notes[-1] if new.notes else "no result"
@@ -607,7 +640,8 @@ def _judge(
         note = f"{new_value:.4g} below the threshold {min(new.thresholds):g}"
         out.append(_finding(base, BELOW, old_value, new_value, None, "its own threshold", note))
     if old_value is None:
-        out.append(_finding(base, NO_BASELINE, None, new_value, None, "", "no earlier image"))
+        if keep:
+            out.append(_finding(base, NO_BASELINE, None, new_value, None, "", "no earlier image"))
         return out
     change = (new_value - old_value) / old_value if old_value else None
     if kind[0] == ACCURACY and old is not None:
@@ -618,12 +652,43 @@ def _judge(
         verdict, note = level_verdict(change, new_value, recent, band, kind[1])
     if kind[0] == ACCEPTANCE and _collapsed(metric, old_value, new_value):
         verdict, note = REGRESSION, "acceptance collapsed"
+    if verdict == WITHIN and not keep:
+        return out
     out.append(_finding(base, verdict, old_value, new_value, band, source, note, change=change))
     return out
 
 
+class _Base:
+    """What every finding of one run change says of the point and the two runs, made into a
+    mapping only when a finding is made."""
+
+    __slots__ = ("key", "kind", "old", "new")
+
+    def __init__(
+        self, key: Group, kind: tuple[str, str, str], old: _Image | None, new: _Image
+    ) -> None:
+        self.key, self.kind, self.old, self.new = key, kind, old, new
+
+    def fields(self) -> dict[str, object]:
+        (series, point, metric), kind, old, new = self.key, self.kind, self.old, self.new
+        return {
+            "series": series,
+            "point": point,
+            "metric": metric,
+            "metric_kind": kind[0],
+            "old_image": old.ref if old else None,
+            "new_image": new.ref,
+            "old_commit": old.commit if old else None,
+            "new_commit": new.commit,
+            "unit": kind[2],
+            "runs_old": len(old.values) if old else 0,
+            "runs_new": len(new.values),
+            "new_run": new.run,
+        }
+
+
 def _finding(
-    base: dict[str, object],
+    base: dict[str, object] | _Base,
     kind: str,
     old_value: float | None,
     new_value: float | None,
@@ -634,7 +699,7 @@ def _finding(
     change: float | None = None,
 ) -> PointChange:
     return PointChange(
-        **base,  # type: ignore[arg-type]
+        **(base.fields() if isinstance(base, _Base) else base),  # type: ignore[arg-type]
         kind=kind,
         old_value=old_value,
         new_value=new_value,
@@ -782,10 +847,7 @@ def charts(
         lines = {}
         for k in sorted(keys):
             have = groups[k]
-            lines[k[1]] = tuple(
-                statistics.median(have[i].values) if i in have and have[i].values else None
-                for i in order
-            )
+            lines[k[1]] = tuple(have[i].median if i in have else None for i in order)
         kind, better, unit = kinds[keys[0]]
         out.append(
             Chart(

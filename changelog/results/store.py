@@ -33,6 +33,7 @@ from relpipe.changelog.results.records import (
 )
 from relpipe.core.errors import require
 from relpipe.core.redact import redact
+from relpipe.core.state import trusted
 
 HISTORY_ENV = "RELPIPE_HISTORY"
 DEFAULT_PATH = Path(".relpipe") / "history.sqlite"
@@ -50,7 +51,9 @@ def locate(url: str | None, repo: Path | None = None) -> str:
     chosen = url or os.environ.get(HISTORY_ENV)
     if chosen:
         return chosen
-    return str((repo or Path.cwd()) / DEFAULT_PATH)
+    root = repo or Path.cwd()
+    # In the work tree: only where this user put it (no link, not tracked by git; core.state).
+    return str(trusted(root / DEFAULT_PATH, root=root))
 
 
 def is_postgres(url: str) -> bool:
@@ -130,6 +133,33 @@ class Store:
                     if body.strip():
                         cur.execute(body)
                 cur.execute(self._sql("INSERT INTO schema_migrations VALUES (?)"), (path.name,))
+
+    def check_schema(self) -> None:
+        """Refuse a store holding schema objects relpipe never creates: a trigger or a rule can
+        drop or rewrite each ingested row behind the summary's back, a view can stand in for a
+        table (issue 34.1). One line naming the first, exit 2. (A team's PostgreSQL database may
+        hold views of its own: only one on relpipe's tables or named like them is refused.)"""
+        if self.postgres:
+            sql = (
+                "SELECT 'trigger', t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+                "WHERE NOT t.tgisinternal AND c.relname IN ('results', 'schema_migrations') "
+                "UNION ALL SELECT 'rule', rulename FROM pg_rules "
+                "WHERE tablename IN ('results', 'schema_migrations') "
+                "UNION ALL SELECT 'view', viewname FROM pg_views "
+                "WHERE viewname IN ('results', 'schema_migrations')"
+            )
+        else:
+            sql = "SELECT type, name FROM sqlite_master WHERE type IN ('trigger', 'view')"
+        with self._transaction() as cur:
+            cur.execute(sql)
+            found = cur.fetchone()
+        if found is not None:
+            raise ChangelogError(
+                f"the results store {self.where} holds a {found[0]} relpipe did not create "
+                f"({str(found[1])[:60]!r}); it is not relpipe's store as written: remove it, or "
+                "name another with --history",
+                exit_code=2,
+            )
 
     def add(self, samples: Iterable[Sample]) -> int:
         """Store `samples` in one transaction; returns how many were new."""
@@ -312,5 +342,6 @@ def open_store(url: str, *, create: bool = True) -> Store:
                 f"cannot open the history store {redact(str(path))}: {exc}; check the path"
             ) from None
         store = Store(conn, postgres=False, where=redact(str(path)))
+    store.check_schema()
     store.migrate()
     return store

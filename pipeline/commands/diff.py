@@ -200,6 +200,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         apply_registry_args(args)  # used by --repo image:REF
     with tempfile.TemporaryDirectory(prefix="relpipe-diff-") as tmp:
         report, scoped = run(args, Path(tmp))
+    if args.config_key and scoped is None:
+        print(
+            sanitize.terminal(
+                f"relpipe diff: no module of {args.config_key}'s model in the engine tree at "
+                f"{report.new[:12]}: not scoped, every relevant change counts"
+            ),
+            file=sys.stderr,
+        )
     if args.json:
         # One line: json's C encoder serves only unindented output, and on a release span
         # the indenting pure-Python encoder costs more than classifying the files.

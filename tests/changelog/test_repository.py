@@ -344,6 +344,10 @@ def test_an_override_path_leaving_the_checkout_is_one_line(
         locate(str(root))
     assert cli(["review", "--repo", str(root), "--all-keys"]) == 2
     assert "leaves the checkout" in capsys.readouterr().err
+    git(root, "init", "-q", "-b", "main")
+    revert = ["revert", "--repo", str(root), "--github-repo", "o/r", "--config-key", "k"]
+    assert cli([*revert, "--reason", "r", "--dry-run"]) == 2
+    assert "leaves the checkout" in capsys.readouterr().err
     assert list(outside.iterdir()) == []
 
 

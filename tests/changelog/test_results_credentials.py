@@ -9,8 +9,6 @@ its trust authentication lets a URL carry any password."""
 from __future__ import annotations
 
 import json
-from contextlib import redirect_stderr, redirect_stdout
-from io import StringIO
 from pathlib import Path
 from urllib.parse import quote
 
@@ -19,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from results_support import fresh_database, pg_server  # noqa: F401 - a fixture
+from support import run_cli
 
 from relpipe.changelog.results import store
 from relpipe.core.redact import redact
-from relpipe.pipeline.cli import main as cli
 
 SECRET = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zs", "Zl", "Zp")),
@@ -67,13 +65,6 @@ def test_text_without_credentials_is_unchanged() -> None:
         assert redact(text) == text
 
 
-def _run(*args: str) -> tuple[int, str, str]:
-    out, err = StringIO(), StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = cli(list(args))
-    return code, out.getvalue(), err.getvalue()
-
-
 def test_a_malformed_url_is_not_echoed_with_its_password(tmp_path: Path) -> None:
     result = tmp_path / "r.json"
     result.write_text("{}")
@@ -81,7 +72,7 @@ def test_a_malformed_url_is_not_echoed_with_its_password(tmp_path: Path) -> None
         "postgresql://relpipe:S3crETpw@[::1/h",
         "postgresql://h/db?password=S3crETpw&x=%zz",
     ):
-        code, out, err = _run("history", "ingest", "--history", url, str(result))
+        code, out, err = run_cli("history", "ingest", "--history", url, str(result))
         assert code == 2 and "S3crETpw" not in out + err and err.count("\n") == 1, err
 
 
@@ -101,9 +92,9 @@ def test_the_store_names_itself_without_the_password(pg_server: str, tmp_path: P
         f"{base}?sslmode=disable&pass%77ord=S3crETpw",
         base.replace("://", "://relpipe:S3crETpw@", 1) if "@" not in base else base,
     ):
-        code, out, err = _run("history", "ingest", "--history", url, str(artifact))
+        code, out, err = run_cli("history", "ingest", "--history", url, str(artifact))
         assert code == 0 and "S3crETpw" not in out + err and host.split("/")[0] in out, out + err
-        code, out, err = _run("history", "ingest", "--json", "--history", url, str(artifact))
+        code, out, err = run_cli("history", "ingest", "--json", "--history", url, str(artifact))
         assert code == 0 and "S3crETpw" not in out + err
         assert "***" in json.loads(out)["store"] or "@" not in url
         with store.open_store(url, create=False) as db:  # what history.json records
@@ -112,5 +103,5 @@ def test_the_store_names_itself_without_the_password(pg_server: str, tmp_path: P
 
 @pytest.mark.parametrize("conninfo", ["host=db password=S3crETpw", "password = 'S3cr ETpw'"])
 def test_a_connection_string_given_as_a_path_is_not_shown(tmp_path: Path, conninfo: str) -> None:
-    code, out, err = _run("history", "regressions", "--history", conninfo)
+    code, out, err = run_cli("history", "regressions", "--history", conninfo)
     assert code == 2 and "S3cr" not in out + err and err.count("\n") == 1, err

@@ -14,21 +14,18 @@ from __future__ import annotations
 
 import json
 import re
-from contextlib import redirect_stderr, redirect_stdout
 from importlib import resources
-from io import StringIO
 from pathlib import Path
 
 import corpus
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import git
+from support import empty_checkout, run_cli
 
 from relpipe.core import jsonload, numbers
 from relpipe.core.errors import RelpipeError
 from relpipe.core.yamlload import load_yaml
-from relpipe.pipeline.cli import main as cli
 
 LIMIT = numbers.LIMIT
 IN_RANGE = st.integers(-LIMIT, LIMIT).map(str) | st.floats(-LIMIT, LIMIT).map(repr)
@@ -94,20 +91,7 @@ TARGETS = {
 
 @pytest.fixture(scope="module")
 def empty_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    repo = tmp_path_factory.mktemp("ix") / "repo"
-    (repo / "configs").mkdir(parents=True)
-    (repo / "configs" / "x-master.yaml").write_text("{}\n")  # an InferenceX layout, no keys
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "an empty master")
-    return repo
-
-
-def _run(*args: str) -> tuple[int, str, str]:
-    out, err = StringIO(), StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = cli(list(args))
-    return code, out.getvalue(), err.getvalue()
+    return empty_checkout(tmp_path_factory.mktemp("ix"))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -124,14 +108,16 @@ def test_each_reader_refuses_a_number_out_of_range_in_one_line(
     path = folder / ("agg_x.json" if name == AGG else Path(source).name)
     path.write_text(hostile, encoding="utf-8")
     if target.startswith("ingest"):
-        code, out, err = _run("history", "ingest", "--history", str(folder / "h.sqlite"), str(path))
+        code, out, err = run_cli(
+            "history", "ingest", "--history", str(folder / "h.sqlite"), str(path)
+        )
         assert code == 1 and f"{path}: not ingested: " in err, err
     elif target.startswith("notes"):
-        code, out, err = _run("notes", "render", str(path))
+        code, out, err = run_cli("notes", "render", str(path))
         assert code == 2 and "inf" not in out.lower() and "nan" not in out.lower()
     else:
         args = ("review", "--repo", str(empty_repo), "--check", "pareto", "--results", str(folder))
-        code, out, err = _run(*args, "--json")
+        code, out, err = run_cli(*args, "--json")
         (check,) = json.loads(out)["checks"]
         assert code == 1 and check["status"] == "FAIL" and "agg_x.json refused" in check["reason"]
         err = check["reason"]

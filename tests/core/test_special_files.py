@@ -8,19 +8,16 @@ from __future__ import annotations
 import json
 import os
 import socket
-from contextlib import redirect_stderr, redirect_stdout
-from io import StringIO
 from pathlib import Path
 
 import corpus
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import git
+from support import empty_checkout, run_cli
 
 from relpipe.core.errors import RelpipeError
 from relpipe.core.files import read_capped
-from relpipe.pipeline.cli import main as cli
 
 AGG = (
     "inferencex/agg_kimik2.5_8k1k_int4_vllm_tp8-ep1-dpafalse_disagg-false_spec-mtp_conc32_"
@@ -59,13 +56,6 @@ def test_read_capped_refuses_what_is_not_a_regular_file(tmp_path: Path, kind: st
         read_capped(regular, 2999, "facts")
 
 
-def _run(*args: str) -> tuple[int, str, str]:
-    out, err = StringIO(), StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = cli(list(args))
-    return code, out.getvalue(), err.getvalue()
-
-
 @pytest.mark.timeout(120)
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kinds=st.lists(st.sampled_from(SPECIAL[:4]), min_size=1, max_size=4))
@@ -77,7 +67,9 @@ def test_ingest_reads_the_regular_files_and_refuses_the_others(
     (folder / "agg_real.json").write_text(real, encoding="utf-8")
     for n, kind in enumerate(kinds):
         _make(folder / f"agg_{n}.json", kind)
-    code, out, err = _run("history", "ingest", "--history", str(folder / "h.sqlite"), str(folder))
+    code, out, err = run_cli(
+        "history", "ingest", "--history", str(folder / "h.sqlite"), str(folder)
+    )
     assert code == 1 and "unexpected error" not in err
     lines = err.strip().splitlines()
     assert len(lines) == len(kinds), err
@@ -89,17 +81,12 @@ def test_ingest_reads_the_regular_files_and_refuses_the_others(
 
 @pytest.mark.timeout(60)
 def test_review_results_refuses_a_fifo_as_a_failed_check(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    (repo / "configs").mkdir(parents=True)
-    (repo / "configs" / "x-master.yaml").write_text("{}\n")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "an empty master")
+    repo = empty_checkout(tmp_path)
     results = tmp_path / "results"
     results.mkdir()
     os.mkfifo(results / "agg_1.json")
     args = ["review", "--repo", str(repo), "--check", "pareto", "--results", str(results)]
-    code, out, _ = _run(*args, "--json")
+    code, out, _ = run_cli(*args, "--json")
     (check,) = json.loads(out)["checks"]
     assert code == 1 and check["status"] == "FAIL"
     assert check["reason"].startswith("result file agg_1.json refused: ")

@@ -247,7 +247,7 @@ def test_the_demo_shows_the_dry_run_offline(world: Path, capfd: pytest.CaptureFi
     from relpipe.pipeline.demo import show_pull_request
 
     stage_release(world, "nightly_202610070333")
-    assert show_pull_request(world, KEY, world / ".relpipe") == 0
+    assert show_pull_request(world, [KEY], world / ".relpipe") == 0
     out = capfd.readouterr().out
     assert f"POST https://api.github.com/repos/{REPO}/pulls" in out
     assert "dry run: nothing pushed or sent" in out

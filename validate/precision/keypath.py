@@ -461,10 +461,14 @@ class Scoped:
         return "\n".join(lines)
 
 
-def scope(repo: Path, report: PrecisionReport, name: str) -> Scoped:
-    """`report`'s relevant files split by the path of the key `name` at the report's NEW."""
+def scope(repo: Path, report: PrecisionReport, name: str) -> Scoped | None:
+    """`report`'s relevant files split by the path of the key `name` at the report's NEW; None
+    when the engine tree has no module of the key's model (nothing to scope to: every relevant
+    change stays relevant)."""
     key = key_config(name)
     path = resolve(repo, report.new, key)
+    if not path.models:
+        return None
     relevant = [f for f in report.files if f.verdict == "relevant"]
     return Scoped(
         key=name,

@@ -18,6 +18,7 @@ srt-slurm).
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -27,9 +28,11 @@ from relpipe.core.status import FAIL, PASS, WARN
 from relpipe.validate.review import bash
 from relpipe.validate.review.rx import rx
 
+# A path inside an installed package, or a command that finds one (a variable assigned from
+# `python -c 'import vllm; print(vllm.__spec__.origin)'` or `pip show vllm` holds its text).
 _INSTALLED = re2.compile(
     r"site-packages|dist-packages|/sgl-workspace|__file__|find_spec|/usr/(?:local/)?lib/python|"
-    r"__path__|getsitepackages|sysconfig"
+    r"__path__|__spec__|getsitepackages|sysconfig|\bpip[0-9.]*\s+show\b|importlib\.util"
 )
 _ENGINE_PKG = re2.compile(
     r"(?i)^(?:vllm|sglang|sgl[-_]kernel|tensorrt[-_]llm|aiter|amd[-_]aiter|atom|"
@@ -58,8 +61,13 @@ _PIP_VALUE_OPTS = frozenset(
 )
 _PIP = re2.compile(r"^pip\d*(?:\.\d+)?$")
 _PYTHON = re2.compile(r"^python\d*(?:\.\d+)?$")
-# Installers of client tools, not of the serving stack (uv, which the aiperf client set-up uses).
-_TOOL_INSTALLERS = ("https://astral.sh/uv/",)
+# Downloaded programs that are harness, not the serving stack: uv's installer (the aiperf client
+# set-up uses it) and NeMo-Skills' dataset preparers (the SPEED-Bench scripts of the 2026-07 and
+# 2026-08 trees pipe `nemo_skills/dataset/speed-bench/prepare.py` into python3 to write a JSONL).
+_TOOL_INSTALLERS = (
+    "https://astral.sh/uv/",
+    "https://raw.githubusercontent.com/NVIDIA-NeMo/Skills/refs/heads/main/nemo_skills/dataset/",
+)
 _MESSAGES = frozenset({"echo", "printf", ":", "true", "false", "test", "[", "[["})
 
 
@@ -135,10 +143,22 @@ def _pip_args(args: tuple[str, ...]) -> tuple[bool, list[str], list[str]]:
     return True, reqs, values
 
 
-def _pip(args: tuple[str, ...], last_clone: str) -> list[tuple[str, str]]:
+def _pip(
+    args: tuple[str, ...], last_clone: str, written: dict[str, str] | None = None
+) -> list[tuple[str, str]]:
     install, reqs, values = _pip_args(args)
     if not install:
         return []
+    # A requirements file the script itself wrote is read as the requirements it names
+    # (`echo 'vllm @ git+https://github.com/fork/vllm' > r.txt; pip install -r r.txt`).
+    for value in values:
+        flag, _, name = value.partition(" ")
+        if flag in ("-r", "--requirement") and written and name in written:
+            reqs += [
+                line.split("#", 1)[0].strip()
+                for line in written[name].splitlines()[:1000]
+                if line.split("#", 1)[0].strip()
+            ]
     out: list[tuple[str, str]] = []
     source = [v for v in values if v.startswith(("-e ", "--editable"))]
     local = [r for r in reqs if r in (".", "./") or r.startswith("./")]
@@ -186,6 +206,19 @@ def _in_place(name: str, args: tuple[str, ...]) -> bool:
     return any(rx(r"-[a-zA-Z]*i\S*").fullmatch(a) for a in args)  # perl -pi -e / -i.bak
 
 
+def _edits_in_place(name: str, args: tuple[str, ...]) -> bool:
+    """Editors that rewrite their file arguments: gawk's `-i inplace`, `ex`/`vi -e`/`vim -e`
+    with commands (`-c`, `-s -c`, `+cmd`), `ed` (issue 34.9)."""
+    if name in ("awk", "gawk"):
+        pairs = zip(args, args[1:], strict=False)
+        return any(a in ("-i", "--include") and b.startswith("inplace") for a, b in pairs) or any(
+            a.startswith(("--include=inplace", "-iinplace")) for a in args
+        )
+    if name in ("ex", "ed") or (name in ("vi", "vim", "nvim") and "-e" in args):
+        return True
+    return False
+
+
 def _program(
     name: str, args: tuple[str, ...], cmd: bash.Command, state: dict[str, str]
 ) -> list[tuple[str, str]]:
@@ -197,13 +230,16 @@ def _program(
         if sub == "clone":
             state["clone"] = next((a for a in args if "://" in a or "github.com" in a), "")
         if sub in ("apply", "am", "cherry-pick"):
-            if "srt-slurm" in where or "srt_slurm" in where:
+            # The launcher checkout by name, after `..` is resolved: `/tmp/srt-slurm/../../usr/..`
+            # is not inside it (issue 34.9).
+            parts = posixpath.normpath(where or ".").split("/")
+            if "srt-slurm" in parts or "srt_slurm" in parts:
                 out.append((f"infra: git {sub} in the srt-slurm launcher checkout", PASS))
             else:
                 out.append((f"patch: git {sub}", FAIL))
     elif name == "patch":
         out.append(("patch: patch(1)", FAIL))
-    elif name in ("sed", "perl") and _in_place(name, args):
+    elif (name in ("sed", "perl") and _in_place(name, args)) or _edits_in_place(name, args):
         if "config.json" in joined:
             out.append(("arch: edits the model config", FAIL))
         elif _INSTALLED.search(joined) or rx(r"\.py\b").search(joined):
@@ -217,9 +253,9 @@ def _program(
             elif _INSTALLED.search(dest):
                 out.append(("patch: overwrites a file inside the installed engine", FAIL))
     if _PIP.match(name) or (name == "uv" and args[:1] == ("pip",)):
-        out += _pip(args[1:] if name == "uv" else args, state.get("clone", ""))
+        out += _pip(args[1:] if name == "uv" else args, state.get("clone", ""), _files(state))
     if _PYTHON.match(name) and args[:2] in (("-m", "pip"), ("-m", "pip3")):
-        out += _pip(args[2:], state.get("clone", ""))
+        out += _pip(args[2:], state.get("clone", ""), _files(state))
     if _PYTHON.match(name) and "-c" in args[:-1]:
         out += _python_code(args[args.index("-c") + 1])
     if (_PYTHON.match(name) or name in bash.SHELLS) and cmd.piped_from[:1] in (
@@ -229,9 +265,10 @@ def _program(
         if any(w.startswith(_TOOL_INSTALLERS) for w in cmd.piped_from):
             out.append(("infra: a tool's own installer", PASS))
         else:
-            out.append(("patch: runs downloaded code", WARN))
+            # Code nobody reviewed, run in the serving container: it can patch anything.
+            out.append(("patch: runs downloaded code", FAIL))
     if rx(r"<\((?:curl|wget)\b").search(joined):
-        out.append(("patch: runs downloaded code", WARN))
+        out.append(("patch: runs downloaded code", FAIL))
     return out
 
 
@@ -270,41 +307,81 @@ def facts(script: bash.Script) -> list[Fact]:
     """Every patch/arch fact of a script's commands (other families: see launch.py)."""
     out: list[Fact] = []
     state: dict[str, str] = {}
+    seen: set[tuple[int, str]] = set()  # (line, kind) of every fact so far
     for cmd in script.commands:
-        out += _heredoc(cmd)
-        if not cmd.argv or _base(cmd.argv[0]) in _MESSAGES:
-            continue
-        text = " ".join(cmd.text.split())[:200]
-        for dest in cmd.writes:
-            if _HOOK_FILE.search(dest) and not _HARNESS.search(cmd.text):
-                out.append(
-                    Fact(
-                        line=cmd.line,
-                        kind="patch: monkey-patching hook (sitecustomize/.pth)",
-                        text=text,
-                    )
-                )
-            elif _INSTALLED.search(dest):
-                out.append(
-                    Fact(line=cmd.line, kind="patch: overwrites an installed file", text=text)
-                )
-        seen: set[str] = set()
-        for i in _positions(cmd.argv, script.functions):
-            for kind, sev in _program(_base(cmd.argv[i]), cmd.argv[i + 1 :], cmd, state):
-                seen.add(kind)
-                out.append(Fact(line=cmd.line, kind=kind, text=text, severity=sev))
-        # A git/pip sequence behind a wrapper this file does not define (a library's `log`).
-        for i, w in enumerate(cmd.argv[1:], start=1):
-            after = cmd.argv[i + 1 : i + 2]
-            if (
-                _base(w) == "git"
-                or _PIP.match(_base(w))
-                or (_base(w) == "patch" and after and after[0].startswith("-"))
-            ):
-                for kind, sev in _program(_base(w), cmd.argv[i + 1 :], cmd, state):
-                    if kind not in seen and (kind.startswith("patch") or kind.startswith("infra")):
-                        seen.add(kind)
-                        out.append(Fact(line=cmd.line, kind=kind, text=text, severity=sev))
+        start = len(out)
+        _command_facts(cmd, script, state, out)
+        if cmd.origin:
+            # A function's command at its call: only what its definition did not show (`cp "$@"`
+            # writes where the call says); the rest was reported at the body's line.
+            out[start:] = [f for f in out[start:] if (cmd.origin, f.kind) not in seen]
+        seen.update((f.line, f.kind) for f in out[start:])
     for u in script.unread:
         out.append(Fact(line=u.line, kind=f"unread: {u.why}", text=u.why, severity=WARN))
     return out
+
+
+_FILE = "file:"  # `state` key prefix of a file the script wrote, with its known content
+
+
+def _files(state: dict[str, str]) -> dict[str, str]:
+    return {k[len(_FILE) :]: v for k, v in state.items() if k.startswith(_FILE)}
+
+
+def _remember_writes(cmd: bash.Command, state: dict[str, str]) -> None:
+    """What the script writes into files whose content is known: `echo`/`printf` words or a
+    heredoc redirected (`> F`), and a heredoc through `tee F` (bounded)."""
+    name = _base(cmd.argv[0]) if cmd.argv else ""
+    targets = list(cmd.writes) + (
+        [a for a in cmd.argv[1:] if not a.startswith("-")] if name == "tee" else []
+    )
+    if not targets:
+        return
+    if name in ("echo", "printf"):
+        words = [a for a in cmd.argv[1:] if not (name == "echo" and a in ("-e", "-n", "-ne"))]
+        content = " ".join(words).replace("\\n", "\n")
+    elif cmd.stdin is not None:
+        content = cmd.stdin.text
+    else:
+        return
+    for target in targets:
+        state[_FILE + target] = (state.get(_FILE + target, "") + "\n" + content)[-100_000:]
+
+
+def _command_facts(
+    cmd: bash.Command, script: bash.Script, state: dict[str, str], out: list[Fact]
+) -> None:
+    """The facts of one command, appended to `out`."""
+    _remember_writes(cmd, state)
+    out += _heredoc(cmd)
+    if not cmd.argv or _base(cmd.argv[0]) in _MESSAGES:
+        return
+    text = " ".join(cmd.text.split())[:200]
+    for dest in cmd.writes:
+        if _HOOK_FILE.search(dest) and not _HARNESS.search(cmd.text):
+            out.append(
+                Fact(
+                    line=cmd.line,
+                    kind="patch: monkey-patching hook (sitecustomize/.pth)",
+                    text=text,
+                )
+            )
+        elif _INSTALLED.search(dest):
+            out.append(Fact(line=cmd.line, kind="patch: overwrites an installed file", text=text))
+    seen: set[str] = set()
+    for i in _positions(cmd.argv, script.functions):
+        for kind, sev in _program(_base(cmd.argv[i]), cmd.argv[i + 1 :], cmd, state):
+            seen.add(kind)
+            out.append(Fact(line=cmd.line, kind=kind, text=text, severity=sev))
+    # A git/pip sequence behind a wrapper this file does not define (a library's `log`).
+    for i, w in enumerate(cmd.argv[1:], start=1):
+        after = cmd.argv[i + 1 : i + 2]
+        if (
+            _base(w) == "git"
+            or _PIP.match(_base(w))
+            or (_base(w) == "patch" and after and after[0].startswith("-"))
+        ):
+            for kind, sev in _program(_base(w), cmd.argv[i + 1 :], cmd, state):
+                if kind not in seen and (kind.startswith("patch") or kind.startswith("infra")):
+                    seen.add(kind)
+                    out.append(Fact(line=cmd.line, kind=kind, text=text, severity=sev))

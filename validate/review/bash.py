@@ -14,6 +14,7 @@ of a file that is not a `.sh` script, and a region the parser could not read.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,6 +32,10 @@ MAX_COMMANDS = 100_000  # per file: a generated file bigger than that is not a l
 # ~10 us a node in Python, so a bigger file is "not read" (a WARN), never a minute-long wait.
 MAX_SCRIPT_BYTES = 256 * 1024
 MAX_NODES = 60_000
+# Calls of argument-reading functions expanded per file, and how deep (a helper calling a helper
+# that calls one...); past either, the call is "not read" (a WARN), never an exponential walk.
+MAX_CALLS = 2_000
+MAX_CALL_DEPTH = 8
 READ_BUDGET = 20  # parser reads of each 64-byte chunk (the real scripts need at most 4)
 _CHUNK = 64
 _VAR_NAME = re2.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -61,6 +66,7 @@ class Command:
     stdin: Heredoc | None = None
     piped_from: tuple[str, ...] = ()
     cwd: str = ""
+    origin: int = 0  # for a command of a function body reported at its call: the body's line
 
     @property
     def text(self) -> str:
@@ -94,6 +100,10 @@ class _State:
     cwd: str = ""
     depth: int = 0
     src: bytes = b""  # the parsed text (a backslash-newline between two words joins them)
+    # functions of the file that read their arguments (`f() { cp "$@"; }`): name -> body
+    functions: dict[str, tree_sitter.Node] = field(default_factory=dict)
+    calling: frozenset[str] = frozenset()  # the functions being expanded (no recursion)
+    calls: list[int] = field(default_factory=lambda: [MAX_CALLS])  # expansions left (shared)
 
     def value(self, name: str) -> str | None:
         return self.seen.get(name, self.final.get(name))
@@ -148,7 +158,9 @@ def _text(node: tree_sitter.Node) -> str:
 def _expansion(node: tree_sitter.Node, state: _State) -> str:
     """`$X`, `${X}`, `${X:-default}`: the known value, else the default, else the raw text."""
     raw = _text(node)
-    name_node = next((c for c in node.children if c.type == "variable_name"), None)
+    name_node = next(
+        (c for c in node.children if c.type in ("variable_name", "special_variable_name")), None
+    )
     if name_node is None:
         return raw
     value = state.value(_text(name_node))
@@ -187,8 +199,12 @@ def word(node: tree_sitter.Node, state: _State, depth: int = 0) -> str:
 
 
 def _array(node: tree_sitter.Node, state: _State) -> list[str] | None:
-    """The elements of `"${X[@]}"` / `${X[*]}` for an array assigned in the file."""
-    m = rx(r'"?\$\{([A-Za-z_]\w*)\[[@*]\]\}"?').fullmatch(_text(node))
+    """The elements of `"${X[@]}"` / `${X[*]}` for an array assigned in the file, and of `"$@"`
+    inside a function expanded at its call (its arguments)."""
+    text = _text(node)
+    if text in ('"$@"', "$@", '"${@}"', "${@}", "$*", "${*}"):
+        return state.arrays.get("@")
+    m = rx(r'"?\$\{([A-Za-z_]\w*)\[[@*]\]\}"?').fullmatch(text)
     return state.arrays.get(m.group(1)) if m else None
 
 
@@ -325,6 +341,37 @@ def _command(node: tree_sitter.Node, state: _State, stmt: tree_sitter.Node | Non
     )
     state.commands.append(cmd)
     _follow_up(cmd, state)
+    body = state.functions.get(cmd.argv[0])
+    if body is not None and cmd.argv[0] not in state.calling:
+        _call(cmd, body, state)
+
+
+def _call(cmd: Command, body: tree_sitter.Node, state: _State) -> None:
+    """A call of a function of the file that reads its arguments: its body's commands with the
+    call's words as `$1`.. and `"$@"`, reported at the call (`f() { cp "$@"; }; f x.py SITE/`:
+    what `cp` writes is known only here; issue 34.9)."""
+    if len(state.calling) >= MAX_CALL_DEPTH or state.calls[0] <= 0:
+        why = f"{cmd.argv[0]}: function calls nested too deep or too many to read"
+        state.unread.append(Unread(line=cmd.line, why=why))
+        return
+    state.calls[0] -= 1
+    args = list(cmd.argv[1:])
+    seen = dict(state.seen) | {str(i): a for i, a in enumerate(args[:9], start=1)}
+    seen["@"] = seen["*"] = " ".join(args)[:MAX_VALUE]
+    inner = _State(
+        seen=seen,
+        final=state.final,
+        arrays={**state.arrays, "@": args},
+        cwd=state.cwd,
+        depth=state.depth + 1,
+        src=state.src,
+        functions=state.functions,
+        calling=state.calling | {cmd.argv[0]},
+        calls=state.calls,
+    )
+    _walk(body, inner)
+    state.commands += [replace(c, line=cmd.line, origin=c.origin or c.line) for c in inner.commands]
+    # (what the body cannot be read as was reported where it is written)
 
 
 def _follow_up(cmd: Command, state: _State) -> None:
@@ -367,8 +414,11 @@ def _reparse(text: str, line: int, state: _State, how: str) -> None:
         state.unread.append(Unread(line=line, why=f"{how}: nested too deep to read"))
         return
     if text.lstrip().startswith(("$(", "`")):
-        state.unread.append(Unread(line=line, why=f"{how} of a command's output: {text[:120]}"))
-        return
+        decoded = _decoded(text.strip())
+        if decoded is None:
+            state.unread.append(Unread(line=line, why=f"{how} of a command's output: {text[:120]}"))
+            return
+        text, how = decoded, f"{how} of base64 text"
     inner = _State(seen=dict(state.seen), final=state.final, cwd=state.cwd, depth=state.depth + 1)
     inner.src = text.encode("utf-8", "surrogateescape")
     tree = parse_tree(text)
@@ -378,6 +428,25 @@ def _reparse(text: str, line: int, state: _State, how: str) -> None:
     _walk(tree.root_node, inner)
     state.commands += [replace(c, line=line) for c in inner.commands]
     state.unread += [Unread(line=line, why=f"{how}: {u.why}") for u in inner.unread]
+
+
+_BASE64 = re2.compile(
+    r"\$\(\s*(?:(?:echo(?:\s+-n)?|printf(?:\s+['\"]?%s['\"]?)?)\s+['\"]?([A-Za-z0-9+/=\s]+?)['\"]?"
+    r"\s*\|\s*base64\s+(?:-d|--decode|-D)|base64\s+(?:-d|--decode|-D)\s*<<<\s*['\"]?"
+    r"([A-Za-z0-9+/=]+)['\"]?)\s*\)"
+)
+
+
+def _decoded(text: str) -> str | None:
+    """The text of `$(echo LITERAL | base64 -d)` (or `base64 -d <<< LITERAL`), so a command built
+    from it is read like any other (issue 34.9); None for any other command's output."""
+    m = _BASE64.fullmatch(text[: MAX_VALUE * 2])
+    if m is None:
+        return None
+    try:
+        return base64.b64decode("".join((m.group(1) or m.group(2)).split()), validate=True).decode()
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
 def parse_tree(text: str) -> tree_sitter.Tree | None:
@@ -447,11 +516,18 @@ def parse(text: str) -> Script:
     src = text.encode("utf-8", "surrogateescape")
     first = _State(src=src)
     _walk(tree.root_node, first)  # every assignment, for uses before the assignment
-    state = _State(final=dict(first.seen), src=src)
+    defined = _functions(tree.root_node)
+    # Functions whose body reads its arguments are expanded at each call (`_call`).
+    reading = {
+        _text(n.named_children[0]): n.named_children[-1]
+        for n in defined
+        if rx(r"\$\{?[@*1-9]").search(_text(n.named_children[-1]))
+    }
+    state = _State(final=dict(first.seen), src=src, functions=reading)
     _walk(tree.root_node, state)
     functions = frozenset(
         _text(n.named_children[0])
-        for n in _functions(tree.root_node)
+        for n in defined
         if rx(r"\"?\$[@*]\"?|\$\{[@*]\}").search(_text(n).split("{", 1)[-1])
     )
     return Script(

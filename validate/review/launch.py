@@ -28,29 +28,36 @@ from relpipe.validate.errors import ValidateError
 from relpipe.validate.review import actions, bash
 from relpipe.validate.review.context import Review, plural
 from relpipe.validate.review.rx import rx
-from relpipe.validate.review.scope import KeyScope, load_masters
+from relpipe.validate.review.scope import KeyScope, followable, load_masters
 from relpipe.validate.review.waiver import Waiver, load_waivers
 
-_ENGINE_PATH = re2.compile(
-    r"site-packages|dist-packages|/sgl-workspace|__file__|find_spec|/usr/(?:local/)?lib/python|"
-    r"\.py\b"
-)
-_PIP = re2.compile(r"\bpip3?\s+install\b")
-_CLONE = re2.compile(r"\bgit\s+clone\b[^\n]*?(\S*(?:://|github\.com)\S*)")
-_INSTALLED = re2.compile(r"site-packages|dist-packages|/sgl-workspace|__file__|find_spec")
-_SED_I = re2.compile(r"\bsed\s+(?:-\w*i\w*|--in-place)\b")
-_WRITE = re2.compile(r"write_text|\.write\(|open\([^)]*['\"][wa]\+?['\"]")
 _GUARD = re2.compile(r"\$\{?(MODEL_PREFIX|FRAMEWORK|PRECISION)\}?\"?\s*==\s*\"?([\w.*-]+)")
 _NEXTN = "SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE"
 _DRAFT_PRECISION = re2.compile(
     r"(?i)speculative[-_]draft[-_](?:model[-_])?(?:quantization|dtype)|draft[-_](?:model[-_])?"
     r"(?:quantization|dtype)|speculative[-_]config[^\n]*[\"']quantization[\"']"
 )
+
+
+def _abbreviations(flag: str, unique: int) -> str:
+    """A long option and every prefix of it argparse accepts (`allow_abbrev`, the default in
+    vLLM's and SGLang's parsers): its first `unique` characters make it unambiguous among the
+    engine's flags; `-` and `_` alike (vLLM reads `--hf_overrides`). RE2: linear, nested."""
+    rest = "".join(f"(?:{'[-_]' if c == '-' else re2.escape(c)}" for c in flag[unique:])
+    head = "".join("[-_]" if c == "-" else re2.escape(c) for c in flag[2:unique])
+    return f"--?{head}{rest}{')?' * (len(flag) - unique)}(?:[=\\s\"']|$)"
+
+
+# `--hf-o` is vLLM's only `--hf-o...` flag (`--hf-config-path`, `--hf-token`, `--hf-revision` are
+# the others), `--json-m` SGLang's only `--json-m...`: an abbreviation is the flag (issue 34.9).
 _ARCH = re2.compile(
-    r"--?hf[-_]overrides|\bhf[-_]overrides\b|json[-_]model[-_]override[-_]args|"
+    _abbreviations("--hf-overrides", 6)
+    + "|"
+    + _abbreviations("--json-model-override-args", 8)
+    + r"|\bhf[-_]overrides\b|json[-_]model[-_]override[-_]args|"
     r"--?(?:num[-_]hidden[-_]layers|skip[-_]layers?|layers?[-_]to[-_]skip)\b"
 )
-_MODEL_CONFIG_EDIT = re2.compile(r"\b(?:sed\s+-\w*i|jq\b)[^\n]*config\.json")
+_FLAG_END = "=\"' \t\n"  # what ends a flag in _ARCH's match (not part of its name)
 _CHAT_ON = re2.compile(
     r"(?i)--use-chat-template(?:[^)]|$)|use_chat_template\s*:\s*true|"
     r"AIPERF_APPLY_CHAT_TEMPLATE[\"']?\s*[=:]\s*[\"']?(?:1|true)|"
@@ -86,7 +93,13 @@ def _guards(raw: list[str], number: int) -> tuple[tuple[str, str], ...]:
         here = len(line) - len(line.lstrip())
         if here < indent:
             if rx(r"\s*(?:if|elif)\b").match(line):
-                tests += _GUARD.findall(line)
+                if rx(r"\bfi\s*(?:;|$)").search(line):
+                    continue  # a one-line `if ... fi` encloses nothing below it
+                cond = line.split("then", 1)[0]
+                # Only a conjunction of equality tests excludes keys: with `||`, `!` or `-o`
+                # the branch may run for any key (`[[ $MODEL_PREFIX == zzz ]] || true`).
+                if not rx(r"\|\||!|\s-o\s").search(cond):
+                    tests += _GUARD.findall(line)
             indent = here
         if indent == 0:
             break
@@ -151,7 +164,7 @@ def shell_hits(path: str, text: str, raw: list[str]) -> list[Hit]:
         if _DRAFT_PRECISION.search(line):
             add("draft: draft-model precision override")
         if _ARCH.search(line):
-            add("arch: " + _ARCH.search(line).group(0))  # type: ignore[union-attr]
+            add("arch: " + _ARCH.search(line).group(0).rstrip(_FLAG_END))  # type: ignore[union-attr]
         if _CHAT_ON.search(line):
             add("chat: " + _CHAT_ON.search(line).group(0), PASS)  # type: ignore[union-attr]
         if _CHAT_KWARGS.search(line):
@@ -160,6 +173,15 @@ def shell_hits(path: str, text: str, raw: list[str]) -> list[Hit]:
             add("chat-off: raw completions endpoint", WARN)
         if cmd.argv and cmd.argv[0] == _REPLAY:
             add("chat-replay: agentic trace replay (chat endpoint)", PASS)
+        if (
+            len(cmd.argv) > 1
+            and cmd.argv[0] in ("source", ".")
+            and cmd.argv[1].endswith(".sh")
+            and not followable(cmd.argv[1])
+        ):
+            # A script named through a variable or by an absolute path is not on the launch
+            # path relpipe reads: what it does is unknown (issue 34.9).
+            add(f"unread: sources {cmd.argv[1][:120]}, not followed", WARN)
     return hits
 
 
@@ -175,7 +197,7 @@ def _yaml_hits(path: str, lines: Sequence[str]) -> list[Hit]:
         arch = _ARCH.search(code)
         for kind, severity, found in (
             ("draft: draft-model precision override", FAIL, _DRAFT_PRECISION.search(code)),
-            (f"arch: {arch.group(0) if arch else ''}", FAIL, arch),
+            (f"arch: {arch.group(0).rstrip(_FLAG_END) if arch else ''}", FAIL, arch),
             ("chat: use_chat_template", PASS, _CHAT_ON.search(code)),
             ("chatkw: template kwargs", PASS, _CHAT_KWARGS.search(code)),
             ("chat-replay: agentic_srt.sh replay", PASS, rx(r"agentic_srt\.sh").search(code)),

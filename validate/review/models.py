@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import re2
 
+from relpipe.changelog.configs.schema import scenarios_of
 from relpipe.core.check import Evidence, Judgement, judged
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.context import Review, plural
@@ -159,7 +160,7 @@ def parse(text: str) -> Policy:
 def arms(scope: KeyScope) -> list[tuple[str, bool]]:
     """(scenario name, has a non-spec-decode item) per arm of the key."""
     out = []
-    scenarios = scope.config.get("scenarios") or {}
+    scenarios = scenarios_of(scope.config) or {}
     for kind, entries in scenarios.items() if isinstance(scenarios, Mapping) else []:
         for entry in entries if isinstance(entries, list) else []:
             if not isinstance(entry, Mapping):
