@@ -25,6 +25,7 @@ from urllib.parse import quote, urlsplit
 
 from relpipe.core import instant, jsonload, sanitize
 from relpipe.core.errors import require
+from relpipe.core.yamlload import load_yaml
 from relpipe.pipeline.errors import PipelineError
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -167,7 +168,6 @@ def token_from(env: Mapping[str, str], api_url: str, home: Path | None = None) -
     hosts = config / "hosts.yml"
     if not hosts.is_file():
         return None
-    from relpipe.core.yamlload import load_yaml
 
     doc = load_yaml(hosts.read_text(encoding="utf-8"), str(hosts), error=GitHubError)
     entry = doc.get(gh_host(api_url)) if isinstance(doc, dict) else None

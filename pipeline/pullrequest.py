@@ -33,11 +33,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from relpipe.changelog.append import appended_bytes
+from relpipe.changelog.configs.semdiff import load_yaml
+from relpipe.changelog.entry import parse_appended
 from relpipe.changelog.errors import ChangelogError
 from relpipe.core import jsoncodec, jsonload, process, sanitize
+from relpipe.core.files import write_atomic
+from relpipe.core.record import replace as replace_record
 from relpipe.pipeline import github as gh
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.workspace import Workspace
+from relpipe.validate.gate.hook import placeholders
 
 if TYPE_CHECKING:
     from relpipe.changelog.entry import Entry
@@ -298,7 +304,6 @@ def check_notes(root: Path, bump: Bump, notes: Path) -> None:
     """The notes must be those of the release in the working tree (checked by content): they name
     every key of the bump, the image its config line pins now and the one it pinned at HEAD. A
     notes file of another release (another key, nightly or baseline) is refused in one line."""
-    from relpipe.changelog.configs.semdiff import load_yaml
 
     try:
         text = notes.read_text(encoding="utf-8")
@@ -324,7 +329,6 @@ def check_notes(root: Path, bump: Bump, notes: Path) -> None:
 
 
 def appended_entries(old: bytes, new: bytes, changelog: str) -> tuple[Entry, ...]:
-    from relpipe.changelog.entry import parse_appended
 
     try:
         parsed = parse_appended(old, new, changelog)
@@ -366,8 +370,6 @@ def build_commit(
 
 
 def apply_bump(work: Path, bump: Bump) -> None:
-    from relpipe.changelog.append import appended_bytes
-    from relpipe.core.files import write_atomic
 
     if bump.patch:
         try:
@@ -559,15 +561,11 @@ def publish(
 
 def with_pr_link(bump: Bump, target: Target, number: int) -> Bump:
     """The bump with each placeholder pr-link (`XXX`, `.../pull/XXX`) made the PR's own link."""
-    from dataclasses import replace
-
-    from relpipe.core import record
-    from relpipe.validate.gate.hook import placeholders
 
     link = f"{target.repo_url}/pull/{number}"
     unlinked = placeholders(target.repo_url)
     entries = tuple(
-        record.replace(entry, pr_link=link) if entry.pr_link in unlinked else entry
+        replace_record(entry, pr_link=link) if entry.pr_link in unlinked else entry
         for entry in bump.entries
     )
     return bump if entries == bump.entries else replace(bump, entries=entries)

@@ -33,6 +33,8 @@ from relpipe.changelog.repository.launch import check_key
 from relpipe.core import suggest
 from relpipe.core.errors import RelpipeError
 from relpipe.core.files import read_capped
+from relpipe.engine.errors import EngineError
+from relpipe.engine.evals.thresholds import Thresholds, load
 from relpipe.pipeline.errors import PipelineError
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.gate import git as githook
@@ -185,8 +187,6 @@ class Workspace:
 
     def thresholds(self) -> dict[str, Any]:
         """thresholds.yaml as {default, models}, read by the engine's own strict reader."""
-        from relpipe.engine.errors import EngineError
-        from relpipe.engine.evals.thresholds import load
 
         path = self.root / self.era.thresholds
         if not path.is_file():
@@ -238,8 +238,6 @@ def threshold_for(
 ) -> float | None:
     """The engine's lookup (InferenceX's: exact model-prefix, then default); None when nothing
     applies."""
-    from relpipe.engine.errors import EngineError
-    from relpipe.engine.evals.thresholds import Thresholds
 
     table = Thresholds(dict(thresholds.get("default") or {}), dict(thresholds.get("models") or {}))
     try:

@@ -98,7 +98,7 @@ def load_masters(paths: Iterable[PathArg]) -> MasterConfigs:
 
 def parse_masters(blobs: Iterable[tuple[PathArg, bytes]]) -> MasterConfigs:
     """`load_masters` of (path, bytes) pairs read elsewhere (git blobs at a ref)."""
-    from pathlib import Path  # not at the top: the commit hook never loads whole masters
+    from pathlib import Path  # deferred: not at the top: the commit hook never loads whole masters
 
     configs: dict[str, dict[str, object]] = {}
     origin: dict[str, Path] = {}
@@ -136,7 +136,7 @@ def _closed(line: str) -> bool:
 
 
 def _keys_from_events(data: bytes, path: PathArg) -> tuple[str, ...]:
-    import yaml
+    import yaml  # deferred: not on the commit hook's usual path (start-up)
 
     keys: list[str] = []
     depth = 0

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from relpipe.changelog.configs.schema import scenarios_of
@@ -290,7 +291,6 @@ def _dram_gb(
     """`agentic_dram_offload_gb`: the node's capped DRAM scaled by utilization and GPU share."""
     if arm.get("kv-offloading", "none") != "dram":
         return 0
-    from decimal import Decimal, InvalidOperation
 
     runner = cfg.get("runner")
     hardware = runners.get("hardware") if isinstance(runners, Mapping) else None

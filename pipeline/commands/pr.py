@@ -22,9 +22,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from relpipe.core import jsoncodec, sanitize
+from relpipe.pipeline import pullrequest as prq
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.run import add_selection_args
+from relpipe.pipeline.github import DEADLINE_S, DEFAULT_API_URL
+from relpipe.pipeline.pullrequest import (
+    DEFAULT_LABELS,
+    MODIFIER_LABELS,
+    PRIMARY_LABELS,
+    Target,
+    canonical_repository,
+    with_fork,
+)
+from relpipe.pipeline.run import add_selection_args, state_dir
 from relpipe.pipeline.selection import select
 from relpipe.pipeline.workspace import Workspace
 
@@ -50,8 +60,6 @@ def add_target_args(
 ) -> None:
     """Where the PR goes; shared by `relpipe pr` and `relpipe revert`. Without `dry_run` (the
     read-only `pr status`) there is no --label or --dry-run to offer."""
-    from relpipe.pipeline.github import DEADLINE_S, DEFAULT_API_URL
-    from relpipe.pipeline.pullrequest import DEFAULT_LABELS, MODIFIER_LABELS, PRIMARY_LABELS
 
     g = p.add_argument_group("the pull request")
     g.add_argument(
@@ -114,12 +122,6 @@ def add_target_args(
 
 
 def target_from(a: argparse.Namespace) -> Target:
-    from relpipe.pipeline.pullrequest import (
-        DEFAULT_LABELS,
-        Target,
-        canonical_repository,
-        with_fork,
-    )
 
     if not 0 < a.api_deadline <= 3600:
         raise PipelineError("--api-deadline: give seconds between 0 and 3600")
@@ -191,8 +193,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from relpipe.pipeline import pullrequest as prq
-    from relpipe.pipeline.run import state_dir
 
     args = _parser().parse_args(argv)
     target = target_from(args)
@@ -217,7 +217,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def publish_and_report(target: Target, bump: Bump, mode: str, dry: bool, as_json: bool) -> int:
-    from relpipe.pipeline import pullrequest as prq
 
     log = (lambda m: print(m, file=sys.stderr)) if as_json else print
     if dry:

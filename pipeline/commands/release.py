@@ -21,12 +21,12 @@ from relpipe.core import checkrender, jsonload, sanitize
 from relpipe.images.options import add_registry_args, apply_registry_args
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.release import DEFAULT_REPO_URL, AlreadyReleased, Request, release
 from relpipe.pipeline.run import add_qualify_args, options_from, workspace_from
 from relpipe.pipeline.selection import select
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from relpipe.pipeline.release import DEFAULT_REPO_URL, AlreadyReleased, Request, release
 
     p = parser("relpipe release", __doc__)
     rel = p.add_argument_group("the release")

@@ -196,7 +196,7 @@ def _config_paths(args: argparse.Namespace) -> list[str] | None:
     """The master config files in the working tree (None: config keys are not checked)."""
     if args.skip_config_keys:
         return None
-    import glob
+    import glob  # deferred: not on the commit hook's usual path (start-up)
 
     patterns = args.configs or [f"{_located(args).era.masters}/*{MASTER_SUFFIX}"]
     paths = sorted({p for pattern in patterns for p in glob.glob(pattern)})
@@ -292,7 +292,9 @@ def _revisions(
     the base and the head (a ref, the index, or None: the working tree), in one git process."""
 
     def load() -> tuple[Revision, Revision]:
-        from relpipe.validate.gate.append_only import revision
+        from relpipe.validate.gate.append_only import (
+            revision,  # deferred: not on the commit hook's usual path (start-up)
+        )
 
         files = [*paths, os.path.join(os.path.dirname(paths[0]), RUNNERS_NAME)]
         refs = [base_ref] if head_ref is None else [base_ref, head_ref]
@@ -324,7 +326,9 @@ def _read_optional(path: str) -> bytes | None:
 
 
 def _render_json(report: Report, source: str) -> str:
-    from relpipe.core.sanitize import json_text
+    from relpipe.core.sanitize import (
+        json_text,  # deferred: not on the commit hook's usual path (start-up)
+    )
 
     return json_text(
         {
@@ -357,7 +361,7 @@ def _without_collector(run: Callable[..., Report], *args: object) -> Report:
     A check builds no reference cycles (tests/changelog/test_entries.py holds it to that), so
     the collector would free nothing; but its passes over a heap growing by hundreds of thousands
     of findings cost as much as the parse of a large file (4 of 9 s on a 9 MB one)."""
-    import gc
+    import gc  # deferred: not on the commit hook's usual path (start-up)
 
     if not gc.isenabled():
         return run(*args)
@@ -377,7 +381,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("validate_perf_changelog: interrupted", file=sys.stderr)
         return 130
     except Exception:  # noqa: BLE001 - the one handler of unexpected errors (exit 3 + log)
-        from relpipe.core.errors import report_unexpected
+        from relpipe.core.errors import (
+            report_unexpected,  # deferred: not on the commit hook's usual path (start-up)
+        )
 
         return report_unexpected("validate_perf_changelog", sys.argv[1:] if argv is None else argv)
 

@@ -323,7 +323,9 @@ def _append_only_findings(
     blocks: Sequence[Block], revisions: Callable[[], tuple[Revision, Revision]]
 ) -> list[Finding]:
     """process_changelog.py's scope and generated-matrix checks of append-only entries."""
-    from relpipe.validate.gate import append_only
+    from relpipe.validate.gate import (
+        append_only,  # deferred: not on the commit hook's usual path (start-up)
+    )
 
     try:
         base, head = revisions()

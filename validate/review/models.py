@@ -12,6 +12,7 @@ Agentic coding = `agentic-coding`, Single-turn AkBk = `fixed-seq-len` with isl A
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -174,7 +175,6 @@ def arms(scope: KeyScope) -> list[tuple[str, bool]]:
 
 
 def _today() -> str:
-    import datetime
 
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
 

@@ -20,6 +20,7 @@ Every path comes from the source's era (`changelog.repository`), so every era re
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -143,7 +144,6 @@ _PARSED: dict[tuple[str, str], Any] = {}  # (path, sha256 of text) -> parsed mas
 def _parsed_master(text: str, path: str) -> Any:
     """A master file parsed strictly, once per content per process (a 376 KB file takes ~0.5 s;
     the checks never modify the result)."""
-    import hashlib
 
     key = (path, hashlib.sha256(text.encode()).hexdigest())
     if key not in _PARSED:
