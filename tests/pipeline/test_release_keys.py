@@ -237,3 +237,20 @@ def test_four_keys_on_atoms_dated_build_dry_run_writes_nothing(
     [entry] = yaml.safe_load("\n".join(files["perf-changelog.yaml"][1]))
     assert entry["config-keys"] == list(ATOM_KEYS)
     assert checkout_snapshot(world.repo) == before
+
+
+def test_keys_of_two_image_lines_are_refused_in_one_line_before_anything(world: World) -> None:
+    before = checkout_snapshot(world.repo)
+    done = subprocess.run(
+        [sys.executable, "-m", "relpipe.pipeline", "release", "--config-key"]
+        + ["dsv4-fp4-mi355x-vllm", "--config-key", "dsr1-fp4-mi355x-atom"]
+        + ["--image", ATOM_NEW, "--state", str(world.state), *QUICK],
+        cwd=world.repo,
+        env=world.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "a release bumps one image line" in done.stderr
+    assert checkout_snapshot(world.repo) == before
