@@ -58,12 +58,12 @@ def report_unexpected(prog: str, args: Sequence[str]) -> int:
     """Exit 3 for the exception being handled: one line on stderr naming it and a log file with
     the traceback (as pre-commit does). The one crash handler of every entry point (`relpipe`,
     `validate_perf_changelog`); only the standard library, for the commit hook."""
-    import os
-    import sys
-    import tempfile
-    import traceback
+    import os  # deferred: not on the commit hook's usual path (start-up)
+    import sys  # deferred: not on the commit hook's usual path (start-up)
+    import tempfile  # deferred: not on the commit hook's usual path (start-up)
+    import traceback  # deferred: not on the commit hook's usual path (start-up)
 
-    from relpipe.core import sanitize
+    from relpipe.core import sanitize  # deferred: not on the commit hook's usual path (start-up)
 
     exc = sys.exc_info()[1]
     state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

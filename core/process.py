@@ -105,7 +105,7 @@ def _wait_exit(proc: subprocess.Popen[bytes], timeout: float | None) -> int:
     except (AttributeError, OSError):  # not Linux, an old kernel, or the process is reaped
         return proc.wait(timeout=timeout)
     try:
-        import select
+        import select  # deferred: not on the commit hook's usual path (start-up)
 
         poller = select.poll()  # not select.select: a pidfd may be numbered past FD_SETSIZE
         poller.register(pidfd, select.POLLIN)
@@ -132,7 +132,7 @@ class Process:
     ) -> None:
         self.argv = tuple(argv)
         self.what = what or os.path.basename(self.argv[0])
-        import tempfile  # here: the commit hook's plain `run` never needs it (a few ms to import)
+        import tempfile  # deferred: the commit hook's plain `run` never needs it (ms to import)
 
         self._new_session = new_session
         self._out = tempfile.TemporaryFile()

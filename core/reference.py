@@ -122,7 +122,7 @@ def is_loopback(registry: str) -> bool:
         return all(p.isdigit() and len(p) <= 3 and int(p) <= 255 for p in parts)
     if not any(c.isdigit() for c in host) and ":" not in host:
         return False  # a DNS name: no need to import ipaddress (start-up cost)
-    import ipaddress
+    import ipaddress  # deferred: not on the commit hook's usual path (start-up)
 
     try:
         return ipaddress.ip_address(host).is_loopback

@@ -123,7 +123,7 @@ def json_text(value: object, *, indent: int | None = None, sort_keys: bool = Fal
     """`value` as JSON for stdout or a file people read: readable non-ASCII text, and every
     character `clean` hides (C0, DEL, C1, bidi, zero-width) or that cannot be encoded (a lone
     surrogate) written as a `\\u` escape; `json.loads` gives back exactly `value`."""
-    import json  # here, not at the top: the hook imports this module and rarely writes JSON
+    import json  # deferred: the hook imports this module and rarely writes JSON
 
     text = json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=sort_keys)
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

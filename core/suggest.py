@@ -19,7 +19,7 @@ def closest(word: str, known: Iterable[str]) -> str | None:
     """The known name most like `word` (difflib's ratio at least `CUTOFF`), or None."""
     # difflib here, not at the top: only an error path needs it, and the commit hook imports
     # this module (difflib and heapq cost ~0.7 ms of its start-up).
-    import difflib
+    import difflib  # deferred: not on the commit hook's usual path (start-up)
 
     names = [name for name in dict.fromkeys(known) if name != word]
     found = difflib.get_close_matches(word[:MAX_WORD], names, n=1, cutoff=CUTOFF)

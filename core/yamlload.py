@@ -27,7 +27,7 @@ class _DuplicateKey(Exception):
 
 @cache
 def _strict_loader() -> type:
-    import yaml
+    import yaml  # deferred: not on the commit hook's usual path (start-up)
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -77,7 +77,7 @@ def load_yaml(
         raise error(f"{what} is larger than {max_bytes} bytes; refusing to parse it")
     if "\x00" in text:
         raise error(f"{what} contains a NUL byte; it is not a YAML text file")
-    import yaml
+    import yaml  # deferred: not on the commit hook's usual path (start-up)
 
     loader = _strict_loader()
     try:

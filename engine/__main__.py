@@ -11,6 +11,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from relpipe.engine.runtime import prepare_environment
+
 COMMANDS = {
     "probe": (
         "relpipe.engine.probe",
@@ -43,7 +45,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stdout if args and args[0] in ("-h", "--help") else sys.stderr,
         )
         return 0 if args and args[0] in ("-h", "--help") else 2
-    from relpipe.engine.runtime import prepare_environment
 
     prepare_environment()
     module = importlib.import_module(COMMANDS[args[0]][0])

@@ -17,6 +17,7 @@ from typing import Protocol
 import torch
 
 from relpipe.engine.errors import EngineError
+from relpipe.engine.kernels import launch
 from relpipe.engine.kvcache import KVCache, storage_dtype
 from relpipe.engine.model import ModelConfig, Weights, rope_tables
 
@@ -145,7 +146,6 @@ class MonoDecoder(_Base):
         self, weights: Weights, kv_dtype: str, device: str, ops: Ops | None = None
     ) -> None:
         super().__init__(weights, kv_dtype, device)
-        from relpipe.engine.kernels import launch
 
         self.ops = ops or Ops()
         self.launch = launch.GPU if device == "cuda" else launch.INTERPRETER
@@ -153,7 +153,7 @@ class MonoDecoder(_Base):
     def _norm_linear(
         self, x: torch.Tensor, norm_w: torch.Tensor, w: torch.Tensor, *, swiglu: bool = False
     ) -> torch.Tensor:
-        from relpipe.engine.kernels.linear import linear
+        from relpipe.engine.kernels.linear import linear  # deferred: loads torch (the engine extra)
 
         eps, B = self.config.eps, x.shape[0]
         if self.ops.rms_norm is not None:
@@ -167,9 +167,13 @@ class MonoDecoder(_Base):
         return linear(x, w, norm_weight=norm, eps=eps, swiglu=swiglu, launch=self.launch)
 
     def step(self, tokens: torch.Tensor, pos: int) -> torch.Tensor:
-        from relpipe.engine.kernels.attention import decode_attention
-        from relpipe.engine.kernels.linear import linear
-        from relpipe.engine.kernels.rope import rope_kv_write
+        from relpipe.engine.kernels.attention import (
+            decode_attention,  # deferred: loads torch (the engine extra)
+        )
+        from relpipe.engine.kernels.linear import linear  # deferred: loads torch (the engine extra)
+        from relpipe.engine.kernels.rope import (
+            rope_kv_write,  # deferred: loads torch (the engine extra)
+        )
 
         c, w, cache = self.config, self.weights, self._cache()
         x = w.embed[tokens].contiguous()

@@ -7,6 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from relpipe.engine.errors import EngineError
+from relpipe.engine.runtime import default_device, require_torch
 
 if TYPE_CHECKING:
     from relpipe.engine.model import Weights
@@ -30,7 +31,7 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
 
 
 def load_weights(args: argparse.Namespace) -> Weights:
-    from relpipe.engine import model
+    from relpipe.engine import model  # deferred: loads torch (the engine extra)
 
     if args.weights:
         return model.load(args.weights)
@@ -38,7 +39,6 @@ def load_weights(args: argparse.Namespace) -> Weights:
 
 
 def device(args: argparse.Namespace) -> str:
-    from relpipe.engine.runtime import default_device, require_torch
 
     torch = require_torch()
     chosen = default_device() if args.device == "auto" else str(args.device)

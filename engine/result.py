@@ -13,6 +13,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from relpipe.engine.errors import EngineError
+from relpipe.engine.files import write_atomic
+
 SCHEMA = 1
 EXIT = {"pass": 0, "fail": 1, "error": 2}
 
@@ -53,7 +56,6 @@ def write(doc: dict[str, Any], out: str | None) -> int:
 
 def write_file(doc: dict[str, Any], out: str) -> None:
     """Write a JSON document atomically (see `engine.files.write_atomic`)."""
-    from relpipe.engine.files import write_atomic
 
     write_atomic(out, dumps(doc).encode("utf-8"))
 
@@ -62,7 +64,6 @@ def guarded(command: str, out: str | None, body: Callable[[], dict[str, Any]]) -
     """Run a command body and write its result;
     an EngineError becomes a one-line fail/error result.
     """
-    from relpipe.engine.errors import EngineError
 
     try:
         doc = body()

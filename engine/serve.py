@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import json
+import os
 import signal
 import sys
 import threading
@@ -25,6 +26,8 @@ from typing import Any
 
 from relpipe.engine import options, result
 from relpipe.engine.errors import EngineError
+from relpipe.engine.files import read_capped
+from relpipe.engine.runtime import require_torch
 
 MAX_BODY = 1 << 20
 STOP_LIMIT = 16
@@ -146,7 +149,7 @@ class Engine:
     """The model behind the server: one decoder, one decode at a time."""
 
     def __init__(self, weights: Any, path: str, kv_dtype: str, device: str, name: str) -> None:
-        from relpipe.engine.decode import make_decoder
+        from relpipe.engine.decode import make_decoder  # deferred: loads torch (the engine extra)
 
         self.decoder = make_decoder(path, weights, kv_dtype, device)
         self.max_seq = weights.config.max_seq
@@ -158,8 +161,8 @@ class Engine:
         self, req: Request, emit: Callable[[str], None]
     ) -> tuple[str, str, int, list[int]]:
         """Greedy completion; returns (text, finish_reason, prompt tokens, generated token ids)."""
-        from relpipe.engine.decode import greedy
-        from relpipe.engine.model import encode
+        from relpipe.engine.decode import greedy  # deferred: loads torch (the engine extra)
+        from relpipe.engine.model import encode  # deferred: loads torch (the engine extra)
 
         tokens = encode(req.prompt)
         budget = min(req.max_tokens, self.max_seq - len(tokens))
@@ -336,10 +339,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def model_folder(path: str) -> Any:
     """Weights of a model folder, as a real engine reads its --model directory."""
-    import os
 
-    from relpipe.engine import model
-    from relpipe.engine.files import read_capped
+    from relpipe.engine import model  # deferred: loads torch (the engine extra)
 
     if not os.path.isdir(path):
         raise EngineError(f"model folder {path}: missing or not a folder")
@@ -357,7 +358,6 @@ def model_folder(path: str) -> Any:
 
 
 def serve(args: argparse.Namespace) -> dict[str, Any]:
-    from relpipe.engine.runtime import require_torch
 
     require_torch()
     weights = model_folder(args.model_dir) if args.model_dir else options.load_weights(args)

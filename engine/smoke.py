@@ -16,8 +16,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from relpipe.engine import options, result, watchdog
+from relpipe.engine.adapters.atom import load_ops
 from relpipe.engine.errors import EngineError
 from relpipe.engine.files import read_capped
+from relpipe.engine.runtime import require_triton
 
 # Max |logit difference| allowed on identical inputs, per KV cache dtype (both paths quantise
 # the cache identically, so the remaining difference is fp32 summation order plus rare
@@ -117,12 +119,13 @@ def first_divergence(a: Sequence[int], b: Sequence[int]) -> int:
 
 def run(args: argparse.Namespace, reporter: watchdog.Reporter) -> dict[str, Any]:
     reporter.progress("import torch")
-    from relpipe.engine.runtime import require_triton
 
     require_triton()
-    from relpipe.engine import model
-    from relpipe.engine.adapters.atom import load_ops
-    from relpipe.engine.decode import greedy, make_decoder
+    from relpipe.engine import model  # deferred: loads torch (the engine extra)
+    from relpipe.engine.decode import (  # deferred: loads torch (the engine extra)
+        greedy,
+        make_decoder,
+    )
 
     reporter.progress("load model")
     weights = options.load_weights(args)

@@ -20,6 +20,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from relpipe.engine import result
+
 MARK = "@@relpipe-worker "
 MAX_LINE = 4 << 20  # a worker line (the result) larger than this is refused
 STDERR_TAIL = 2000
@@ -171,7 +173,6 @@ def watched(command: str, argv: Sequence[str], timeout: float) -> dict[str, Any]
     """Run `command` as a watched worker and return its result document (a FAIL when it hung or
     died).
     """
-    from relpipe.engine import result
 
     t0 = time.monotonic()
     doc, step, problem = supervise(worker_argv(command, argv), timeout)

@@ -26,6 +26,7 @@ import json
 import os
 import platform
 import tempfile
+import tomllib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -570,7 +571,6 @@ def engine_repo_build(source: Path, commit: real_engine.EngineCommit) -> RepoBui
 
 def _scm_write_to(pyproject: Path, version: str) -> tuple[str, bytes] | None:
     """(path, bytes) of the version file setuptools-scm writes for `version`, if configured."""
-    import tomllib
 
     try:
         scm = tomllib.loads(pyproject.read_text("utf-8"))["tool"]["setuptools_scm"]

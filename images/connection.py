@@ -33,6 +33,7 @@ from relpipe.images.auth import (
     USER_ENV,
     Authenticator,
     Credentials,
+    RegistryAuth,
     load_credentials,
 )
 from relpipe.images.options import (
@@ -45,6 +46,7 @@ from relpipe.images.options import (
 from relpipe.images.transport import (
     MIB,
     Engine,
+    HttpxTransport,
     Limits,
     RegistryError,
     Request,
@@ -193,9 +195,6 @@ class RegistryConnection:
         with self._lock:
             if self._http is None:
                 import httpx
-
-                from relpipe.images.auth import RegistryAuth
-                from relpipe.images.transport import HttpxTransport
 
                 self._http = httpx.Client(
                     transport=HttpxTransport(self._send),

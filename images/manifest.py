@@ -59,7 +59,7 @@ class ManifestError(ImageError):
 
 
 def sha256_digest(data: bytes) -> str:
-    import hashlib  # not on the HEAD-only resolve path, whose cost is mostly imports
+    import hashlib  # deferred: not on the HEAD-only resolve path, whose cost is mostly imports
 
     return "sha256:" + hashlib.sha256(data).hexdigest()
 

@@ -188,7 +188,7 @@ def apply_registry_args(
         known = [x for x in (env.get(INSECURE_ENV) or "").split(",") if x]
         env[INSECURE_ENV] = ",".join(dict.fromkeys(known + list(args.insecure_registry)))
     if args.platform:
-        from relpipe.images.manifest import Platform  # validates os/arch[/variant]
+        from relpipe.images.manifest import Platform  # deferred: validates os/arch[/variant]
 
         Platform.parse(args.platform)
         env[PLATFORM_ENV] = args.platform

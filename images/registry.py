@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from relpipe.core import instant, jsoncodec, jsonload
+from relpipe.images import manifest
 from relpipe.images.auth import (
     CAP_EXT,
     KIND_EXT,
@@ -130,7 +131,6 @@ def _now_utc() -> str:
 def _m() -> ModuleType:
     """`images.manifest`, imported on first use: a HEAD-only resolve never parses a document,
     and creating its records is a measurable part of `relpipe images resolve`'s start-up."""
-    from relpipe.images import manifest
 
     return manifest
 

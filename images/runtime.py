@@ -39,6 +39,7 @@ from relpipe.core import engines
 from relpipe.core.reference import Reference, parse
 from relpipe.images.errors import ContainerError
 from relpipe.images.extract import extract_archive
+from relpipe.images.options import physical
 from relpipe.images.ownership import container_labels, reap_stale
 from relpipe.images.results import (
     OUT_DIR,
@@ -162,8 +163,6 @@ class Runtime:
     def ensure_image(self, ref: str | Reference) -> tuple[str, dict[str, str]]:
         """Pull `ref` by digest unless present; returns (digest reference, image labels)."""
         import docker.errors
-
-        from relpipe.images.options import physical
 
         reference = pinned(ref)
         # Under a registry mirror (images.options) dockerd pulls the same digest from the mirror.

@@ -142,7 +142,7 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     value = value.strip()
     if value.isdigit():
         return float(value)
-    import email.utils  # rare path; kept off the start-up import list
+    import email.utils  # deferred: rare path; kept off the start-up import list
 
     try:
         when = email.utils.parsedate_to_datetime(value)
@@ -153,11 +153,11 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
 
 def ssl_context(ca: str | None) -> Any:
     """System trust store (plus certifi when installed) plus an optional extra CA bundle."""
-    import ssl  # only registries spoken to over HTTPS pay for it
+    import ssl  # deferred: only registries spoken to over HTTPS pay for it
 
     context = ssl.create_default_context()
     try:
-        import certifi
+        import certifi  # deferred: optional, its absence is handled here
 
         context.load_verify_locations(cafile=certifi.where())
     except ImportError:

@@ -69,7 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_help())
         return 0 if args else 2
     if args[0] == "--version":
-        from importlib.metadata import version
+        from importlib.metadata import (
+            version,  # deferred: not on the commit hook's usual path (start-up)
+        )
 
         print(f"relpipe {version('relpipe')}")
         return 0

@@ -14,10 +14,15 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import relpipe.engine as payload
 from relpipe.changelog.repository.era import THRESHOLDS_NAME
 from relpipe.core import jsoncodec
 from relpipe.core.jsoncodec import RecordError
+from relpipe.core.reference import parse
 from relpipe.core.status import FAIL, NA, PASS
+from relpipe.images.nightly import engine_of
+from relpipe.images.results import OUT_DIR, RESULT_NAME
+from relpipe.images.runtime import PAYLOAD_DIR, Runtime
 from relpipe.pipeline import enginerepo
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.outputs import (
@@ -30,6 +35,7 @@ from relpipe.pipeline.outputs import (
     SmokeOutput,
 )
 from relpipe.pipeline.plan import Options
+from relpipe.validate import precision
 from relpipe.validate.precision import keypath
 
 if TYPE_CHECKING:
@@ -72,8 +78,6 @@ class Engine:
         are removed first; those of live processes (other shards) and other runs are kept.
         """
         if self._runtime is None:
-            from relpipe.images.runtime import Runtime
-
             runtime = Runtime.from_env(owner=self.owner)
             if self.owner:
                 runtime.reap_stale(self.owner)
@@ -88,7 +92,6 @@ class Engine:
         """`python -m relpipe.engine COMMAND` in the image:
         {'status': pass|fail|error, 'result', 'reason'}.
         """
-        import relpipe.engine as payload
 
         with tempfile.TemporaryDirectory(prefix=f"relpipe-{command}-") as tmp:
             run = self.runtime.run_engine(
@@ -103,8 +106,6 @@ class Engine:
         return _outcome(run, options)
 
     def probe(self, ref: str, options: Options) -> ProbeOutput:
-        from relpipe.core.reference import parse
-        from relpipe.images.nightly import engine_of
 
         # vLLM and SGLang images record their version and commit their own way (engine.packaging)
         engine = engine_of(parse(ref).repository)
@@ -255,9 +256,6 @@ class Engine:
         extra: list[str] | None = None,
     ) -> dict[str, Any]:
         """`server-smoke` with relpipe's own engine in the image; its decode lands in out_dir."""
-        import relpipe.engine as payload
-        from relpipe.images.results import OUT_DIR, RESULT_NAME
-        from relpipe.images.runtime import PAYLOAD_DIR
 
         # The inner timeouts end first, so a hung server is reported with what it was doing;
         # the container timeout stays the backstop and removes the container.
@@ -359,7 +357,6 @@ SERVER_PORT = "18080"
 
 
 def precision_report(repo: Path, rules: str | None, display: str) -> PrecisionReport:
-    from relpipe.validate import precision
 
     loaded = precision.load_rules(rules) if rules else None
     return precision.diff(repo, enginerepo.OLD_REF, enginerepo.NEW_REF, loaded, display=display)

@@ -31,6 +31,11 @@ from pathlib import Path
 
 from relpipe.core import process
 from relpipe.core.heartbeat import heartbeat
+from relpipe.images import lock
+from relpipe.images.build import build_fixtures
+from relpipe.images.options import MIRRORS_ENV
+from relpipe.images.registry import RegistryClient
+from relpipe.pipeline.commands.nightly import newest_nightly
 from relpipe.pipeline.screenshot import screenshot
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,7 +91,6 @@ def git(repo: Path, *args: str) -> str:
 
 def mirror_env(registry: str) -> dict[str, str]:
     """The environment that makes `registry` a mirror of docker.io (`--registry-mirror`)."""
-    from relpipe.images.options import MIRRORS_ENV
 
     return {MIRRORS_ENV: f"docker.io={registry}"}
 
@@ -107,8 +111,6 @@ def prepare_workdir(
     `pinned_tag`: every config pins this nightly instead (nightlies built from a real engine
     history are tagged from their commits' dates, not the example's fixture tags).
     """
-    from relpipe.images import lock
-    from relpipe.images.registry import RegistryClient
 
     if work.exists():
         shutil.rmtree(work)
@@ -224,7 +226,6 @@ def _say(line: str) -> None:
 
 def _build(args: argparse.Namespace, registry: str, t0: float) -> Path:
     """Build the nightlies into the registry and prepare the benchmark repository (its path)."""
-    from relpipe.images.build import build_fixtures
 
     commits = [c.strip() for c in args.engine_commits.split(",") if c.strip()]
     source = f"ATOM {args.engine_repo} at {', '.join(commits)}" if args.engine_repo else "fixture"
@@ -257,7 +258,6 @@ def _build(args: argparse.Namespace, registry: str, t0: float) -> Path:
 
 def _qualify_and_release(work: Path, args: argparse.Namespace) -> int:
     """`relpipe nightly`, then `relpipe release` of what it qualified, then the pull request."""
-    from relpipe.pipeline.commands.nightly import newest_nightly
 
     state = ["--state", str(args.state / "relpipe"), *DEMO_OPTIONS]
     code = relpipe(work, "nightly", REPOSITORY, "--config-key", args.config_key, *state)

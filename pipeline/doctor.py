@@ -35,8 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.configs.load import load_master
+from relpipe.changelog.configs.load import load_master, load_masters
+from relpipe.changelog.configs.points import plan_key
 from relpipe.changelog.configs.schema import KNOWN, line_of, unknown_fields
+from relpipe.changelog.entry import ERROR
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository.checkout import Checkout
 from relpipe.changelog.repository.detect import OVERRIDE
@@ -44,6 +46,7 @@ from relpipe.core import jsonload, process
 from relpipe.core.files import file_lock
 from relpipe.core.heartbeat import heartbeat
 from relpipe.pipeline.errors import PipelineError
+from relpipe.validate.gate import hook
 
 REQUIREMENTS = ("pydantic>=2.7,<3", "PyYAML>=6.0")
 CACHE = Path(os.environ.get("RELPIPE_DOCTOR_CACHE", Path.home() / ".cache/relpipe/doctor"))
@@ -163,8 +166,6 @@ def cases(changelog: bytes) -> list[Case]:
 
 
 def relpipe_verdict(case: Case) -> tuple[bool, str]:
-    from relpipe.changelog.entry import ERROR
-    from relpipe.validate.gate import hook
 
     report = hook.check(
         case.base,
@@ -355,9 +356,6 @@ def drift(repo: Checkout) -> list[Disagreement]:
 
 
 def _relpipe_masters(repo: Checkout) -> tuple[bool, str]:
-    from relpipe.changelog.configs.load import load_master
-    from relpipe.changelog.configs.schema import unknown_fields
-    from relpipe.changelog.errors import ChangelogError
 
     try:
         for master in repo.masters():
@@ -371,9 +369,6 @@ def _relpipe_masters(repo: Checkout) -> tuple[bool, str]:
 
 
 def _points(repo: Checkout, theirs: dict[str, int]) -> list[Disagreement]:
-    from relpipe.changelog.configs.load import load_masters
-    from relpipe.changelog.configs.points import plan_key
-    from relpipe.changelog.errors import ChangelogError
 
     configs = load_masters(repo.masters()).configs
     out = []

@@ -105,8 +105,9 @@ def _model_fields(module: Any) -> list[str]:
 
 
 def _points(masters: list[str], runners: str) -> dict[str, int]:
-    import argparse
+    import argparse  # deferred: only for the repository's sweep generator, when it is present
 
+    # deferred: the repository's own module, importable once main() put its folder on sys.path
     from generate_sweep_configs import generate_test_config_sweep  # type: ignore[import-not-found]
 
     module = _matrix_module()
@@ -142,7 +143,7 @@ def main() -> None:
     answer.update(fields=fields or [], fields_error=fields_error)
     answer.update(masters_error=None, masters_skipped=error, masters_absent=False)
     if module is not None and hasattr(module, "srt_recipe_references"):
-        import yaml
+        import yaml  # deferred: the repository's environment has PyYAML; only this check reads it
 
         merged: dict[str, Any] = {}
         for path in request["masters"]:

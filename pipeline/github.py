@@ -25,6 +25,7 @@ from urllib.parse import quote, urlsplit
 
 from relpipe.core import instant, jsonload, sanitize
 from relpipe.core.errors import require
+from relpipe.core.yamlload import load_yaml
 from relpipe.pipeline.errors import PipelineError
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -99,8 +100,9 @@ def _repo_path(repo: str) -> str:
     return f"/repos/{quote(owner, safe='')}/{quote(name, safe='')}"
 
 
-def list_pulls_request(repo: str, head: str) -> ApiRequest:
-    owner = repo.split("/", 1)[0]
+def list_pulls_request(repo: str, head: str, head_owner: str | None = None) -> ApiRequest:
+    """The PRs of `repo` whose head is `head_owner:head` (a fork's owner, else `repo`'s)."""
+    owner = head_owner or repo.split("/", 1)[0]
     return ApiRequest(
         method="GET",
         path=f"{_repo_path(repo)}/pulls",
@@ -108,12 +110,22 @@ def list_pulls_request(repo: str, head: str) -> ApiRequest:
     )
 
 
-def create_pull_request(repo: str, *, title: str, body: str, head: str, base: str) -> ApiRequest:
-    return ApiRequest(
-        method="POST",
-        path=f"{_repo_path(repo)}/pulls",
-        body={"title": title, "body": body, "head": head, "base": base},
-    )
+def create_pull_request(
+    repo: str, *, title: str, body: str, head: str, base: str, fork: bool = False
+) -> ApiRequest:
+    """POST a PR; from a fork `head` is `owner:branch` and the maintainers may push to it."""
+    fields: dict[str, Any] = {"title": title, "body": body, "head": head, "base": base}
+    if fork:
+        fields["maintainer_can_modify"] = True
+    return ApiRequest(method="POST", path=f"{_repo_path(repo)}/pulls", body=fields)
+
+
+def get_repo_request(repo: str) -> ApiRequest:
+    return ApiRequest(method="GET", path=_repo_path(repo))
+
+
+def get_user_request() -> ApiRequest:
+    return ApiRequest(method="GET", path="/user")
 
 
 def update_pull_request(repo: str, number: int, *, title: str, body: str) -> ApiRequest:
@@ -156,7 +168,6 @@ def token_from(env: Mapping[str, str], api_url: str, home: Path | None = None) -
     hosts = config / "hosts.yml"
     if not hosts.is_file():
         return None
-    from relpipe.core.yamlload import load_yaml
 
     doc = load_yaml(hosts.read_text(encoding="utf-8"), str(hosts), error=GitHubError)
     entry = doc.get(gh_host(api_url)) if isinstance(doc, dict) else None
@@ -316,11 +327,25 @@ class GitHub:
         except ValueError:
             raise GitHubError(f"{where}: the answer is not JSON; check --api-url") from None
 
-    def pulls_for(self, repo: str, branch: str) -> list[Pull]:
-        raw = self.send(list_pulls_request(repo, branch), ok=(200,))
+    def pulls_for(self, repo: str, branch: str, head_owner: str | None = None) -> list[Pull]:
+        raw = self.send(list_pulls_request(repo, branch, head_owner), ok=(200,))
         if not isinstance(raw, list):
             raise GitHubError("GitHub's pull list is not a list; check --api-url")
         return [p for p in map(Pull.from_json, raw) if p.head_ref == branch]
+
+    def default_branch(self, repo: str) -> str:
+        raw = self.send(get_repo_request(repo), ok=(200,))
+        name = raw.get("default_branch") if isinstance(raw, dict) else None
+        if not isinstance(name, str) or not name or len(name) > 255:
+            raise GitHubError(f"GitHub named no default branch of {repo}; pass --base BRANCH")
+        return name
+
+    def login(self) -> str:
+        raw = self.send(get_user_request(), ok=(200,))
+        name = raw.get("login") if isinstance(raw, dict) else None
+        if not isinstance(name, str) or not name or len(name) > 100:
+            raise GitHubError("GitHub named no login for the token; pass --fork-owner OWNER")
+        return name
 
     def label_exists(self, repo: str, name: str) -> bool:
         return self.send(get_label_request(repo, name), ok=(200, 404)) is not None

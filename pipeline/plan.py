@@ -8,6 +8,7 @@ later stage; the run id is the hash of that plan (`Plan.run_id`). The stages tha
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,8 @@ from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.outputs import ConfigScope, Resolved
 from relpipe.pipeline.runrecord import RunRecord, digest_of, relpipe_version
 from relpipe.pipeline.workspace import Point, Workspace
+from relpipe.validate import golden_al
+from relpipe.validate.errors import ValidateError
 
 DEFAULT_SUITES = ("decode-parity",)
 DEFAULT_MAX_BATCH = 4
@@ -137,6 +140,7 @@ def make_plan(
             framework=ck.framework,
             model_prefix=ck.model_prefix,
             points=ck.points,
+            warnings=ck.warnings,
         )
     if ws is not None:
         thresholds = ws.thresholds()
@@ -177,8 +181,6 @@ def locked_ref(pinned: Mapping[str, LockEntry], ref: str) -> str:
 
 def golden_inputs(ws: Workspace, key: str) -> str | None:
     """Hash of what C9 reads for `key` (None without golden files: C9 is then N/A)."""
-    from relpipe.validate import golden_al
-    from relpipe.validate.errors import ValidateError
 
     if not (ws.root / ws.era.golden).is_dir():
         return None
@@ -189,7 +191,6 @@ def golden_inputs(ws: Workspace, key: str) -> str | None:
 
 
 def file_sha256(path: str | None) -> str | None:
-    import hashlib
 
     if not path:
         return None

@@ -29,15 +29,21 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from relpipe.changelog.append import appended_bytes
+from relpipe.changelog.configs.semdiff import load_yaml
+from relpipe.changelog.entry import parse_appended
 from relpipe.changelog.errors import ChangelogError
 from relpipe.core import jsoncodec, jsonload, process, sanitize
+from relpipe.core.files import write_atomic
+from relpipe.core.record import replace as replace_record
 from relpipe.pipeline import github as gh
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.workspace import Workspace
+from relpipe.validate.gate.hook import placeholders
 
 if TYPE_CHECKING:
     from relpipe.changelog.entry import Entry
@@ -71,10 +77,12 @@ class Target:
     """Where the PR goes: the local clone, its remote and base, the GitHub repository."""
 
     root: Path
-    github_repo: str  # owner/name
-    remote: str = "origin"
-    base: str = "main"
+    github_repo: str  # owner/name of the canonical repository: the PR is opened there
+    remote: str = "origin"  # the canonical repository's remote: the base is fetched from it
+    base: str | None = "main"  # None: the canonical repository's default branch (asked)
     branch: str = ""
+    push_remote: str | None = None  # a fork's remote: the branch is pushed there
+    fork_owner: str | None = None  # the fork's owner (head = owner:branch); None: asked
     api_url: str = gh.DEFAULT_API_URL
     api_deadline_s: float = gh.DEADLINE_S
     labels: tuple[str, ...] = DEFAULT_LABELS
@@ -82,6 +90,90 @@ class Target:
     @property
     def repo_url(self) -> str:
         return f"https://github.com/{self.github_repo}"
+
+    @property
+    def pushes_to(self) -> str:
+        return self.push_remote or self.remote
+
+    @property
+    def fork(self) -> bool:
+        return self.push_remote is not None and self.push_remote != self.remote
+
+
+def github_name(url: str | None) -> str | None:
+    """`owner/name` of a GitHub remote URL (https, ssh or scp-like), else None."""
+    if not url:
+        return None
+    for prefix in ("https://github.com/", "http://github.com/", "ssh://git@github.com/"):
+        if url.startswith(prefix):
+            rest = url[len(prefix) :]
+            break
+    else:
+        if not url.startswith("git@github.com:"):
+            return None
+        rest = url[len("git@github.com:") :]
+    rest = rest.removesuffix("/").removesuffix(".git")
+    parts = rest.split("/")
+    if len(parts) != 2 or not all(parts):
+        return None
+    return "/".join(parts)
+
+
+def remote_urls(root: Path) -> dict[str, str]:
+    """name -> fetch URL of the clone's remotes."""
+    out: dict[str, str] = {}
+    for line in git(root, "remote", "-v").splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and fields[2] == "(fetch)":
+            out[fields[0]] = fields[1]
+    return out
+
+
+def canonical_repository(root: Path, given: str | None) -> str:
+    """The canonical repository (`owner/name`) the PR is opened on: `--github-repo`, else the
+    one the benchmark repository declares (`.relpipe.toml` `repository`)."""
+    if given:
+        return given
+    declared = Workspace(root).checkout.repository
+    name = github_name(declared)
+    if name is None:
+        raise PipelineError(
+            "which repository is the PR for? pass --github-repo OWNER/NAME (or declare "
+            '`repository = "https://github.com/OWNER/NAME"` in .relpipe.toml)'
+        )
+    return name
+
+
+def with_fork(target: Target) -> Target:
+    """The fork workflow, detected: when `--remote` (origin) is not the canonical repository,
+    the branch is pushed there (the fork) and the base is fetched from the remote that is the
+    canonical repository (upstream); the PR's head is `owner:branch`. A `--push-remote` given
+    explicitly is used as is (its owner from its URL, else `--fork-owner`, else asked)."""
+    urls = remote_urls(target.root)
+    canonical = target.github_repo.lower()
+    if target.push_remote is not None:
+        if target.push_remote not in urls:
+            raise PipelineError(f"--push-remote {target.push_remote}: no such git remote")
+        owner = target.fork_owner or (github_name(urls[target.push_remote]) or "").split("/")[0]
+        return replace(target, fork_owner=owner or None)
+    origin = github_name(urls.get(target.remote))
+    if origin is None or origin.lower() == canonical:
+        return target
+    upstream = next(
+        (n for n, u in sorted(urls.items()) if (github_name(u) or "").lower() == canonical), None
+    )
+    if upstream is None:
+        raise PipelineError(
+            f"{target.remote} is {origin}, a fork of {target.github_repo}, and no remote is "
+            f"{target.github_repo}: git remote add upstream https://github.com/"
+            f"{target.github_repo}, then retry"
+        )
+    return replace(
+        target,
+        remote=upstream,
+        push_remote=target.remote,
+        fork_owner=target.fork_owner or origin.split("/")[0],
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -212,7 +304,6 @@ def check_notes(root: Path, bump: Bump, notes: Path) -> None:
     """The notes must be those of the release in the working tree (checked by content): they name
     every key of the bump, the image its config line pins now and the one it pinned at HEAD. A
     notes file of another release (another key, nightly or baseline) is refused in one line."""
-    from relpipe.changelog.configs.semdiff import load_yaml
 
     try:
         text = notes.read_text(encoding="utf-8")
@@ -238,7 +329,6 @@ def check_notes(root: Path, bump: Bump, notes: Path) -> None:
 
 
 def appended_entries(old: bytes, new: bytes, changelog: str) -> tuple[Entry, ...]:
-    from relpipe.changelog.entry import parse_appended
 
     try:
         parsed = parse_appended(old, new, changelog)
@@ -280,8 +370,6 @@ def build_commit(
 
 
 def apply_bump(work: Path, bump: Bump) -> None:
-    from relpipe.changelog.append import appended_bytes
-    from relpipe.core.files import write_atomic
 
     if bump.patch:
         try:
@@ -318,11 +406,11 @@ def refuse_foreign_commits(
     """Stop when the PR branch carries a commit relpipe did not write: an update rebuilds the
     branch as one commit on the base, which would drop it. relpipe stops rather than rebuilding
     on top of it: a colleague's commit may change what the release's checks saw."""
-    git(target.root, "fetch", "--quiet", target.remote, f"refs/heads/{branch}")
+    git(target.root, "fetch", "--quiet", target.pushes_to, f"refs/heads/{branch}")
     fetched = git(target.root, "rev-parse", "FETCH_HEAD").strip()
     if fetched != tip:
         raise PullRequestRefused(
-            f"{branch} moved on {target.remote} while relpipe read it; run update again"
+            f"{branch} moved on {target.pushes_to} while relpipe read it; run update again"
         )
     listed = git(
         target.root, "rev-list", "--format=%H%x1f%an%x1f%s%x1f%B%x1e", tip, "--not", base_sha
@@ -377,12 +465,12 @@ def push(target: Target, sha: str, branch: str, expected: str | None) -> None:
             "--quiet",
             "--porcelain",
             lease,
-            target.remote,
+            target.pushes_to,
             f"{sha}:refs/heads/{branch}",
         )
     except PipelineError as exc:
         raise PullRequestRefused(
-            f"{target.remote} refused the push of {branch} ({exc}); nothing opened; fix the "
+            f"{target.pushes_to} refused the push of {branch} ({exc}); nothing opened; fix the "
             "remote's permissions or branch protection and retry"
         ) from None
 
@@ -394,7 +482,7 @@ def undo_push(target: Target, sha: str, branch: str, previous: str | None) -> No
         "push",
         "--quiet",
         f"--force-with-lease=refs/heads/{branch}:{sha}",
-        target.remote,
+        target.pushes_to,
         dest,
         check=False,
     )
@@ -416,12 +504,16 @@ def publish(
     branch = target.branch or branch_for(bump.config_keys)
     if client is None:
         return dry_run(target, bump, branch, labels)
+    if target.fork and target.fork_owner is None:
+        target = replace(target, fork_owner=client.login())
+    if target.base is None:
+        target = replace(target, base=client.default_branch(target.github_repo))
     live = open_pull_of(client, target, branch, mode)
-    previous = remote_sha(target.root, target.remote, branch)
+    previous = remote_sha(target.root, target.pushes_to, branch)
     if previous is not None and live is None:
         raise PullRequestRefused(
-            f"branch {branch} already exists on {target.remote} without a PR: pass --branch NAME "
-            "or delete that branch"
+            f"branch {branch} already exists on {target.pushes_to} without a PR: pass --branch "
+            "NAME or delete that branch"
         )
     for label in labels:
         if not client.label_exists(target.github_repo, label):
@@ -439,7 +531,7 @@ def publish(
     number = live.number if live else claimed or 1
     sha = build_commit(target, bump, base_sha, number, labels)
     push(target, sha, branch, previous)
-    log(f"pushed {sha[:12]} to {target.remote} {branch} (on {target.base} {base_sha[:12]})")
+    log(f"pushed {sha[:12]} to {target.pushes_to} {branch} (on {target.base} {base_sha[:12]})")
     try:
         if live is not None:
             req = gh.update_pull_request(
@@ -469,15 +561,11 @@ def publish(
 
 def with_pr_link(bump: Bump, target: Target, number: int) -> Bump:
     """The bump with each placeholder pr-link (`XXX`, `.../pull/XXX`) made the PR's own link."""
-    from dataclasses import replace
-
-    from relpipe.core import record
-    from relpipe.validate.gate.hook import placeholders
 
     link = f"{target.repo_url}/pull/{number}"
     unlinked = placeholders(target.repo_url)
     entries = tuple(
-        record.replace(entry, pr_link=link) if entry.pr_link in unlinked else entry
+        replace_record(entry, pr_link=link) if entry.pr_link in unlinked else entry
         for entry in bump.entries
     )
     return bump if entries == bump.entries else replace(bump, entries=entries)
@@ -505,13 +593,13 @@ def link_opened(
     except PipelineError as exc:
         log(f"warning: PR #{number} keeps the XXX pr-link placeholder ({exc})")
         return sha
-    log(f"pushed {final[:12]} to {target.remote} {branch} (pr-link of #{number})")
+    log(f"pushed {final[:12]} to {target.pushes_to} {branch} (pr-link of #{number})")
     return final
 
 
 def open_pull_of(client: gh.GitHub, target: Target, branch: str, mode: str) -> gh.Pull | None:
     """The branch's open PR, or None; refuses what `mode` cannot do (see `publish`)."""
-    pulls = client.pulls_for(target.github_repo, branch)
+    pulls = client.pulls_for(target.github_repo, branch, target.fork_owner)
     live = [p for p in pulls if p.state == "open"]
     if not live and pulls:
         done = pulls[0]
@@ -532,16 +620,28 @@ def open_pull_of(client: gh.GitHub, target: Target, branch: str, mode: str) -> g
 def create_pull(client: gh.GitHub, target: Target, bump: Bump, branch: str) -> gh.Pull:
     """POST the PR. When the answer is lost (a 5xx after GitHub created it, then 422 "already
     exists" on the retries), the PR that now exists for the branch is the one we opened."""
+    assert target.base is not None
     req = gh.create_pull_request(
-        target.github_repo, title=bump.title, body=bump.body, head=branch, base=target.base
+        target.github_repo,
+        title=bump.title,
+        body=bump.body,
+        head=head_of(target, branch),
+        base=target.base,
+        fork=target.fork,
     )
     try:
         return gh.Pull.from_json(client.send(req, ok=(201,)))
     except gh.GitHubError:
-        made = [p for p in client.pulls_for(target.github_repo, branch) if p.state == "open"]
+        pulls = client.pulls_for(target.github_repo, branch, target.fork_owner)
+        made = [p for p in pulls if p.state == "open"]
         if made:
             return made[0]
         raise
+
+
+def head_of(target: Target, branch: str) -> str:
+    """The PR's `head`: `owner:branch` from a fork (GitHub needs it across repositories)."""
+    return f"{target.fork_owner or '<your login>'}:{branch}" if target.fork else branch
 
 
 def linked_number(target: Target, bump: Bump) -> int | None:
@@ -558,23 +658,32 @@ def linked_number(target: Target, bump: Bump) -> int | None:
 def dry_run(target: Target, bump: Bump, branch: str, labels: Sequence[str]) -> Outcome:
     """The git steps and the exact requests `open` would send; no token, no network."""
     repo = target.github_repo
+    base = target.base or "<default branch>"
     steps = [
-        f"git fetch {target.remote} refs/heads/{target.base}",
-        f"git commit (on {target.remote}/{target.base}): {bump.title}",
-        f"git push --force-with-lease=refs/heads/{branch}: {target.remote} "
+        f"git fetch {target.remote} refs/heads/{base}",
+        f"git commit (on {target.remote}/{base}): {bump.title}",
+        f"git push --force-with-lease=refs/heads/{branch}: {target.pushes_to} "
         f"<commit>:refs/heads/{branch}",
     ]
     if with_pr_link(bump, target, 0) is not bump:
         steps.append(
             f"once the PR is numbered: git commit with pr-link {target.repo_url}/pull/<number>, "
-            f"git push --force-with-lease=refs/heads/{branch}:<commit> {target.remote} "
+            f"git push --force-with-lease=refs/heads/{branch}:<commit> {target.pushes_to} "
             f"<linked commit>:refs/heads/{branch}"
         )
+    asked = [gh.get_repo_request(repo)] if target.base is None else []
+    asked += [gh.get_user_request()] if target.fork and target.fork_owner is None else []
     requests = [
-        gh.list_pulls_request(repo, branch),
+        *asked,
+        gh.list_pulls_request(repo, branch, target.fork_owner),
         *(gh.get_label_request(repo, label) for label in labels),
         gh.create_pull_request(
-            repo, title=bump.title, body=bump.body, head=branch, base=target.base
+            repo,
+            title=bump.title,
+            body=bump.body,
+            head=head_of(target, branch),
+            base=base,
+            fork=target.fork,
         ),
         gh.add_labels_request(repo, 0, labels),  # 0: the number GitHub assigns
     ]
@@ -602,11 +711,11 @@ class PullStatus:
 
 def status(target: Target, config_keys: Sequence[str], client: gh.GitHub) -> PullStatus:
     branch = target.branch or branch_for(config_keys)
-    pulls = client.pulls_for(target.github_repo, branch)
+    pulls = client.pulls_for(target.github_repo, branch, target.fork_owner)
     live = [p for p in pulls if p.state == "open"]
     return PullStatus(
         branch=branch,
-        remote_commit=remote_sha(target.root, target.remote, branch),
+        remote_commit=remote_sha(target.root, target.pushes_to, branch),
         pull=(live + pulls)[0] if pulls else None,
     )
 

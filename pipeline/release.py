@@ -28,7 +28,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from relpipe.changelog.append import append, appended_bytes
+from relpipe.changelog.configs.load import master_keys
+from relpipe.changelog.configs.pin import edit_image
+from relpipe.changelog.configs.semdiff import diff as config_diff
+from relpipe.changelog.entry import ERROR, Entry, parse_appended
 from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.notes import ReleaseFacts, description_lines, render, render_title
 from relpipe.changelog.repository.era import MASTER_SUFFIX
 from relpipe.core import journal, jsoncodec
 from relpipe.core.check import Check
@@ -37,6 +43,7 @@ from relpipe.core.reference import parse, split
 from relpipe.core.status import FAIL, NA, PASS, overall
 from relpipe.images import lock
 from relpipe.images.archive import pin_or_archived
+from relpipe.images.registry import RegistryClient
 from relpipe.pipeline import comparison, pins
 from relpipe.pipeline.comparison import HistoryOutput
 from relpipe.pipeline.containers import Engine
@@ -49,6 +56,7 @@ from relpipe.pipeline.runrecord import (
     RunRecord,
     StageResult,
     StageRunner,
+    atomic_write,
     digest_of,
     pretty_json,
     stage_key,
@@ -56,6 +64,8 @@ from relpipe.pipeline.runrecord import (
 from relpipe.pipeline.stages import NO_GOLDEN, assemble, golden_al_result, run_units
 from relpipe.pipeline.verdict import Outcome, Verdict, evaluate
 from relpipe.pipeline.workspace import Workspace
+from relpipe.validate import notes_check
+from relpipe.validate.gate import hook as perf_changelog
 from relpipe.validate.precision.notable import notable
 
 if TYPE_CHECKING:
@@ -316,9 +326,6 @@ def stage_release(ws: Workspace, req: Request, runs: Sequence[KeyRun], scratch: 
     """Apply every change to a copy of the repository and run all validators on it: each key's
     `image:` line, one changelog entry naming every key, one notes pair (a section per old ->
     new pair), and, only where the team opted in, the lock file."""
-    from relpipe.changelog.configs.pin import edit_image
-    from relpipe.changelog.configs.semdiff import diff as config_diff
-    from relpipe.changelog.notes import ReleaseFacts, description_lines, render, render_title
 
     shutil.copytree(ws.root, scratch, ignore=_IGNORE, symlinks=True)
     base = repo_state(scratch)  # what was copied, not what a hash before the copy saw
@@ -400,14 +407,12 @@ def stage_release(ws: Workspace, req: Request, runs: Sequence[KeyRun], scratch: 
 
 
 def write_text(path: Path, text: str) -> None:
-    from relpipe.pipeline.runrecord import atomic_write
 
     atomic_write(path, text.encode("utf-8"))
 
 
 def make_entry(req: Request, lines: Sequence[str], plans: Sequence[Plan]) -> Entry:
     """One entry naming every key of the release, as InferenceX writes several keys' bumps."""
-    from relpipe.changelog.entry import Entry
 
     names = {p.name.split("/", 1)[0] for plan in plans for p in plan.points}
     scenarios = sorted(names & set(SCENARIO_TYPES))
@@ -420,7 +425,6 @@ def make_entry(req: Request, lines: Sequence[str], plans: Sequence[Plan]) -> Ent
 
 
 def apply_changelog(path: Path, entry: Entry) -> None:
-    from relpipe.changelog.append import append
 
     append(path, entry)
 
@@ -428,7 +432,6 @@ def apply_changelog(path: Path, entry: Entry) -> None:
 def pin_lock(path: Path, tagged: str, outcome: Outcome) -> None:
     """The opt-in lock file's entry of the new image: re-pinned (verified), then the probe facts
     merged in."""
-    from relpipe.images.registry import RegistryClient
 
     with RegistryClient() as client:
         pin = pin_or_archived(client, tagged, lock.load(path))
@@ -450,9 +453,6 @@ def pin_lock(path: Path, tagged: str, outcome: Outcome) -> None:
 
 def hook_result(ws: Workspace, scratch: Path, req: Request) -> ValidatorOutput:
     """The `validate_perf_changelog` checks, base = the repository's file, head = the staged one."""
-    from relpipe.changelog.configs.load import master_keys
-    from relpipe.changelog.entry import ERROR
-    from relpipe.validate.gate import hook as perf_changelog
 
     changelog = ws.changelog
     base = ws.root / changelog
@@ -472,8 +472,6 @@ def hook_result(ws: Workspace, scratch: Path, req: Request) -> ValidatorOutput:
 
 
 def notes_result(notes: str, facts: Mapping[str, Any]) -> ValidatorOutput:
-    from relpipe.changelog.notes import ReleaseFacts
-    from relpipe.validate import notes_check
 
     findings = notes_check.check(notes, ReleaseFacts.from_json(facts), "notes.md")
     return ValidatorOutput(
@@ -505,8 +503,8 @@ def release(
     stage, validate, and (unless a dry run) write the config lines and the one entry."""
     keys = tuple(dict.fromkeys(req.config_keys))
     req = replace(req, config_keys=keys)
-    # A key relpipe cannot read faithfully (an unknown master field, a recipe outside the
-    # repository or missing) is refused before anything, the locks' files included, is written.
+    # A key relpipe cannot read faithfully (a recipe outside the repository or missing) is refused
+    # before anything, the locks' files included, is written; an unknown master field is C10's WARN.
     for key in keys:
         ws.config_key(key, 1)
     state = release_state(ws, state, dry_run=req.dry_run)
@@ -689,7 +687,6 @@ def record_release(
 def record_pins(ws: Workspace, state: Path, runs: Sequence[KeyRun]) -> None:
     """The released image's verified pin and probe facts, in relpipe's state (`pipeline.pins`):
     re-pinned now, and refused if the tag moved since it was qualified."""
-    from relpipe.images.registry import RegistryClient
 
     first = runs[0]
     tagged = split(first.plan.image.pinned).without_digest
@@ -748,7 +745,6 @@ def journal_of(ws: Workspace) -> Path:
 def admitter(ws: Workspace) -> Callable[[str, bytes | None, bytes], str | None]:
     """The journal's admission rule for `ws`: a release writes one master config of its era,
     the lock file and the changelog, and the changelog only by appending entries to it."""
-    from relpipe.changelog.entry import parse_appended
 
     changelog, masters = str(ws.changelog), ws.era.masters
     lock_file = str(ws.lock) if ws.lock is not None else None  # only where the team opted in
@@ -771,7 +767,6 @@ def admitter(ws: Workspace) -> Callable[[str, bytes | None, bytes], str | None]:
 def released_line(ws: Workspace, req: Request, state: Path) -> str | None:
     """'nothing to do' when every key's config already pins `req.image` and relpipe's pins its
     current digest (re-pinned, verified): a second release of it would only repeat the entry."""
-    from relpipe.images.registry import RegistryClient
 
     for key in req.config_keys:
         pinned = ws.config_key(key, 1).image
@@ -828,7 +823,6 @@ def write_staged(ws: Workspace, staged: Staged) -> None:
     then config, changelog and lock file are committed through a journal (`core.journal`), so a
     kill at any instant leaves the old repository or, once the next release recovers, the new one.
     """
-    from relpipe.changelog.append import appended_bytes
 
     with repository_lock(ws):
         recover_interrupted(ws)

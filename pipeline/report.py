@@ -28,7 +28,7 @@ from relpipe.core.reference import split
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.pipeline.comparison import HistoryOutput, Trend
 from relpipe.pipeline.outputs import EngineFacts, EvalOutput, Facts, PrecisionOutput
-from relpipe.pipeline.runrecord import pretty_json
+from relpipe.pipeline.runrecord import atomic_write, digest_of, pretty_json, relpipe_version
 from relpipe.pipeline.verdict import Outcome, Verdict, eval_failures
 from relpipe.validate.precision import PrecisionReport
 
@@ -427,7 +427,6 @@ def render_all(data: ReportData, folder: Path, force: bool = False) -> dict[str,
     rendered from the same data they are kept (a cache hit does not pay for matplotlib);
     `force` renders anyway (`relpipe report`, which proves the bytes are reproducible).
     """
-    from relpipe.pipeline.runrecord import atomic_write, digest_of, relpipe_version
 
     key = digest_of({"report": to_json(data), "renderer": RENDERER, "relpipe": relpipe_version()})
     paths = {name: folder / name for name in REPORT_FILES}

@@ -19,13 +19,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from relpipe.changelog.append import appended_bytes
+from relpipe.changelog.configs.pin import edit_image
+from relpipe.changelog.entry import Entry
 from relpipe.changelog.errors import ChangelogError
-from relpipe.core import instant
+from relpipe.core import instant, sanitize
 from relpipe.core.files import file_lock, write_atomic
 from relpipe.core.reference import parse
 from relpipe.images import lock
 from relpipe.images.lock import LockEntry
 from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.release import SCENARIO_TYPES, new_image_text, pr_link
 from relpipe.pipeline.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -81,7 +85,6 @@ def previous_image(
 def plan_revert(
     ws: Workspace, config_key: str, to: str | None, reason: str, pinned: Mapping[str, LockEntry]
 ) -> Revert:
-    from relpipe.pipeline.release import new_image_text
 
     if not reason.strip() or "\n" in reason:
         raise PipelineError("--reason must be one non-empty line saying why the image goes back")
@@ -100,10 +103,6 @@ def revert_edits(
 ) -> tuple[dict[str, tuple[bytes, bytes]], Entry]:
     """What the revert changes, computed without writing: `{path: (old bytes, new bytes)}` for
     each master config and the changelog (one appended entry naming every key)."""
-    from relpipe.changelog.append import appended_bytes
-    from relpipe.changelog.configs.pin import edit_image
-    from relpipe.changelog.entry import Entry
-    from relpipe.pipeline.release import SCENARIO_TYPES, pr_link
 
     texts: dict[str, tuple[bytes, str]] = {}
     scenarios: set[str] = set()
@@ -165,7 +164,6 @@ def diff_of(changes: Mapping[str, tuple[bytes, bytes]]) -> str:
 
 def title_and_body(reverts: Sequence[Revert]) -> tuple[str, str]:
     """The revert PR's title and bilingual body (the reason is the user's words, escaped)."""
-    from relpipe.core import sanitize
 
     first = reverts[0]
     reason = sanitize.markdown(first.reason)

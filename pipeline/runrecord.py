@@ -24,6 +24,7 @@ import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,6 @@ def relpipe_version() -> str:
     The fingerprint makes a cached stage result stale when the code that produced it changes
     without a version bump (editable installs, local patches), instead of serving old logic.
     """
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
         base = version("relpipe")

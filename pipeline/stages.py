@@ -42,6 +42,8 @@ from relpipe.pipeline.plan import Plan
 from relpipe.pipeline.runrecord import StageRunner
 from relpipe.pipeline.verdict import Outcome
 from relpipe.pipeline.workspace import Workspace, threshold_for
+from relpipe.validate import golden_al
+from relpipe.validate.errors import ValidateError
 
 # The metric each suite is judged on, and the threshold used when thresholds.yaml has none.
 SUITE_METRIC = {"decode-parity": ("token_agreement", 0.95), "gsm8k": ("accuracy", None)}
@@ -285,8 +287,6 @@ def golden_al_result(ws: Workspace, key: str | None) -> ValidatorOutput:
 
     FAIL rows are problems; rows that cannot be checked (K or golden value unknown) are evidence
     marked "cannot check"; a key without agentic spec-decode settings is N/A."""
-    from relpipe.validate import golden_al
-    from relpipe.validate.errors import ValidateError
 
     if key is None:
         return ValidatorOutput(

@@ -23,11 +23,21 @@ from relpipe.changelog.configs.points import plan_key
 from relpipe.changelog.configs.semdiff import load_yaml
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository.checkout import Checkout, open_checkout
-from relpipe.changelog.repository.detect import read_override
+from relpipe.changelog.repository.detect import (
+    canonical_repository,
+    linked_repository,
+    read_override,
+)
 from relpipe.changelog.repository.era import MASTER_SUFFIX, Era
 from relpipe.changelog.repository.launch import check_key
 from relpipe.core import suggest
+from relpipe.core.errors import RelpipeError
+from relpipe.core.files import read_capped
+from relpipe.engine.errors import EngineError
+from relpipe.engine.evals.thresholds import Thresholds, load
 from relpipe.pipeline.errors import PipelineError
+from relpipe.validate.errors import ValidateError
+from relpipe.validate.gate import git as githook
 
 STATE = Path(".relpipe")
 _MAX_YAML = 16 * 1024 * 1024
@@ -50,6 +60,8 @@ class ConfigKey:
     framework: str | None
     model_prefix: str | None
     points: tuple[Point, ...]
+    # WARN findings at file:line: master fields relpipe does not know (it never refuses them)
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,25 @@ class Workspace:
     def era(self) -> Era:
         """The repository's era (`changelog.repository`)."""
         return self.checkout.era
+
+    def repository_url(self, default: str) -> str:
+        """The benchmark repository's canonical URL, from its identity and never a fork's
+        `origin` (`changelog.repository.detect.canonical_repository`: the override file's
+        `repository`, the `upstream` remote, its changelog's own links), else `default`."""
+        changelog = self.root / self.era.changelog
+        try:
+            linked = linked_repository(read_capped(changelog, _MAX_YAML, "the changelog"))
+        except RelpipeError:
+            linked = None
+        try:
+            remotes = githook.remote_urls(str(self.root))
+        except ValidateError:
+            remotes = {}
+        remotes.pop("origin", None)  # a fork's clone: its origin is not the repository
+        found = canonical_repository(
+            named=None, override=self.checkout.repository, remotes=remotes, linked=linked
+        )
+        return found or default
 
     @property
     def changelog(self) -> Path:
@@ -138,7 +169,7 @@ class Workspace:
         master, cfg = found[0]
         try:
             lines = master.read_text(encoding="utf-8").splitlines()
-            check_key(self.checkout, master, key, cfg, lines)
+            warnings = check_key(self.checkout, master, key, cfg, lines)
         except ChangelogError as exc:
             raise PipelineError(str(exc)) from None
         image = cfg.get("image")
@@ -151,12 +182,11 @@ class Workspace:
             framework=_opt_str(cfg.get("framework")),
             model_prefix=_opt_str(cfg.get("model-prefix")),
             points=expand_points(key, cfg, max_batch),
+            warnings=tuple(warnings),
         )
 
     def thresholds(self) -> dict[str, Any]:
         """thresholds.yaml as {default, models}, read by the engine's own strict reader."""
-        from relpipe.engine.errors import EngineError
-        from relpipe.engine.evals.thresholds import load
 
         path = self.root / self.era.thresholds
         if not path.is_file():
@@ -208,8 +238,6 @@ def threshold_for(
 ) -> float | None:
     """The engine's lookup (InferenceX's: exact model-prefix, then default); None when nothing
     applies."""
-    from relpipe.engine.errors import EngineError
-    from relpipe.engine.evals.thresholds import Thresholds
 
     table = Thresholds(dict(thresholds.get("default") or {}), dict(thresholds.get("models") or {}))
     try:

@@ -259,6 +259,9 @@ class GitHubDouble:
     def _route(
         self, method: str, path: str, query: dict[str, list[str]], body: Any, answer: httpx.Response
     ) -> tuple[int, bytes, dict[str, str]]:
+        if method == "GET" and re.fullmatch(r"/repos/[^/]+/[^/]+", path):
+            # the bare remotes' default branch is main (Prism's example says master)
+            return 200, json.dumps({**answer.json(), "default_branch": "main"}).encode(), {}
         m = re.fullmatch(
             r"/repos/([^/]+)/([^/]+)/(pulls|labels|issues)(?:/([^/]+))?(/labels)?", path
         )
@@ -298,13 +301,14 @@ class GitHubDouble:
             found = [
                 p
                 for p in self.pulls.values()
-                if f"{owner}:{p['head']['ref']}" == head and state in ("all", p["state"])
+                if p["head"]["label"] == head and state in ("all", p["state"])
             ]
             return 200, json.dumps(found).encode(), {}
         if method == "POST" and item is None:
+            # `head` is `owner:branch` from a fork, else a branch of this repository
+            label = body["head"] if ":" in body["head"] else f"{owner}:{body['head']}"
             if any(
-                p["head"]["ref"] == body["head"] and p["state"] == "open"
-                for p in self.pulls.values()
+                p["head"]["label"] == label and p["state"] == "open" for p in self.pulls.values()
             ):
                 return (
                     422,
@@ -327,7 +331,7 @@ class GitHubDouble:
                 labels=[],
                 html_url=f"https://github.com/{owner}/{repo}/pull/{number}",
             )
-            pull["head"] = {**pull["head"], "ref": body["head"]}
+            pull["head"] = {**pull["head"], "ref": label.split(":", 1)[1], "label": label}
             pull["base"] = {**pull["base"], "ref": body["base"]}
             self.pulls[number] = pull
             return 201, json.dumps(pull).encode(), {}

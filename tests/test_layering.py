@@ -392,3 +392,56 @@ def test_the_path_rule_sees_a_literal() -> None:
         if BENCHMARK_PATHS.search(n.value)
     ]
     assert hits == ["inferencex-e2e/configs", "/perf-changelog.yaml"]
+
+
+# A function-local import is for an optional heavy dependency (the extras) or says why it waits.
+HEAVY = {"torch", "triton", "numpy", "httpx", "docker", "requests", "matplotlib", "jinja2", "rich"}
+HEAVY |= {"psycopg", "ruamel"}
+DEFERRED = "# deferred:"
+
+
+def _local_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of each import inside a function of `path` that is neither of a heavy
+    module nor carries a `# deferred: <reason>` comment (on its lines or the line above)."""
+    text = path.read_text()
+    lines = text.splitlines()
+    found = []
+    for fn in ast.walk(ast.parse(text)):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+            )
+            if all(name.split(".")[0] in HEAVY for name in names):
+                continue
+            around = lines[max(node.lineno - 2, 0) : node.end_lineno]
+            if not any(DEFERRED in line for line in around):
+                found.append((node.lineno, ", ".join(names)))
+    return found
+
+
+def test_imports_are_at_the_top_of_modules() -> None:
+    """Imports go at the top of a module; inside a function only an optional heavy dependency
+    or one that says why it waits (start-up of the commit hook, an extra it loads)."""
+    bad = [
+        f"{path.relative_to(ROOT).as_posix()}:{line}: {name}"
+        for layer in sorted(LAYERS)
+        for path in _modules(layer)
+        for line, name in _local_imports(path)
+    ]
+    assert bad == []
+
+
+def test_the_import_rule_sees_a_local_import(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "def f():\n    import json\n    import torch\n"
+        "    import yaml  # deferred: the hook's start-up\n"
+        "    # deferred: the pipeline's extra\n    from relpipe.images import registry\n"
+    )
+    assert _local_imports(source) == [(2, "json")]

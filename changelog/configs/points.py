@@ -31,8 +31,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from relpipe.changelog.configs.schema import scenarios_of
 from relpipe.changelog.errors import ChangelogError
 from relpipe.core import jsonload
 
@@ -144,7 +146,7 @@ def _walk(
     where = f"config key {key}"
     if not isinstance(cfg, Mapping):
         raise ChangelogError(f"{where}: must be a mapping")
-    by_scenario = cfg.get("scenarios")
+    by_scenario = scenarios_of(cfg)
     if not isinstance(by_scenario, dict):
         raise ChangelogError(f"{where}: scenarios must be a mapping")
     multinode = cfg.get("multinode", False) is True
@@ -289,7 +291,6 @@ def _dram_gb(
     """`agentic_dram_offload_gb`: the node's capped DRAM scaled by utilization and GPU share."""
     if arm.get("kv-offloading", "none") != "dram":
         return 0
-    from decimal import Decimal, InvalidOperation
 
     runner = cfg.get("runner")
     hardware = runners.get("hardware") if isinstance(runners, Mapping) else None

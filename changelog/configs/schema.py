@@ -67,11 +67,25 @@ KNOWN = TOP | SCENARIOS | ARM | WORKER | ITEM | COMPONENT
 _CHILDREN = ("worker", "prefill", "decode")  # WORKER-level mappings of a search-space item
 
 
+# Before `scenarios` (InferenceX until about 2026-04, `eras/2026-01-15`, `eras/2026-03-30`): a
+# top-level `seq-len-configs` list held the fixed-seq-len arms, in the same shape.
+SEQ_LEN_CONFIGS = "seq-len-configs"
+
+
+def scenarios_of(cfg: Mapping[str, Any]) -> Any:
+    """A key's `scenarios` mapping; in the older schema, its `seq-len-configs` arms as the
+    fixed-seq-len scenario (what InferenceX's generator of that time swept)."""
+    scenarios = cfg.get("scenarios")
+    if scenarios is None and isinstance(cfg.get(SEQ_LEN_CONFIGS), list):
+        return {"fixed-seq-len": cfg[SEQ_LEN_CONFIGS]}
+    return scenarios
+
+
 def _walk(cfg: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     """(dotted place, field) of every mapping key of one config key's block."""
     for name in cfg:
         yield "", str(name)
-    scenarios = cfg.get("scenarios")
+    scenarios = scenarios_of(cfg)
     if not isinstance(scenarios, Mapping):
         return
     for scenario, arms in scenarios.items():

@@ -172,7 +172,7 @@ def _event_node(
 
 def _events(text: str, first: int) -> tuple[list[object], list[Finding]]:
     """PyYAML's events of one entry, or the syntax error that stops them."""
-    import yaml
+    import yaml  # deferred: not on the commit hook's usual path (start-up)
 
     try:
         return list(yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))), []
@@ -194,7 +194,7 @@ def _events(text: str, first: int) -> tuple[list[object], list[Finding]]:
 
 def _node_findings(events: Sequence[object], first: int) -> list[Finding]:
     """Aliases, anchors and explicit tags: refused (YAML bombs, values hidden from a reader)."""
-    import yaml
+    import yaml  # deferred: not on the commit hook's usual path (start-up)
 
     found: list[Finding] = []
     for event in events:
@@ -234,7 +234,7 @@ def _node_findings(events: Sequence[object], first: int) -> list[Finding]:
 
 def event_fields(text: str, first: int) -> tuple[dict[str, object], dict[str, int], list[Finding]]:
     """Read one entry through PyYAML's event stream; judge anchors, aliases, tags, duplicates."""
-    import yaml
+    import yaml  # deferred: not on the commit hook's usual path (start-up)
 
     events, found = _events(text, first)
     found = found or _node_findings(events, first)

@@ -55,7 +55,7 @@ class Ambiguous(Record):
 def load_yaml() -> tuple[object, object]:
     """PyYAML and its resolver, imported on first need: an entry of plain strings and quoted
     text never needs them, and importing PyYAML is a third of the hook's start-up."""
-    import yaml
+    import yaml  # deferred: not on the commit hook's usual path (start-up)
 
     return yaml, yaml.resolver.Resolver()
 
@@ -229,7 +229,7 @@ def unsafe_char(text: str) -> str | None:
     """The first invisible, control, private-use or unassigned character of `text`, if any."""
     if text.isascii():
         return None
-    import unicodedata
+    import unicodedata  # deferred: not on the commit hook's usual path (start-up)
 
     for char in text:
         if char >= "\x80" and unicodedata.category(char) in UNSAFE_CATEGORIES:
@@ -301,7 +301,7 @@ def lax_int(value: object) -> int | None:
 
 
 def _float(text: str) -> float | None:
-    import math
+    import math  # deferred: not on the commit hook's usual path (start-up)
 
     try:
         number = float(text.replace("_", ""))

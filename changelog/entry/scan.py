@@ -613,7 +613,7 @@ _LINE = operator.attrgetter("line")  # a sort key in C: a large file has a findi
 
 def _block_at(blocks: Sequence[Block], byte: int) -> int:
     """Index of the block holding byte offset `byte` (blocks are sorted by start)."""
-    import bisect
+    import bisect  # deferred: not on the commit hook's usual path (start-up)
 
     return bisect.bisect_right([b.start for b in blocks], byte) - 1
 

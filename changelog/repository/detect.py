@@ -190,7 +190,7 @@ def read_override(root: str) -> dict[str, Any] | None:
         return None
     if not inside(root, OVERRIDE):
         raise ChangelogError(f"{path}: a symlink out of the checkout; not read")
-    import tomllib  # only when the repository has an override file (the hook's start-up)
+    import tomllib  # deferred: only when the repository has an override file (the hook's start-up)
 
     try:
         with open(path, "rb") as handle:

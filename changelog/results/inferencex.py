@@ -29,6 +29,7 @@ from relpipe.changelog.results.records import (
     finite,
     image_from_ref,
 )
+from relpipe.core import instant
 from relpipe.core.status import Status
 
 SOURCE = "inferencex"
@@ -283,9 +284,10 @@ def stamp(text: object) -> int | None:
     """Milliseconds since the epoch from an ISO time or InferenceX's `YYYYMMDD-HHMMSS`."""
     if not isinstance(text, str):
         return None
-    for fmt in ("%Y-%m-%dT%H:%M:%SZ", "%Y%m%d-%H%M%S"):
-        try:
-            return int(datetime.strptime(text, fmt).replace(tzinfo=UTC).timestamp() * 1000)
-        except ValueError:
-            continue
-    return None
+    when = instant.parse_or_none(text)  # RFC 3339: the one parser of instants
+    if when is not None:
+        return instant.milliseconds(when)
+    try:  # InferenceX's own run-id spelling, UTC
+        return int(datetime.strptime(text, "%Y%m%d-%H%M%S").replace(tzinfo=UTC).timestamp() * 1000)
+    except ValueError:
+        return None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from relpipe.changelog.results.records import (
@@ -23,6 +22,7 @@ from relpipe.changelog.results.records import (
     Sample,
     finite,
 )
+from relpipe.core import instant
 from relpipe.core.reference import split
 
 SOURCE = "relpipe:qualify"
@@ -88,9 +88,7 @@ def samples(report: Mapping[str, Any], *, run: str) -> list[Sample]:
 
 
 def _created_ms(text: object) -> int:
-    if not isinstance(text, str):
-        return 0
-    try:
-        return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError:
-        return 0
+    """The image's created time as milliseconds (through `core.instant`: an offset is honoured,
+    a time without a zone is no instant), 0 when there is none."""
+    when = instant.parse_or_none(text)
+    return 0 if when is None else instant.milliseconds(when)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
 from relpipe.engine.errors import EngineError
+from relpipe.engine.files import write_atomic
 
 MAX_ACCEPTANCE_LENGTH = Decimal(64)
 MAX_SPECULATIVE_TOKENS = 63  # K + 1 <= MAX_ACCEPTANCE_LENGTH
@@ -189,7 +190,6 @@ def accepted_drafts(value: object, tokens: int | None = None) -> str:
 
 def start(server: ServerSpec, log_path: str) -> subprocess.Popen[bytes]:
     """Write the server's config files, start it in a new process group, output to `log_path`."""
-    from relpipe.engine.files import write_atomic
 
     for path, text in server.files.items():
         write_atomic(path, text.encode("utf-8"))

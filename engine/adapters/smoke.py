@@ -26,6 +26,9 @@ from typing import Any
 from relpipe.engine import options, result
 from relpipe.engine.adapters import command, server
 from relpipe.engine.errors import EngineError
+from relpipe.engine.evals import cli as evals
+from relpipe.engine.evals import gsm8k as suite
+from relpipe.engine.files import read_capped
 
 MAX_EVENT_BYTES = 1 << 20
 LOG_TAIL = 400
@@ -171,7 +174,6 @@ def decode(base_url: str, model: str, prompt: str, max_new: int, stall: float) -
 
 
 def golden_check(path: str, decoded: Sequence[Decoded]) -> dict[str, Any]:
-    from relpipe.engine.files import read_capped
 
     try:
         gold = json.loads(read_capped(path, 4 << 20, "golden decode"))
@@ -203,8 +205,6 @@ def to_json(d: Decoded) -> dict[str, Any]:
 
 
 def gsm8k(args: argparse.Namespace, base_url: str, model: str) -> dict[str, Any]:
-    from relpipe.engine.evals import cli as evals
-    from relpipe.engine.evals import gsm8k as suite
 
     ns = argparse.Namespace(**vars(args))
     ns.base_url, ns.model = base_url, model

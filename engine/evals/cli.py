@@ -12,7 +12,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from relpipe.engine import options, result, watchdog
+from relpipe.engine.adapters.atom import load_ops
 from relpipe.engine.errors import EngineError
+from relpipe.engine.evals import gsm8k as suite
+from relpipe.engine.evals import thresholds
+from relpipe.engine.runtime import require_triton
+from relpipe.engine.smoke import CheckFailed
 
 SUITES = ("decode-parity", "gsm8k")
 KV = options.KV_DTYPE_NAMES
@@ -99,12 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def decode_parity(args: argparse.Namespace, reporter: watchdog.Reporter) -> dict[str, Any]:
     reporter.progress("import torch")
-    from relpipe.engine.runtime import require_triton
 
     require_triton()
-    from relpipe.engine import model
-    from relpipe.engine.adapters.atom import load_ops
-    from relpipe.engine.evals import parity
+    from relpipe.engine import model  # deferred: loads torch (the engine extra)
+    from relpipe.engine.evals import parity  # deferred: loads torch (the engine extra)
 
     reporter.progress("load model")
     weights = options.load_weights(args)
@@ -118,8 +121,6 @@ def decode_parity(args: argparse.Namespace, reporter: watchdog.Reporter) -> dict
     except EngineError:
         raise
     except Exception as exc:  # noqa: BLE001 - a kernel or image op raising is a FAIL of the image
-        from relpipe.engine.smoke import CheckFailed
-
         raise CheckFailed(
             f"decode raised {type(exc).__name__} in step {reporter.step!r}: {exc}"
         ) from exc
@@ -139,7 +140,6 @@ def decode_parity(args: argparse.Namespace, reporter: watchdog.Reporter) -> dict
 
 
 def _threshold(args: argparse.Namespace) -> tuple[float, str]:
-    from relpipe.engine.evals import thresholds
 
     if args.threshold is not None:
         if not 0 <= args.threshold <= 1:
@@ -152,7 +152,6 @@ def _threshold(args: argparse.Namespace) -> tuple[float, str]:
 
 def gsm8k(args: argparse.Namespace) -> dict[str, Any]:
     """gsm8k against a server (or recorded completions) by InferenceX's rules."""
-    from relpipe.engine.evals import gsm8k as suite
 
     limit, source = _threshold(args)
     if args.n_shot < 0 or args.limit < 0:
@@ -194,7 +193,6 @@ def gsm8k(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def ask_server(args: argparse.Namespace) -> tuple[Any, int]:
-    from relpipe.engine.evals import gsm8k as suite
 
     problems = suite.read_jsonl(args.dataset)
     if args.limit:

@@ -22,10 +22,24 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from relpipe.changelog.results import store
 from relpipe.core import jsoncodec, jsonload, sanitize
 from relpipe.core.reference import parse, split
+from relpipe.images.nightly import DEFAULT_PATTERN
+from relpipe.images.options import add_registry_args, apply_registry_args
+from relpipe.images.registry import RegistryClient
 from relpipe.pipeline.bisect import Journal, between, commits_of, endpoints, plan, search
+from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.run import (
+    RunResult,
+    add_qualify_args,
+    options_from,
+    qualify,
+    state_dir,
+    workspace_from,
+)
+from relpipe.pipeline.runbisect import narrow
 
 
 def _split(ref: str, repository: str | None) -> tuple[str, str]:
@@ -39,8 +53,6 @@ def _split(ref: str, repository: str | None) -> tuple[str, str]:
 
 
 def _inside_one_image(args: argparse.Namespace) -> int:
-    from relpipe.changelog.results import store
-    from relpipe.pipeline.runbisect import narrow
 
     series = args.series or args.config_key
     with store.open_store(store.locate(args.history, Path(args.repo or ".")), create=False) as db:
@@ -62,18 +74,6 @@ def _inside_one_image(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from relpipe.images.nightly import DEFAULT_PATTERN
-    from relpipe.images.options import add_registry_args, apply_registry_args
-    from relpipe.images.registry import RegistryClient
-    from relpipe.pipeline.commands.parser import parser
-    from relpipe.pipeline.run import (
-        RunResult,
-        add_qualify_args,
-        options_from,
-        qualify,
-        state_dir,
-        workspace_from,
-    )
 
     p = parser("relpipe bisect", __doc__)
     p.add_argument("good", metavar="GOOD", help="a nightly known to pass (REPOSITORY:TAG)")

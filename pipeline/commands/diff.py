@@ -16,6 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from relpipe.core import engines, sanitize
+from relpipe.core.files import read_capped
+from relpipe.core.reference import parse
+from relpipe.images.options import apply_registry_args
+from relpipe.images.registry import RegistryClient
 from relpipe.pipeline import enginerepo
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
@@ -99,7 +103,9 @@ def _parser() -> argparse.ArgumentParser:
     out = output.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON document (the report)")
     out.add_argument("--markdown", action="store_true", help="print Markdown tables (the default)")
-    from relpipe.images.options import add_registry_args  # lazy: the git path needs no registry
+    from relpipe.images.options import (
+        add_registry_args,  # deferred: lazy: the git path needs no registry
+    )
 
     add_registry_args(p)  # for --repo image:REF
     return p
@@ -108,8 +114,7 @@ def _parser() -> argparse.ArgumentParser:
 def _image_repo(ref: str, path_in_image: str, into: Path) -> Path:
     """The image's `<path>/.git`, copied out and sanitised by `pipeline.enginerepo`, in `into`."""
     try:
-        from relpipe.core.reference import parse
-        from relpipe.images import runtime
+        from relpipe.images import runtime  # deferred: the images extra (docker SDK)
     except ImportError as exc:  # the `images` extra (docker SDK) is not installed
         raise PipelineError(
             f"--repo image:REF needs the images extra ({exc.name} missing); "
@@ -119,8 +124,6 @@ def _image_repo(ref: str, path_in_image: str, into: Path) -> Path:
         raise PipelineError("--repo image: needs a reference, e.g. image:rocm/atom-dev@sha256:...")
     reference = parse(ref)
     if reference.digest is None:
-        from relpipe.images.registry import RegistryClient
-
         with RegistryClient() as client:
             ref = f"{reference.name}@{client.resolve(reference).digest}"
     return enginerepo.extract(runtime.Runtime.from_env(), ref, into, path=path_in_image)
@@ -156,7 +159,6 @@ MAX_LISTING = 64 * 1024 * 1024
 def _listing(path: str) -> list[str]:
     """The paths of a listing file: one per line, blank lines skipped; untrusted (capped, UTF-8,
     no NUL, no absolute or `..` paths)."""
-    from relpipe.core.files import read_capped
 
     data = read_capped(path, MAX_LISTING, "path listing", error=PipelineError)
     try:
@@ -195,8 +197,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.old is None or args.new is None:
         raise PipelineError("relpipe diff needs OLD and NEW (or --lint-rules); see --help")
     if str(args.repo or "").startswith("image:"):
-        from relpipe.images.options import apply_registry_args
-
         apply_registry_args(args)  # used by --repo image:REF
     with tempfile.TemporaryDirectory(prefix="relpipe-diff-") as tmp:
         report, scoped = run(args, Path(tmp))

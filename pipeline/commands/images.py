@@ -8,19 +8,30 @@ A thin shell over `images.registry`, `images.nightly`, `images.lock` and (for `p
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from relpipe.changelog.configs.pin import pin_image
+from relpipe.changelog.repository.checkout import find_root, is_checkout
 from relpipe.core import sanitize
 from relpipe.core.reference import parse, split
+from relpipe.images import archive
 from relpipe.images.errors import ImageError
-from relpipe.images.nightly import families
+from relpipe.images.evidence import choose_newest, default_cache_path
+from relpipe.images.lock import entry_from_pin, load, lookup, merge_facts, update
+from relpipe.images.nightly import default_family, engine_of, families
 from relpipe.images.options import add_registry_args, apply_registry_args
 from relpipe.images.registry import RegistryClient
+from relpipe.images.runtime import Runtime
+from relpipe.pipeline import pins
 from relpipe.pipeline.commands.parser import Parser
 from relpipe.pipeline.commands.parser import parser as new_parser
+from relpipe.pipeline.run import state_dir
+from relpipe.pipeline.workspace import Workspace
 
 DEFAULT_LOCK = "images.lock.yaml"  # images.lock.DEFAULT_LOCK, without importing PyYAML here
 
@@ -47,8 +58,6 @@ def _resolve(args: argparse.Namespace) -> int:
 
 
 def _latest(args: argparse.Namespace) -> int:
-    from relpipe.images.evidence import choose_newest, default_cache_path
-    from relpipe.images.nightly import default_family
 
     repo = parse(args.repository)
     if repo.tag or repo.digest:
@@ -99,7 +108,6 @@ def _pin(args: argparse.Namespace) -> int:
     if bool(args.config) != bool(args.config_key):
         raise ImageError("--config and --config-key go together")
     # Imported here: PyYAML is only needed by the commands that write the lock.
-    from relpipe.images.lock import entry_from_pin
 
     with _client(args) as client:
         pins = [client.pin(r, args.platform) for r in args.refs]
@@ -110,7 +118,6 @@ def _pin(args: argparse.Namespace) -> int:
         out.append({"key": entry.key, "ref": pin.ref, **entry.to_yaml()})
     if args.config:
         # Imported here: the config editor belongs to changelog/, wired by this command only.
-        from relpipe.changelog.configs.pin import pin_image
 
         pin = pins[0]
         image = split(pin.ref).without_digest
@@ -144,10 +151,6 @@ def _probe(args: argparse.Namespace) -> int:
     facts.
     """
     # Imported here: docker and the runtime are needed by this subcommand only.
-    import importlib.util
-    import tempfile
-
-    from relpipe.images.runtime import Runtime
 
     # Located, never imported: it is mounted, not run here.
     spec = importlib.util.find_spec("relpipe.engine")
@@ -157,8 +160,6 @@ def _probe(args: argparse.Namespace) -> int:
     with _client(args) as client:
         pin = client.pin(args.ref, args.platform)
     with tempfile.TemporaryDirectory(prefix="relpipe-probe-") as out:
-        from relpipe.images.nightly import engine_of
-
         run = Runtime.from_env().run_engine(
             pin.reference,
             "probe",
@@ -170,8 +171,6 @@ def _probe(args: argparse.Namespace) -> int:
         doc = run.require()
     facts = {k: v for k, v in doc.items() if k not in ("schema", "command", "status")}
     if args.lock:
-        from relpipe.images.lock import merge_facts
-
         merge_facts(args.lock, pin.reference, pin.digest, facts)
     if args.json:
         _print_json(
@@ -281,9 +280,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _state() -> tuple[Any, Path]:
     """The benchmark repository the command runs in (if any) and relpipe's state folder."""
-    from relpipe.changelog.repository.checkout import find_root, is_checkout
-    from relpipe.pipeline.run import state_dir
-    from relpipe.pipeline.workspace import Workspace
 
     ws = Workspace(find_root(Path.cwd())) if is_checkout(Path.cwd()) else None
     return ws, state_dir(ws, None)
@@ -292,21 +288,15 @@ def _state() -> tuple[Any, Path]:
 def _record_pins(args: argparse.Namespace, pinned: list[Any]) -> str:
     """Pins into relpipe's state (`pipeline.pins`), and into `--lock FILE` when given."""
     # Imported here: the state lives in pipeline/, which only these commands of `images` need.
-    from relpipe.pipeline import pins
 
     ws, state = _state()
     pins.record(None, state, pinned)
     if args.lock:
-        from relpipe.images.lock import update
-
         update(args.lock, pinned)
     return pins.where(None, state) + (f" and {args.lock}" if args.lock else "")
 
 
 def _archive(args: argparse.Namespace) -> int:
-    from relpipe.images import archive
-    from relpipe.images.lock import load, lookup
-    from relpipe.pipeline import pins
 
     ws, state = _state()
     entries = load(args.lock) if args.lock else pins.load(None, state)

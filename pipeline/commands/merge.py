@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.run import print_result
+from relpipe.pipeline.shard import merge
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from relpipe.pipeline.commands.parser import parser
-    from relpipe.pipeline.shard import merge
 
     p = parser("relpipe merge", __doc__)
     p.add_argument(

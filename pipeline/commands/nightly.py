@@ -12,17 +12,23 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from relpipe.core.reference import parse
+from relpipe.images import archive
+from relpipe.images.evidence import choose_newest, default_cache_path
+from relpipe.images.nightly import default_family
+from relpipe.images.options import apply_registry_args
+from relpipe.images.registry import RegistryClient
+from relpipe.pipeline import pins
+from relpipe.pipeline.commands.parser import parser
+from relpipe.pipeline.commands.qualify import add_args, dispatch
 from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.run import state_dir, workspace_from
 
 
 def newest_nightly(repository: str, pattern: str) -> str:
     """`repository:tag` of the newest build of the family `pattern` (one paginated tag listing;
     commit-addressed families also read each uncached candidate's config).
     """
-    from relpipe.core.reference import parse
-    from relpipe.images.evidence import choose_newest, default_cache_path
-    from relpipe.images.nightly import default_family
-    from relpipe.images.registry import RegistryClient
 
     ref = parse(repository)
     if ref.tag or ref.digest:
@@ -39,9 +45,6 @@ def newest_nightly(repository: str, pattern: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from relpipe.images.options import apply_registry_args
-    from relpipe.pipeline.commands.parser import parser
-    from relpipe.pipeline.commands.qualify import add_args, dispatch
 
     p = parser("relpipe nightly", __doc__)
     p.add_argument(
@@ -76,10 +79,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def warn_stale_pins(args: argparse.Namespace) -> list[str]:
     """One warning line per pinned tag gone upstream or older than the retention, unarchived
     (the pins relpipe keeps in its state, `pipeline.pins`, and an opted-in lock file)."""
-    from relpipe.images import archive
-    from relpipe.images.registry import RegistryClient
-    from relpipe.pipeline import pins
-    from relpipe.pipeline.run import state_dir, workspace_from
 
     ws = workspace_from(args)
     pinned = pins.load(ws, state_dir(ws, getattr(args, "state", None)))

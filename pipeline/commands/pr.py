@@ -22,9 +22,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from relpipe.core import jsoncodec, sanitize
+from relpipe.pipeline import pullrequest as prq
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.run import add_selection_args
+from relpipe.pipeline.github import DEADLINE_S, DEFAULT_API_URL
+from relpipe.pipeline.pullrequest import (
+    DEFAULT_LABELS,
+    MODIFIER_LABELS,
+    PRIMARY_LABELS,
+    Target,
+    canonical_repository,
+    with_fork,
+)
+from relpipe.pipeline.run import add_selection_args, state_dir
 from relpipe.pipeline.selection import select
 from relpipe.pipeline.workspace import Workspace
 
@@ -50,18 +60,44 @@ def add_target_args(
 ) -> None:
     """Where the PR goes; shared by `relpipe pr` and `relpipe revert`. Without `dry_run` (the
     read-only `pr status`) there is no --label or --dry-run to offer."""
-    from relpipe.pipeline.github import DEADLINE_S, DEFAULT_API_URL
-    from relpipe.pipeline.pullrequest import DEFAULT_LABELS, MODIFIER_LABELS, PRIMARY_LABELS
 
     g = p.add_argument_group("the pull request")
     g.add_argument(
         "--repo", metavar="PATH", type=Path, default=Path("."), help="benchmark repository clone"
     )
     g.add_argument(
-        "--github-repo", metavar="OWNER/NAME", required=True, help="GitHub repository of the PR"
+        "--github-repo",
+        metavar="OWNER/NAME",
+        default=None,
+        help="the canonical repository the PR is opened on (default: the `repository` the "
+        "checkout's .relpipe.toml declares)",
     )
-    g.add_argument("--remote", default="origin", metavar="NAME", help="git remote to push to")
-    g.add_argument("--base", default="main", metavar="BRANCH", help="base branch of the PR")
+    g.add_argument(
+        "--remote",
+        default="origin",
+        metavar="NAME",
+        help="git remote of the canonical repository (when it is a fork of it, the branch is "
+        "pushed there and the base fetched from the remote that is the canonical repository)",
+    )
+    g.add_argument(
+        "--push-remote",
+        default=None,
+        metavar="NAME",
+        help="git remote of your fork: the branch is pushed there and the PR's head is "
+        "OWNER:BRANCH (default: detected, see --remote)",
+    )
+    g.add_argument(
+        "--fork-owner",
+        default=None,
+        metavar="OWNER",
+        help="owner of the fork (default: from the fork's URL, else the token's login)",
+    )
+    g.add_argument(
+        "--base",
+        default=None,
+        metavar="BRANCH",
+        help="base branch of the PR (default: the canonical repository's default branch)",
+    )
     g.add_argument("--branch", default="", metavar="NAME", help=f"head branch (default: {branch})")
     g.add_argument("--api-url", default=DEFAULT_API_URL, metavar="URL", help="GitHub REST API URL")
     g.add_argument(
@@ -86,25 +122,28 @@ def add_target_args(
 
 
 def target_from(a: argparse.Namespace) -> Target:
-    from relpipe.pipeline.pullrequest import DEFAULT_LABELS, Target
 
-    repo = a.github_repo
-    if repo.count("/") != 1 or not all(repo.split("/")):
-        raise PipelineError(f"--github-repo {repo!r}: write OWNER/NAME")
     if not 0 < a.api_deadline <= 3600:
         raise PipelineError("--api-deadline: give seconds between 0 and 3600")
     root = a.repo.resolve()
     if not (root / ".git").exists():
         raise PipelineError(f"--repo {root}: not a git clone of the benchmark repository")
-    return Target(
-        root=root,
-        github_repo=repo,
-        remote=a.remote,
-        base=a.base,
-        branch=a.branch,
-        api_url=a.api_url,
-        api_deadline_s=a.api_deadline,
-        labels=tuple(getattr(a, "label", None) or DEFAULT_LABELS),
+    repo = canonical_repository(root, a.github_repo)
+    if repo.count("/") != 1 or not all(repo.split("/")):
+        raise PipelineError(f"--github-repo {repo!r}: write OWNER/NAME")
+    return with_fork(
+        Target(
+            root=root,
+            github_repo=repo,
+            remote=a.remote,
+            base=a.base,
+            branch=a.branch,
+            api_url=a.api_url,
+            api_deadline_s=a.api_deadline,
+            labels=tuple(getattr(a, "label", None) or DEFAULT_LABELS),
+            push_remote=a.push_remote,
+            fork_owner=a.fork_owner,
+        )
     )
 
 
@@ -154,8 +193,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from relpipe.pipeline import pullrequest as prq
-    from relpipe.pipeline.run import state_dir
 
     args = _parser().parse_args(argv)
     target = target_from(args)
@@ -180,7 +217,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def publish_and_report(target: Target, bump: Bump, mode: str, dry: bool, as_json: bool) -> int:
-    from relpipe.pipeline import pullrequest as prq
 
     log = (lambda m: print(m, file=sys.stderr)) if as_json else print
     if dry:

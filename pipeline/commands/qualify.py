@@ -14,6 +14,7 @@ from pathlib import Path
 
 from relpipe.core import sanitize
 from relpipe.images.options import add_registry_args, apply_registry_args
+from relpipe.pipeline import shard as sharding
 from relpipe.pipeline.commands.parser import parser as new_parser
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.run import (
@@ -61,7 +62,6 @@ def parser() -> argparse.ArgumentParser:
 
 def dispatch(args: argparse.Namespace, ref: str) -> int:
     """Qualify `ref` (or, with --plan, pin it and write the shard plan); returns the exit code."""
-    from relpipe.pipeline import shard as sharding
 
     ws = workspace_from(args)
     options = options_from(args)
@@ -85,7 +85,6 @@ def dispatch(args: argparse.Namespace, ref: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from relpipe.pipeline import shard as sharding
 
     args = parser().parse_args(argv)
     apply_registry_args(args)

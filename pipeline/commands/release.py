@@ -21,12 +21,12 @@ from relpipe.core import checkrender, jsonload, sanitize
 from relpipe.images.options import add_registry_args, apply_registry_args
 from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.release import DEFAULT_REPO_URL, AlreadyReleased, Request, release
 from relpipe.pipeline.run import add_qualify_args, options_from, workspace_from
 from relpipe.pipeline.selection import select
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from relpipe.pipeline.release import DEFAULT_REPO_URL, AlreadyReleased, Request, release
 
     p = parser("relpipe release", __doc__)
     rel = p.add_argument_group("the release")
@@ -39,7 +39,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="PR number for the entry's pr-link (default: none, written as /pull/XXX)",
     )
     rel.add_argument(
-        "--repo-url", metavar="URL", default=DEFAULT_REPO_URL, help="benchmark repository URL"
+        "--repo-url",
+        metavar="URL",
+        default=None,
+        help="benchmark repository URL (default: the repository's identity: .relpipe.toml's "
+        "`repository`, the `upstream` remote, the links of its own changelog; never a fork's "
+        f"origin; else {DEFAULT_REPO_URL})",
     )
     rel.add_argument(
         "--description",
@@ -64,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         image=args.image,
         pr_number=args.pr_number,
         descriptions=tuple(args.description),
-        repo_url=args.repo_url,
+        repo_url=args.repo_url or ws.repository_url(DEFAULT_REPO_URL),
         dry_run=args.dry_run,
         strict=args.strict,
     )

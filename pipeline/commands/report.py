@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from relpipe.pipeline.commands.parser import parser
+from relpipe.pipeline.release import rerender_release
 from relpipe.pipeline.run import print_result, rerender
 from relpipe.pipeline.runrecord import RunRecord
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from relpipe.pipeline.commands.parser import parser
 
     p = parser("relpipe report", __doc__)
     p.add_argument(
@@ -24,8 +25,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     out.add_argument("--json", action="store_true", help="print one JSON document (the report)")
     args = p.parse_args(argv)
     if (args.run / "run.json").is_file() and RunRecord(args.run).inputs().get("kind") == "release":
-        from relpipe.pipeline.release import rerender_release
-
         verdict, reports = rerender_release(args.run, args.strict)
         if args.json:
             print(reports["report.json"].read_text(), end="")

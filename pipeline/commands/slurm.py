@@ -18,8 +18,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from relpipe.core import sanitize
+from relpipe.pipeline import slurm
 from relpipe.pipeline.commands.parser import HelpFormatter
 from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.run import print_result
+from relpipe.pipeline.shard import merge
 
 HELP = HelpFormatter
 
@@ -74,7 +77,6 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from relpipe.pipeline import slurm
 
     opts = slurm.SubmitOptions(
         partition=args.partition,
@@ -104,7 +106,6 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from relpipe.pipeline import slurm
 
     states = slurm.status(args.jobs)
     if args.json:
@@ -119,9 +120,6 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from relpipe.pipeline import slurm
-    from relpipe.pipeline.run import print_result
-    from relpipe.pipeline.shard import merge
 
     if args.wait > 0:
         states = slurm.wait(args.jobs, args.wait)

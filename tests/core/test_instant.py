@@ -63,3 +63,14 @@ def test_any_offset_spelling_is_the_same_instant_as_its_stored_text(
     assert instant.parse(spelled) == when
     assert instant.parse(instant.text(when)) == when
     assert instant.normalise(spelled) == instant.text(when)
+
+
+def test_the_results_store_reads_times_through_the_one_parser() -> None:
+    from relpipe.changelog.results import inferencex, qualification
+
+    later = "2026-10-01T10:00:00-05:00"  # 15:00 UTC
+    ms = instant.milliseconds(datetime(2026, 10, 1, 15, tzinfo=UTC))
+    assert inferencex.stamp(later) == ms
+    assert qualification._created_ms(later) == ms  # noqa: SLF001 - the store's own reader
+    assert qualification._created_ms("2026-10-01T10:00:00") == 0  # no zone: no instant
+    assert inferencex.stamp("20261001-150000") == ms  # InferenceX's run-id spelling, UTC

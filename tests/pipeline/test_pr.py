@@ -36,6 +36,7 @@ from support import checkout_snapshot, git
 from relpipe.changelog.append import append
 from relpipe.changelog.entry import render
 from relpipe.pipeline.cli import main as relpipe
+from relpipe.pipeline.errors import PipelineError
 
 
 def test_open_pushes_one_commit_and_opens_a_labelled_pr(
@@ -351,3 +352,54 @@ def test_notes_of_another_release_are_refused_in_one_line(
     assert err.count("\n") == 1
     assert "are not the notes of the release in the working tree" in err and PINNED in err
     assert api.seen == [] and git(world, "ls-remote", "origin", BRANCH) == ""
+
+
+def test_from_a_fork_the_branch_goes_to_the_fork_and_the_pr_to_the_canonical_repository(
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """`origin` is the canonical repository's remote here, the fork a second bare remote: the
+    branch is pushed to the fork only, as one commit on the canonical main; the PR is created on
+    the canonical repository with head = owner:branch, the canonical default branch as base and
+    maintainer_can_modify (every request valid for GitHub's contract, Prism)."""
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    fork = tmp_path / "fork.git"
+    git(tmp_path, "clone", "-q", "--bare", str(tmp_path / "remote.git"), str(fork))
+    git(world, "remote", "add", "fork", str(fork))
+    stage_release(world, "nightly_202610070333")
+    main_sha = git(world, "rev-parse", "HEAD").strip()
+    assert pr(world, api, "open", "--push-remote", "fork", "--fork-owner", "jane") == 0
+    [created] = api.sent("POST", rf"/repos/{REPO}/pulls")
+    assert created.body["head"] == f"jane:{BRANCH}"
+    assert created.body["base"] == "main" and created.body["maintainer_can_modify"] is True
+    assert api.sent("GET", rf"/repos/{REPO}")  # the base is the canonical default branch
+    listed = api.sent("GET", rf"/repos/{REPO}/pulls")
+    assert listed and all("head=jane%3A" in s.query for s in listed)
+    assert git(world, "ls-remote", "origin", BRANCH) == ""  # nothing pushed upstream
+    git(world, "fetch", "-q", "fork", f"+refs/heads/{BRANCH}:refs/remotes/fork/{BRANCH}")
+    assert git(world, "rev-list", "--count", f"{main_sha}..fork/{BRANCH}").strip() == "1"
+    assert git(world, "rev-parse", f"fork/{BRANCH}~1").strip() == main_sha
+
+
+def test_a_fork_is_detected_when_origin_is_not_the_canonical_repository(tmp_path: Path) -> None:
+    from relpipe.pipeline.pullrequest import Target, github_name, with_fork
+
+    repo = tmp_path / "clone"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "remote", "add", "origin", "git@github.com:jane/benchmark-repo.git")
+    git(repo, "remote", "add", "upstream", f"https://github.com/{REPO}.git")
+    found = with_fork(Target(root=repo, github_repo=REPO))
+    assert (found.remote, found.push_remote, found.fork_owner) == ("upstream", "origin", "jane")
+    assert found.fork and found.pushes_to == "origin"
+    git(repo, "remote", "remove", "upstream")
+    with pytest.raises(PipelineError, match="git remote add upstream") as refused:
+        with_fork(Target(root=repo, github_repo=REPO))
+    assert "\n" not in str(refused.value)
+    git(repo, "remote", "set-url", "origin", f"https://github.com/{REPO}")
+    assert not with_fork(Target(root=repo, github_repo=REPO)).fork
+    assert github_name("ssh://git@github.com/o/n.git") == "o/n"
+    assert github_name("https://gitlab.com/o/n") is None

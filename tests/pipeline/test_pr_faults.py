@@ -18,6 +18,7 @@ from support import git
 
 from relpipe.changelog.append import append
 from relpipe.changelog.entry import Entry
+from relpipe.pipeline import github as gh
 from relpipe.pipeline.cli import main as relpipe
 
 PULLS = rf"/repos/{REPO}/pulls"
@@ -321,7 +322,9 @@ def test_a_created_pr_whose_number_overflows_undoes_the_push(
     api.faults.insert(0, github_api.Fault("GET", PULLS, 200, raw=b"[]"))  # before the push
     stage_release(world, "nightly_202610070333")
     assert pr(world, api, "open") == 2
-    assert "without a number (1 to 2**31-1)" in one_line_error(capsys)
+    err = one_line_error(capsys)
+    # refused where the number is read (or already by the bounded JSON reader: not a number)
+    assert "without a number (1 to 2**31-1)" in err or "the answer is not JSON" in err
     assert no_branch(world)
 
 
@@ -348,3 +351,31 @@ def test_the_deadline_is_stated_in_help(capsys: pytest.CaptureFixture[str]) -> N
         relpipe(["pr", "open", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "--api-deadline SECONDS overall deadline of each GitHub request" in out
+
+
+@pytest.mark.parametrize("number", [float("inf"), 1e400, True, 0, 2**31, "7"])
+def test_a_pr_number_outside_32_bits_or_not_an_integer_is_refused(number: object) -> None:
+    raw = {"number": number, "state": "open", "html_url": "x", "head": {"ref": "b"}}
+    with pytest.raises(gh.GitHubError, match=r"without a number \(1 to 2\*\*31-1\)"):
+        gh.Pull.from_json(raw)
+
+
+def test_a_fork_that_refuses_the_push_opens_nothing(
+    world: Path,
+    api: github_api.GitHubDouble,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    fork = tmp_path / "fork.git"
+    git(tmp_path, "clone", "-q", "--bare", str(tmp_path / "remote.git"), str(fork))
+    hook = fork / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'fork: pushes disabled' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    git(world, "remote", "add", "fork", str(fork))
+    stage_release(world, "nightly_202610070333")
+    assert pr(world, api, "open", "--push-remote", "fork", "--fork-owner", "jane") == 1
+    assert "fork refused the push" in one_line_error(capsys)
+    assert git(world, "ls-remote", "fork", BRANCH) == "" and no_branch(world)
+    assert api.sent("POST", PULLS) == []

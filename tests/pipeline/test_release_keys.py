@@ -110,14 +110,21 @@ def world(
     return World(repo, base / "state", env)
 
 
-def _release(world: World, keys: tuple[str, ...], image: str, *extra: str) -> dict[str, Any]:
+def _release(
+    world: World,
+    keys: tuple[str, ...],
+    image: str,
+    *extra: str,
+    state: bool = True,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-m", "relpipe.pipeline", "release"]
         + [a for key in keys for a in ("--config-key", key)]
         + ["--image", image, "--pr-number", str(PR), "--repo-url", REPO_URL]
-        + ["--json", "--state", str(world.state), *QUICK, *extra],
+        + ["--json", *(["--state", str(world.state)] if state else []), *QUICK, *extra],
         cwd=world.repo,
-        env=world.env,
+        env=env or world.env,
         capture_output=True,
         text=True,
         timeout=1500,
@@ -212,9 +219,16 @@ def test_six_keys_sharing_a_vllm_nightly_release_as_one_entry(world: World) -> N
 
 
 @pytest.mark.timeout(1800)
-def test_four_keys_on_atoms_dated_build_dry_run_writes_nothing(world: World) -> None:
+def test_four_keys_on_atoms_dated_build_dry_run_writes_nothing(
+    world: World, tmp_path: Path
+) -> None:
+    """No --state: the state would be REPO/.relpipe, under the checkout; the dry run keeps its
+    records in this user's cache instead, and the checkout is byte-identical after."""
     before = checkout_snapshot(world.repo)
-    doc = _release(world, ATOM_KEYS, ATOM_NEW, "--dry-run")
+    env = dict(world.env, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    doc = _release(world, ATOM_KEYS, ATOM_NEW, "--dry-run", state=False, env=env)
+    assert not (world.repo / ".relpipe").exists()
+    assert list((tmp_path / "cache" / "relpipe" / "dry-run").iterdir())
     assert doc["release"]["written"] is False
     assert [c for c in doc["verdict"]["checks"] if c["status"] == "FAIL"] == []
     files = diff_files(doc["release"]["diff"])
@@ -222,4 +236,21 @@ def test_four_keys_on_atoms_dated_build_dry_run_writes_nothing(world: World) -> 
     assert files[MASTER] == ([f"  image: {ATOM_OLD}"] * 4, [f"  image: {ATOM_NEW}"] * 4)
     [entry] = yaml.safe_load("\n".join(files["perf-changelog.yaml"][1]))
     assert entry["config-keys"] == list(ATOM_KEYS)
+    assert checkout_snapshot(world.repo) == before
+
+
+def test_keys_of_two_image_lines_are_refused_in_one_line_before_anything(world: World) -> None:
+    before = checkout_snapshot(world.repo)
+    done = subprocess.run(
+        [sys.executable, "-m", "relpipe.pipeline", "release", "--config-key"]
+        + ["dsv4-fp4-mi355x-vllm", "--config-key", "dsr1-fp4-mi355x-atom"]
+        + ["--image", ATOM_NEW, "--state", str(world.state), *QUICK],
+        cwd=world.repo,
+        env=world.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "a release bumps one image line" in done.stderr
     assert checkout_snapshot(world.repo) == before

@@ -142,3 +142,16 @@ def test_revert_dry_run_writes_nothing_in_the_checkout(
     assert "+  image: rocm/atom-dev:nightly_202609281543" in out  # the diff it would write
     assert f"POST {api.url}/repos/{REPO}/pulls" in out and api.seen == []
     assert checkout_snapshot(world) == before  # byte-identical, same `git status`
+
+
+def test_revert_of_two_keys_is_one_entry_naming_both(
+    world: Path, api: github_api.GitHubDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = "dsv4-fp4-mi355x-atom-agentic-mtp"  # pins the same nightly as KEY in the example
+    before = checkout_snapshot(world)
+    assert revert(world, api, "--config-key", other, "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert out.count("+  image: rocm/atom-dev:nightly_202609281543") == 2
+    assert f"+- config-keys:\n+    - {KEY}\n+    - {other}\n" in out
+    assert "relpipe/revert/" in out and "-and-1-more-" in out
+    assert checkout_snapshot(world) == before

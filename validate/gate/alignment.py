@@ -89,7 +89,7 @@ def compare(
 ) -> tuple[list[Block], int, list[Finding], list[Block]]:
     """Align base and head entries; return appended blocks, pr-link corrections, findings and
     the entries inserted before history (judged as new entries too: every finding at once)."""
-    from difflib import SequenceMatcher
+    from difflib import SequenceMatcher  # deferred: not on the commit hook's usual path (start-up)
 
     old, new = base.blocks, head.blocks
     matcher = SequenceMatcher(None, [b.text for b in old], [b.text for b in new], autojunk=False)

@@ -100,7 +100,9 @@ class BaseCache:
         entry = self._entry(master, _KEYS)
         if entry is None or any("\n" in key for key in keys):
             return  # a key with a line break (a quoted YAML key) is not worth a format for it
-        from relpipe.core.files import write_atomic
+        from relpipe.core.files import (
+            write_atomic,  # deferred: not on the commit hook's usual path (start-up)
+        )
 
         body = "\n".join(keys).encode("utf-8")
         checksum = blake2b(body, digest_size=16).hexdigest().encode()

@@ -196,7 +196,7 @@ def _config_paths(args: argparse.Namespace) -> list[str] | None:
     """The master config files in the working tree (None: config keys are not checked)."""
     if args.skip_config_keys:
         return None
-    import glob
+    import glob  # deferred: not on the commit hook's usual path (start-up)
 
     patterns = args.configs or [f"{_located(args).era.masters}/*{MASTER_SUFFIX}"]
     paths = sorted({p for pattern in patterns for p in glob.glob(pattern)})
@@ -225,6 +225,21 @@ def _located_or_none(args: argparse.Namespace) -> Located | None:
         if args.changelog_file:
             return None
         raise
+
+
+def _on_a_feature_branch(located: Located | None) -> Callable[[], bool]:
+    """Whether this commit is on a branch other than the base branch (`detect.
+    pull_request_at_commit`), asked once and only when a pr-link is not canonical."""
+    answer: list[bool] = []
+
+    def ask() -> bool:
+        if not answer:
+            base_branch = located.base_branch if located else None
+            in_ci = os.environ.get("CI") == "true"
+            answer.append(pull_request_at_commit(githook.current_branch(), base_branch, in_ci))
+        return answer[0]
+
+    return ask
 
 
 def _at_commit_time(args: argparse.Namespace) -> bool:
@@ -277,7 +292,9 @@ def _revisions(
     the base and the head (a ref, the index, or None: the working tree), in one git process."""
 
     def load() -> tuple[Revision, Revision]:
-        from relpipe.validate.gate.append_only import revision
+        from relpipe.validate.gate.append_only import (
+            revision,  # deferred: not on the commit hook's usual path (start-up)
+        )
 
         files = [*paths, os.path.join(os.path.dirname(paths[0]), RUNNERS_NAME)]
         refs = [base_ref] if head_ref is None else [base_ref, head_ref]
@@ -309,7 +326,9 @@ def _read_optional(path: str) -> bytes | None:
 
 
 def _render_json(report: Report, source: str) -> str:
-    from relpipe.core.sanitize import json_text
+    from relpipe.core.sanitize import (
+        json_text,  # deferred: not on the commit hook's usual path (start-up)
+    )
 
     return json_text(
         {
@@ -342,7 +361,7 @@ def _without_collector(run: Callable[..., Report], *args: object) -> Report:
     A check builds no reference cycles (tests/changelog/test_entries.py holds it to that), so
     the collector would free nothing; but its passes over a heap growing by hundreds of thousands
     of findings cost as much as the parse of a large file (4 of 9 s on a 9 MB one)."""
-    import gc
+    import gc  # deferred: not on the commit hook's usual path (start-up)
 
     if not gc.isenabled():
         return run(*args)
@@ -362,7 +381,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("validate_perf_changelog: interrupted", file=sys.stderr)
         return 130
     except Exception:  # noqa: BLE001 - the one handler of unexpected errors (exit 3 + log)
-        from relpipe.core.errors import report_unexpected
+        from relpipe.core.errors import (
+            report_unexpected,  # deferred: not on the commit hook's usual path (start-up)
+        )
 
         return report_unexpected("validate_perf_changelog", sys.argv[1:] if argv is None else argv)
 
@@ -386,7 +407,7 @@ def _main(argv: Sequence[str] | None) -> int:
         base, head, source, refs = _inputs(args)
         changed = base is None or head != base
         repo_url = githook.canonical_repo_url(args.repo_url) if args.repo_url else None
-        pull_request = False
+        pull_request: bool | Callable[[], bool] = False
         if changed:
             located = _located_or_none(args)
             if repo_url is None:
@@ -397,10 +418,7 @@ def _main(argv: Sequence[str] | None) -> int:
                     linked=linked_repository(base or b""),
                 )
             if args.pr_number is None and _at_commit_time(args):
-                base_branch = located.base_branch if located else None
-                pull_request = pull_request_at_commit(
-                    githook.current_branch(), base_branch, os.environ.get("CI") == "true"
-                )
+                pull_request = _on_a_feature_branch(located)
         paths = _config_paths(args) if changed and base is not None else None
         bases = BaseCache()
         policy = Policy(

@@ -103,9 +103,11 @@ def canonical_repo_url(url: str) -> str:
     return url[:-4] if url.endswith(".git") else url
 
 
-def remote_urls() -> dict[str, str]:
-    """Every remote's URL, canonical (`https://github.com/O/R`), by remote name: one git call."""
-    done = git("config", "--get-regexp", r"^remote\..*\.url$", check=False)
+def remote_urls(root: str | None = None) -> dict[str, str]:
+    """Every remote's URL, canonical (`https://github.com/O/R`), by remote name: one git call
+    (in `root`, default the working directory)."""
+    where = ("-C", root) if root else ()
+    done = git(*where, "config", "--get-regexp", r"^remote\..*\.url$", check=False)
     out: dict[str, str] = {}
     for line in done.stdout.decode("utf-8", "replace").splitlines():
         key, _, url = line.partition(" ")

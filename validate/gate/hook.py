@@ -82,8 +82,9 @@ class Policy(Record):
     repo_url: str | None
     pr_number: int | None
     # A PR whose number is not known yet (a commit on a feature branch): placeholders and any
-    # canonical PR link pass, as InferenceX's validator passes them on that PR's run.
-    pull_request: bool = False
+    # canonical PR link pass, as InferenceX's validator passes them on that PR's run. A callable
+    # is asked only when a link is not canonical (the usual commit pays no git call for it).
+    pull_request: bool | Callable[[], bool] = False
     config_keys: Sequence[str] | None  # None: config keys are not checked
     strict: bool = False  # house-style findings are errors, not warnings
     all_evals: bool = False  # the PR's `all-evals` label, as InferenceX's CI passes it
@@ -172,9 +173,12 @@ def _pr_link_finding(block: Block, policy: Policy, path: str) -> Finding | None:
             message=f"pr-link `{link}` is not this PR's link",
             hint=f"write `pr-link: {expected}` (or the XXX placeholder until the PR exists)",
         )
-    if canonical.fullmatch(link) or (policy.pull_request and link in placeholders(policy.repo_url)):
+    if canonical.fullmatch(link):
         return None
-    if policy.pull_request:
+    pull_request = policy.pull_request() if callable(policy.pull_request) else policy.pull_request
+    if pull_request and link in placeholders(policy.repo_url):
+        return None
+    if pull_request:
         return Finding(
             line=line,
             code="pr-link",
@@ -319,7 +323,9 @@ def _append_only_findings(
     blocks: Sequence[Block], revisions: Callable[[], tuple[Revision, Revision]]
 ) -> list[Finding]:
     """process_changelog.py's scope and generated-matrix checks of append-only entries."""
-    from relpipe.validate.gate import append_only
+    from relpipe.validate.gate import (
+        append_only,  # deferred: not on the commit hook's usual path (start-up)
+    )
 
     try:
         base, head = revisions()

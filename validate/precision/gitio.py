@@ -560,7 +560,7 @@ def open_url(url: str, refs: Sequence[str], cache: Path | None = None) -> Path:
         raise ValidateError(
             f"not a repository URL: {redact(url)!r}; use https://, ssh:// or file://"
         )
-    import hashlib  # here: a diff of a local repository needs no hash
+    import hashlib  # deferred: a diff of a local repository needs no hash
 
     revs = [commit_of(ref) for ref in refs]
     root = cache or cache_root()

@@ -21,12 +21,14 @@ import re2
 from relpipe.changelog.configs.load import MasterConfigs, load_yaml, resolve_key
 from relpipe.changelog.configs.points import plan_key
 from relpipe.changelog.errors import ChangelogError
+from relpipe.changelog.notes.facts import load
 from relpipe.changelog.repository import launch as keyfiles
 from relpipe.core import jsonload
 from relpipe.core.check import Evidence, Judgement, judged
 from relpipe.core.files import read_capped
 from relpipe.core.process import one_line
 from relpipe.core.status import FAIL, NA, PASS, WARN
+from relpipe.validate import golden_al, notes_check
 from relpipe.validate.errors import ValidateError
 from relpipe.validate.review.context import Review, plural
 from relpipe.validate.review.scope import Masters, load_masters, scope_key
@@ -41,7 +43,6 @@ def check_golden(review: Review) -> Judgement:
     """`golden_al.verdict` for the keys in scope: the same function, and so the same verdict,
     as the release's C9 (K from recipes and launch scripts; where the era's harness injects
     the golden value, that value)."""
-    from relpipe.validate import golden_al
 
     if not review.scopes:
         return judged(NA, "no config key in scope")
@@ -279,8 +280,6 @@ def check_notes(review: Review) -> Judgement:
             "no release facts given (--facts FILE, written by relpipe "
             "release) to check the body against",
         )
-    from relpipe.changelog.notes.facts import load
-    from relpipe.validate import notes_check
 
     try:
         facts = load(facts_path)

@@ -12,11 +12,13 @@ Agentic coding = `agentic-coding`, Single-turn AkBk = `fixed-seq-len` with isl A
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import re2
 
+from relpipe.changelog.configs.schema import scenarios_of
 from relpipe.core.check import Evidence, Judgement, judged
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.context import Review, plural
@@ -158,7 +160,7 @@ def parse(text: str) -> Policy:
 def arms(scope: KeyScope) -> list[tuple[str, bool]]:
     """(scenario name, has a non-spec-decode item) per arm of the key."""
     out = []
-    scenarios = scope.config.get("scenarios") or {}
+    scenarios = scenarios_of(scope.config) or {}
     for kind, entries in scenarios.items() if isinstance(scenarios, Mapping) else []:
         for entry in entries if isinstance(entries, list) else []:
             if not isinstance(entry, Mapping):
@@ -173,7 +175,6 @@ def arms(scope: KeyScope) -> list[tuple[str, bool]]:
 
 
 def _today() -> str:
-    import datetime
 
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import re2
+import yaml
 
 from relpipe.validate.errors import ValidateError
 
@@ -56,7 +57,6 @@ Located = Any
 
 
 def compose(text: str, what: str) -> Any:
-    import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
@@ -84,7 +84,6 @@ class _Budget:
 
 def locate(node: Any, budget: _Budget, depth: int = 0) -> Located:
     """A composed YAML node as a located tree (mappings with merge keys applied)."""
-    import yaml
 
     budget.tick(depth)
     if isinstance(node, yaml.MappingNode):

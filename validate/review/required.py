@@ -1,9 +1,11 @@
 """`changelog-required`: a change that can move a benchmark names the keys it moves.
 
 InferenceX's AGENTS.md: a perf-changelog entry is "required - triggers benchmarks". A change
-affects a key when it changes a line of the key's master-config block (image, search space,
-settings) or a file of the key's launch path (launch script, helper, runner/launcher script,
-recipe; scope.py resolves it). Without an appended entry the change FAILs with the keys and
+affects a key when it changes what the key's master-config block says (image, search space,
+settings) or what a file of the key's launch path runs (launch script, helper, runner/launcher
+script, recipe; scope.py resolves it). Benchmark-affecting is semantic (`review.meaning`): an edit
+of only comments or whitespace of a script, a recipe or a master block moves no benchmark and
+needs no entry. Without an appended entry the change FAILs with the keys and
 where each is affected; an appended entry whose `config-keys` miss an affected key WARNs (a
 person decides whether the change really moves it). The changelog gate (validate/gate/) judges
 the entries themselves; this check only asks whether they exist and cover the keys.
@@ -17,6 +19,8 @@ from relpipe.core.check import Evidence, Judgement, judged
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.artifacts import appended
 from relpipe.validate.review.context import Review, plural
+from relpipe.validate.review.meaning import same_meaning, same_yaml
+from relpipe.validate.review.scope import KeyScope, block_of
 
 
 def glob(pattern: str, key: str) -> bool:
@@ -47,15 +51,42 @@ def _affected(review: Review) -> dict[str, list[Evidence]]:
         rows: list[Evidence] = []
         block = review.change.lines.get(scope.master, frozenset())
         lines = sorted(n for n in block if scope.line <= n <= scope.end)
-        if lines:
+        if lines and not _block_unchanged(review, scope):
             rows.append(Evidence.at(scope.master, lines[0], f"{scope.key}: its block changed"))
         for use in scope.files:
-            if use.path in changed and use.path != scope.master:
+            if (
+                use.path in changed
+                and use.path != scope.master
+                and not _unchanged(review, use.path)
+            ):
                 first = min(review.change.lines.get(use.path, frozenset()) or {0})
                 rows.append(Evidence.at(use.path, first, f"{scope.key}: its {use.role} changed"))
         if rows:
             out[scope.key] = rows
     return out
+
+
+def _unchanged(review: Review, path: str) -> bool:
+    """The file's edit is comments or whitespace only (its meaning is the base's)."""
+    assert review.base_source is not None
+    key = ("meaning", path)
+    if key not in review.source.memo:
+        before, after = review.base_source.text(path), review.source.text(path)
+        review.source.memo[key] = same_meaning(path, before, after)
+    return bool(review.source.memo[key])
+
+
+def _block_unchanged(review: Review, scope: KeyScope) -> bool:
+    """The key's master block says the same at the base (comments or whitespace edited)."""
+    assert review.base_source is not None
+    head = review.masters.lines.get(scope.master)
+    base = review.base_source.lines(scope.master)
+    found = block_of(base, scope.key) if base else None
+    if not head or found is None:
+        return False
+    before = "\n".join(base[found[0] - 1 : found[1]])
+    after = "\n".join(head[scope.line - 1 : scope.end])
+    return same_yaml(before, after, scope.master)
 
 
 def check_changelog_required(review: Review) -> Judgement:

@@ -20,6 +20,7 @@ Every path comes from the source's era (`changelog.repository`), so every era re
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from typing import Any
 import re2
 
 from relpipe.changelog.configs.load import load_yaml, resolve_key
-from relpipe.changelog.configs.schema import line_of, unknown_fields
+from relpipe.changelog.configs.schema import line_of, scenarios_of, unknown_fields
 from relpipe.changelog.errors import ChangelogError
 from relpipe.changelog.repository import launch as keyfiles
 from relpipe.changelog.repository.era import Era
@@ -88,7 +89,7 @@ class KeyScope:
 
     @property
     def agentic(self) -> bool:
-        return "agentic-coding" in (self.config.get("scenarios") or {})
+        return "agentic-coding" in (scenarios_of(self.config) or {})
 
     def spec_decoding(self) -> set[str]:
         return {str(v) for v in _values_of(self.config, "spec-decoding")} - {"none"}
@@ -143,7 +144,6 @@ _PARSED: dict[tuple[str, str], Any] = {}  # (path, sha256 of text) -> parsed mas
 def _parsed_master(text: str, path: str) -> Any:
     """A master file parsed strictly, once per content per process (a 376 KB file takes ~0.5 s;
     the checks never modify the result)."""
-    import hashlib
 
     key = (path, hashlib.sha256(text.encode()).hexdigest())
     if key not in _PARSED:
@@ -192,6 +192,19 @@ def load_masters(source: Source) -> Masters:
             masters.configs[key] = cfg if isinstance(cfg, Mapping) else {}
             masters.where[key] = (path, start, end)
     return masters
+
+
+def block_of(lines: list[str], key: str) -> tuple[int, int] | None:
+    """The 1-based (first, last) lines of a top-level key's block in a master's lines."""
+    starts = []
+    for i, line in enumerate(lines):
+        m = _TOP_KEY.match(line)
+        if m:
+            starts.append((m.group(1) or m.group(2) or m.group(3), i + 1))
+    for j, (name, start) in enumerate(starts):
+        if name == key:
+            return start, (starts[j + 1][1] - 1) if j + 1 < len(starts) else len(lines)
+    return None
 
 
 def _unknown_fields(
@@ -370,7 +383,7 @@ def scope_key(source: Source, masters: Masters, key: str) -> KeyScope:
     hws = _runners(work, cfg)
     rows = _srt_rows(work, cfg)
     _scripts(work, cfg, hws, srt=bool(rows))
-    texts = list(_strings(cfg.get("scenarios") or {}))
+    texts = list(_strings(scenarios_of(cfg) or {}))
     for path, selector, text in keyfiles.config_file_recipes(source.era, texts):
         _recipe(work, path, selector, Evidence.at(master, _line_of(masters, key, text), text))
     for path, selector, via in rows:
@@ -435,7 +448,7 @@ def _runners(work: _Scope, cfg: Mapping[str, Any]) -> list[str]:
 def _scripts(work: _Scope, cfg: Mapping[str, Any], hws: list[str], *, srt: bool) -> None:
     """Single-node launch scripts (keys without srt-slurm rows) and multinode wrappers."""
     master, start, _ = work.masters.where[work.key]
-    scenarios = cfg.get("scenarios") or {}
+    scenarios = scenarios_of(cfg) or {}
     multinode = bool(cfg.get("multinode"))
     for scenario, arms in scenarios.items() if isinstance(scenarios, Mapping) else []:
         specs = {
@@ -467,7 +480,7 @@ def _srt_rows(work: _Scope, cfg: Mapping[str, Any]) -> list[tuple[str, str | Non
     """`srt-recipe` / `eval-srt-recipe` rows as (repository path, selector, evidence)."""
     master = work.masters.where[work.key][0]
     out = []
-    scenarios = cfg.get("scenarios") or {}
+    scenarios = scenarios_of(cfg) or {}
     for arms in scenarios.values() if isinstance(scenarios, Mapping) else []:
         for item in _items(arms):
             for name in ("srt-recipe", "eval-srt-recipe"):

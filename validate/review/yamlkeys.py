@@ -14,9 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import yaml
+
 from relpipe.core.check import Evidence, Judgement, judged
 from relpipe.core.status import FAIL, NA, PASS, WARN
 from relpipe.validate.review.context import Review, plural
+from relpipe.validate.review.scope import master_paths
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,7 +38,6 @@ class _Level:
 
 def duplicates(text: str) -> tuple[list[Duplicate], str | None]:
     """Every repeated scalar key of every mapping, or why the text is not YAML."""
-    import yaml
 
     found: list[Duplicate] = []
     stack: list[_Level] = []
@@ -70,7 +72,6 @@ def duplicates(text: str) -> tuple[list[Duplicate], str | None]:
 
 
 def _files(review: Review) -> list[str]:
-    from relpipe.validate.review.scope import master_paths
 
     paths = list(master_paths(review.source))
     paths += [u.path for _, u in review.uses() if u.path.endswith((".yaml", ".yml"))]
