@@ -110,6 +110,8 @@ class ConfigScope:
     model_prefix: str | None = None
     points: tuple[Point, ...] = ()
     reason: str = field(default="", metadata=OMIT_DEFAULT)
+    # master fields relpipe does not know, at file:line (C10 WARNs; the key is still read)
+    warnings: tuple[str, ...] = field(default=(), metadata=OMIT_DEFAULT)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -140,6 +140,7 @@ def make_plan(
             framework=ck.framework,
             model_prefix=ck.model_prefix,
             points=ck.points,
+            warnings=ck.warnings,
         )
     if ws is not None:
         thresholds = ws.thresholds()

@@ -503,8 +503,8 @@ def release(
     stage, validate, and (unless a dry run) write the config lines and the one entry."""
     keys = tuple(dict.fromkeys(req.config_keys))
     req = replace(req, config_keys=keys)
-    # A key relpipe cannot read faithfully (an unknown master field, a recipe outside the
-    # repository or missing) is refused before anything, the locks' files included, is written.
+    # A key relpipe cannot read faithfully (a recipe outside the repository or missing) is refused
+    # before anything, the locks' files included, is written; an unknown master field is C10's WARN.
     for key in keys:
         ws.config_key(key, 1)
     state = release_state(ws, state, dry_run=req.dry_run)

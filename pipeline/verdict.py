@@ -311,6 +311,9 @@ def check_scope(o: Outcome) -> Judgement:
         return judged(
             FAIL, f"config key {c.key} runs {c.framework} but the image ships {engine}", rows
         )
+    if c.warnings:  # the repository's own rules are the authority on its schema: WARN, not FAIL
+        rows += [(w.partition(": ")[0], w.partition(": ")[2]) for w in c.warnings]
+        return judged(WARN, "; ".join(c.warnings), rows)
     return judged(PASS, f"{c.key}: {len(c.points)} point(s) planned", rows)
 
 

@@ -60,6 +60,8 @@ class ConfigKey:
     framework: str | None
     model_prefix: str | None
     points: tuple[Point, ...]
+    # WARN findings at file:line: master fields relpipe does not know (it never refuses them)
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,7 @@ class Workspace:
         master, cfg = found[0]
         try:
             lines = master.read_text(encoding="utf-8").splitlines()
-            check_key(self.checkout, master, key, cfg, lines)
+            warnings = check_key(self.checkout, master, key, cfg, lines)
         except ChangelogError as exc:
             raise PipelineError(str(exc)) from None
         image = cfg.get("image")
@@ -180,6 +182,7 @@ class Workspace:
             framework=_opt_str(cfg.get("framework")),
             model_prefix=_opt_str(cfg.get("model-prefix")),
             points=expand_points(key, cfg, max_batch),
+            warnings=tuple(warnings),
         )
 
     def thresholds(self) -> dict[str, Any]:

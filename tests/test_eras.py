@@ -23,12 +23,26 @@ from pathlib import Path
 import corpus
 import pytest
 from precommit_support import hook_repo, pre_commit
-from support import git
+from support import checkout_snapshot, git
 
+from relpipe.changelog.configs.pin import edit_image
 from relpipe.changelog.repository.checkout import open_checkout
 from relpipe.changelog.repository.detect import linked_repository
 from relpipe.changelog.repository.era import HOOKS
+from relpipe.core.status import PASS, WARN
 from relpipe.pipeline.cli import main as cli
+from relpipe.pipeline.errors import PipelineError
+from relpipe.pipeline.outputs import ConfigScope
+from relpipe.pipeline.release import (
+    DEFAULT_REPO_URL,
+    Request,
+    apply_changelog,
+    hook_result,
+    make_entry,
+)
+from relpipe.pipeline.selection import select
+from relpipe.pipeline.verdict import Outcome, check_scope
+from relpipe.pipeline.workspace import Workspace
 from relpipe.validate import golden_al
 
 FORK = "https://github.com/someone/InferenceX"
@@ -179,8 +193,6 @@ def test_golden_al_and_doctor_in_every_era(bench: Path, capsys: pytest.CaptureFi
 def test_a_release_links_to_the_repositorys_identity_not_a_forks_origin(bench: Path) -> None:
     """`relpipe release` without --repo-url: the `upstream` remote, else the repository the
     era's own changelog links to (InferenceMAX/InferenceMAX in January 2026), never `origin`."""
-    from relpipe.pipeline.workspace import Workspace
-
     era = open_checkout(bench).era
     linked = linked_repository((bench / era.changelog).read_bytes())
     assert Workspace(bench).repository_url("https://example.invalid/x") == linked
@@ -190,3 +202,144 @@ def test_a_release_links_to_the_repositorys_identity_not_a_forks_origin(bench: P
         assert Workspace(bench).repository_url("https://example.invalid/x") == linked != FORK
     finally:
         git(bench, "remote", "add", "upstream", upstream)
+
+
+def _readable(root: Path) -> re.Match[str]:
+    """The first key of the era's AMD master that relpipe reads (the trees keep only some of
+    2026-10's srt-slurm recipes: a key naming a missing one is refused, rightly)."""
+    master = open_checkout(root).era.masters + "/amd-master.yaml"
+    ws = Workspace(root)
+    for m in _IMAGE.finditer((root / master).read_text()):
+        try:
+            ws.config_key(m.group(1), 1)
+        except PipelineError:
+            continue
+        return m
+    raise AssertionError(f"no key of {master} is readable")
+
+
+def test_an_unknown_master_field_is_a_warn_at_file_line_never_a_refusal(bench: Path) -> None:
+    """A master field no schema relpipe knows has (`warmup-policy`, beside the era's own
+    `duration`/`seq-len-configs` of early 2026) is read, not refused: every command that reads a
+    key (release, pr, revert, selection) gets it as a WARN at file:line, and release carries it
+    into C10's evidence."""
+    era = open_checkout(bench).era
+    master = f"{era.masters}/amd-master.yaml"
+    text = (bench / master).read_text()
+    m = _readable(bench)
+    key = m.group(1)
+    (bench / master).write_text(f"{text[: m.end(2)]}\n  warmup-policy: long{text[m.end(2) :]}")
+    try:
+        line = text[: m.end(2)].count("\n") + 2
+        found = Workspace(bench).config_key(key, 1)
+        assert [w.split(";")[0] for w in found.warnings] == [
+            f"{master}:{line}: unknown master field 'warmup-policy' of {key}"
+        ]
+        assert select(Workspace(bench), [key]) == (key,)
+        scope = ConfigScope(
+            status=PASS,
+            key=key,
+            master=found.master,
+            image=found.image,
+            points=found.points,
+            warnings=found.warnings,
+        )
+        c10 = check_scope(Outcome(config=scope))
+        assert c10.status == WARN and c10.reason == found.warnings[0]
+        where, what = found.warnings[0].split(": ", 1)
+        assert where == f"{master}:{line}"
+        assert (where, what) in [(e.where, e.what) for e in c10.evidence or ()]
+    finally:
+        _reset(bench)
+
+
+def test_release_dry_run_up_to_qualification_in_every_era(bench: Path) -> None:
+    """What `release --dry-run` does before and after qualifying (the qualification itself, a
+    docker run of the image, is tested on the 2026-08 tree in tests/pipeline/
+    test_release_keys.py): key selection, the one-line master bump, the entry in the era's
+    schema and the era's hook on the staged copy; the checkout is left byte-identical."""
+    era = open_checkout(bench).era
+    master = f"{era.masters}/amd-master.yaml"
+    m = _readable(bench)
+    key, old = m.group(1), m.group(2)
+    before = checkout_snapshot(bench)
+    ws = Workspace(bench)
+    assert select(ws, [key]) == (key,)
+    found = ws.config_key(key, 1)
+    assert (found.master, found.image, found.warnings) == (master, old, ())
+    scratch = bench.parent / "staged"
+    shutil.copytree(bench, scratch, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    try:
+        new = f"{old}-next"
+        edited, _ = edit_image((scratch / master).read_text(), key, new, master)
+        (scratch / master).write_text(edited)
+        repo_url = ws.repository_url(DEFAULT_REPO_URL)
+        req = Request(config_keys=(key,), image=new, repo_url=repo_url, pr_number=4242)
+        apply_changelog(scratch / era.changelog, make_entry(req, ["Bump the image"], []))
+        hook = hook_result(ws, scratch, req)
+        assert hook.problems == (), hook.problems
+        assert hook.evidence is not None and hook.evidence["appended"] == 1
+        assert f"pr-link: {repo_url}/pull/4242\n" in (scratch / era.changelog).read_text()
+    finally:
+        shutil.rmtree(scratch)
+    assert checkout_snapshot(bench) == before
+
+
+def test_revert_dry_run_without_a_recorded_pin_is_one_line_in_every_era(
+    bench: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pins live in relpipe's state (the results store), not in the benchmark repository: a
+    revert with no pin recorded for the key's image says so in one line, writes nothing."""
+    era = open_checkout(bench).era
+    m = _readable(bench)
+    before = checkout_snapshot(bench)
+    argv = ["revert", "--dry-run", "--repo", str(bench), "--config-key", m.group(1)]
+    canonical = linked_repository((bench / era.changelog).read_bytes()) or ""
+    argv += ["--github-repo", canonical.removeprefix("https://github.com/")]
+    code = cli([*argv, "--reason", "gsm8k dropped", "--api-url", "http://127.0.0.1:9"])
+    err = capsys.readouterr().err
+    assert code in (1, 2), err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert m.group(2) in err and "pin" in err
+    assert checkout_snapshot(bench) == before
+
+
+def test_pr_open_dry_run_in_every_era(
+    bench: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A release left in the working tree (the bump and its entry, `pr-link .../pull/XXX`):
+    `pr open --dry-run` prints the request it would send, pushes and writes nothing."""
+    era = open_checkout(bench).era
+    master, changelog = f"{era.masters}/amd-master.yaml", era.changelog
+    m = _readable(bench)
+    key = m.group(1)
+    text = (bench / master).read_text()
+    (bench / master).write_text(f"{text[: m.end(2)]}-next{text[m.end(2) :]}")
+    try:
+        canonical = linked_repository((bench / changelog).read_bytes())
+        with (bench / changelog).open("a") as handle:
+            handle.write(
+                f'\n- config-keys:\n    - {key}\n  description:\n    - "Bump the image"\n'
+                f"  pr-link: {canonical}/pull/XXX\n"
+            )
+        new = Workspace(bench).config_key(key, 1).image
+        old = new.removesuffix("-next")
+        name = (canonical or "").removeprefix("https://github.com/")
+        notes = tmp_path / "notes.md"
+        notes.write_text(f"# {key}: {old} -> {new}\n\nBump {key} from {old} to {new}.\n")
+        before = checkout_snapshot(bench)
+        code = cli(
+            [
+                *("pr", "open", "--dry-run", "--repo", str(bench), "--config-key", key),
+                *("--notes", str(notes), "--api-url", "http://127.0.0.1:9"),
+                *("--github-repo", name),
+            ]
+        )
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        assert f"POST http://127.0.0.1:9/repos/{name}/pulls\n" in captured.out
+        assert "dry run: nothing pushed or sent" in captured.out
+        assert checkout_snapshot(bench) == before
+    finally:
+        _reset(bench)
+        git(bench, "clean", "-q", "-fd")

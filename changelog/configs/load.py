@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+from relpipe.changelog.entry.scalars import lazy_re
 from relpipe.changelog.errors import ChangelogError
 from relpipe.core import suggest
 from relpipe.core.files import read_capped
@@ -113,14 +114,15 @@ def parse_masters(blobs: Iterable[tuple[PathArg, bytes]]) -> MasterConfigs:
     return MasterConfigs(configs=configs, origin=origin)
 
 
-_KEY_LINE = re.compile(
+# Compiled on first use (`lazy_re`): the usual commit reads the masters' keys from the base cache.
+_KEY_LINE = lazy_re(
     r"""(?:([^\s#'"&*!|>%@`{}\[\],?:-][^:#]*?)|"([^"\\]*)"|'([^']*)'):[ ]*(?:#.*)?$"""
 )
 # A quoted scalar that opens after `key: ` or `- ` and does not close on its line could carry a
 # column-0 line that looks like a key; such files take the event-stream path. Possessive (`*+`):
 # nothing a part takes can be given back, which no match needs (a plain key never starts with
 # "- ") and which keeps a hostile line linear (backtracking made `-  ` x 16,000 take 1 s).
-_OPEN_QUOTE = re.compile(
+_OPEN_QUOTE = lazy_re(
     r"""[ ]*+(?:- +)*+(?:[^\s#'"][^:#]*+:[ ]++)?(?:"(?:[^"\\]|\\.)*+$|'(?:[^']|'')*+$)"""
 )
 
@@ -170,7 +172,7 @@ def _keys_from_events(data: bytes, path: PathArg) -> tuple[str, ...]:
 
 # A column-0 line after the first. Led by a literal newline, which the regex engine searches
 # for at C speed; a `^` in MULTILINE mode is tried at every offset (5x slower on the real masters).
-_TOP_LINE = re.compile(r"\n([^ #\n][^\n]*)")
+_TOP_LINE = lazy_re(r"\n([^ #\n][^\n]*)")
 
 
 def _top_lines(text: str) -> Iterator[tuple[int, str]]:

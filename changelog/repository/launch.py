@@ -90,20 +90,20 @@ def agentic_client(era: Era) -> str:
 
 def check_key(
     checkout: Checkout, master: Path, key: str, cfg: Mapping[str, Any], lines: list[str]
-) -> None:
-    """Refuse a key relpipe cannot read faithfully, in one line naming the file and line: a
-    master field no known schema has, or an `srt-recipe` row that leaves the repository or
-    names a missing file (2026-10's validator rejects both too)."""
+) -> list[str]:
+    """Refuse a key relpipe cannot read faithfully, in one line naming the file and line: an
+    `srt-recipe` row that leaves the repository or names a missing file (2026-10's validator
+    rejects both too). A master field no known schema has is not refused (the repository's own
+    rules are the authority on its schema): it comes back as a WARN finding at `file:line`."""
     rel = master.relative_to(checkout.root).as_posix() if master.is_absolute() else str(master)
     start = line_of(lines, 1, key)
-    for place, name in unknown_fields(key, cfg):
-        if name not in checkout.era.extra_fields and name not in checkout.era.master_fields:
-            raise ChangelogError(
-                f"{rel}:{line_of(lines, start, name)}: unknown master field {name!r}"
-                f"{f' in {place}' if place else ''} of {key}; relpipe does not know what it "
-                "means (run `relpipe doctor`, or list it in .relpipe.toml [tool.relpipe] "
-                "extra-fields)"
-            )
+    warnings = [
+        f"{rel}:{line_of(lines, start, name)}: unknown master field {name!r}"
+        f"{f' in {place}' if place else ''} of {key}; relpipe does not know what it means "
+        "(run `relpipe doctor`, or list it in .relpipe.toml [tool.relpipe] extra-fields)"
+        for place, name in unknown_fields(key, cfg)
+        if name not in checkout.era.extra_fields and name not in checkout.era.master_fields
+    ]
     for ref in _srt_refs(cfg):
         path, _ = srt_recipe(checkout.era, cfg, ref)
         where = f"{rel}:{line_with(lines, start, ref)}"
@@ -114,6 +114,7 @@ def check_key(
             raise ChangelogError(f"{where}: srt-recipe {ref} of {key} links out of the repository")
         if not full.is_file():
             raise ChangelogError(f"{where}: srt-recipe {ref} of {key}: {path} does not exist")
+    return warnings
 
 
 def _srt_refs(cfg: Mapping[str, Any]) -> list[str]:

@@ -40,7 +40,7 @@ MAX_MODULE = 2 * 1024 * 1024  # a Python module larger than this is not parsed (
 
 
 @dataclass(frozen=True, kw_only=True)
-class Layout:
+class EngineTree:
     """Where an engine keeps what the path is made of (globs relative to the repository)."""
 
     package: str  # the import root (`atom`)
@@ -57,7 +57,7 @@ class Layout:
     variants: tuple[str, ...] = ()
 
 
-ATOM = Layout(
+ATOM = EngineTree(
     package="atom",
     models="atom/models",
     model_ops="atom/model_ops",
@@ -107,7 +107,7 @@ ATOM = Layout(
     },
     variants=("mla", "mha", "gdn", "mamba", "fla", "v4", "dspark", "eagle3", "mrope", "swa"),
 )
-LAYOUTS = {"atom": ATOM}
+ENGINE_TREES = {"atom": ATOM}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,25 +185,25 @@ def _match(glob: str, path: str) -> bool:
     return bool(_compiled(glob).fullmatch(path))
 
 
-def resolve(repo: Path, commit: str, key: KeyConfig, layout: Layout = ATOM) -> KeyPath:
+def resolve(repo: Path, commit: str, key: KeyConfig, engine: EngineTree = ATOM) -> KeyPath:
     """The key's path in `repo` at `commit`: one `ls-tree`, then one `cat-file` per level of
     imports for the modules not read before (a module's imports are kept by blob id)."""
     sha = gitio.run(repo, "rev-parse", "--verify", f"{commit}^{{commit}}").decode().strip()
-    listing = gitio.run(repo, "ls-tree", "-r", "-z", "--full-tree", sha, "--", layout.package)
+    listing = gitio.run(repo, "ls-tree", "-r", "-z", "--full-tree", sha, "--", engine.package)
     blobs: dict[str, str] = {}
     for entry in listing.split(b"\0"):
         meta, _, path = entry.partition(b"\t")
         parts = meta.split()
         if len(parts) == 3 and parts[1] == b"blob" and path.endswith(b".py"):
             blobs[path.decode("utf-8", "replace")] = parts[2].decode()
-    tree = _Tree(repo, blobs, layout)
-    seeds = _seeds(sorted(blobs), key, layout)
-    switches = list(layout.engine_wide)
+    tree = _Tree(repo, blobs, engine)
+    seeds = _seeds(sorted(blobs), key, engine)
+    switches = list(engine.engine_wide)
     if key.spec_decode:
-        switches += layout.spec_decode
+        switches += engine.spec_decode
     if key.kv_dtype and "fp8" in key.kv_dtype.lower():
-        switches += layout.kv_cache
-    files = _closure(seeds, tree, layout)
+        switches += engine.kv_cache
+    files = _closure(seeds, tree, engine)
     return KeyPath(
         key=key, commit=sha, models=tuple(seeds), files=frozenset(files), switches=tuple(switches)
     )
@@ -217,8 +217,8 @@ _NAMES_CAP = 100_000
 class _Tree:
     """The package's modules at one commit; their imports read in batches, once per blob."""
 
-    def __init__(self, repo: Path, blobs: dict[str, str], layout: Layout) -> None:
-        self.repo, self.blobs, self.layout = repo, blobs, layout
+    def __init__(self, repo: Path, blobs: dict[str, str], engine: EngineTree) -> None:
+        self.repo, self.blobs, self.engine = repo, blobs, engine
 
     def read(self, paths: Iterable[str]) -> None:
         """Parse the modules of `paths` not seen before, in one `cat-file`."""
@@ -237,7 +237,7 @@ class _Tree:
         names = _NAMES.get((self.blobs.get(path, ""), path), ())
         out = set()
         for parts in names:
-            if not parts or parts[0] != self.layout.package:
+            if not parts or parts[0] != self.engine.package:
                 continue
             for candidate in ("/".join(parts) + ".py", "/".join(parts) + "/__init__.py"):
                 if candidate in self.blobs:
@@ -245,20 +245,20 @@ class _Tree:
         return out
 
 
-def _model_stems(paths: Iterable[str], layout: Layout) -> dict[str, str]:
+def _model_stems(paths: Iterable[str], engine: EngineTree) -> dict[str, str]:
     """Model module path -> normalised stem, for every module of the models folder."""
     out = {}
     for path in paths:
         p = PurePosixPath(path)
-        if str(p.parent) == layout.models and p.stem not in ("__init__", "utils"):
+        if str(p.parent) == engine.models and p.stem not in ("__init__", "utils"):
             out[path] = _norm(p.stem)
     return out
 
 
-def _seeds(paths: Sequence[str], key: KeyConfig, layout: Layout) -> list[str]:
+def _seeds(paths: Sequence[str], key: KeyConfig, engine: EngineTree) -> list[str]:
     """The model's module (the longest stem the model name starts with) and its draft modules."""
     model = _norm(key.model)
-    stems = _model_stems(paths, layout)
+    stems = _model_stems(paths, engine)
     fits = [s for s in stems.values() if model.startswith(s) or s.startswith(model)]
     if not fits:
         return []
@@ -267,29 +267,29 @@ def _seeds(paths: Sequence[str], key: KeyConfig, layout: Layout) -> list[str]:
     if key.spec_decode:
         method = key.spec_decode
         seeds += [p for p, s in stems.items() if s == best + _norm(method)]
-        globs = layout.drafters.get(method, ())
+        globs = engine.drafters.get(method, ())
         seeds += [p for p in paths if any(_match(g, p) for g in globs)]
-    folder = _model_ops_folder(paths, best, layout)
+    folder = _model_ops_folder(paths, best, engine)
     seeds += [p for p in paths if folder and p.startswith(folder)]
     return sorted(set(seeds))
 
 
-def _model_ops_folder(paths: Sequence[str], stem: str, layout: Layout) -> str | None:
+def _model_ops_folder(paths: Sequence[str], stem: str, engine: EngineTree) -> str | None:
     for path in paths:
-        rest = path.removeprefix(layout.model_ops + "/")
+        rest = path.removeprefix(engine.model_ops + "/")
         if rest != path and "/" in rest and _norm(rest.split("/", 1)[0]) == stem:
-            return f"{layout.model_ops}/{rest.split('/', 1)[0]}/"
+            return f"{engine.model_ops}/{rest.split('/', 1)[0]}/"
     return None
 
 
-def _closure(seeds: Sequence[str], tree: _Tree, layout: Layout) -> set[str]:
+def _closure(seeds: Sequence[str], tree: _Tree, engine: EngineTree) -> set[str]:
     """Every module reached from `seeds` by imports inside the package, never crossing into
     another model's modules or op folder, nor into the trees the path never enters."""
     paths = tree.blobs
-    others = _other_models(paths, seeds, layout)
+    others = _other_models(paths, seeds, engine)
     tree.read(seeds)
-    used = _variants_used(seeds, tree, layout)
-    others |= {p for p in paths if p not in seeds and (_tokens(p) & set(layout.variants)) - used}
+    used = _variants_used(seeds, tree, engine)
+    others |= {p for p in paths if p not in seeds and (_tokens(p) & set(engine.variants)) - used}
     seen = set(seeds)
     level = list(seeds)
     while level:
@@ -304,7 +304,7 @@ def _closure(seeds: Sequence[str], tree: _Tree, layout: Layout) -> set[str]:
                 if (
                     target in seen
                     or target in others
-                    or any(_match(g, target) for g in layout.never)
+                    or any(_match(g, target) for g in engine.never)
                 ):
                     continue
                 seen.add(target)
@@ -317,28 +317,28 @@ def _tokens(path: str) -> set[str]:
     return set(re.split(r"[/_.]", path.removeprefix("atom/")))
 
 
-def _variants_used(seeds: Sequence[str], tree: _Tree, layout: Layout) -> set[str]:
+def _variants_used(seeds: Sequence[str], tree: _Tree, engine: EngineTree) -> set[str]:
     """The variants the model's own modules name, or import a module of directly."""
     out: set[str] = set()
     for seed in seeds:
         for path in (seed, *tree.imports(seed)):
-            out |= _tokens(path) & set(layout.variants)
+            out |= _tokens(path) & set(engine.variants)
     return out
 
 
-def _other_models(sources: Iterable[str], seeds: Sequence[str], layout: Layout) -> set[str]:
+def _other_models(sources: Iterable[str], seeds: Sequence[str], engine: EngineTree) -> set[str]:
     """Modules of other models: their model modules and their model-specific op folders."""
     sources = list(sources)
     mine = {_norm(PurePosixPath(s).stem) for s in seeds}
-    stems = _model_stems(sources, layout)
+    stems = _model_stems(sources, engine)
     out = {p for p, s in stems.items() if p not in seeds}
     op_dirs = {
-        p.removeprefix(layout.model_ops + "/").split("/", 1)[0]
+        p.removeprefix(engine.model_ops + "/").split("/", 1)[0]
         for p in sources
-        if p.startswith(layout.model_ops + "/") and p.count("/") > 2
+        if p.startswith(engine.model_ops + "/") and p.count("/") > 2
     }
     theirs = {d for d in op_dirs if _norm(d) in set(stems.values()) - mine}
-    out |= {p for p in sources if any(p.startswith(f"{layout.model_ops}/{d}/") for d in theirs)}
+    out |= {p for p in sources if any(p.startswith(f"{engine.model_ops}/{d}/") for d in theirs)}
     return out
 
 
