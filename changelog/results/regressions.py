@@ -46,10 +46,11 @@ import math
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
+from typing import overload
 
 from relpipe.changelog.results.records import (
     ACCEPTANCE,
@@ -216,8 +217,17 @@ class Runs:
     """The rows grouped by (series, point, metric) and run identity, with their noise bands:
     made once, read by `compare`, `charts` and `missing_runs` (a dashboard needs all three)."""
 
-    def __init__(self, samples: Iterable[Sample | Measurement]) -> None:
+    groups: Mapping[Group, Mapping[Identity, _Image]]
+    series_points: Mapping[str, Mapping[Identity, set[Group]]]
+
+    def __init__(self, samples: Iterable[Sample | Measurement], *, plain: bool = False) -> None:
+        """`plain`: every run identity made an object at once, in plain dicts (the
+        straightforward shape the columns must agree with; tests compare the two)."""
         self.groups, self.kinds, self.series_points = _group(samples)
+        if plain:
+            self.groups = {k: dict(self.groups[k]) for k in self.groups}
+            points = self.series_points
+            self.series_points = {s: {i: set(points[s][i]) for i in points[s]} for s in points}
         with _collector_paused():
             self.bands = _Bands(self.groups, self.kinds)
 
@@ -242,7 +252,7 @@ def compare(
     for key in sorted(groups):
         if kinds[key][0] == OTHER or (wanted and key[0] not in wanted):
             continue
-        images = _ordered(groups[key])
+        images = groups.ordered(key) if isinstance(groups, _Groups) else _ordered(groups[key])
         start = 1 if every else max(1, len(images) - 1)
         # the levels of the runs judged and the LEVEL_IMAGES before them (not of every run)
         lowest = max(0, start - LEVEL_IMAGES)
@@ -300,7 +310,7 @@ def _with_onset(f: PointChange, metric: str, images: Sequence[_Image], at: int) 
     )
 
 
-def _ordered(identities: dict[Identity, _Image]) -> list[_Image]:
+def _ordered(identities: Mapping[Identity, _Image]) -> list[_Image]:
     return sorted(identities.values(), key=lambda i: (i.first_seq, i.ref, i.commit or ""))
 
 
@@ -329,7 +339,9 @@ def missing_runs(
 
 
 def _previous(
-    groups: dict[Group, dict[Identity, _Image]], by_id: dict[Identity, set[Group]], ident: Identity
+    groups: Mapping[Group, Mapping[Identity, _Image]],
+    by_id: Mapping[Identity, set[Group]],
+    ident: Identity,
 ) -> Identity | None:
     order = list(by_id)  # made in (seq, run) order: each identity where its first run is
     at = order.index(ident) if ident in order else 0
@@ -387,16 +399,17 @@ Kinds = dict[Group, tuple[str, str, str]]  # (metric kind, better, unit)
 
 def _group(
     samples: Iterable[Sample | Measurement],
-) -> tuple[dict[Group, dict[Identity, _Image]], Kinds, dict[str, dict[Identity, set[Group]]]]:
-    groups: dict[Group, dict[Identity, _Image]] = defaultdict(dict)
-    kinds: Kinds = {}
-    series_points: dict[str, dict[Identity, set[Group]]] = defaultdict(lambda: defaultdict(set))
-    rows = [m if isinstance(m, Measurement) else measurement(m) for m in samples]
+) -> tuple[_Groups, Kinds, _SeriesPoints]:
+    rows = [measurement(m) if isinstance(m, Sample) else m for m in samples]
     # Python's order, not the database's: PostgreSQL may collate `run` differently from SQLite.
     rows.sort(key=itemgetter(9, 8))  # (seq, run)
+    columns: dict[Group, _Column] = {}
+    kinds: Kinds = {}
+    series_keys: dict[str, list[Group]] = defaultdict(list)
+    series_order: dict[str, dict[Identity, None]] = defaultdict(dict)
     with _collector_paused():
-        _fill(rows, groups, kinds, series_points)
-    return groups, kinds, series_points
+        _fill(rows, columns, kinds, series_keys, series_order)
+    return _Groups(columns), kinds, _SeriesPoints(columns, series_keys, series_order)
 
 
 @contextmanager
@@ -415,35 +428,219 @@ def _collector_paused() -> Iterator[None]:
 
 def _fill(
     rows: Sequence[Measurement],
-    groups: dict[Group, dict[Identity, _Image]],
+    columns: dict[Group, _Column],
     kinds: Kinds,
-    series_points: dict[str, dict[Identity, set[Group]]],
+    series_keys: dict[str, list[Group]],
+    series_order: dict[str, dict[Identity, None]],
 ) -> None:
-    # Fields unpacked, not read by name: 100,000 rows are read per comparison.
+    """The rows, in (seq, run) order, into one `_Column` per (series, point, metric): a few
+    appends per row, no object per run identity (100,000 rows are read per comparison)."""
+    last_key: Group | None = None
+    column = _Column()
     for row in rows:
-        series, point, metric, kind, better, unit, ref, commit, run, seq, status = row[:11]
+        (
+            series,
+            point,
+            metric,
+            kind,
+            better,
+            unit,
+            ref,
+            commit,
+            run,
+            seq,
+            status,
+            value,
+            se,
+            limit,
+            note,
+        ) = row  # fmt: skip - Measurement's fields
         if status != OK and status != FAILED:
             continue  # ambiguous samples are never measurements
         key = (series, point, metric)
-        images = groups[key]
-        ident = (ref, commit)
-        image = images.get(ident)
-        if image is None:
-            if key not in kinds:
+        if key != last_key:
+            found = columns.get(key)
+            if found is None:
+                found = columns[key] = _Column()
                 kinds[key] = (kind, better, unit)
-            image = images[ident] = _Image(ref, commit, seq, run)
-            series_points[series][ident].add(key)
-        value, se, limit, note = row.value, row.se, row.threshold, row.note
+                series_keys[series].append(key)
+            column, last_key = found, key
+        ident = (ref, commit)
+        idents = column.idents
+        at = idents.get(ident)
+        if at is None:
+            at = idents[ident] = len(idents)
+            column.first_seq.append(seq)
+            column.first_run.append(run)
+            order = series_order[series]
+            if ident not in order:
+                order[ident] = None
         if status == FAILED or value is None:
-            image.failed += 1
-            image.notes = [*image.notes, note]  # few: failures
-            continue
-        image.values.append(value)
-        image.seqs.append(seq)
-        if se is not None:
-            image.ses = _more(image.ses, se)
-        if limit is not None:
-            image.thresholds = _more(image.thresholds, limit)
+            value = None
+            column.extra[len(column.owner)] = (None, None, note)  # few: failures
+        elif se is not None or limit is not None:
+            column.extra[len(column.owner)] = (se, limit, "")
+        column.owner.append(at)
+        column.seqs.append(seq)
+        column.values.append(value)
+
+
+class _Column:
+    """One (series, point, metric) as columns: per row (in (seq, run) order) the index of its run
+    identity, its seq and its value (None: failed); per identity its first seq and run; standard
+    errors, thresholds and failure notes of the rare rows that have them. `_Image`s are made
+    from it only for the identities read (`images`)."""
+
+    __slots__ = ("idents", "first_seq", "first_run", "owner", "seqs", "values", "extra", "_made")
+
+    def __init__(self) -> None:
+        self.idents: dict[Identity, int] = {}
+        self.first_seq: list[int] = []
+        self.first_run: list[str] = []
+        self.owner: list[int] = []
+        self.seqs: list[int] = []
+        self.values: list[float | None] = []
+        self.extra: dict[int, tuple[float | None, float | None, str]] = {}
+        self._made: dict[int, _Image] = {}
+
+    def images(self, wanted: Iterable[int]) -> dict[int, _Image]:
+        """The `_Image`s of the identities `wanted` (indices), made in one pass over the rows."""
+        made = self._made
+        todo = {i for i in wanted if i not in made}
+        if todo:
+            idents = list(self.idents)
+            fresh = {
+                i: _Image(*idents[i], self.first_seq[i], self.first_run[i]) for i in sorted(todo)
+            }
+            extra = self.extra
+            for j, (i, seq, value) in enumerate(
+                zip(self.owner, self.seqs, self.values, strict=True)
+            ):
+                image = fresh.get(i)
+                if image is None:
+                    continue
+                if value is None:
+                    image.failed += 1
+                    image.notes = [*image.notes, extra[j][2]]
+                    continue
+                image.values.append(value)
+                image.seqs.append(seq)
+                if j in extra:
+                    se, limit, _ = extra[j]
+                    if se is not None:
+                        image.ses = _more(image.ses, se)
+                    if limit is not None:
+                        image.thresholds = _more(image.thresholds, limit)
+            made.update(fresh)
+        return made
+
+    def order(self) -> list[int]:
+        """The identities' indices in `_ordered`'s order: first run, then image and commit."""
+        first = self.first_seq
+        n = len(first)
+        if all(first[i] < first[i + 1] for i in range(n - 1)):
+            return list(range(n))  # first runs all apart: the order they came in
+        idents = list(self.idents)
+        return sorted(
+            range(n), key=lambda i: (first[i], idents[i][0], idents[i][1] or "")
+        )  # fmt: skip - _ordered's key
+
+
+class _Groups(Mapping[Group, Mapping[Identity, _Image]]):
+    """`groups[(series, point, metric)]`: the run identities of a point as `_Image`s, made on
+    first read from its `_Column`; `ordered` makes only those a comparison reads."""
+
+    def __init__(self, columns: dict[Group, _Column]) -> None:
+        self.columns = columns
+        self._all: dict[Group, dict[Identity, _Image]] = {}
+
+    def __getitem__(self, key: Group) -> dict[Identity, _Image]:
+        made = self._all.get(key)
+        if made is None:
+            column = self.columns[key]
+            images = column.images(range(len(column.idents)))
+            made = self._all[key] = {ident: images[i] for ident, i in column.idents.items()}
+        return made
+
+    def __iter__(self) -> Iterator[Group]:
+        return iter(self.columns)
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def ordered(self, key: Group) -> _Lazy:
+        return _Lazy(self.columns[key])
+
+
+class _Lazy(Sequence[_Image]):
+    """A point's run identities in `_ordered`'s order, each made when first read (a comparison
+    of the newest change reads the last few of them)."""
+
+    def __init__(self, column: _Column) -> None:
+        self.column = column
+        self.order = column.order()
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    @overload
+    def __getitem__(self, at: int) -> _Image: ...
+    @overload
+    def __getitem__(self, at: slice) -> list[_Image]: ...
+    def __getitem__(self, at: int | slice) -> _Image | list[_Image]:
+        if isinstance(at, slice):
+            wanted = self.order[at]
+            made = self.column.images(wanted)
+            return [made[i] for i in wanted]
+        index = self.order[at]
+        return self.column.images((index,))[index]
+
+
+class _SeriesPoints(Mapping[str, Mapping[Identity, set[Group]]]):
+    """`series_points[series][identity]`: the points the identity ran in the series, identities
+    in the order of their first runs; each set made when first read."""
+
+    def __init__(
+        self,
+        columns: dict[Group, _Column],
+        keys: dict[str, list[Group]],
+        order: dict[str, dict[Identity, None]],
+    ) -> None:
+        self._columns, self._keys, self._order = columns, keys, order
+
+    def __getitem__(self, series: str) -> _PointsOf:
+        if series not in self._order:
+            raise KeyError(series)
+        return _PointsOf(self._columns, self._keys[series], self._order[series])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+
+class _PointsOf(Mapping[Identity, set[Group]]):
+    def __init__(
+        self, columns: dict[Group, _Column], keys: list[Group], order: dict[Identity, None]
+    ) -> None:
+        self._columns, self._keys, self._order = columns, keys, order
+        self._sets: dict[Identity, set[Group]] = {}
+
+    def __getitem__(self, ident: Identity) -> set[Group]:
+        found = self._sets.get(ident)
+        if found is None:
+            if ident not in self._order:
+                raise KeyError(ident)
+            found = {k for k in self._keys if ident in self._columns[k].idents}
+            self._sets[ident] = found
+        return found
+
+    def __iter__(self) -> Iterator[Identity]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
 
 
 def _more(values: list[float] | tuple[()], value: float) -> list[float]:
@@ -469,7 +666,7 @@ class _Bands:
     Pairs are consecutive runs of one image (whatever engine commit ran on it): the spread of the
     same image measured again, as the dashboards' repeated runs show it."""
 
-    def __init__(self, groups: dict[Group, dict[Identity, _Image]], kinds: Kinds) -> None:
+    def __init__(self, groups: Mapping[Group, Mapping[Identity, _Image]], kinds: Kinds) -> None:
         self.own: dict[Group, list[float]] = {}
         self.series: dict[tuple[str, str], list[float]] = defaultdict(list)
         self.metric: dict[str, list[float]] = defaultdict(list)
@@ -478,10 +675,14 @@ class _Bands:
         self.collapsed = collapsed_runs(groups, kinds)
         self._cache: dict[tuple[str, str], float | None] = {}
         self._of: dict[Group, tuple[float, str]] = {}
-        for key, images in groups.items():
+        for key in groups:
             if kinds[key][0] not in (PERF, ACCEPTANCE):
                 continue
-            diffs = [d for values in _image_runs(key[0], images, self.unsettled) for d in values]
+            if isinstance(groups, _Groups):
+                runs = _column_runs(key[0], groups.columns[key], self.unsettled)
+            else:
+                runs = _image_runs(key[0], groups[key], self.unsettled)
+            diffs = [d for values in runs for d in values]
             self.own[key] = diffs
             self.series[(key[0], key[2])] += diffs
             self.metric[key[2]] += diffs
@@ -522,7 +723,7 @@ class _Bands:
 
 
 def _image_runs(
-    series: str, identities: dict[Identity, _Image], unsettled_: set[tuple[str, str]]
+    series: str, identities: Mapping[Identity, _Image], unsettled_: set[tuple[str, str]]
 ) -> Iterator[list[float]]:
     """Per image, the same-image differences of its runs in time order (identities merged)."""
     by_image: dict[str, list[tuple[int, float]]] = defaultdict(list)
@@ -534,13 +735,38 @@ def _image_runs(
             yield same_image_diffs([v for _, v in sorted(runs, key=itemgetter(0))])
 
 
-def unsettled(groups: dict[Group, dict[Identity, _Image]], kinds: Kinds) -> set[tuple[str, str]]:
+def _column_runs(
+    series: str, column: _Column, unsettled_: set[tuple[str, str]]
+) -> Iterator[list[float]]:
+    """`_image_runs` read from the columns: the rows are in (seq, run) order; the identities'
+    runs merged by seq keep, at equal seq, the order of the identities' first runs."""
+    refs = [ident[0] for ident in column.idents]
+    skip = {r for r in set(refs) if unsettled_ and settles_nothing(unsettled_, series, r)}
+    by_image: dict[str, list[int]] = defaultdict(list)
+    owner, seqs, values = column.owner, column.seqs, column.values
+    for j, (i, v) in enumerate(zip(owner, values, strict=True)):
+        if v is not None and refs[i] not in skip:
+            by_image[refs[i]].append(j)
+    for rows in by_image.values():
+        if len(rows) < 2:
+            continue
+        if any(
+            seqs[a] == seqs[b] and owner[a] > owner[b] for a, b in zip(rows, rows[1:], strict=False)
+        ):
+            rows.sort(key=lambda j: (seqs[j], owner[j]))
+        yield same_image_diffs([values[j] for j in rows])  # type: ignore[misc]
+
+
+def unsettled(
+    groups: Mapping[Group, Mapping[Identity, _Image]], kinds: Kinds
+) -> set[tuple[str, str]]:
     """(series, image) whose runs differ in kind, not by noise: speculative decoding accepted
     nothing in some runs of the image and worked in others. Their pairs teach no noise band."""
     out = set()
-    for key, images in groups.items():
+    for key in groups:
         if kinds[key][0] != ACCEPTANCE:
             continue
+        images = groups[key]
         by_image: dict[str, list[bool]] = defaultdict(list)
         for img in images.values():
             by_image[img.ref] += [_nothing_accepted(key[2], v) for v in img.values]
@@ -548,14 +774,14 @@ def unsettled(groups: dict[Group, dict[Identity, _Image]], kinds: Kinds) -> set[
     return out
 
 
-def unstable_series(groups: dict[Group, dict[Identity, _Image]], kinds: Kinds) -> set[str]:
+def unstable_series(groups: Mapping[Group, Mapping[Identity, _Image]], kinds: Kinds) -> set[str]:
     """Series whose acceptance collapsed in some runs of one (image, commit) and not in others:
     the same code, different outcomes."""
     out = set()
-    for key, images in groups.items():
+    for key in groups:
         if kinds[key][0] != ACCEPTANCE:
             continue
-        for img in images.values():
+        for img in groups[key].values():
             dead = [_nothing_accepted(key[2], v) for v in img.values]
             if any(dead) and not all(dead):
                 out.add(key[0])
@@ -563,14 +789,14 @@ def unstable_series(groups: dict[Group, dict[Identity, _Image]], kinds: Kinds) -
 
 
 def collapsed_runs(
-    groups: dict[Group, dict[Identity, _Image]], kinds: Kinds
+    groups: Mapping[Group, Mapping[Identity, _Image]], kinds: Kinds
 ) -> dict[tuple[str, Identity], str]:
     """(series, identity) whose acceptance collapsed in some run, with a one-line note."""
     out: dict[tuple[str, Identity], str] = {}
-    for key, images in groups.items():
+    for key in groups:
         if kinds[key][0] != ACCEPTANCE:
             continue
-        for ident, img in images.items():
+        for ident, img in groups[key].items():
             dead = sum(_nothing_accepted(key[2], v) for v in img.values)
             if dead:
                 out[(key[0], ident)] = f"acceptance collapsed in {dead} of {len(img.values)} runs"
@@ -765,10 +991,21 @@ def _collapsed(metric: str, old_value: float, new_value: float) -> bool:
     return new_value < COLLAPSE_RATIO * old_value
 
 
+def _image_of(
+    groups: Mapping[Group, Mapping[Identity, _Image]], key: Group, ident: Identity
+) -> _Image:
+    """One identity's `_Image` at one point (from the columns: that one alone is made)."""
+    if isinstance(groups, _Groups):
+        column = groups.columns[key]
+        at = column.idents[ident]
+        return column.images((at,))[at]
+    return groups[key][ident]
+
+
 def _missing(
-    groups: dict[Group, dict[Identity, _Image]],
+    groups: Mapping[Group, Mapping[Identity, _Image]],
     kinds: Kinds,
-    series_points: dict[str, dict[Identity, set[Group]]],
+    series_points: Mapping[str, Mapping[Identity, set[Group]]],
     *,
     every: bool,
     wanted: set[str],
@@ -786,11 +1023,15 @@ def _missing(
             if not by_image[old] & by_image[new]:
                 continue  # no point in common: another sweep shape, not a point dropped
             ran = {k[2] for k in by_image[new]}  # a metric the new identity measured elsewhere
-            first_new = min((groups[k][new] for k in by_image[new]), key=lambda i: i.first_seq)
+            # its first run: the earliest in (seq, run) order (never the set's hash order)
+            first_new = min(
+                (_image_of(groups, k, new) for k in by_image[new]),
+                key=lambda i: (i.first_seq, i.run),
+            )
             for key in sorted(by_image[old] - by_image[new]):
                 if kinds[key][0] == OTHER or key[2] not in ran:
                     continue
-                values = groups[key][old].values
+                values = _image_of(groups, key, old).values
                 base: dict[str, object] = {
                     "series": series,
                     "point": key[1],
