@@ -101,3 +101,9 @@ def select(
             else f"no config key on the image line of {', '.join(named)}"
         )
     return tuple(dict.fromkeys(chosen))
+
+
+def field_warnings(ws: Workspace, keys: Sequence[str]) -> list[str]:
+    """The selected keys' master fields relpipe does not know, as `warning: file:line: ...`
+    lines (a WARN, never a refusal: release carries them in C10; revert and pr print them)."""
+    return [f"warning: {w}" for key in keys for w in ws.config_key(key, 1).warnings]

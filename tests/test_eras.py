@@ -218,7 +218,9 @@ def _readable(root: Path) -> re.Match[str]:
     raise AssertionError(f"no key of {master} is readable")
 
 
-def test_an_unknown_master_field_is_a_warn_at_file_line_never_a_refusal(bench: Path) -> None:
+def test_an_unknown_master_field_is_a_warn_at_file_line_never_a_refusal(
+    bench: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A master field no schema relpipe knows has (`warmup-policy`, beside the era's own
     `duration`/`seq-len-configs` of early 2026) is read, not refused: every command that reads a
     key (release, pr, revert, selection) gets it as a WARN at file:line, and release carries it
@@ -249,6 +251,19 @@ def test_an_unknown_master_field_is_a_warn_at_file_line_never_a_refusal(bench: P
         where, what = found.warnings[0].split(": ", 1)
         assert where == f"{master}:{line}"
         assert (where, what) in [(e.where, e.what) for e in c10.evidence or ()]
+        # revert prints it and goes on to what it really lacks (a recorded pin of the image)
+        canonical = linked_repository((bench / era.changelog).read_bytes()) or ""
+        code = cli(
+            [
+                *("revert", "--dry-run", "--repo", str(bench), "--config-key", key),
+                *("--github-repo", canonical.removeprefix("https://github.com/")),
+                *("--reason", "gsm8k dropped", "--api-url", "http://127.0.0.1:9"),
+            ]
+        )
+        err = capsys.readouterr().err.splitlines()
+        assert code in (1, 2) and len(err) == 2, err
+        assert err[0] == f"relpipe revert: warning: {found.warnings[0]}"
+        assert "warmup-policy" not in err[1] and m.group(2) in err[1]
     finally:
         _reset(bench)
 

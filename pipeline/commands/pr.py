@@ -35,7 +35,7 @@ from relpipe.pipeline.pullrequest import (
     with_fork,
 )
 from relpipe.pipeline.run import add_selection_args, state_dir
-from relpipe.pipeline.selection import select
+from relpipe.pipeline.selection import field_warnings, select
 from relpipe.pipeline.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -196,7 +196,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = _parser().parse_args(argv)
     target = target_from(args)
-    keys = select(Workspace(target.root), args.config_keys, line=args.line, runners=args.runners)
+    ws = Workspace(target.root)
+    keys = select(ws, args.config_keys, line=args.line, runners=args.runners)
+    for warning in field_warnings(ws, keys):
+        print(f"relpipe pr: {warning}", file=sys.stderr)
     if args.action == "status":
         with prq.client_for(target) as client:
             st = prq.status(target, keys, client)

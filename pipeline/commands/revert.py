@@ -12,6 +12,7 @@ the diff and the PR's requests.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +22,7 @@ from relpipe.pipeline.commands.parser import parser
 from relpipe.pipeline.commands.pr import add_target_args, publish_and_report, target_from
 from relpipe.pipeline.pullrequest import BRANCH_REVERT, Bump, branch_for, read_bump
 from relpipe.pipeline.run import add_selection_args, state_dir
-from relpipe.pipeline.selection import select
+from relpipe.pipeline.selection import field_warnings, select
 from relpipe.pipeline.workspace import Workspace
 
 
@@ -57,6 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     target = target_from(args)
     ws = Workspace(target.root)
     keys = select(ws, args.config_keys, line=args.line, runners=args.runners)
+    for warning in field_warnings(ws, keys):
+        print(f"relpipe revert: {warning}", file=sys.stderr)
     if not args.branch:
         target = replace(target, branch=branch_for(keys, BRANCH_REVERT))
     pinned = pins.load(ws, state_dir(ws, args.state))
