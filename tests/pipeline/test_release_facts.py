@@ -30,10 +30,9 @@ def test_release_facts_name_notable_prs_with_their_repository(
     )
     outcome = make_outcome(precision=precision)
     plan = plan_of(data)
+    key = plan.config.key if plan.config else "k"
     facts = release_facts(
-        plan,
-        outcome,
-        evaluate(outcome),
+        [(key, plan, outcome, evaluate(outcome))],
         [],
         [],
         "rocm/atom-dev:nightly_202610070333",
