@@ -457,7 +457,15 @@ def hook_result(ws: Workspace, scratch: Path, req: Request) -> ValidatorOutput:
     changelog = ws.changelog
     base = ws.root / changelog
     keys = [k for m in Workspace(scratch).masters() for k in master_keys(m)]
-    rules = perf_changelog.Policy(repo_url=req.repo_url, pr_number=req.pr_number, config_keys=keys)
+    # Judged as the era's validator judges the PR the release goes to (its entry schema); without
+    # --pr-number the entry links /pull/XXX for a PR not yet open, as on a feature branch.
+    rules = perf_changelog.Policy(
+        repo_url=req.repo_url,
+        pr_number=req.pr_number,
+        pull_request=req.pr_number is None,
+        config_keys=keys,
+        schema=ws.era.entry_schema,
+    )
     head = (scratch / changelog).read_bytes()
     report = perf_changelog.check(
         base.read_bytes() if base.exists() else b"", head, rules, str(changelog)

@@ -274,12 +274,15 @@ def test_release_dry_run_up_to_qualification_in_every_era(bench: Path) -> None:
         edited, _ = edit_image((scratch / master).read_text(), key, new, master)
         (scratch / master).write_text(edited)
         repo_url = ws.repository_url(DEFAULT_REPO_URL)
-        req = Request(config_keys=(key,), image=new, repo_url=repo_url, pr_number=4242)
-        apply_changelog(scratch / era.changelog, make_entry(req, ["Bump the image"], []))
-        hook = hook_result(ws, scratch, req)
-        assert hook.problems == (), hook.problems
-        assert hook.evidence is not None and hook.evidence["appended"] == 1
-        assert f"pr-link: {repo_url}/pull/4242\n" in (scratch / era.changelog).read_text()
+        base = (scratch / era.changelog).read_bytes()
+        for number, link in ((None, "XXX"), (4242, "4242")):  # the PR not open yet, then open
+            (scratch / era.changelog).write_bytes(base)
+            req = Request(config_keys=(key,), image=new, repo_url=repo_url, pr_number=number)
+            apply_changelog(scratch / era.changelog, make_entry(req, ["Bump the image"], []))
+            hook = hook_result(ws, scratch, req)
+            assert hook.problems == (), hook.problems
+            assert hook.evidence is not None and hook.evidence["appended"] == 1
+            assert f"pr-link: {repo_url}/pull/{link}\n" in (scratch / era.changelog).read_text()
     finally:
         shutil.rmtree(scratch)
     assert checkout_snapshot(bench) == before
