@@ -41,13 +41,11 @@ returned, never what is learned, so the verdict on a point does not depend on th
 
 from __future__ import annotations
 
-import gc
 import math
 import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from typing import overload
@@ -64,7 +62,7 @@ from relpipe.changelog.results.records import (
     Sample,
     measurement,
 )
-from relpipe.core import jsoncodec
+from relpipe.core import collector, jsoncodec
 
 K_SIGMA = 4.0
 MIN_PAIRS = 5
@@ -223,15 +221,16 @@ class Runs:
     def __init__(self, samples: Iterable[Sample | Measurement], *, plain: bool = False) -> None:
         """`plain`: every run identity made an object at once, in plain dicts (the
         straightforward shape the columns must agree with; tests compare the two)."""
-        self.groups, self.kinds, self.series_points = _group(samples)
-        if plain:
-            self.groups = {k: dict(self.groups[k]) for k in self.groups}
-            points = self.series_points
-            self.series_points = {s: {i: set(points[s][i]) for i in points[s]} for s in points}
-        with _collector_paused():
+        with collector.paused():  # 100,000 rows in, one object per point: no cycle
+            self.groups, self.kinds, self.series_points = _group(samples)
+            if plain:
+                self.groups = {k: dict(self.groups[k]) for k in self.groups}
+                points = self.series_points
+                self.series_points = {s: {i: set(points[s][i]) for i in points[s]} for s in points}
             self.bands = _Bands(self.groups, self.kinds)
 
 
+@collector.paused()  # findings and charts of 100,000 rows: no cycle
 def compare(
     samples: Iterable[Sample | Measurement] | Runs,
     *,
@@ -407,23 +406,8 @@ def _group(
     kinds: Kinds = {}
     series_keys: dict[str, list[Group]] = defaultdict(list)
     series_order: dict[str, dict[Identity, None]] = defaultdict(dict)
-    with _collector_paused():
-        _fill(rows, columns, kinds, series_keys, series_order)
+    _fill(rows, columns, kinds, series_keys, series_order)
     return _Groups(columns), kinds, _SeriesPoints(columns, series_keys, series_order)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """One object per run identity and point, 100,000 in a large store: the cyclic collector
-    would walk them again and again while they are made (a third of the time, measured), though
-    nothing made here can form a cycle. It runs again when they are done."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _fill(
@@ -1067,6 +1051,7 @@ class Chart:
     bands: dict[str, float | None]  # relative; None for accuracy (judged by standard errors)
 
 
+@collector.paused()  # findings and charts of 100,000 rows: no cycle
 def charts(
     samples: Iterable[Sample | Measurement] | Runs, *, series: Iterable[str] = ()
 ) -> list[Chart]:

@@ -32,6 +32,7 @@ from relpipe.changelog.results.records import (
     Measurement,
     Sample,
 )
+from relpipe.core import collector
 from relpipe.core.errors import require
 from relpipe.core.redact import redact
 from relpipe.core.state import trusted
@@ -239,8 +240,10 @@ class Store:
             # unordered: `regressions` orders by (seq, run) in Python, the same on both databases
             sql = f"SELECT {columns} FROM results WHERE {where}"
             cur.execute(self._sql(sql), tuple(series))
-            # made as `Measurement._make` makes them, without its Python call per row
-            return list(map(_MEASUREMENT, cur.fetchall()))
+            # made as `Measurement._make` makes them, without its Python call per row; tuples of
+            # strings and numbers: the collector would only walk them
+            with collector.paused():
+                return list(map(_MEASUREMENT, cur.fetchall()))
         finally:
             cur.close()
 
