@@ -15,7 +15,6 @@ docker.io under the real repositories' names).
 
 from __future__ import annotations
 
-import base64
 import json
 import shutil
 import subprocess
@@ -27,7 +26,16 @@ from typing import Any
 import corpus
 import pytest
 import yaml
-from release_support import MASTER, PR, QUICK, REPO_URL, diff_files, tree_world
+from release_support import (
+    MASTER,
+    PR,
+    QUICK,
+    REPO_URL,
+    diff_files,
+    inferencex_accepts,
+    mirror_copy,
+    tree_world,
+)
 from support import checkout_snapshot, git
 
 from relpipe.changelog.configs.load import master_keys
@@ -40,7 +48,6 @@ from relpipe.validate.gate import hook as gate
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
-GATE = Path(__file__).resolve().parent.parent / "oracles" / "changelog_gate.py"
 VLLM = "vllm/vllm-openai-rocm"
 VLLM_OLD = ff.EngineNightly(
     tag="nightly-09663abde0f50944a8d5ea30120666024b503faa",
@@ -78,18 +85,6 @@ class World:
     env: dict[str, str]
 
 
-def _copy(registry: str, source: str, target: str) -> None:
-    """Push `source` (registry-local) to `target` (a canonical name) on the loopback mirror."""
-    subprocess.run(
-        ["skopeo", "copy", "--quiet", "--preserve-digests", "--src-tls-verify=false"]
-        + ["--dest-tls-verify=false", f"docker://{registry}/{source}"]
-        + [f"docker://{registry}/{target}"],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-
-
 @pytest.fixture(scope="module")
 def world(
     registry: str,
@@ -103,8 +98,8 @@ def world(
     ff.build_engine_fixtures(registry, "vllm", [VLLM_OLD, VLLM_NEW], cache_dir=fixture_cache)
     repository = "relpipe-test-keys/atom"
     old, new = build_fixtures(registry, repository, 2, "good", cache_dir=fixture_cache)
-    _copy(registry, f"{repository}@{old.digest}", ATOM_OLD)
-    _copy(registry, f"{repository}@{new.digest}", ATOM_NEW)
+    mirror_copy(registry, f"{repository}@{old.digest}", ATOM_OLD)
+    mirror_copy(registry, f"{repository}@{new.digest}", ATOM_NEW)
     base = tmp_path_factory.mktemp("keys")
     repo, env = tree_world(inferencex_tree, base, registry, docker_host)
     return World(repo, base / "state", env)
@@ -132,23 +127,6 @@ def _release(
     assert done.returncode == 0, done.stderr[-3000:]
     doc: dict[str, Any] = json.loads(done.stdout)
     return doc
-
-
-def _inferencex_accepts(base: bytes, head: bytes, masters: list[Path]) -> tuple[bool, str]:
-    payload = [
-        {
-            "base": base64.b64encode(base).decode(),
-            "head": base64.b64encode(head).decode(),
-            "pr": PR,
-            "all_evals": False,
-            "evals_only": False,
-            "resolve": True,
-        }
-    ]
-    done = corpus.run_oracle(GATE, *map(str, masters), input=json.dumps(payload))
-    assert done.returncode == 0, done.stderr[-2000:]
-    [(ok, why)] = json.loads(done.stdout)
-    return ok, why
 
 
 def test_selection_on_the_real_tree(world: World) -> None:
@@ -195,7 +173,7 @@ def test_six_keys_sharing_a_vllm_nightly_release_as_one_entry(world: World) -> N
     policy = gate.Policy(repo_url=REPO_URL, pr_number=PR, config_keys=all_keys)
     report = gate.check(base_log, head, policy)
     assert report.ok, [str(f) for f in report.findings]
-    accepted, why = _inferencex_accepts(base_log, head, masters)
+    accepted, why = inferencex_accepts(base_log, head, masters)
     assert accepted, why
     # The image was qualified once: its own stages ran for the first key, were cache hits for
     # the five others, which ran at most their own points (the record shows it: keys.json).

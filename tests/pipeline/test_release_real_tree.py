@@ -14,7 +14,6 @@ the head changelog (base + appended lines) passes relpipe's hook and InferenceX'
 
 from __future__ import annotations
 
-import base64
 import json
 import shutil
 import subprocess
@@ -25,7 +24,16 @@ from typing import Any
 
 import corpus
 import pytest
-from release_support import MASTER, PR, QUICK, REPO_URL, diff_files, tree_world
+from release_support import (
+    MASTER,
+    PR,
+    QUICK,
+    REPO_URL,
+    diff_files,
+    inferencex_accepts,
+    mirror_copy,
+    tree_world,
+)
 from support import git
 
 from relpipe.changelog.configs.load import load_master, master_keys
@@ -36,7 +44,6 @@ pytestmark = [pytest.mark.services, pytest.mark.slow]
 
 REPOSITORY = "relpipe-test-realtree/atom-dev"
 CANDIDATE = "rocm/atom-dev:nightly_209901010000"  # not a tag the real tree uses
-GATE = Path(__file__).resolve().parent.parent / "oracles" / "changelog_gate.py"
 # The ATOM keys of configs/amd-master.yaml at 843c6254f (the fixture checks the list is current).
 ATOM_KEYS = (
     "dsr1-fp4-mi355x-atom",
@@ -64,25 +71,6 @@ class World:
     images: dict[str, str]  # key -> image it pins today
 
 
-def _copy(registry: str, source: str, target: str) -> None:
-    """Push `source` (registry-local) to `target` (a canonical name) on the loopback mirror."""
-    subprocess.run(
-        [
-            "skopeo",
-            "copy",
-            "--quiet",
-            "--preserve-digests",
-            "--src-tls-verify=false",
-            "--dest-tls-verify=false",
-            f"docker://{registry}/{source}",
-            f"docker://{registry}/{target.removeprefix('docker.io/')}",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-
-
 @pytest.fixture(scope="module")
 def world(
     registry: str,
@@ -99,8 +87,8 @@ def world(
     assert tuple(keys) == ATOM_KEYS, "the real master's ATOM keys changed: update ATOM_KEYS"
     images = {k: str(configs[k]["image"]) for k in keys}
     for image in sorted(set(images.values())):
-        _copy(registry, f"{REPOSITORY}@{old.digest}", image)
-    _copy(registry, f"{REPOSITORY}@{new.digest}", CANDIDATE)
+        mirror_copy(registry, f"{REPOSITORY}@{old.digest}", image)
+    mirror_copy(registry, f"{REPOSITORY}@{new.digest}", CANDIDATE)
     base = tmp_path_factory.mktemp("realtree")
     repo, env = tree_world(inferencex_tree, base, registry, docker_host)
     return World(repo, base / "state", env, keys, images)
@@ -117,23 +105,6 @@ def _release(world: World, key: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=840,
     )
-
-
-def _inferencex_accepts(base: bytes, head: bytes, masters: list[Path]) -> tuple[bool, str]:
-    payload = [
-        {
-            "base": base64.b64encode(base).decode(),
-            "head": base64.b64encode(head).decode(),
-            "pr": PR,
-            "all_evals": False,
-            "evals_only": False,
-            "resolve": True,
-        }
-    ]
-    done = corpus.run_oracle(GATE, *map(str, masters), input=json.dumps(payload))
-    assert done.returncode == 0, done.stderr[-2000:]
-    [(ok, why)] = json.loads(done.stdout)
-    return ok, why
 
 
 @pytest.mark.timeout(900)  # the first key runs the whole qualification on 2 shared cores
@@ -164,7 +135,7 @@ def test_an_atom_key_releases_on_the_real_tree(world: World, key: str) -> None:
         base_log, head, gate.Policy(repo_url=REPO_URL, pr_number=PR, config_keys=all_keys)
     )
     assert report.ok, [str(f) for f in report.findings]
-    accepted, why = _inferencex_accepts(base_log, head, masters)
+    accepted, why = inferencex_accepts(base_log, head, masters)
     assert accepted, why
     # A dry run writes nothing.
     assert not (world.repo / "images.lock.yaml").exists()
