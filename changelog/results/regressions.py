@@ -153,7 +153,7 @@ class MissingRun:
 
 class _Image:
     """One run identity (image, engine commit) at one point: its runs' values in time order.
-    A plain class with slots: one is made per identity and point, 100,000 in a large store."""
+    A plain class with slots, made from a `_Column` only for the identities that are read."""
 
     __slots__ = (
         "ref",
