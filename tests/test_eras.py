@@ -29,6 +29,7 @@ from relpipe.changelog.configs.pin import edit_image
 from relpipe.changelog.repository.checkout import open_checkout
 from relpipe.changelog.repository.detect import linked_repository
 from relpipe.changelog.repository.era import HOOKS
+from relpipe.core import jsoncodec
 from relpipe.core.status import PASS, WARN
 from relpipe.pipeline.cli import main as cli
 from relpipe.pipeline.errors import PipelineError
@@ -246,6 +247,7 @@ def test_an_unknown_master_field_is_a_warn_at_file_line_never_a_refusal(
             points=found.points,
             warnings=found.warnings,
         )
+        assert jsoncodec.from_json(ConfigScope, jsoncodec.to_json(scope)) == scope  # recorded
         c10 = check_scope(Outcome(config=scope))
         assert c10.status == WARN and c10.reason == found.warnings[0]
         where, what = found.warnings[0].split(": ", 1)
