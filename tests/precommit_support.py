@@ -37,8 +37,10 @@ def hook_repo(tmp: Path) -> tuple[Path, str]:
 def pre_commit(repo: Path, home: Path, *hooks: str) -> subprocess.CompletedProcess[str]:
     """`pre-commit run [HOOK]` on what is staged in `repo`."""
     env = dict(os.environ, PRE_COMMIT_HOME=str(home), PRE_COMMIT_COLOR="never", HOME=str(repo))
-    env.pop("PRE_COMMIT_FROM_REF", None)
-    env.pop("PRE_COMMIT_TO_REF", None)
+    # A commit on a developer's machine: relpipe's own CI sets CI=true, under which the hook
+    # judges as InferenceX's CI judges main (validate.gate.cli).
+    for name in ("CI", "PRE_COMMIT_FROM_REF", "PRE_COMMIT_TO_REF"):
+        env.pop(name, None)
     return subprocess.run(
         [sys.executable, "-m", "pre_commit", "run", *hooks],
         cwd=repo,

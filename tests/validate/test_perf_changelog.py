@@ -219,6 +219,7 @@ def test_pr_link_only_correction_passes_but_not_mixed_with_an_append(
 def test_pr_mode_accepts_this_prs_link_or_xxx_only(
     repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("CI", raising=False)  # a developer's machine (relpipe's CI sets it)
     write_appended(repo, "\n" + NEW.replace("/pull/2500", "/pull/XXX"))
     assert hook(capsys, "--pr-number", "2500")[0] == 0
     code, out = hook(capsys)  # on main a placeholder is not enough
