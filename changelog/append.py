@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from relpipe.changelog.entry import Entry, parse_appended, render
-from relpipe.changelog.errors import ChangelogError
-from relpipe.core.files import file_lock, temp_glob, write_atomic
+from ..core.files import file_lock, temp_glob, write_atomic
+from .entry import Entry, parse_appended, render
+from .errors import ChangelogError
 
 
 def appended_bytes(path: Path, old: bytes, entry: Entry) -> bytes:

@@ -3,7 +3,7 @@ notes) are invalid or unreadable."""
 
 from __future__ import annotations
 
-from relpipe.core.errors import RelpipeError
+from ..core.errors import RelpipeError
 
 
 class ChangelogError(RelpipeError):

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from relpipe.core.status import Status
+from .status import Status
 
 S = TypeVar("S")  # what a checklist's checks look at (a qualification outcome, a review)
 

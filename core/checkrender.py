@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from relpipe.core import sanitize
-from relpipe.core.check import Check, Evidence
-from relpipe.core.errors import require
-from relpipe.core.status import FAIL, NA, PASS, WARN, Status, overall
+from . import sanitize
+from .check import Check, Evidence
+from .errors import require
+from .status import FAIL, NA, PASS, WARN, Status, overall
 
 ICONS: Mapping[str, str] = {PASS: "✅", WARN: "⚠️", FAIL: "❌", NA: "➖"}
 COLORS: Mapping[str, str] = {PASS: "#1a7f37", WARN: "#9a6700", FAIL: "#cf222e", NA: "#6e7781"}

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from relpipe.core import jsonload
-from relpipe.core.errors import RelpipeError
+from . import jsonload
+from .errors import RelpipeError
 
 DECLARATIONS_ENV = "RELPIPE_ENGINE_DECLARATIONS"
 DEFAULT_ENGINE = "atom"  # what a repository no family names serves (ATOM's fixtures, mirrors)

@@ -63,7 +63,7 @@ def report_unexpected(prog: str, args: Sequence[str]) -> int:
     import tempfile  # deferred: not on the commit hook's usual path (start-up)
     import traceback  # deferred: not on the commit hook's usual path (start-up)
 
-    from relpipe.core import sanitize  # deferred: not on the commit hook's usual path (start-up)
+    from . import sanitize  # deferred: not on the commit hook's usual path (start-up)
 
     exc = sys.exc_info()[1]
     state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

@@ -16,7 +16,7 @@ import os
 import stat
 import time
 
-from relpipe.core.errors import RelpipeError
+from .errors import RelpipeError
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ file). Standard library only: the commit hook path uses it.
 
 from __future__ import annotations
 
-from relpipe.core.record import Record
+from .record import Record
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:

@@ -38,9 +38,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from relpipe.core import jsonload
-from relpipe.core.errors import RelpipeError
-from relpipe.core.files import fsync_dir, read_capped, temp_glob, write_atomic
+from . import jsonload
+from .errors import RelpipeError
+from .files import fsync_dir, read_capped, temp_glob, write_atomic
 
 SCHEMA = 2
 MAX_JOURNAL_BYTES = 256 * 1024 * 1024

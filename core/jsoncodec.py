@@ -32,9 +32,9 @@ from enum import Enum
 from pathlib import Path, PurePath
 from typing import Any, Literal, TypeVar
 
-from relpipe.core import numbers
-from relpipe.core import record as _records
-from relpipe.core.errors import RelpipeError
+from . import numbers
+from . import record as _records
+from .errors import RelpipeError
 
 R = TypeVar("R")
 _SPEC = "relpipe.core.jsoncodec"  # the metadata key of a field's `spec`

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 
-from relpipe.core import numbers
+from . import numbers
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:

@@ -23,8 +23,8 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from relpipe.core.errors import RelpipeError
-from relpipe.core.record import Record
+from .errors import RelpipeError
+from .record import Record
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:

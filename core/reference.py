@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from relpipe.core.errors import RelpipeError
+from .errors import RelpipeError
 
 DOCKER_HUB = "docker.io"
 # Docker Hub's API lives on a different host than its name.

@@ -18,8 +18,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from relpipe.core import process
-from relpipe.core.errors import RelpipeError
+from . import process
+from .errors import RelpipeError
 
 GIT_TIMEOUT_S = 30.0
 

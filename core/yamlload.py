@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from functools import cache
 
-from relpipe.core import numbers
-from relpipe.core.errors import RelpipeError
+from . import numbers
+from .errors import RelpipeError
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:

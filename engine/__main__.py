@@ -11,7 +11,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from relpipe.engine.runtime import prepare_environment
+from .runtime import prepare_environment
 
 COMMANDS = {
     "probe": (

@@ -15,7 +15,7 @@ import os
 from functools import cache
 from typing import Any
 
-from relpipe.engine.errors import EngineError
+from .errors import EngineError
 
 DECLARATIONS_ENV = "RELPIPE_ENGINE_DECLARATIONS"
 BUILTIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "declarations")

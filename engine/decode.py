@@ -16,10 +16,10 @@ from typing import Protocol
 
 import torch
 
-from relpipe.engine.errors import EngineError
-from relpipe.engine.kernels import launch
-from relpipe.engine.kvcache import KVCache, storage_dtype
-from relpipe.engine.model import ModelConfig, Weights, rope_tables
+from .errors import EngineError
+from .kernels import launch
+from .kvcache import KVCache, storage_dtype
+from .model import ModelConfig, Weights, rope_tables
 
 Progress = Callable[[str], None]
 PATHS = ("reference", "mono")
@@ -153,7 +153,7 @@ class MonoDecoder(_Base):
     def _norm_linear(
         self, x: torch.Tensor, norm_w: torch.Tensor, w: torch.Tensor, *, swiglu: bool = False
     ) -> torch.Tensor:
-        from relpipe.engine.kernels.linear import linear  # deferred: loads torch (the engine extra)
+        from .kernels.linear import linear  # deferred: loads torch (the engine extra)
 
         eps, B = self.config.eps, x.shape[0]
         if self.ops.rms_norm is not None:
@@ -167,11 +167,11 @@ class MonoDecoder(_Base):
         return linear(x, w, norm_weight=norm, eps=eps, swiglu=swiglu, launch=self.launch)
 
     def step(self, tokens: torch.Tensor, pos: int) -> torch.Tensor:
-        from relpipe.engine.kernels.attention import (
+        from .kernels.attention import (
             decode_attention,  # deferred: loads torch (the engine extra)
         )
-        from relpipe.engine.kernels.linear import linear  # deferred: loads torch (the engine extra)
-        from relpipe.engine.kernels.rope import (
+        from .kernels.linear import linear  # deferred: loads torch (the engine extra)
+        from .kernels.rope import (
             rope_kv_write,  # deferred: loads torch (the engine extra)
         )
 

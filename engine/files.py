@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from relpipe.engine.errors import EngineError
+from .errors import EngineError
 
 
 def read_capped(path: str, cap: int, what: str) -> bytes:

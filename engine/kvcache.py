@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from relpipe.engine.errors import EngineError
+from .errors import EngineError
 
 FP8_MAX = 448.0
 KV_DTYPES: dict[str, torch.dtype] = {

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from relpipe.engine.errors import EngineError
-from relpipe.engine.files import write_atomic
+from .errors import EngineError
+from .files import write_atomic
 
 VOCAB = 256
 MAX_WEIGHTS_BYTES = 2 << 30  # a weights file larger than this is refused before it is read

@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from relpipe.engine.errors import EngineError
-from relpipe.engine.runtime import default_device, require_torch
+from .errors import EngineError
+from .runtime import default_device, require_torch
 
 if TYPE_CHECKING:
-    from relpipe.engine.model import Weights
+    from .model import Weights
 
 KV_DTYPE_NAMES = ("fp32", "bf16", "fp8")  # kv_cache_dtype values (engine/kvcache.py)
 OPS_MODES = ("auto", "engine", "atom")  # --ops: see engine/adapters/atom.py
@@ -31,7 +31,7 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
 
 
 def load_weights(args: argparse.Namespace) -> Weights:
-    from relpipe.engine import model  # deferred: loads torch (the engine extra)
+    from . import model  # deferred: loads torch (the engine extra)
 
     if args.weights:
         return model.load(args.weights)

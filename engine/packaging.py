@@ -25,7 +25,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
-from relpipe.engine import declaration
+from . import declaration
 
 MAX_MODULE = 64 * 1024
 SHA = re.compile(r"g?([0-9a-f]{7,40})\Z")

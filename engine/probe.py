@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from relpipe.engine import declaration, packaging, result
+from . import declaration, packaging, result
 
 HEX = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?\Z")
 SCM_SHA = re.compile(r"\+g([0-9a-f]{7,40})(?:\.|\Z)")

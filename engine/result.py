@@ -13,8 +13,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from relpipe.engine.errors import EngineError
-from relpipe.engine.files import write_atomic
+from .errors import EngineError
+from .files import write_atomic
 
 SCHEMA = 1
 EXIT = {"pass": 0, "fail": 1, "error": 2}

@@ -11,7 +11,7 @@ import os
 import tempfile
 from types import ModuleType
 
-from relpipe.engine.errors import EngineError
+from .errors import EngineError
 
 
 def prepare_environment() -> None:

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from relpipe.engine import options, result
-from relpipe.engine.errors import EngineError
-from relpipe.engine.files import read_capped
-from relpipe.engine.runtime import require_torch
+from . import options, result
+from .errors import EngineError
+from .files import read_capped
+from .runtime import require_torch
 
 MAX_BODY = 1 << 20
 STOP_LIMIT = 16
@@ -149,7 +149,7 @@ class Engine:
     """The model behind the server: one decoder, one decode at a time."""
 
     def __init__(self, weights: Any, path: str, kv_dtype: str, device: str, name: str) -> None:
-        from relpipe.engine.decode import make_decoder  # deferred: loads torch (the engine extra)
+        from .decode import make_decoder  # deferred: loads torch (the engine extra)
 
         self.decoder = make_decoder(path, weights, kv_dtype, device)
         self.max_seq = weights.config.max_seq
@@ -161,8 +161,8 @@ class Engine:
         self, req: Request, emit: Callable[[str], None]
     ) -> tuple[str, str, int, list[int]]:
         """Greedy completion; returns (text, finish_reason, prompt tokens, generated token ids)."""
-        from relpipe.engine.decode import greedy  # deferred: loads torch (the engine extra)
-        from relpipe.engine.model import encode  # deferred: loads torch (the engine extra)
+        from .decode import greedy  # deferred: loads torch (the engine extra)
+        from .model import encode  # deferred: loads torch (the engine extra)
 
         tokens = encode(req.prompt)
         budget = min(req.max_tokens, self.max_seq - len(tokens))
@@ -340,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def model_folder(path: str) -> Any:
     """Weights of a model folder, as a real engine reads its --model directory."""
 
-    from relpipe.engine import model  # deferred: loads torch (the engine extra)
+    from . import model  # deferred: loads torch (the engine extra)
 
     if not os.path.isdir(path):
         raise EngineError(f"model folder {path}: missing or not a folder")

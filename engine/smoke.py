@@ -15,11 +15,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from relpipe.engine import options, result, watchdog
-from relpipe.engine.adapters.atom import load_ops
-from relpipe.engine.errors import EngineError
-from relpipe.engine.files import read_capped
-from relpipe.engine.runtime import require_triton
+from . import options, result, watchdog
+from .adapters.atom import load_ops
+from .errors import EngineError
+from .files import read_capped
+from .runtime import require_triton
 
 # Max |logit difference| allowed on identical inputs, per KV cache dtype (both paths quantise
 # the cache identically, so the remaining difference is fp32 summation order plus rare
@@ -121,8 +121,8 @@ def run(args: argparse.Namespace, reporter: watchdog.Reporter) -> dict[str, Any]
     reporter.progress("import torch")
 
     require_triton()
-    from relpipe.engine import model  # deferred: loads torch (the engine extra)
-    from relpipe.engine.decode import (  # deferred: loads torch (the engine extra)
+    from . import model  # deferred: loads torch (the engine extra)
+    from .decode import (  # deferred: loads torch (the engine extra)
         greedy,
         make_decoder,
     )

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from relpipe.engine import result
+from . import result
 
 MARK = "@@relpipe-worker "
 MAX_LINE = 4 << 20  # a worker line (the result) larger than this is refused

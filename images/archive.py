@@ -19,12 +19,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from relpipe.core import instant
-from relpipe.core.reference import Reference, parse
-from relpipe.images import lock as lockfile
-from relpipe.images.manifest import Index, parse_manifest
-from relpipe.images.options import MIRRORS_ENV, format_mirrors, mirrors_from_env, parse_mirror
-from relpipe.images.registry import NotFound, Pinned, RegistryClient
+from ..core import instant
+from ..core.reference import Reference, parse
+from . import lock as lockfile
+from .manifest import Index, parse_manifest
+from .options import MIRRORS_ENV, format_mirrors, mirrors_from_env, parse_mirror
+from .registry import NotFound, Pinned, RegistryClient
 
 MIB = 1024 * 1024
 MAX_BLOB = 64 * 1024 * MIB  # a layer over 64 GiB is refused, not copied

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import jsonload
-from relpipe.core.reference import is_loopback
-from relpipe.images.transport import RegistryError, origin, safe_url
+from ..core import jsonload
+from ..core.reference import is_loopback
+from .transport import RegistryError, origin, safe_url
 
 USER_ENV = "RELPIPE_REGISTRY_USERNAME"
 PASSWORD_ENV = "RELPIPE_REGISTRY_PASSWORD"

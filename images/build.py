@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import engines, jsoncodec, process
-from relpipe.core.reference import InvalidReference
-from relpipe.images import fixture_repo as fx
-from relpipe.images import real_engine
-from relpipe.images.errors import BuildError, ImageError
-from relpipe.images.layers import (
+from ..core import engines, jsoncodec, process
+from ..core.reference import InvalidReference
+from . import fixture_repo as fx
+from . import real_engine
+from .errors import BuildError, ImageError
+from .layers import (
     IMAGE_PYTHON_PREFIX,
     Entry,
     HostPython,
@@ -48,15 +48,15 @@ from relpipe.images.layers import (
     entries_key,
     host_python,
 )
-from relpipe.images.manifest import (
+from .manifest import (
     DOCKER_CONFIG,
     DOCKER_MANIFEST,
     Descriptor,
     render_manifest,
     sha256_digest,
 )
-from relpipe.images.registry import RegistryClient
-from relpipe.images.runtime import TOOLCHAIN_LABEL, TOOLCHAIN_MOUNT, TOOLCHAIN_SITE_PACKAGES
+from .registry import RegistryClient
+from .runtime import TOOLCHAIN_LABEL, TOOLCHAIN_MOUNT, TOOLCHAIN_SITE_PACKAGES
 
 LAYER_MEDIA_TYPE = "application/vnd.docker.image.rootfs.diff.tar.gzip"
 CACHE_ENV = "RELPIPE_CACHE"

@@ -21,8 +21,8 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from relpipe.core.reference import DOCKER_HUB, DOCKER_HUB_API, Reference, is_loopback
-from relpipe.images.auth import (
+from ..core.reference import DOCKER_HUB, DOCKER_HUB_API, Reference, is_loopback
+from .auth import (
     AUTH_HOST_ENV,
     CAP_EXT,
     DEADLINE_EXT,
@@ -36,14 +36,14 @@ from relpipe.images.auth import (
     RegistryAuth,
     load_credentials,
 )
-from relpipe.images.options import (
+from .options import (
     CA_ENV,
     INSECURE_ENV,
     PLATFORM_ENV,
     mirrors_from_env,
     parse_mirror,
 )
-from relpipe.images.transport import (
+from .transport import (
     MIB,
     Engine,
     HttpxTransport,

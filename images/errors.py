@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from relpipe.core.errors import RelpipeError
+from ..core.errors import RelpipeError
 
 
 class ImageError(RelpipeError):

@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from relpipe.core import instant, jsonload
-from relpipe.core.files import write_atomic
-from relpipe.core.reference import Reference
-from relpipe.images.nightly import NightlyTag, matching, newest_of
-from relpipe.images.registry import RegistryClient
+from ..core import instant, jsonload
+from ..core.files import write_atomic
+from ..core.reference import Reference
+from .nightly import NightlyTag, matching, newest_of
+from .registry import RegistryClient
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _MAX_ENTRIES = 100_000

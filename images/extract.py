@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from relpipe.images.errors import ContainerError
-from relpipe.images.results import Limits
+from .errors import ContainerError
+from .results import Limits
 
 
 def _member_path(name: str, root: str) -> PurePosixPath | None:

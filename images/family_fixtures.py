@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from relpipe.core import engines
-from relpipe.images import fixture_repo as fx
-from relpipe.images.build import (
+from ..core import engines
+from . import fixture_repo as fx
+from .build import (
     FixtureBuilder,
     FixtureImage,
     RepoBuild,
@@ -33,8 +33,8 @@ from relpipe.images.build import (
     _site,
     build_repo,
 )
-from relpipe.images.errors import BuildError
-from relpipe.images.layers import Entry
+from .errors import BuildError
+from .layers import Entry
 
 
 @dataclass(frozen=True, kw_only=True)

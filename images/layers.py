@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from relpipe.core import jsonload, process
-from relpipe.core.files import publish, write_atomic
-from relpipe.images.errors import BuildError
-from relpipe.images.runtime import TOOLCHAIN_MOUNT, TOOLCHAIN_PACKAGES, host_toolchain
+from ..core import jsonload, process
+from ..core.files import publish, write_atomic
+from .errors import BuildError
+from .runtime import TOOLCHAIN_MOUNT, TOOLCHAIN_PACKAGES, host_toolchain
 
 FORMAT_VERSION = "1"  # bump when the layer layout changes: it is part of every cache key
 IMAGE_PYTHON_PREFIX = "usr/local"

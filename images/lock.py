@@ -19,12 +19,12 @@ from typing import Any
 
 import yaml
 
-from relpipe.core import instant
-from relpipe.core.files import file_lock, write_atomic
-from relpipe.core.reference import InvalidReference, Reference, parse, split
-from relpipe.core.yamlload import load_yaml
-from relpipe.images.errors import ImageError
-from relpipe.images.registry import Pinned
+from ..core import instant
+from ..core.files import file_lock, write_atomic
+from ..core.reference import InvalidReference, Reference, parse, split
+from ..core.yamlload import load_yaml
+from .errors import ImageError
+from .registry import Pinned
 
 DEFAULT_LOCK = "images.lock.yaml"
 HEADER = (

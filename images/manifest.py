@@ -10,10 +10,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from relpipe.core import jsonload
-from relpipe.core.reference import InvalidReference, check_digest
-from relpipe.images.errors import ImageError
-from relpipe.images.mediatypes import (  # re-exported: the names manifests are typed by
+from ..core import jsonload
+from ..core.reference import InvalidReference, check_digest
+from .errors import ImageError
+from .mediatypes import (  # re-exported: the names manifests are typed by
     ACCEPT,
     DEFAULT_PLATFORM,
     DOCKER_CONFIG,

@@ -25,8 +25,8 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from relpipe.core import engines, instant
-from relpipe.images.errors import ImageError
+from ..core import engines, instant
+from .errors import ImageError
 
 DEFAULT_PATTERN = "atom"
 DATE_FIELDS = ("Y", "m", "d", "H", "M", "S")

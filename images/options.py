@@ -25,9 +25,9 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from relpipe.core import jsonload
-from relpipe.core.reference import DOCKER_HUB, InvalidReference, parse
-from relpipe.images.errors import ImageError
+from ..core import jsonload
+from ..core.reference import DOCKER_HUB, InvalidReference, parse
+from .errors import ImageError
 
 MIRRORS_ENV = "RELPIPE_REGISTRY_MIRRORS"  # comma-separated SRC=DST
 PLATFORM_ENV = "RELPIPE_PLATFORM"  # os/arch[/variant] for every pin and resolve
@@ -188,7 +188,7 @@ def apply_registry_args(
         known = [x for x in (env.get(INSECURE_ENV) or "").split(",") if x]
         env[INSECURE_ENV] = ",".join(dict.fromkeys(known + list(args.insecure_registry)))
     if args.platform:
-        from relpipe.images.manifest import Platform  # deferred: validates os/arch[/variant]
+        from .manifest import Platform  # deferred: validates os/arch[/variant]
 
         Platform.parse(args.platform)
         env[PLATFORM_ENV] = args.platform

@@ -9,8 +9,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from relpipe.images.errors import ContainerError
-from relpipe.images.results import one_line
+from .errors import ContainerError
+from .results import one_line
 
 # Labels on every container relpipe creates: who made it (owner: a run or session id the caller
 # names; host + pid + the pid's start time: the creating process), and what for (engine|extract).

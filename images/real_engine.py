@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from relpipe.core import process
-from relpipe.images.errors import ImageError
+from ..core import process
+from .errors import ImageError
 
 # A PEP 440 release with an optional pre-release, as tags spell it (v0.1.6, v0.1.6-rc0, 1.2b1).
 _TAG = re.compile(

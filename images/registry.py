@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from relpipe.core import instant, jsoncodec, jsonload
-from relpipe.images import manifest
-from relpipe.images.auth import (
+from ..core import instant, jsoncodec, jsonload
+from . import manifest
+from .auth import (
     CAP_EXT,
     KIND_EXT,
     REGISTRY_EXT,
@@ -34,14 +34,14 @@ from relpipe.images.auth import (
     load_credentials,
     parse_challenge,
 )
-from relpipe.images.connection import RegistryConnection
-from relpipe.images.mediatypes import ACCEPT, DEFAULT_PLATFORM, INDEX_TYPES, MANIFEST_TYPES
+from .connection import RegistryConnection
+from .mediatypes import ACCEPT, DEFAULT_PLATFORM, INDEX_TYPES, MANIFEST_TYPES
 
 if TYPE_CHECKING:
-    from relpipe.images.manifest import Platform
-from relpipe.core.reference import Reference, parse
-from relpipe.images.options import CA_ENV
-from relpipe.images.transport import (
+    from .manifest import Platform
+from ..core.reference import Reference, parse
+from .options import CA_ENV
+from .transport import (
     MIB,
     Limits,
     RegistryError,

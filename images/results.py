@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import jsonload
-from relpipe.images.errors import ContainerError
+from ..core import jsonload
+from .errors import ContainerError
 
 OUT_DIR = "/relpipe/out"
 RESULT_NAME = "result.json"

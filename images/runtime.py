@@ -35,13 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from relpipe.core import engines
-from relpipe.core.reference import Reference, parse
-from relpipe.images.errors import ContainerError
-from relpipe.images.extract import extract_archive
-from relpipe.images.options import physical
-from relpipe.images.ownership import container_labels, reap_stale
-from relpipe.images.results import (
+from ..core import engines
+from ..core.reference import Reference, parse
+from .errors import ContainerError
+from .extract import extract_archive
+from .options import physical
+from .ownership import container_labels, reap_stale
+from .results import (
     OUT_DIR,
     RESULT_NAME,
     RESULT_STATUSES,

@@ -58,8 +58,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from relpipe.core import jsonload, process
-from relpipe.core.heartbeat import EVERY_S, heartbeat
+from ..core import jsonload, process
+from ..core.heartbeat import EVERY_S, heartbeat
 
 REGISTRY_ENV = "RELPIPE_REGISTRY"
 DOCKER_ENV = "DOCKER_HOST"

@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from relpipe.images.errors import ImageError
-from relpipe.images.options import CA_ENV
+from .errors import ImageError
+from .options import CA_ENV
 
 MIB = 1024 * 1024
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import jsonload
-from relpipe.core.files import write_atomic
-from relpipe.images.nightly import matching
-from relpipe.pipeline.errors import PipelineError
+from ..core import jsonload
+from ..core.files import write_atomic
+from ..images.nightly import matching
+from .errors import PipelineError
 
 Judge = Callable[[str], bool]  # tag -> bad?
 

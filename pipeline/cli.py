@@ -11,9 +11,9 @@ import os
 import sys
 from collections.abc import Sequence
 
-from relpipe.core import sanitize, suggest
-from relpipe.core.errors import RelpipeError, report_unexpected
-from relpipe.engine.errors import EngineError
+from ..core import sanitize, suggest
+from ..core.errors import RelpipeError, report_unexpected
+from ..engine.errors import EngineError
 
 # Every package error derives from RelpipeError except the engine payload's (it imports no core).
 USER_ERRORS = (RelpipeError, EngineError)

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.results import qualification, regressions, store
-from relpipe.changelog.results.records import ACCURACY
-from relpipe.core import jsoncodec
-from relpipe.core.files import write_atomic
-from relpipe.core.status import NA, PASS, Status
-from relpipe.pipeline.outputs import OK_NA
-from relpipe.pipeline.runrecord import read_json
+from ..changelog.results import qualification, regressions, store
+from ..changelog.results.records import ACCURACY
+from ..core import jsoncodec
+from ..core.files import write_atomic
+from ..core.status import NA, PASS, Status
+from .outputs import OK_NA
+from .runrecord import read_json
 
 RECORD_FILE = "history.json"
 

@@ -14,18 +14,20 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import relpipe.engine as payload
-from relpipe.changelog.repository.era import THRESHOLDS_NAME
-from relpipe.core import jsoncodec
-from relpipe.core.jsoncodec import RecordError
-from relpipe.core.reference import parse
-from relpipe.core.status import FAIL, NA, PASS
-from relpipe.images.nightly import engine_of
-from relpipe.images.results import OUT_DIR, RESULT_NAME
-from relpipe.images.runtime import PAYLOAD_DIR, Runtime
-from relpipe.pipeline import enginerepo
-from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.outputs import (
+from .. import engine as payload
+from ..changelog.repository.era import THRESHOLDS_NAME
+from ..core import jsoncodec
+from ..core.jsoncodec import RecordError
+from ..core.reference import parse
+from ..core.status import FAIL, NA, PASS
+from ..images.nightly import engine_of
+from ..images.results import OUT_DIR, RESULT_NAME
+from ..images.runtime import PAYLOAD_DIR, Runtime
+from ..validate import precision
+from ..validate.precision import keypath
+from . import enginerepo
+from .errors import PipelineError
+from .outputs import (
     EngineFacts,
     EvalOutput,
     Facts,
@@ -34,12 +36,10 @@ from relpipe.pipeline.outputs import (
     PullOutput,
     SmokeOutput,
 )
-from relpipe.pipeline.plan import Options
-from relpipe.validate import precision
-from relpipe.validate.precision import keypath
+from .plan import Options
 
 if TYPE_CHECKING:
-    from relpipe.validate.precision import PrecisionReport
+    from ..validate.precision import PrecisionReport
 
 _MAX_LOG = 4000
 

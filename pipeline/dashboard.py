@@ -16,8 +16,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from relpipe.changelog.results import regressions
-from relpipe.changelog.results.regressions import Chart, MissingRun, PointChange
+from ..changelog.results import regressions
+from ..changelog.results.regressions import Chart, MissingRun, PointChange
 
 WIDTH, HEIGHT = 900, 300
 LEFT, RIGHT, TOP, BOTTOM = 70, 20, 30, 70

@@ -29,14 +29,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.core import process
-from relpipe.core.heartbeat import heartbeat
-from relpipe.images import lock
-from relpipe.images.build import build_fixtures
-from relpipe.images.options import MIRRORS_ENV
-from relpipe.images.registry import RegistryClient
-from relpipe.pipeline.commands.nightly import newest_nightly
-from relpipe.pipeline.screenshot import screenshot
+from ..core import process
+from ..core.heartbeat import heartbeat
+from ..images import lock
+from ..images.build import build_fixtures
+from ..images.options import MIRRORS_ENV
+from ..images.registry import RegistryClient
+from .commands.nightly import newest_nightly
+from .screenshot import screenshot
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "benchmark-repo"

@@ -35,18 +35,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.configs.load import load_master, load_masters
-from relpipe.changelog.configs.points import plan_key
-from relpipe.changelog.configs.schema import KNOWN, line_of, unknown_fields
-from relpipe.changelog.entry import ERROR
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.repository.checkout import Checkout
-from relpipe.changelog.repository.detect import OVERRIDE
-from relpipe.core import jsonload, process
-from relpipe.core.files import file_lock
-from relpipe.core.heartbeat import heartbeat
-from relpipe.pipeline.errors import PipelineError
-from relpipe.validate.gate import hook
+from ..changelog.configs.load import load_master, load_masters
+from ..changelog.configs.points import plan_key
+from ..changelog.configs.schema import KNOWN, line_of, unknown_fields
+from ..changelog.entry import ERROR
+from ..changelog.errors import ChangelogError
+from ..changelog.repository.checkout import Checkout
+from ..changelog.repository.detect import OVERRIDE
+from ..core import jsonload, process
+from ..core.files import file_lock
+from ..core.heartbeat import heartbeat
+from ..validate.gate import hook
+from .errors import PipelineError
 
 REQUIREMENTS = ("pydantic>=2.7,<3", "PyYAML>=6.0")
 CACHE = Path(os.environ.get("RELPIPE_DOCTOR_CACHE", Path.home() / ".cache/relpipe/doctor"))

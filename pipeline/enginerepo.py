@@ -14,12 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import engines
-from relpipe.core.reference import parse
-from relpipe.images.nightly import engine_of
-from relpipe.pipeline.errors import PipelineError
-from relpipe.validate.precision import gitio
-from relpipe.validate.precision.rules import rules_of
+from ..core import engines
+from ..core.reference import parse
+from ..images.nightly import engine_of
+from ..validate.precision import gitio
+from ..validate.precision.rules import rules_of
+from .errors import PipelineError
 
 # the engine's source tree in an ATOM image (its declaration's); its history is `.git` below
 ENGINE_PATH = engines.engine(engines.DEFAULT_ENGINE).checkout

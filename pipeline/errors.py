@@ -3,7 +3,7 @@ release)."""
 
 from __future__ import annotations
 
-from relpipe.core.errors import RelpipeError
+from ..core.errors import RelpipeError
 
 
 class PipelineError(RelpipeError):

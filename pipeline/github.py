@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from relpipe.core import instant, jsonload, sanitize
-from relpipe.core.errors import require
-from relpipe.core.yamlload import load_yaml
-from relpipe.pipeline.errors import PipelineError
+from ..core import instant, jsonload, sanitize
+from ..core.errors import require
+from ..core.yamlload import load_yaml
+from .errors import PipelineError
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"

@@ -16,14 +16,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from relpipe.core import jsoncodec
-from relpipe.core.jsoncodec import RecordError
-from relpipe.core.status import FAIL, NA, PASS, Status
-from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.runrecord import StageRunner
-from relpipe.pipeline.workspace import Point
-from relpipe.validate.precision import PrecisionReport
-from relpipe.validate.precision.keypath import Scoped
+from ..core import jsoncodec
+from ..core.jsoncodec import RecordError
+from ..core.status import FAIL, NA, PASS, Status
+from ..validate.precision import PrecisionReport
+from ..validate.precision.keypath import Scoped
+from .errors import PipelineError
+from .runrecord import StageRunner
+from .workspace import Point
 
 JSON = Any  # a value of a JSON document (the edge this module guards)
 

@@ -18,16 +18,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.results import pins as table
-from relpipe.changelog.results import store
-from relpipe.core import instant
-from relpipe.images import lock
-from relpipe.images.lock import LockEntry
-from relpipe.images.registry import Pinned
-from relpipe.pipeline.comparison import history_url
-from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.workspace import Workspace
+from ..changelog.errors import ChangelogError
+from ..changelog.results import pins as table
+from ..changelog.results import store
+from ..core import instant
+from ..images import lock
+from ..images.lock import LockEntry
+from ..images.registry import Pinned
+from .comparison import history_url
+from .errors import PipelineError
+from .workspace import Workspace
 
 
 def where(ws: Workspace | None, state: Path) -> str:

@@ -14,19 +14,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import jsoncodec
-from relpipe.core.reference import parse
-from relpipe.core.status import PASS
-from relpipe.images import lock
-from relpipe.images.archive import pin_or_archived
-from relpipe.images.lock import LockEntry
-from relpipe.images.registry import Pinned, RegistryClient
-from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.outputs import ConfigScope, Resolved
-from relpipe.pipeline.runrecord import RunRecord, digest_of, relpipe_version
-from relpipe.pipeline.workspace import Point, Workspace
-from relpipe.validate import golden_al
-from relpipe.validate.errors import ValidateError
+from ..core import jsoncodec
+from ..core.reference import parse
+from ..core.status import PASS
+from ..images import lock
+from ..images.archive import pin_or_archived
+from ..images.lock import LockEntry
+from ..images.registry import Pinned, RegistryClient
+from ..validate import golden_al
+from ..validate.errors import ValidateError
+from .errors import PipelineError
+from .outputs import ConfigScope, Resolved
+from .runrecord import RunRecord, digest_of, relpipe_version
+from .workspace import Point, Workspace
 
 DEFAULT_SUITES = ("decode-parity",)
 DEFAULT_MAX_BATCH = 4

@@ -13,7 +13,7 @@ import sys
 from types import TracebackType
 from typing import IO, Any
 
-from relpipe.core.heartbeat import EVERY_S, heartbeat
+from ..core.heartbeat import EVERY_S, heartbeat
 
 
 class Progress:

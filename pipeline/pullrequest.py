@@ -33,20 +33,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from relpipe.changelog.append import appended_bytes
-from relpipe.changelog.configs.semdiff import load_yaml
-from relpipe.changelog.entry import parse_appended
-from relpipe.changelog.errors import ChangelogError
-from relpipe.core import jsoncodec, jsonload, process, sanitize
-from relpipe.core.files import write_atomic
-from relpipe.core.record import replace as replace_record
-from relpipe.pipeline import github as gh
-from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.workspace import Workspace
-from relpipe.validate.gate.hook import placeholders
+from ..changelog.append import appended_bytes
+from ..changelog.configs.semdiff import load_yaml
+from ..changelog.entry import parse_appended
+from ..changelog.errors import ChangelogError
+from ..core import jsoncodec, jsonload, process, sanitize
+from ..core.files import write_atomic
+from ..core.record import replace as replace_record
+from ..validate.gate.hook import placeholders
+from . import github as gh
+from .errors import PipelineError
+from .workspace import Workspace
 
 if TYPE_CHECKING:
-    from relpipe.changelog.entry import Entry
+    from ..changelog.entry import Entry
 
 PRIMARY_LABELS = ("full-sweep-fail-fast", "full-sweep-enabled", "non-canary-full-sweep-enabled")
 MODIFIER_LABELS = ("all-evals", "evals-only", "agentx-fast")

@@ -28,31 +28,34 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from relpipe.changelog.append import append, appended_bytes
-from relpipe.changelog.configs.load import master_keys
-from relpipe.changelog.configs.pin import edit_image
-from relpipe.changelog.configs.semdiff import diff as config_diff
-from relpipe.changelog.entry import ERROR, Entry, parse_appended
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.notes import ReleaseFacts, description_lines, render, render_title
-from relpipe.changelog.repository.era import MASTER_SUFFIX
-from relpipe.core import journal, jsoncodec
-from relpipe.core.check import Check
-from relpipe.core.files import file_lock
-from relpipe.core.reference import parse, split
-from relpipe.core.status import FAIL, NA, PASS, overall
-from relpipe.images import lock
-from relpipe.images.archive import pin_or_archived
-from relpipe.images.registry import RegistryClient
-from relpipe.pipeline import comparison, pins
-from relpipe.pipeline.comparison import HistoryOutput
-from relpipe.pipeline.containers import Engine
-from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.outputs import EngineFacts, ReleaseChecks, ValidatorOutput, run_stage
-from relpipe.pipeline.plan import Options, Plan
-from relpipe.pipeline.report import ReportData, render_all
-from relpipe.pipeline.run import RunResult, qualify, state_dir
-from relpipe.pipeline.runrecord import (
+from ..changelog.append import append, appended_bytes
+from ..changelog.configs.load import master_keys
+from ..changelog.configs.pin import edit_image
+from ..changelog.configs.semdiff import diff as config_diff
+from ..changelog.entry import ERROR, Entry, parse_appended
+from ..changelog.errors import ChangelogError
+from ..changelog.notes import ReleaseFacts, description_lines, render, render_title
+from ..changelog.repository.era import MASTER_SUFFIX
+from ..core import journal, jsoncodec
+from ..core.check import Check
+from ..core.files import file_lock
+from ..core.reference import parse, split
+from ..core.status import FAIL, NA, PASS, overall
+from ..images import lock
+from ..images.archive import pin_or_archived
+from ..images.registry import RegistryClient
+from ..validate import notes_check
+from ..validate.gate import hook as perf_changelog
+from ..validate.precision.notable import notable
+from . import comparison, pins
+from .comparison import HistoryOutput
+from .containers import Engine
+from .errors import PipelineError
+from .outputs import EngineFacts, ReleaseChecks, ValidatorOutput, run_stage
+from .plan import Options, Plan
+from .report import ReportData, render_all
+from .run import RunResult, qualify, state_dir
+from .runrecord import (
     RunRecord,
     StageResult,
     StageRunner,
@@ -61,17 +64,14 @@ from relpipe.pipeline.runrecord import (
     pretty_json,
     stage_key,
 )
-from relpipe.pipeline.stages import NO_GOLDEN, assemble, golden_al_result, run_units
-from relpipe.pipeline.verdict import Outcome, Verdict, evaluate
-from relpipe.pipeline.workspace import Workspace
-from relpipe.validate import notes_check
-from relpipe.validate.gate import hook as perf_changelog
-from relpipe.validate.precision.notable import notable
+from .stages import NO_GOLDEN, assemble, golden_al_result, run_units
+from .verdict import Outcome, Verdict, evaluate
+from .workspace import Workspace
 
 if TYPE_CHECKING:
-    from relpipe.changelog.entry import Entry
-    from relpipe.core.commit import Commit
-    from relpipe.validate.precision import PrecisionReport
+    from ..changelog.entry import Entry
+    from ..core.commit import Commit
+    from ..validate.precision import PrecisionReport
 
 DEFAULT_REPO_URL = "https://github.com/SemiAnalysisAI/InferenceX"
 SCENARIO_TYPES = ("fixed-seq-len", "agentic-coding")

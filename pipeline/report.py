@@ -22,15 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import checkrender, jsoncodec, sanitize
-from relpipe.core.checkrender import COLORS
-from relpipe.core.reference import split
-from relpipe.core.status import FAIL, NA, PASS, WARN
-from relpipe.pipeline.comparison import HistoryOutput, Trend
-from relpipe.pipeline.outputs import EngineFacts, EvalOutput, Facts, PrecisionOutput
-from relpipe.pipeline.runrecord import atomic_write, digest_of, pretty_json, relpipe_version
-from relpipe.pipeline.verdict import Outcome, Verdict, eval_failures
-from relpipe.validate.precision import PrecisionReport
+from ..core import checkrender, jsoncodec, sanitize
+from ..core.checkrender import COLORS
+from ..core.reference import split
+from ..core.status import FAIL, NA, PASS, WARN
+from ..validate.precision import PrecisionReport
+from .comparison import HistoryOutput, Trend
+from .outputs import EngineFacts, EvalOutput, Facts, PrecisionOutput
+from .runrecord import atomic_write, digest_of, pretty_json, relpipe_version
+from .verdict import Outcome, Verdict, eval_failures
 
 REPORT_FILES = ("report.json", "report.md", "report.html")
 RENDERER = 5  # bump when the report layout changes, so that kept reports are re-rendered

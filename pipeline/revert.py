@@ -19,21 +19,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from relpipe.changelog.append import appended_bytes
-from relpipe.changelog.configs.pin import edit_image
-from relpipe.changelog.entry import Entry
-from relpipe.changelog.errors import ChangelogError
-from relpipe.core import instant, sanitize
-from relpipe.core.files import file_lock, write_atomic
-from relpipe.core.reference import parse
-from relpipe.images import lock
-from relpipe.images.lock import LockEntry
-from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.release import SCENARIO_TYPES, new_image_text, pr_link
-from relpipe.pipeline.workspace import Workspace
+from ..changelog.append import appended_bytes
+from ..changelog.configs.pin import edit_image
+from ..changelog.entry import Entry
+from ..changelog.errors import ChangelogError
+from ..core import instant, sanitize
+from ..core.files import file_lock, write_atomic
+from ..core.reference import parse
+from ..images import lock
+from ..images.lock import LockEntry
+from .errors import PipelineError
+from .release import SCENARIO_TYPES, new_image_text, pr_link
+from .workspace import Workspace
 
 if TYPE_CHECKING:
-    from relpipe.changelog.entry import Entry
+    from ..changelog.entry import Entry
 
 
 @dataclass(frozen=True, kw_only=True)

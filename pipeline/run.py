@@ -14,16 +14,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.repository.checkout import find_root, is_checkout
-from relpipe.core import checkrender, jsoncodec
-from relpipe.core.state import trusted
-from relpipe.core.status import NA
-from relpipe.images.registry import RegistryClient
-from relpipe.pipeline import comparison, pins
-from relpipe.pipeline.comparison import HistoryOutput
-from relpipe.pipeline.containers import Engine
-from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.plan import (
+from ..changelog.repository.checkout import find_root, is_checkout
+from ..core import checkrender, jsoncodec
+from ..core.state import trusted
+from ..core.status import NA
+from ..images.registry import RegistryClient
+from . import comparison, pins
+from .comparison import HistoryOutput
+from .containers import Engine
+from .errors import PipelineError
+from .plan import (
     DEFAULT_MAX_BATCH,
     DEFAULT_SUITES,
     DEFAULT_TIMEOUT_S,
@@ -33,12 +33,12 @@ from relpipe.pipeline.plan import (
     make_plan,
     open_record,
 )
-from relpipe.pipeline.progress import Progress
-from relpipe.pipeline.report import ReportData, render_all
-from relpipe.pipeline.runrecord import RunRecord, StageRunner
-from relpipe.pipeline.stages import SUITE_METRIC, assemble, run_units, stage_count
-from relpipe.pipeline.verdict import Outcome, Verdict, evaluate
-from relpipe.pipeline.workspace import Workspace
+from .progress import Progress
+from .report import ReportData, render_all
+from .runrecord import RunRecord, StageRunner
+from .stages import SUITE_METRIC, assemble, run_units, stage_count
+from .verdict import Outcome, Verdict, evaluate
+from .workspace import Workspace
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from relpipe.changelog.results import regressions, store
-from relpipe.pipeline.errors import PipelineError
-from relpipe.validate.errors import ValidateError
-from relpipe.validate.precision import culprits, gitio
+from ..changelog.results import regressions, store
+from ..validate.errors import ValidateError
+from ..validate.precision import culprits, gitio
+from .errors import PipelineError
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -28,9 +28,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import jsoncodec, jsonload, sanitize
-from relpipe.core.files import write_atomic
-from relpipe.pipeline.errors import PipelineError
+from ..core import jsoncodec, jsonload, sanitize
+from ..core.files import write_atomic
+from .errors import PipelineError
 
 SCHEMA = 1
 STATE_DIR = ".relpipe"

@@ -16,10 +16,10 @@ import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from relpipe.core import jsonload, process
-from relpipe.core.files import write_atomic
-from relpipe.images import services
-from relpipe.pipeline.errors import PipelineError
+from ..core import jsonload, process
+from ..core.files import write_atomic
+from ..images import services
+from .errors import PipelineError
 
 SIZE = (1200, 2600)  # CSS pixels: the whole release report (twelve checks and both charts)
 SOURCE = "nox -s screenshots: the demo's release report in headless Chromium"

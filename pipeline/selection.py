@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from relpipe.core.reference import InvalidReference, parse
-from relpipe.images import nightly
-from relpipe.images.errors import ImageError
-from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.workspace import Workspace
+from ..core.reference import InvalidReference, parse
+from ..images import nightly
+from ..images.errors import ImageError
+from .errors import PipelineError
+from .workspace import Workspace
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,10 +18,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import jsoncodec, jsonload
-from relpipe.core.status import FAIL, PASS
-from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.outputs import (
+from ..core import jsoncodec, jsonload
+from ..core.status import FAIL, PASS
+from .errors import PipelineError
+from .outputs import (
     EvalOutput,
     PrecisionOutput,
     ProbeOutput,
@@ -29,10 +29,10 @@ from relpipe.pipeline.outputs import (
     SmokeOutput,
     ValidatorOutput,
 )
-from relpipe.pipeline.plan import Plan
-from relpipe.pipeline.run import RunResult, execute
-from relpipe.pipeline.runrecord import RunRecord, pretty_json
-from relpipe.pipeline.stages import shard_of, units
+from .plan import Plan
+from .run import RunResult, execute
+from .runrecord import RunRecord, pretty_json
+from .stages import shard_of, units
 
 _SHARD = re.compile(r"([0-9]{1,4})/([0-9]{1,4})")
 

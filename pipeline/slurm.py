@@ -28,10 +28,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from relpipe.core import jsoncodec, jsonload, process
-from relpipe.core.files import file_lock, write_atomic
-from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.shard import shard_count
+from ..core import jsoncodec, jsonload, process
+from ..core.files import file_lock, write_atomic
+from .errors import PipelineError
+from .shard import shard_count
 
 JOB_FILE = "slurm.json"
 SCRIPT = "job.sbatch"

@@ -22,12 +22,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from relpipe.changelog.repository.era import GOLDEN_FOLDER
-from relpipe.core.status import NA, PASS
-from relpipe.pipeline import enginerepo
-from relpipe.pipeline.containers import Engine
-from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.outputs import (
+from ..changelog.repository.era import GOLDEN_FOLDER
+from ..core.status import NA, PASS
+from ..validate import golden_al
+from ..validate.errors import ValidateError
+from . import enginerepo
+from .containers import Engine
+from .errors import PipelineError
+from .outputs import (
     CANNOT_CHECK,
     EvalOutput,
     PrecisionOutput,
@@ -38,12 +40,10 @@ from relpipe.pipeline.outputs import (
     ValidatorOutput,
     run_stage,
 )
-from relpipe.pipeline.plan import Plan
-from relpipe.pipeline.runrecord import StageRunner
-from relpipe.pipeline.verdict import Outcome
-from relpipe.pipeline.workspace import Workspace, threshold_for
-from relpipe.validate import golden_al
-from relpipe.validate.errors import ValidateError
+from .plan import Plan
+from .runrecord import StageRunner
+from .verdict import Outcome
+from .workspace import Workspace, threshold_for
 
 # The metric each suite is judged on, and the threshold used when thresholds.yaml has none.
 SUITE_METRIC = {"decode-parity": ("token_agreement", 0.95), "gsm8k": ("accuracy", None)}

@@ -15,14 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from relpipe.changelog.results import regressions
-from relpipe.changelog.results.records import ACCEPTANCE, ACCURACY, PERF
-from relpipe.core import checkrender
-from relpipe.core.check import Check, Checklist, Judgement, judged
-from relpipe.core.commit import Commit
-from relpipe.core.status import FAIL, NA, PASS, WARN, Status
-from relpipe.pipeline.comparison import HistoryOutput
-from relpipe.pipeline.outputs import (
+from ..changelog.results import regressions
+from ..changelog.results.records import ACCEPTANCE, ACCURACY, PERF
+from ..core import checkrender
+from ..core.check import Check, Checklist, Judgement, judged
+from ..core.commit import Commit
+from ..core.status import FAIL, NA, PASS, WARN, Status
+from ..validate.precision.keypath import Scoped
+from .comparison import HistoryOutput
+from .outputs import (
     CANNOT_CHECK,
     ConfigScope,
     EvalOutput,
@@ -32,7 +33,6 @@ from relpipe.pipeline.outputs import (
     SmokeOutput,
     ValidatorOutput,
 )
-from relpipe.validate.precision.keypath import Scoped
 
 
 @dataclass(frozen=True, kw_only=True)

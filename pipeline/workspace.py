@@ -19,25 +19,25 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.configs.points import plan_key
-from relpipe.changelog.configs.semdiff import load_yaml
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.repository.checkout import Checkout, open_checkout
-from relpipe.changelog.repository.detect import (
+from ..changelog.configs.points import plan_key
+from ..changelog.configs.semdiff import load_yaml
+from ..changelog.errors import ChangelogError
+from ..changelog.repository.checkout import Checkout, open_checkout
+from ..changelog.repository.detect import (
     canonical_repository,
     linked_repository,
     read_override,
 )
-from relpipe.changelog.repository.era import MASTER_SUFFIX, Era
-from relpipe.changelog.repository.launch import check_key
-from relpipe.core import suggest
-from relpipe.core.errors import RelpipeError
-from relpipe.core.files import read_capped
-from relpipe.engine.errors import EngineError
-from relpipe.engine.evals.thresholds import Thresholds, load
-from relpipe.pipeline.errors import PipelineError
-from relpipe.validate.errors import ValidateError
-from relpipe.validate.gate import git as githook
+from ..changelog.repository.era import MASTER_SUFFIX, Era
+from ..changelog.repository.launch import check_key
+from ..core import suggest
+from ..core.errors import RelpipeError
+from ..core.files import read_capped
+from ..engine.errors import EngineError
+from ..engine.evals.thresholds import Thresholds, load
+from ..validate.errors import ValidateError
+from ..validate.gate import git as githook
+from .errors import PipelineError
 
 STATE = Path(".relpipe")
 _MAX_YAML = 16 * 1024 * 1024

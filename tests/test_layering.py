@@ -36,6 +36,18 @@ def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(), filename=str(path))
 
 
+def _from_module(node: ast.ImportFrom, path: Path) -> str | None:
+    """The absolute module of `from M import ...` in `path`: the package's own imports are
+    relative (`from ..core import files` in pipeline/x.py is relpipe.core)."""
+    if node.level == 0:
+        return node.module
+    package = _module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    base = package[: len(package) - node.level + 1]
+    return ".".join([*base, node.module] if node.module else base)
+
+
 def _imports(path: Path) -> set[str]:
     """Top-level names imported; `relpipe.X` counts as the layer X."""
     names: set[str] = set()
@@ -43,9 +55,9 @@ def _imports(path: Path) -> set[str]:
         modules: list[str] = []
         if isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            modules = [node.module]
-            if node.module == "relpipe":
+        elif isinstance(node, ast.ImportFrom) and (module := _from_module(node, path)):
+            modules = [module]
+            if module == "relpipe":
                 modules = [f"relpipe.{alias.name}" for alias in node.names]
         for module in modules:
             parts = module.split(".")
@@ -81,6 +93,34 @@ def test_no_module_imports_a_layer_by_its_bare_folder_name() -> None:
                     f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in LAYERS
                 ]
     assert bad == []
+
+
+def test_the_package_imports_its_own_modules_relatively() -> None:
+    """`from ..core import files`, not `from relpipe.core import files`: the source tree has no
+    relpipe/ folder of its own (only links), so tools that read it see the arrows between the
+    layers' folders only through relative imports. Installed, every name is still relpipe.*."""
+    bad = []
+    for layer in LAYERS:
+        for path in _modules(layer):
+            for node in ast.walk(_tree(path)):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                    names = [node.module or ""]
+                else:
+                    continue
+                rel = path.relative_to(ROOT)
+                bad += [f"{rel}:{node.lineno}: {n}" for n in names if n.split(".")[0] == "relpipe"]
+    assert bad == []
+
+
+def test_the_layering_reads_relative_imports() -> None:
+    """The rules above see a relative import as the module it names (they cannot pass by
+    ignoring it)."""
+    assert {"changelog", "core", "engine", "images", "validate"} <= _imports(
+        ROOT / "pipeline" / "containers.py"
+    )
+    assert "precision" in _validate_uses(ROOT / "validate" / "review" / "run.py")
 
 
 def test_engine_imports_only_stdlib_torch_triton_numpy() -> None:
@@ -135,8 +175,8 @@ def _validate_uses(path: Path) -> set[str]:
     """`relpipe.validate.X...` imports of a module, as the set of X."""
     used: set[str] = set()
     for node in ast.walk(_tree(path)):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            parts = node.module.split(".")
+        if isinstance(node, ast.ImportFrom) and (module := _from_module(node, path)):
+            parts = module.split(".")
             if parts[:2] == ["relpipe", "validate"]:
                 used |= {parts[2]} if len(parts) > 2 else {a.name for a in node.names}
         elif isinstance(node, ast.Import):
@@ -222,7 +262,7 @@ def _is_type_checking(node: ast.If) -> bool:
     return getattr(test, "id", getattr(test, "attr", None)) == "TYPE_CHECKING"
 
 
-def _imported_modules(tree: ast.Module, known: set[str]) -> set[str]:
+def _imported_modules(path: Path, known: set[str]) -> set[str]:
     """Every relpipe module `tree` imports, at its top or inside a function (a deferred import
     is still a dependency); `from P import M` names the submodule P.M when there is one. Imports
     only a type checker reads (`if TYPE_CHECKING:`) are not dependencies at run time."""
@@ -239,13 +279,13 @@ def _imported_modules(tree: ast.Module, known: set[str]) -> set[str]:
     def visit_one(node: ast.AST) -> None:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        elif isinstance(node, ast.ImportFrom) and (module := _from_module(node, path)):
             for alias in node.names:
-                sub = f"{node.module}.{alias.name}"
-                found.add(sub if sub in known else node.module)
+                sub = f"{module}.{alias.name}"
+                found.add(sub if sub in known else module)
         visit(node)
 
-    visit(tree)
+    visit(_tree(path))
     return found & known
 
 
@@ -253,7 +293,7 @@ def import_graph() -> dict[str, set[str]]:
     """relpipe module -> the relpipe modules it imports (every layer)."""
     paths = {_module_name(path): path for layer in LAYERS for path in _modules(layer)}
     known = set(paths)
-    return {name: _imported_modules(_tree(path), known) - {name} for name, path in paths.items()}
+    return {name: _imported_modules(path, known) - {name} for name, path in paths.items()}
 
 
 def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:

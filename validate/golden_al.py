@@ -36,15 +36,15 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.configs.load import MasterConfigs, load_masters
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.repository import launch as keyfiles
-from relpipe.changelog.repository.checkout import Checkout, open_checkout
-from relpipe.changelog.repository.era import HARNESS, MASTER_SUFFIX, Era
-from relpipe.core.status import FAIL, NA, PASS, WARN, Status
-from relpipe.validate.errors import ValidateError
-from relpipe.validate.golden_files import GoldenFile, load_golden
-from relpipe.validate.golden_launch import (
+from ..changelog.configs.load import MasterConfigs, load_masters
+from ..changelog.errors import ChangelogError
+from ..changelog.repository import launch as keyfiles
+from ..changelog.repository.checkout import Checkout, open_checkout
+from ..changelog.repository.era import HARNESS, MASTER_SUFFIX, Era
+from ..core.status import FAIL, NA, PASS, WARN, Status
+from .errors import ValidateError
+from .golden_files import GoldenFile, load_golden
+from .golden_launch import (
     _INJECTED,
     _NUMBER,
     _SRT_RECIPE,

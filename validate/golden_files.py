@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-from relpipe.changelog.configs.load import load_yaml
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.repository.era import GOLDEN_FOLDER
-from relpipe.core import engines
-from relpipe.core.findings import Finding
-from relpipe.validate.errors import ValidateError
+from ..changelog.configs.load import load_yaml
+from ..changelog.errors import ChangelogError
+from ..changelog.repository.era import GOLDEN_FOLDER
+from ..core import engines
+from ..core.findings import Finding
+from .errors import ValidateError
 
 MAX_FILE = 16 * 1024 * 1024
 _NUM = r"\"?'?([0-9]+(?:\.[0-9]+)?)"

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
-from relpipe.core import engines
-from relpipe.core.files import read_capped
-from relpipe.core.findings import Finding
-from relpipe.core.status import NA
-from relpipe.validate.errors import ValidateError
-from relpipe.validate.golden_files import (
+from ..core import engines
+from ..core.files import read_capped
+from ..core.findings import Finding
+from ..core.status import NA
+from .errors import ValidateError
+from .golden_files import (
     _GOLDEN_REF,
     _SEP,
     _THINK_OFF,

@@ -26,11 +26,11 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from relpipe.changelog.notes import ReleaseFacts, catalog
-from relpipe.core import sanitize
-from relpipe.core.findings import Finding
-from relpipe.core.reference import familiar, split, tag_or_ref
-from relpipe.validate.notes_claims import check_claims
+from ..changelog.notes import ReleaseFacts, catalog
+from ..core import sanitize
+from ..core.findings import Finding
+from ..core.reference import familiar, split, tag_or_ref
+from .notes_claims import check_claims
 
 # Traditional-only characters seen in Chinese tech writing, each followed by its Simplified form.
 # Compact on purpose: it catches a Traditional half or a Traditional word pasted into a

@@ -23,9 +23,9 @@ import os
 import re
 from collections.abc import Callable, Sequence
 
-from relpipe.changelog.notes import ReleaseFacts, render
-from relpipe.changelog.notes.render import ZH_HEADING
-from relpipe.core import sanitize
+from ..changelog.notes import ReleaseFacts, render
+from ..changelog.notes.render import ZH_HEADING
+from ..core import sanitize
 
 Add = Callable[[int, str, str], None]  # add(line, code, message)
 Lines = Sequence[tuple[int, str]]  # (line number, text)

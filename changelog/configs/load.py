@@ -17,12 +17,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from relpipe.changelog.entry.scalars import lazy_re
-from relpipe.changelog.errors import ChangelogError
-from relpipe.core import suggest
-from relpipe.core.files import read_capped
-from relpipe.core.record import Record
-from relpipe.core.yamlload import load_yaml as _load_yaml
+from ...core import suggest
+from ...core.files import read_capped
+from ...core.record import Record
+from ...core.yamlload import load_yaml as _load_yaml
+from ..entry.scalars import lazy_re
+from ..errors import ChangelogError
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing at all
 if TYPE_CHECKING:

@@ -16,9 +16,9 @@ from typing import Any
 
 import yaml
 
-from relpipe.changelog.configs.load import MAX_MASTER_BYTES
-from relpipe.changelog.errors import ChangelogError
-from relpipe.core.files import read_capped, write_atomic
+from ...core.files import read_capped, write_atomic
+from ..errors import ChangelogError
+from .load import MAX_MASTER_BYTES
 
 # libyaml when present: the same marks (character offsets), ten times faster on a master config.
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

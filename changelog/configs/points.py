@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from relpipe.changelog.configs.schema import scenarios_of
-from relpipe.changelog.errors import ChangelogError
-from relpipe.core import jsonload
+from ...core import jsonload
+from ..errors import ChangelogError
+from .schema import scenarios_of
 
 SCENARIOS = ("fixed-seq-len", "agentic-coding")
 # Short names InferenceX gives sequence-length pairs (`seq_len_stoi`); others are `isl_osl`.

@@ -20,12 +20,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, TypeAlias, TypeVar
 
-from relpipe.changelog.configs import points as _points
-from relpipe.changelog.configs.load import (
+from ...core import jsoncodec
+from ..errors import ChangelogError
+from . import points as _points
+from .load import (
     load_yaml,  # the one strict loader (also used via this module)
 )
-from relpipe.changelog.errors import ChangelogError
-from relpipe.core import jsoncodec
 
 # Arm fields that are not part of an arm's identity: its points, its environment, and versions.
 _POINT_FIELDS = frozenset({"conc-list", "conc-start", "conc-end"})

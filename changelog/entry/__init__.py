@@ -15,7 +15,7 @@ The hook path imports this package: standard library and PyYAML only (PyYAML on 
 
 from __future__ import annotations
 
-from relpipe.changelog.entry.fields import (
+from .fields import (
     ENTRY_CODES,
     ERROR,
     WARNING,
@@ -23,7 +23,7 @@ from relpipe.changelog.entry.fields import (
     Finding,
     RuleFinding,
 )
-from relpipe.changelog.entry.model import (
+from .model import (
     ENTRY_START,
     FIELDS,
     FLAG_KEYS,
@@ -32,9 +32,9 @@ from relpipe.changelog.entry.model import (
     SCENARIO_TYPES,
     Entry,
 )
-from relpipe.changelog.entry.render import render
-from relpipe.changelog.entry.scalars import UNSAFE_CATEGORIES, unsafe_char
-from relpipe.changelog.entry.scan import (
+from .render import render
+from .scalars import UNSAFE_CATEGORIES, unsafe_char
+from .scan import (
     MAX_FILE_BYTES,
     MAX_LINE_BYTES,
     Block,
@@ -45,7 +45,7 @@ from relpipe.changelog.entry.scan import (
     proven_valid,
     scan,
 )
-from relpipe.changelog.entry.schema import validate_entry
+from .schema import validate_entry
 
 __all__ = [
     "ENTRY_CODES",

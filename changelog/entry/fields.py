@@ -9,10 +9,10 @@ STYLE_CODES), never from a message's text.
 
 from __future__ import annotations
 
-from relpipe.core.findings import ERROR as ERROR  # the entry package's words are the core's
-from relpipe.core.findings import WARNING as WARNING
-from relpipe.core.findings import Finding as Finding
-from relpipe.core.record import MISSING, Record, declare, fields
+from ...core.findings import ERROR as ERROR  # the entry package's words are the core's
+from ...core.findings import WARNING as WARNING
+from ...core.findings import Finding as Finding
+from ...core.record import MISSING, Record, declare, fields
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:

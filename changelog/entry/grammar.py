@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from relpipe.changelog.entry.fields import CHOICES, COUNT, FLAG, KEYS, TEXTS, URL, Field, Finding
-from relpipe.changelog.entry.model import BY_KEY, ENTRY_START, FIELDS
-from relpipe.changelog.entry.read import indent_findings
-from relpipe.changelog.entry.scalars import YAML11_BOOL, YAML12_BOOL, lazy_re
-from relpipe.changelog.entry.schema import ambiguity_finding
+from .fields import CHOICES, COUNT, FLAG, KEYS, TEXTS, URL, Field, Finding
+from .model import BY_KEY, ENTRY_START, FIELDS
+from .read import indent_findings
+from .scalars import YAML11_BOOL, YAML12_BOOL, lazy_re
+from .schema import ambiguity_finding
 
 # The house style as one grammar: an entry this matches is valid by construction (plain config
 # keys are still checked against YAML 1.1 resolution, see `SUSPECT_PLAIN`). Quoted strings here

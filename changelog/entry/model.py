@@ -8,9 +8,9 @@ schema (schema.py), the renderer (render.py) and both whole-entry grammars (gram
 
 from __future__ import annotations
 
-from relpipe.changelog.entry.fields import CHOICES, COUNT, FLAG, KEYS, TEXTS, URL, Field, declared
-from relpipe.changelog.entry.fields import spec as _spec
-from relpipe.core.record import Record
+from ...core.record import Record
+from .fields import CHOICES, COUNT, FLAG, KEYS, TEXTS, URL, Field, declared
+from .fields import spec as _spec
 
 _EXCLUSIVE = ("evals-only", "all-evals", "eval-min-prefill-ep")
 

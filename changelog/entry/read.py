@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from relpipe.changelog.entry.fields import ERROR, Finding
-from relpipe.changelog.entry.model import ENTRY_START, Entry
-from relpipe.changelog.entry.scalars import NOT_SIMPLE, Odd, describe, plain, read_value
-from relpipe.changelog.entry.schema import schema
+from .fields import ERROR, Finding
+from .model import ENTRY_START, Entry
+from .scalars import NOT_SIMPLE, Odd, describe, plain, read_value
+from .schema import schema
 
 # An entry the line parser cannot read goes to PyYAML's event parser, whose events cost ~100x the
 # text in memory: entries over this size that need it are refused (the largest real one: 3 KB).

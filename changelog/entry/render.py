@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from relpipe.changelog.entry.fields import CHOICES, FLAG, KEYS, TEXTS, URL, Field
-from relpipe.changelog.entry.model import FIELDS, Entry
-from relpipe.changelog.entry.scalars import lazy_re, plain
-from relpipe.changelog.entry.schema import validate_entry
-from relpipe.changelog.errors import ChangelogError
+from ..errors import ChangelogError
+from .fields import CHOICES, FLAG, KEYS, TEXTS, URL, Field
+from .model import FIELDS, Entry
+from .scalars import lazy_re, plain
+from .schema import validate_entry
 
 _PLAIN_SAFE = lazy_re(r"[A-Za-z0-9][A-Za-z0-9_.:/*+=%~@-]*")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from relpipe.core.record import Record
+from ...core.record import Record
 
 
 class _LazyPattern:

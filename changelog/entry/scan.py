@@ -20,14 +20,14 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 
-from relpipe.changelog.entry import grammar
-from relpipe.changelog.entry.fields import ENTRY_CODES, ERROR, WARNING, Finding
-from relpipe.changelog.entry.model import ENTRY_START, Entry
-from relpipe.changelog.entry.read import parse_block
-from relpipe.changelog.entry.scalars import bad_char, lazy_re, plain, read_value, unsafe_char
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.repository.era import CHANGELOG_NAME
-from relpipe.core.record import Record
+from ...core.record import Record
+from ..errors import ChangelogError
+from ..repository.era import CHANGELOG_NAME
+from . import grammar
+from .fields import ENTRY_CODES, ERROR, WARNING, Finding
+from .model import ENTRY_START, Entry
+from .read import parse_block
+from .scalars import bad_char, lazy_re, plain, read_value, unsafe_char
 
 # Caps on untrusted input; the real changelog is 755 KB with lines up to 1,089 bytes.
 MAX_FILE_BYTES = 64 * 1024 * 1024

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 
-from relpipe.changelog.entry.fields import (
+from .fields import (
     CHOICES,
     COUNT,
     ERROR,
@@ -23,8 +23,8 @@ from relpipe.changelog.entry.fields import (
     Finding,
     RuleFinding,
 )
-from relpipe.changelog.entry.model import BY_KEY, FIELDS, KEY_ORDER, Entry
-from relpipe.changelog.entry.scalars import (
+from .model import BY_KEY, FIELDS, KEY_ORDER, Entry
+from .scalars import (
     Ambiguous,
     describe,
     lax_bool,

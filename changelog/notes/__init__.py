@@ -6,10 +6,10 @@ Public surface: `ReleaseFacts` (`release.json`), `load_facts(path)`, `render(fac
 
 from __future__ import annotations
 
-from relpipe.changelog.notes.facts import ReleaseFacts
-from relpipe.changelog.notes.facts import load as load_facts
-from relpipe.changelog.notes.glossary import catalog
-from relpipe.changelog.notes.render import (
+from .facts import ReleaseFacts
+from .facts import load as load_facts
+from .glossary import catalog
+from .render import (
     LANG_CHOICES,
     ZH_HEADING,
     description_lines,

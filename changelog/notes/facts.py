@@ -14,7 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.configs.semdiff import (
+from ...core import jsonload
+from ...core.commit import Commit
+from ...core.files import read_capped
+from ...core.status import STATUSES, Status
+from ..configs.semdiff import (
     Change,
     KeyPoints,
     change_from_json,
@@ -22,11 +26,7 @@ from relpipe.changelog.configs.semdiff import (
     points_from_json,
     points_to_json,
 )
-from relpipe.changelog.errors import ChangelogError
-from relpipe.core import jsonload
-from relpipe.core.commit import Commit
-from relpipe.core.files import read_capped
-from relpipe.core.status import STATUSES, Status
+from ..errors import ChangelogError
 
 SCHEMA = 1
 MAX_FACTS = 4 * 1024 * 1024

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from relpipe.changelog.errors import ChangelogError
+from ..errors import ChangelogError
 
 LANGS = ("en", "zh")
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from relpipe.changelog.configs.semdiff import (
+from ...core import sanitize
+from ...core.commit import Commit
+from ...core.reference import tag_or_ref
+from ..configs.semdiff import (
     Change,
     ConcurrencyChange,
     EnvChange,
@@ -21,12 +24,9 @@ from relpipe.changelog.configs.semdiff import (
     KeyChange,
     VersionChange,
 )
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.notes.facts import Image, PointChange, ReleaseFacts
-from relpipe.changelog.notes.glossary import catalog
-from relpipe.core import sanitize
-from relpipe.core.commit import Commit
-from relpipe.core.reference import tag_or_ref
+from ..errors import ChangelogError
+from .facts import Image, PointChange, ReleaseFacts
+from .glossary import catalog
 
 LANG_CHOICES = ("en", "zh", "both")
 ZH_HEADING = "## 中文"

@@ -8,16 +8,16 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.repository.detect import (
+from ..errors import ChangelogError
+from .detect import (
     check_paths,
     detect,
     inside,
     lister,
     read_override,
 )
-from relpipe.changelog.repository.era import MASTER_SUFFIX, Era
-from relpipe.changelog.repository.eras import ERAS
+from .era import MASTER_SUFFIX, Era
+from .eras import ERAS
 
 
 def find_root(start: Path) -> Path:

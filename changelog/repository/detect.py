@@ -18,10 +18,10 @@ from __future__ import annotations
 import os
 import posixpath
 
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.repository.era import Era
-from relpipe.changelog.repository.eras import DEFAULT, ERAS, by_name
-from relpipe.core.record import Record, fields, replace
+from ...core.record import Record, fields, replace
+from ..errors import ChangelogError
+from .era import Era
+from .eras import DEFAULT, ERAS, by_name
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ Standard library only (the commit hook reads it).
 
 from __future__ import annotations
 
-from relpipe.core.record import Record
+from ...core.record import Record
 
 CHANGELOG_NAME = "perf-changelog.yaml"
 MASTER_SUFFIX = "-master.yaml"

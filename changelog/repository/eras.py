@@ -15,7 +15,8 @@ names a path of the repository. Standard library only (the commit hook reads it)
 
 from __future__ import annotations
 
-from relpipe.changelog.repository.era import (
+from ...core.record import replace
+from .era import (
     CHANGELOG_NAME,
     GOLDEN_FOLDER,
     HARNESS,
@@ -27,7 +28,6 @@ from relpipe.changelog.repository.era import (
     THRESHOLDS_NAME,
     Era,
 )
-from relpipe.core.record import replace
 
 _CODEOWNERS = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
 _E2E = "inferencex-e2e"

@@ -11,11 +11,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.configs.schema import line_of, line_with, unknown_fields
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.repository.checkout import Checkout
-from relpipe.changelog.repository.detect import relative_inside
-from relpipe.changelog.repository.era import Era
+from ..configs.schema import line_of, line_with, unknown_fields
+from ..errors import ChangelogError
+from .checkout import Checkout
+from .detect import relative_inside
+from .era import Era
 
 _CONFIG_FILE = re.compile(r"CONFIG_FILE=([^\s\"':]+)(?::([^\s\"']+))?")
 

@@ -22,7 +22,8 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from relpipe.changelog.results.records import (
+from ...core import jsonload
+from .records import (
     ACCEPTANCE,
     ACCURACY,
     AMBIGUOUS,
@@ -37,7 +38,6 @@ from relpipe.changelog.results.records import (
     finite,
     image_from_ref,
 )
-from relpipe.core import jsonload
 
 PREFIX = "window.BENCHMARK_DATA"
 GSM8K_N = 1319  # GSM8K's test split: the n of the binomial standard error the dashboards omit

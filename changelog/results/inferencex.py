@@ -15,7 +15,9 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from relpipe.changelog.results.records import (
+from ...core import instant
+from ...core.status import Status
+from .records import (
     ACCEPTANCE,
     ACCURACY,
     AMBIGUOUS,
@@ -29,8 +31,6 @@ from relpipe.changelog.results.records import (
     finite,
     image_from_ref,
 )
-from relpipe.core import instant
-from relpipe.core.status import Status
 
 SOURCE = "inferencex"
 # compare_results.py METRIC_DEFS: (key, higher is better)

@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.results import dashboards, inferencex, qualification
-from relpipe.changelog.results.records import (
+from ...core import jsonload
+from ...core.files import read_capped
+from ..errors import ChangelogError
+from . import dashboards, inferencex, qualification
+from .records import (
     AMBIGUOUS,
     FAILED,
     HIGHER,
@@ -33,8 +35,6 @@ from relpipe.changelog.results.records import (
     Rejected,
     Sample,
 )
-from relpipe.core import jsonload
-from relpipe.core.files import read_capped
 
 MAX_FILE = 64 * 1024 * 1024
 SUFFIXES = (".json", ".js")

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.results.store import Store
-from relpipe.core import instant, jsonload
+from ...core import instant, jsonload
+from ..errors import ChangelogError
+from .store import Store
 
 COLUMNS = (
     "ref digest platform platform_digest media_type resolved_at created facts archive_registry "

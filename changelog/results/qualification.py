@@ -13,7 +13,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from relpipe.changelog.results.records import (
+from ...core import instant
+from ...core.reference import split
+from .records import (
     ACCURACY,
     FAILED,
     HIGHER,
@@ -22,8 +24,6 @@ from relpipe.changelog.results.records import (
     Sample,
     finite,
 )
-from relpipe.core import instant
-from relpipe.core.reference import split
 
 SOURCE = "relpipe:qualify"
 

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from relpipe.core import numbers
-from relpipe.core.reference import is_digest, split
-from relpipe.core.status import FAIL, NA, PASS, Status
+from ...core import numbers
+from ...core.reference import is_digest, split
+from ...core.status import FAIL, NA, PASS, Status
 
 OK, FAILED, AMBIGUOUS = PASS, FAIL, NA
 STATUSES = (OK, FAILED, AMBIGUOUS)

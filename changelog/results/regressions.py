@@ -50,7 +50,8 @@ from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from typing import overload
 
-from relpipe.changelog.results.records import (
+from ...core import collector, jsoncodec
+from .records import (
     ACCEPTANCE,
     ACCURACY,
     FAILED,
@@ -62,7 +63,6 @@ from relpipe.changelog.results.records import (
     Sample,
     measurement,
 )
-from relpipe.core import collector, jsoncodec
 
 K_SIGMA = 4.0
 MIN_PAIRS = 5

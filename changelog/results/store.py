@@ -22,8 +22,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.results.records import (
+from ...core import collector
+from ...core.errors import require
+from ...core.redact import redact
+from ...core.state import trusted
+from ..errors import ChangelogError
+from .records import (
     AMBIGUOUS,
     FAILED,
     OK,
@@ -32,10 +36,6 @@ from relpipe.changelog.results.records import (
     Measurement,
     Sample,
 )
-from relpipe.core import collector
-from relpipe.core.errors import require
-from relpipe.core.redact import redact
-from relpipe.core.state import trusted
 
 HISTORY_ENV = "RELPIPE_HISTORY"
 DEFAULT_PATH = Path(".relpipe") / "history.sqlite"

@@ -17,13 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from relpipe.engine.errors import EngineError
-from relpipe.engine.options import OPS_MODES
+from ..errors import EngineError
+from ..options import OPS_MODES
 
 if TYPE_CHECKING:
     import torch
 
-    from relpipe.engine.decode import Ops
+    from ..decode import Ops
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,7 +118,7 @@ def load_ops(mode: str = "auto") -> tuple[Ops, list[str]]:
     `engine`: relpipe's kernels. `atom`: both ATOM ops or OpBindingError. `auto`: ATOM's ops when
     the image has ATOM (a failed binding is then OpBindingError too), relpipe's kernels when not.
     """
-    from relpipe.engine.decode import Ops  # deferred: loads torch (the engine extra)
+    from ..decode import Ops  # deferred: loads torch (the engine extra)
 
     if mode not in OPS_MODES:
         raise EngineError(f"unknown --ops {mode!r}; use one of {', '.join(OPS_MODES)}")

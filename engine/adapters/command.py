@@ -12,9 +12,9 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 
-from relpipe.engine import declaration
-from relpipe.engine.adapters import declared, relpipe, server, trtllm
-from relpipe.engine.errors import EngineError
+from .. import declaration
+from ..errors import EngineError
+from . import declared, relpipe, server, trtllm
 
 # Servers written as code: TensorRT-LLM (a config file, two EAGLE3 paths) and relpipe's own
 # reference server. Every declared engine (engine/declarations/) launches from its declaration.

@@ -18,9 +18,9 @@ import json
 import re
 from typing import Any
 
-from relpipe.engine import declaration
-from relpipe.engine.adapters.server import Launch, ServerSpec, spec
-from relpipe.engine.errors import EngineError
+from .. import declaration
+from ..errors import EngineError
+from .server import Launch, ServerSpec, spec
 
 _VARIABLE = re.compile(r"\{([a-z_]+)\}")
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")

@@ -7,8 +7,8 @@ It has no speculative decoding, so a `--spec` is refused rather than ignored.
 
 from __future__ import annotations
 
-from relpipe.engine.adapters.server import Launch, ServerSpec, spec
-from relpipe.engine.errors import EngineError
+from ..errors import EngineError
+from .server import Launch, ServerSpec, spec
 
 
 def server(request: Launch) -> ServerSpec:

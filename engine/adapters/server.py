@@ -19,8 +19,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
-from relpipe.engine.errors import EngineError
-from relpipe.engine.files import write_atomic
+from ..errors import EngineError
+from ..files import write_atomic
 
 MAX_ACCEPTANCE_LENGTH = Decimal(64)
 MAX_SPECULATIVE_TOKENS = 63  # K + 1 <= MAX_ACCEPTANCE_LENGTH

@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from relpipe.engine import options, result
-from relpipe.engine.adapters import command, server
-from relpipe.engine.errors import EngineError
-from relpipe.engine.evals import cli as evals
-from relpipe.engine.evals import gsm8k as suite
-from relpipe.engine.files import read_capped
+from .. import options, result
+from ..errors import EngineError
+from ..evals import cli as evals
+from ..evals import gsm8k as suite
+from ..files import read_capped
+from . import command, server
 
 MAX_EVENT_BYTES = 1 << 20
 LOG_TAIL = 400

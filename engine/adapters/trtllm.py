@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 
-from relpipe.engine.adapters.server import Launch, ServerSpec, accepted_drafts, spec
-from relpipe.engine.errors import EngineError
+from ..errors import EngineError
+from .server import Launch, ServerSpec, accepted_drafts, spec
 
 CONFIG_PATH = "/tmp/relpipe-trtllm-config.yaml"
 KV_DTYPE = {"bf16": "auto", "fp8": "fp8"}

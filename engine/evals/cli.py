@@ -11,13 +11,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from relpipe.engine import options, result, watchdog
-from relpipe.engine.adapters.atom import load_ops
-from relpipe.engine.errors import EngineError
-from relpipe.engine.evals import gsm8k as suite
-from relpipe.engine.evals import thresholds
-from relpipe.engine.runtime import require_triton
-from relpipe.engine.smoke import CheckFailed
+from .. import options, result, watchdog
+from ..adapters.atom import load_ops
+from ..errors import EngineError
+from ..runtime import require_triton
+from ..smoke import CheckFailed
+from . import gsm8k as suite
+from . import thresholds
 
 SUITES = ("decode-parity", "gsm8k")
 KV = options.KV_DTYPE_NAMES
@@ -106,8 +106,8 @@ def decode_parity(args: argparse.Namespace, reporter: watchdog.Reporter) -> dict
     reporter.progress("import torch")
 
     require_triton()
-    from relpipe.engine import model  # deferred: loads torch (the engine extra)
-    from relpipe.engine.evals import parity  # deferred: loads torch (the engine extra)
+    from .. import model  # deferred: loads torch (the engine extra)
+    from . import parity  # deferred: loads torch (the engine extra)
 
     reporter.progress("load model")
     weights = options.load_weights(args)

@@ -31,8 +31,8 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from relpipe.engine.errors import EngineError
-from relpipe.engine.evals.stats import Accuracy
+from ..errors import EngineError
+from .stats import Accuracy
 
 DOC_TO_TEXT = (
     "Question: {question}\n"

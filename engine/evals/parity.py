@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from relpipe.engine.decode import Ops, Progress, greedy, make_decoder
-from relpipe.engine.model import Weights
+from ..decode import Ops, Progress, greedy, make_decoder
+from ..model import Weights
 
 
 @dataclass(frozen=True)

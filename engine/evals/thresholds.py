@@ -24,8 +24,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from relpipe.engine.errors import EngineError
-from relpipe.engine.files import read_capped
+from ..errors import EngineError
+from ..files import read_capped
 
 MAX_BYTES = 1 << 20
 _KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")

@@ -12,8 +12,8 @@ import torch
 import triton
 import triton.language as tl
 
-from relpipe.engine.kernels.launch import INTERPRETER, Launch, block, next_pow2
-from relpipe.engine.kvcache import KVCache
+from ..kvcache import KVCache
+from .launch import INTERPRETER, Launch, block, next_pow2
 
 
 @triton.jit

@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from relpipe.engine.kernels.launch import INTERPRETER, Launch, block
+from .launch import INTERPRETER, Launch, block
 
 
 @triton.jit

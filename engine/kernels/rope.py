@@ -11,8 +11,8 @@ import torch
 import triton
 import triton.language as tl
 
-from relpipe.engine.kernels.launch import INTERPRETER, Launch, block, next_pow2
-from relpipe.engine.kvcache import FP8_MAX, KVCache
+from ..kvcache import FP8_MAX, KVCache
+from .launch import INTERPRETER, Launch, block, next_pow2
 
 
 @triton.jit

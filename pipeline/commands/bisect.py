@@ -22,16 +22,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.changelog.results import store
-from relpipe.core import jsoncodec, jsonload, sanitize
-from relpipe.core.reference import parse, split
-from relpipe.images.nightly import DEFAULT_PATTERN
-from relpipe.images.options import add_registry_args, apply_registry_args
-from relpipe.images.registry import RegistryClient
-from relpipe.pipeline.bisect import Journal, between, commits_of, endpoints, plan, search
-from relpipe.pipeline.commands.parser import parser
-from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.run import (
+from ...changelog.results import store
+from ...core import jsoncodec, jsonload, sanitize
+from ...core.reference import parse, split
+from ...images.nightly import DEFAULT_PATTERN
+from ...images.options import add_registry_args, apply_registry_args
+from ...images.registry import RegistryClient
+from ..bisect import Journal, between, commits_of, endpoints, plan, search
+from ..errors import PipelineError
+from ..run import (
     RunResult,
     add_qualify_args,
     options_from,
@@ -39,7 +38,8 @@ from relpipe.pipeline.run import (
     state_dir,
     workspace_from,
 )
-from relpipe.pipeline.runbisect import narrow
+from ..runbisect import narrow
+from .parser import parser
 
 
 def _split(ref: str, repository: str | None) -> tuple[str, str]:

@@ -15,16 +15,16 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.core import engines, sanitize
-from relpipe.core.files import read_capped
-from relpipe.core.reference import parse
-from relpipe.images.options import apply_registry_args
-from relpipe.images.registry import RegistryClient
-from relpipe.pipeline import enginerepo
-from relpipe.pipeline.commands.parser import parser
-from relpipe.pipeline.errors import PipelineError
-from relpipe.validate import precision
-from relpipe.validate.precision import gitio, keypath
+from ...core import engines, sanitize
+from ...core.files import read_capped
+from ...core.reference import parse
+from ...images.options import apply_registry_args
+from ...images.registry import RegistryClient
+from ...validate import precision
+from ...validate.precision import gitio, keypath
+from .. import enginerepo
+from ..errors import PipelineError
+from .parser import parser
 
 IMAGE_PREFIX = "image:"
 DEFAULT_IMAGE_PATH = enginerepo.ENGINE_PATH
@@ -103,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     out = output.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON document (the report)")
     out.add_argument("--markdown", action="store_true", help="print Markdown tables (the default)")
-    from relpipe.images.options import (
+    from ...images.options import (
         add_registry_args,  # deferred: lazy: the git path needs no registry
     )
 
@@ -114,7 +114,7 @@ def _parser() -> argparse.ArgumentParser:
 def _image_repo(ref: str, path_in_image: str, into: Path) -> Path:
     """The image's `<path>/.git`, copied out and sanitised by `pipeline.enginerepo`, in `into`."""
     try:
-        from relpipe.images import runtime  # deferred: the images extra (docker SDK)
+        from ...images import runtime  # deferred: the images extra (docker SDK)
     except ImportError as exc:  # the `images` extra (docker SDK) is not installed
         raise PipelineError(
             f"--repo image:REF needs the images extra ({exc.name} missing); "

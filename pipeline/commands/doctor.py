@@ -23,13 +23,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.repository.checkout import open_checkout
-from relpipe.changelog.repository.detect import OVERRIDE
-from relpipe.core import sanitize
-from relpipe.pipeline import doctor
-from relpipe.pipeline.commands.parser import Parser, parser
-from relpipe.pipeline.errors import PipelineError
+from ...changelog.errors import ChangelogError
+from ...changelog.repository.checkout import open_checkout
+from ...changelog.repository.detect import OVERRIDE
+from ...core import sanitize
+from .. import doctor
+from ..errors import PipelineError
+from .parser import Parser, parser
 
 
 def _parser() -> Parser:

@@ -11,12 +11,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.core import sanitize
-from relpipe.images import fixture_repo
-from relpipe.images.build import build_fixtures, default_cache_dir
-from relpipe.images.errors import ImageError
-from relpipe.images.options import add_registry_args, apply_registry_args
-from relpipe.pipeline.commands.parser import parser as new_parser
+from ...core import sanitize
+from ...images import fixture_repo
+from ...images.build import build_fixtures, default_cache_dir
+from ...images.errors import ImageError
+from ...images.options import add_registry_args, apply_registry_args
+from .parser import parser as new_parser
 
 
 def _parser() -> argparse.ArgumentParser:

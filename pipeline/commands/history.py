@@ -25,14 +25,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.results import ingest, regressions, store
-from relpipe.changelog.results.records import WORDS
-from relpipe.core import jsoncodec, sanitize
-from relpipe.core.files import write_atomic
-from relpipe.pipeline import dashboard
-from relpipe.pipeline.commands.parser import Parser, parser
-from relpipe.validate.precision import culprits
+from ...changelog.errors import ChangelogError
+from ...changelog.results import ingest, regressions, store
+from ...changelog.results.records import WORDS
+from ...core import jsoncodec, sanitize
+from ...core.files import write_atomic
+from ...validate.precision import culprits
+from .. import dashboard
+from .parser import Parser, parser
 
 # beside the default store (REPO/.relpipe/): a run's report.html links to it from runs/<id>/
 DEFAULT_REPORT = store.DEFAULT_PATH.parent / "history-report.html"

@@ -15,23 +15,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from relpipe.changelog.configs.pin import pin_image
-from relpipe.changelog.repository.checkout import find_root, is_checkout
-from relpipe.core import sanitize
-from relpipe.core.reference import parse, split
-from relpipe.images import archive
-from relpipe.images.errors import ImageError
-from relpipe.images.evidence import choose_newest, default_cache_path
-from relpipe.images.lock import entry_from_pin, load, lookup, merge_facts, update
-from relpipe.images.nightly import default_family, engine_of, families
-from relpipe.images.options import add_registry_args, apply_registry_args
-from relpipe.images.registry import RegistryClient
-from relpipe.images.runtime import Runtime
-from relpipe.pipeline import pins
-from relpipe.pipeline.commands.parser import Parser
-from relpipe.pipeline.commands.parser import parser as new_parser
-from relpipe.pipeline.run import state_dir
-from relpipe.pipeline.workspace import Workspace
+from ...changelog.configs.pin import pin_image
+from ...changelog.repository.checkout import find_root, is_checkout
+from ...core import sanitize
+from ...core.reference import parse, split
+from ...images import archive
+from ...images.errors import ImageError
+from ...images.evidence import choose_newest, default_cache_path
+from ...images.lock import entry_from_pin, load, lookup, merge_facts, update
+from ...images.nightly import default_family, engine_of, families
+from ...images.options import add_registry_args, apply_registry_args
+from ...images.registry import RegistryClient
+from ...images.runtime import Runtime
+from .. import pins
+from ..run import state_dir
+from ..workspace import Workspace
+from .parser import Parser
+from .parser import parser as new_parser
 
 DEFAULT_LOCK = "images.lock.yaml"  # images.lock.DEFAULT_LOCK, without importing PyYAML here
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.pipeline.commands.parser import parser
-from relpipe.pipeline.run import print_result
-from relpipe.pipeline.shard import merge
+from ..run import print_result
+from ..shard import merge
+from .parser import parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

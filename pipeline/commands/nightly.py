@@ -12,17 +12,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from relpipe.core.reference import parse
-from relpipe.images import archive
-from relpipe.images.evidence import choose_newest, default_cache_path
-from relpipe.images.nightly import default_family
-from relpipe.images.options import apply_registry_args
-from relpipe.images.registry import RegistryClient
-from relpipe.pipeline import pins
-from relpipe.pipeline.commands.parser import parser
-from relpipe.pipeline.commands.qualify import add_args, dispatch
-from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.run import state_dir, workspace_from
+from ...core.reference import parse
+from ...images import archive
+from ...images.evidence import choose_newest, default_cache_path
+from ...images.nightly import default_family
+from ...images.options import apply_registry_args
+from ...images.registry import RegistryClient
+from .. import pins
+from ..errors import PipelineError
+from ..run import state_dir, workspace_from
+from .parser import parser
+from .qualify import add_args, dispatch
 
 
 def newest_nightly(repository: str, pattern: str) -> str:

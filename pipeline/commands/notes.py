@@ -12,17 +12,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.changelog.notes import (
+from ...changelog.notes import (
     LANG_CHOICES,
     description_lines,
     load_facts,
     render,
     render_title,
 )
-from relpipe.core import sanitize
-from relpipe.pipeline.commands.parser import parser
-from relpipe.pipeline.errors import PipelineError
-from relpipe.validate import notes_check
+from ...core import sanitize
+from ...validate import notes_check
+from ..errors import PipelineError
+from .parser import parser
 
 MAX_NOTES = 1024 * 1024
 

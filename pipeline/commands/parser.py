@@ -14,8 +14,8 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from relpipe.core import suggest
-from relpipe.pipeline.errors import PipelineError
+from ...core import suggest
+from ..errors import PipelineError
 
 WIDTH = 100
 

@@ -21,12 +21,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from relpipe.core import jsoncodec, sanitize
-from relpipe.pipeline import pullrequest as prq
-from relpipe.pipeline.commands.parser import parser
-from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.github import DEADLINE_S, DEFAULT_API_URL
-from relpipe.pipeline.pullrequest import (
+from ...core import jsoncodec, sanitize
+from .. import pullrequest as prq
+from ..errors import PipelineError
+from ..github import DEADLINE_S, DEFAULT_API_URL
+from ..pullrequest import (
     DEFAULT_LABELS,
     MODIFIER_LABELS,
     PRIMARY_LABELS,
@@ -34,14 +33,15 @@ from relpipe.pipeline.pullrequest import (
     canonical_repository,
     with_fork,
 )
-from relpipe.pipeline.run import add_selection_args, state_dir
-from relpipe.pipeline.selection import field_warnings, select
-from relpipe.pipeline.workspace import Workspace
+from ..run import add_selection_args, state_dir
+from ..selection import field_warnings, select
+from ..workspace import Workspace
+from .parser import parser
 
 if TYPE_CHECKING:
     import argparse
 
-    from relpipe.pipeline.pullrequest import Bump, Outcome, Target
+    from ..pullrequest import Bump, Outcome, Target
 
 ACTIONS = ("open", "update", "status")
 ACTION_HELP = {

@@ -12,12 +12,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.core import sanitize
-from relpipe.images.options import add_registry_args, apply_registry_args
-from relpipe.pipeline import shard as sharding
-from relpipe.pipeline.commands.parser import parser as new_parser
-from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.run import (
+from ...core import sanitize
+from ...images.options import add_registry_args, apply_registry_args
+from .. import shard as sharding
+from ..errors import PipelineError
+from ..run import (
     add_qualify_args,
     baseline_from,
     options_from,
@@ -26,6 +25,7 @@ from relpipe.pipeline.run import (
     qualify,
     workspace_from,
 )
+from .parser import parser as new_parser
 
 
 def add_args(p: argparse.ArgumentParser) -> None:

@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.core import checkrender, jsonload, sanitize
-from relpipe.images.options import add_registry_args, apply_registry_args
-from relpipe.pipeline.commands.parser import parser
-from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.release import DEFAULT_REPO_URL, AlreadyReleased, Request, release
-from relpipe.pipeline.run import add_qualify_args, options_from, workspace_from
-from relpipe.pipeline.selection import select
+from ...core import checkrender, jsonload, sanitize
+from ...images.options import add_registry_args, apply_registry_args
+from ..errors import PipelineError
+from ..release import DEFAULT_REPO_URL, AlreadyReleased, Request, release
+from ..run import add_qualify_args, options_from, workspace_from
+from ..selection import select
+from .parser import parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.pipeline.commands.parser import parser
-from relpipe.pipeline.release import rerender_release
-from relpipe.pipeline.run import print_result, rerender
-from relpipe.pipeline.runrecord import RunRecord
+from ..release import rerender_release
+from ..run import print_result, rerender
+from ..runrecord import RunRecord
+from .parser import parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

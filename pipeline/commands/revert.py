@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from relpipe.pipeline import pins, revert
-from relpipe.pipeline.commands.parser import parser
-from relpipe.pipeline.commands.pr import add_target_args, publish_and_report, target_from
-from relpipe.pipeline.pullrequest import BRANCH_REVERT, Bump, branch_for, read_bump
-from relpipe.pipeline.run import add_selection_args, state_dir
-from relpipe.pipeline.selection import field_warnings, select
-from relpipe.pipeline.workspace import Workspace
+from .. import pins, revert
+from ..pullrequest import BRANCH_REVERT, Bump, branch_for, read_bump
+from ..run import add_selection_args, state_dir
+from ..selection import field_warnings, select
+from ..workspace import Workspace
+from .parser import parser
+from .pr import add_target_args, publish_and_report, target_from
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,13 +14,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.core import checkrender, sanitize
-from relpipe.core.check import Check
-from relpipe.core.status import FAIL, WARN
-from relpipe.pipeline.commands.parser import Parser
-from relpipe.pipeline.errors import PipelineError
-from relpipe.validate.review.context import Options
-from relpipe.validate.review.run import CHECKS, FAST, run
+from ...core import checkrender, sanitize
+from ...core.check import Check
+from ...core.status import FAIL, WARN
+from ...validate.review.context import Options
+from ...validate.review.run import CHECKS, FAST, run
+from ..errors import PipelineError
+from .parser import Parser
 
 MAX_TEXT_INPUT = 1024 * 1024
 

@@ -17,12 +17,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from relpipe.core import sanitize
-from relpipe.pipeline import slurm
-from relpipe.pipeline.commands.parser import HelpFormatter
-from relpipe.pipeline.errors import PipelineError
-from relpipe.pipeline.run import print_result
-from relpipe.pipeline.shard import merge
+from ...core import sanitize
+from .. import slurm
+from ..errors import PipelineError
+from ..run import print_result
+from ..shard import merge
+from .parser import HelpFormatter
 
 HELP = HelpFormatter
 

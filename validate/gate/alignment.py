@@ -13,12 +13,12 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import cache
 
-from relpipe.changelog.entry import Block, Changelog, Finding
-from relpipe.validate.errors import ValidateError
+from ...changelog.entry import Block, Changelog, Finding
+from ..errors import ValidateError
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:
-    from relpipe.validate.gate.hook import Policy
+    from .hook import Policy
 
 
 @cache

@@ -26,14 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any  # points.py imports typing already: no extra cost on this path
 
-from relpipe.changelog.configs.load import (
+from ...changelog.configs.load import (
     MAX_MASTER_BYTES,
     load_yaml,
     master_blocks,
     parse_master,
 )
-from relpipe.changelog.configs.points import SCENARIOS, matrix_rows
-from relpipe.changelog.errors import ChangelogError
+from ...changelog.configs.points import SCENARIOS, matrix_rows
+from ...changelog.errors import ChangelogError
 
 # Row fields that identify a point rather than its curve (`_matrix_curve_key`).
 _POINT_FIELDS = frozenset({"conc", "exp-name", "recipe-fingerprint"})

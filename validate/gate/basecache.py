@@ -100,7 +100,7 @@ class BaseCache:
         entry = self._entry(master, _KEYS)
         if entry is None or any("\n" in key for key in keys):
             return  # a key with a line break (a quoted YAML key) is not worth a format for it
-        from relpipe.core.files import (
+        from ...core.files import (
             write_atomic,  # deferred: not on the commit hook's usual path (start-up)
         )
 

@@ -13,26 +13,26 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from relpipe.changelog.configs.load import keys_of, read_master
-from relpipe.changelog.entry import ERROR
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.repository.detect import (
+from ...changelog.configs.load import keys_of, read_master
+from ...changelog.entry import ERROR
+from ...changelog.errors import ChangelogError
+from ...changelog.repository.detect import (
     Located,
     canonical_repository,
     linked_repository,
     locate,
     pull_request_at_commit,
 )
-from relpipe.changelog.repository.era import CHANGELOG_NAME, MASTER_SUFFIX, RUNNERS_NAME
-from relpipe.changelog.repository.eras import ERAS
-from relpipe.validate.errors import ValidateError
-from relpipe.validate.gate import git as githook
-from relpipe.validate.gate.basecache import BaseCache
-from relpipe.validate.gate.hook import Policy, Report, check
+from ...changelog.repository.era import CHANGELOG_NAME, MASTER_SUFFIX, RUNNERS_NAME
+from ...changelog.repository.eras import ERAS
+from ..errors import ValidateError
+from . import git as githook
+from .basecache import BaseCache
+from .hook import Policy, Report, check
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:
-    from relpipe.validate.gate.append_only import Revision
+    from .append_only import Revision
 
 # Every era of the repository (changelog.repository.eras), for --help.
 CHANGELOG_PATHS = tuple(dict.fromkeys(era.changelog for era in ERAS))
@@ -292,7 +292,7 @@ def _revisions(
     the base and the head (a ref, the index, or None: the working tree), in one git process."""
 
     def load() -> tuple[Revision, Revision]:
-        from relpipe.validate.gate.append_only import (
+        from .append_only import (
             revision,  # deferred: not on the commit hook's usual path (start-up)
         )
 
@@ -326,7 +326,7 @@ def _read_optional(path: str) -> bytes | None:
 
 
 def _render_json(report: Report, source: str) -> str:
-    from relpipe.core.sanitize import (
+    from ...core.sanitize import (
         json_text,  # deferred: not on the commit hook's usual path (start-up)
     )
 
@@ -381,7 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("validate_perf_changelog: interrupted", file=sys.stderr)
         return 130
     except Exception:  # noqa: BLE001 - the one handler of unexpected errors (exit 3 + log)
-        from relpipe.core.errors import (
+        from ...core.errors import (
             report_unexpected,  # deferred: not on the commit hook's usual path (start-up)
         )
 

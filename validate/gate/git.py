@@ -11,8 +11,8 @@ import os
 import re
 from collections.abc import Sequence
 
-from relpipe.core import process
-from relpipe.validate.errors import ValidateError
+from ...core import process
+from ..errors import ValidateError
 
 INDEX = ":"  # the pseudo-ref for the staged version of a file
 GIT_TIMEOUT = 120.0  # seconds: the hook reads blobs and one merge-base, never a fetch

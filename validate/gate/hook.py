@@ -25,8 +25,8 @@ import re
 from collections.abc import Callable, Sequence
 from functools import cached_property
 
-from relpipe.changelog.configs.load import resolve_key, resolve_keys
-from relpipe.changelog.entry import (
+from ...changelog.configs.load import resolve_key, resolve_keys
+from ...changelog.entry import (
     ENTRY_CODES,
     ERROR,
     WARNING,
@@ -37,16 +37,16 @@ from relpipe.changelog.entry import (
     proven_valid,
     scan,
 )
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.repository.era import CHANGELOG_NAME
-from relpipe.core.record import Record
-from relpipe.validate.errors import ValidateError
-from relpipe.validate.gate import alignment
-from relpipe.validate.gate.basecache import BaseCache
+from ...changelog.errors import ChangelogError
+from ...changelog.repository.era import CHANGELOG_NAME
+from ...core.record import Record
+from ..errors import ValidateError
+from . import alignment
+from .basecache import BaseCache
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: the hook does not import typing
 if TYPE_CHECKING:
-    from relpipe.validate.gate.append_only import Revision
+    from .append_only import Revision
 
 DEFAULT_CHANGELOG = CHANGELOG_NAME
 PLACEHOLDER = "XXX"  # InferenceX's PR_LINK_PLACEHOLDERS (both validators): XXX, <repo>/pull/XXX
@@ -323,7 +323,7 @@ def _append_only_findings(
     blocks: Sequence[Block], revisions: Callable[[], tuple[Revision, Revision]]
 ) -> list[Finding]:
     """process_changelog.py's scope and generated-matrix checks of append-only entries."""
-    from relpipe.validate.gate import (
+    from . import (
         append_only,  # deferred: not on the commit hook's usual path (start-up)
     )
 

@@ -7,8 +7,8 @@ reads of a commit pair), `report` (`PrecisionReport` as JSON and Markdown). Belo
 `commits` (subjects -> type, scope, PR), `globs` and `regexlit` (rule matching). docs/precision.md.
 """
 
-from relpipe.validate.precision.classify import check_upstream, classify, diff
-from relpipe.validate.precision.report import (
+from .classify import check_upstream, classify, diff
+from .report import (
     VERDICTS,
     FileChange,
     PrecisionReport,
@@ -16,7 +16,7 @@ from relpipe.validate.precision.report import (
     WatchResult,
     render_markdown,
 )
-from relpipe.validate.precision.rules import (
+from .rules import (
     LintReport,
     Rule,
     Rules,

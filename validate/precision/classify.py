@@ -13,16 +13,16 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from relpipe.core.commit import Commit
-from relpipe.validate.errors import ValidateError
-from relpipe.validate.precision import cosmetic, gitio
-from relpipe.validate.precision.report import (
+from ...core.commit import Commit
+from ..errors import ValidateError
+from . import cosmetic, gitio
+from .report import (
     FileChange,
     PrecisionReport,
     UpstreamResult,
     WatchResult,
 )
-from relpipe.validate.precision.rules import Rule, Rules, UpstreamSpec, WatchSpec, load_rules
+from .rules import Rule, Rules, UpstreamSpec, WatchSpec, load_rules
 
 STATUS_NAMES = {
     "A": "added",

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from relpipe.core.commit import Commit
-from relpipe.validate.errors import ValidateError
-from relpipe.validate.precision import keypath
-from relpipe.validate.precision.classify import diff
-from relpipe.validate.precision.report import FileChange, PrecisionReport
+from ...core.commit import Commit
+from ..errors import ValidateError
+from . import keypath
+from .classify import diff
+from .report import FileChange, PrecisionReport
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -26,12 +26,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from relpipe.core import process
-from relpipe.core.commit import Commit
-from relpipe.core.files import file_lock
-from relpipe.core.redact import redact
-from relpipe.validate.errors import ValidateError
-from relpipe.validate.precision.subjects import parse_subject
+from ...core import process
+from ...core.commit import Commit
+from ...core.files import file_lock
+from ...core.redact import redact
+from ..errors import ValidateError
+from .subjects import parse_subject
 
 SHA_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 # What a user may pass as OLD/NEW: a ref name, a (short) sha, or rev syntax like `v1^` / `HEAD~3`.

@@ -27,12 +27,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from relpipe.core import sanitize
-from relpipe.core.jsoncodec import RecordError
-from relpipe.validate.precision import gitio
-from relpipe.validate.precision.classify import diff
-from relpipe.validate.precision.globs import compile_globs
-from relpipe.validate.precision.report import PrecisionReport
+from ...core import sanitize
+from ...core.jsoncodec import RecordError
+from . import gitio
+from .classify import diff
+from .globs import compile_globs
+from .report import PrecisionReport
 
 SPEC_METHODS = ("mtp", "eagle3", "eagle", "dspark")
 PRECISIONS = ("mxfp4", "fp4", "fp8", "int4", "int8", "bf16", "fp16", "nvfp4", "w4a8", "w8a8")

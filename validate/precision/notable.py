@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
-from relpipe.core.commit import Commit
-from relpipe.validate.precision import keypath
-from relpipe.validate.precision.report import FileChange
+from ...core.commit import Commit
+from . import keypath
+from .report import FileChange
 
 QUIET = frozenset({"tests", "docs", "ci", "agents"})  # never on the engine's code path
 RECIPES = "recipes"

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from relpipe.core import jsoncodec, sanitize
-from relpipe.core.commit import Commit
+from ...core import jsoncodec, sanitize
+from ...core.commit import Commit
 
 VERDICTS = ("relevant", "cosmetic", "not-relevant")
 

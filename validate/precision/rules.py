@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from relpipe.core import engines, jsonload
-from relpipe.core.files import write_atomic
-from relpipe.core.yamlload import load_yaml
-from relpipe.validate.errors import ValidateError
-from relpipe.validate.precision import gitio, globs, regexlit
+from ...core import engines, jsonload
+from ...core.files import write_atomic
+from ...core.yamlload import load_yaml
+from ..errors import ValidateError
+from . import gitio, globs, regexlit
 
 HERE = Path(__file__).parent
 DEFAULT_RULES = "atom"

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import re2
 
-from relpipe.core.status import FAIL, PASS, WARN
-from relpipe.validate.review import bash
-from relpipe.validate.review.rx import rx
+from ...core.status import FAIL, PASS, WARN
+from . import bash
+from .rx import rx
 
 # A path inside an installed package, or a command that finds one (a variable assigned from
 # `python -c 'import vllm; print(vllm.__spec__.origin)'` or `pip show vllm` holds its text).

@@ -18,20 +18,20 @@ from typing import Any
 
 import re2
 
-from relpipe.changelog.configs.load import MasterConfigs, load_yaml, resolve_key
-from relpipe.changelog.configs.points import plan_key
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.notes.facts import load
-from relpipe.changelog.repository import launch as keyfiles
-from relpipe.core import jsonload
-from relpipe.core.check import Evidence, Judgement, judged
-from relpipe.core.files import read_capped
-from relpipe.core.process import one_line
-from relpipe.core.status import FAIL, NA, PASS, WARN
-from relpipe.validate import golden_al, notes_check
-from relpipe.validate.errors import ValidateError
-from relpipe.validate.review.context import Review, plural
-from relpipe.validate.review.scope import Masters, load_masters, scope_key
+from ...changelog.configs.load import MasterConfigs, load_yaml, resolve_key
+from ...changelog.configs.points import plan_key
+from ...changelog.errors import ChangelogError
+from ...changelog.notes.facts import load
+from ...changelog.repository import launch as keyfiles
+from ...core import jsonload
+from ...core.check import Evidence, Judgement, judged
+from ...core.files import read_capped
+from ...core.process import one_line
+from ...core.status import FAIL, NA, PASS, WARN
+from .. import golden_al, notes_check
+from ..errors import ValidateError
+from .context import Review, plural
+from .scope import Masters, load_masters, scope_key
 
 _CLAIM = re2.compile(r"\s*(?:-\s+)?append-only:\s*true\b")
 MIN_FRONTIER = 5

@@ -22,7 +22,7 @@ import re2
 import tree_sitter
 import tree_sitter_bash
 
-from relpipe.validate.review.rx import rx
+from .rx import rx
 
 _LANGUAGE = tree_sitter.Language(tree_sitter_bash.language())
 MAX_DEPTH = 40  # nesting of words and of eval/bash -c re-parses (deeper: read as raw text)

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from relpipe.core.check import Evidence
-from relpipe.validate.review.scope import FileUse, KeyScope, Masters
-from relpipe.validate.review.source import Source
+from ...core.check import Evidence
+from .scope import FileUse, KeyScope, Masters
+from .source import Source
 
 
 @dataclass(frozen=True, kw_only=True)

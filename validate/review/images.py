@@ -13,12 +13,12 @@ hardware is a WARN. The new-architecture exception needs a person: it is a FAIL 
 
 from __future__ import annotations
 
-from relpipe.core import engines
-from relpipe.core.check import Evidence, Judgement, judged
-from relpipe.core.reference import familiar, split
-from relpipe.core.status import FAIL, NA, PASS, WARN
-from relpipe.validate.review.context import Review, plural
-from relpipe.validate.review.scope import _line_of
+from ...core import engines
+from ...core.check import Evidence, Judgement, judged
+from ...core.reference import familiar, split
+from ...core.status import FAIL, NA, PASS, WARN
+from .context import Review, plural
+from .scope import _line_of
 
 
 def upstream() -> dict[str, tuple[str, ...]]:

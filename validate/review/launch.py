@@ -21,15 +21,15 @@ from dataclasses import dataclass
 
 import re2
 
-from relpipe.changelog.repository import launch as keyfiles
-from relpipe.core.check import Evidence, Judgement, judged
-from relpipe.core.status import FAIL, NA, PASS, WARN
-from relpipe.validate.errors import ValidateError
-from relpipe.validate.review import actions, bash
-from relpipe.validate.review.context import Review, plural
-from relpipe.validate.review.rx import rx
-from relpipe.validate.review.scope import KeyScope, followable, load_masters
-from relpipe.validate.review.waiver import Waiver, load_waivers
+from ...changelog.repository import launch as keyfiles
+from ...core.check import Evidence, Judgement, judged
+from ...core.status import FAIL, NA, PASS, WARN
+from ..errors import ValidateError
+from . import actions, bash
+from .context import Review, plural
+from .rx import rx
+from .scope import KeyScope, followable, load_masters
+from .waiver import Waiver, load_waivers
 
 _GUARD = re2.compile(r"\$\{?(MODEL_PREFIX|FRAMEWORK|PRECISION)\}?\"?\s*==\s*\"?([\w.*-]+)")
 _NEXTN = "SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE"

@@ -17,9 +17,9 @@ from typing import Any
 
 import tree_sitter
 
-from relpipe.changelog.configs.load import load_yaml
-from relpipe.changelog.errors import ChangelogError
-from relpipe.validate.review.bash import parse_tree
+from ...changelog.configs.load import load_yaml
+from ...changelog.errors import ChangelogError
+from .bash import parse_tree
 
 _SHELL = (".sh", ".bash")
 _YAML = (".yaml", ".yml")

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 
 import re2
 
-from relpipe.changelog.configs.schema import scenarios_of
-from relpipe.core.check import Evidence, Judgement, judged
-from relpipe.core.status import FAIL, NA, PASS, WARN
-from relpipe.validate.review.context import Review, plural
-from relpipe.validate.review.rx import rx
-from relpipe.validate.review.scope import KeyScope
+from ...changelog.configs.schema import scenarios_of
+from ...core.check import Evidence, Judgement, judged
+from ...core.status import FAIL, NA, PASS, WARN
+from .context import Review, plural
+from .rx import rx
+from .scope import KeyScope
 
 _SEQ = re2.compile(r"(?i)single-turn\s+(\d+)k(\d+)k")
 

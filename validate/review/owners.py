@@ -19,10 +19,10 @@ from typing import Any
 
 import re2
 
-from relpipe.core.check import Evidence, Judgement, judged
-from relpipe.core.status import FAIL, NA, PASS, WARN
-from relpipe.validate.review.context import Review, plural
-from relpipe.validate.review.rx import rx
+from ...core.check import Evidence, Judgement, judged
+from ...core.status import FAIL, NA, PASS, WARN
+from .context import Review, plural
+from .rx import rx
 
 MAX_ITEMS = 400  # the real template has 30 items
 MAX_ITEM_CHARS = 2000

@@ -21,7 +21,7 @@ from typing import Any
 import re2
 import yaml
 
-from relpipe.validate.errors import ValidateError
+from ..errors import ValidateError
 
 MAX_DEPTH = 48
 MAX_NODES = 50_000  # the largest real recipe has a few thousand

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from relpipe.core.check import Evidence, Judgement, judged
-from relpipe.core.status import FAIL, NA, PASS, WARN
-from relpipe.validate.review.artifacts import appended
-from relpipe.validate.review.context import Review, plural
-from relpipe.validate.review.meaning import same_meaning, same_yaml
-from relpipe.validate.review.scope import KeyScope, block_of
+from ...core.check import Evidence, Judgement, judged
+from ...core.status import FAIL, NA, PASS, WARN
+from .artifacts import appended
+from .context import Review, plural
+from .meaning import same_meaning, same_yaml
+from .scope import KeyScope, block_of
 
 
 def glob(pattern: str, key: str) -> bool:

@@ -14,21 +14,21 @@ from pathlib import Path
 
 import re2
 
-from relpipe.changelog.repository.era import MODELS_NAME, Era
-from relpipe.core.check import Check, Checklist, declare, judged
-from relpipe.core.status import NA, PASS, WARN
-from relpipe.validate.errors import ValidateError
-from relpipe.validate.precision import gitio
-from relpipe.validate.review import artifacts, images, launch, models, owners, required, yamlkeys
-from relpipe.validate.review.context import Change, Options, Review
-from relpipe.validate.review.scope import (
+from ...changelog.repository.era import MODELS_NAME, Era
+from ...core.check import Check, Checklist, declare, judged
+from ...core.status import NA, PASS, WARN
+from ..errors import ValidateError
+from ..precision import gitio
+from . import artifacts, images, launch, models, owners, required, yamlkeys
+from .context import Change, Options, Review
+from .scope import (
     Masters,
     load_masters,
     master_paths,
     scope_keys,
     select_keys,
 )
-from relpipe.validate.review.source import Source, open_source, path_text
+from .source import Source, open_source, path_text
 
 # The review's checks, in the order they are reported: each declared once, with its title and
 # whether it is fast and local enough for the commit hook (`--fast`). A new check is one line here.

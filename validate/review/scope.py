@@ -28,17 +28,17 @@ from typing import Any
 
 import re2
 
-from relpipe.changelog.configs.load import load_yaml, resolve_key
-from relpipe.changelog.configs.schema import line_of, scenarios_of, unknown_fields
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.repository import launch as keyfiles
-from relpipe.changelog.repository.era import Era
-from relpipe.core.check import Evidence
-from relpipe.validate.errors import ValidateError
-from relpipe.validate.review import shell
-from relpipe.validate.review.recipe import Recipe, RecipeError, effective, located
-from relpipe.validate.review.rx import rx
-from relpipe.validate.review.source import Source
+from ...changelog.configs.load import load_yaml, resolve_key
+from ...changelog.configs.schema import line_of, scenarios_of, unknown_fields
+from ...changelog.errors import ChangelogError
+from ...changelog.repository import launch as keyfiles
+from ...changelog.repository.era import Era
+from ...core.check import Evidence
+from ..errors import ValidateError
+from . import shell
+from .recipe import Recipe, RecipeError, effective, located
+from .rx import rx
+from .source import Source
 
 MAX_HOPS = 4
 _TOP_KEY = re2.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"][^:]*?))\s*:\s*(?:#.*)?$""")

@@ -13,13 +13,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from relpipe.changelog.errors import ChangelogError
-from relpipe.changelog.repository.checkout import find_root
-from relpipe.changelog.repository.detect import check_paths, detect, lister, read_override
-from relpipe.changelog.repository.era import Era
-from relpipe.changelog.repository.eras import DEFAULT
-from relpipe.validate.errors import ValidateError
-from relpipe.validate.precision import gitio
+from ...changelog.errors import ChangelogError
+from ...changelog.repository.checkout import find_root
+from ...changelog.repository.detect import check_paths, detect, lister, read_override
+from ...changelog.repository.era import Era
+from ...changelog.repository.eras import DEFAULT
+from ..errors import ValidateError
+from ..precision import gitio
 
 MAX_FILE_BYTES = 4 * 1024 * 1024  # the largest real launch script is ~60 KB, a recipe ~20 KB
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import re2
 
-from relpipe.validate.review.rx import rx
-from relpipe.validate.review.source import Source
+from .rx import rx
+from .source import Source
 
 FIELDS: tuple[tuple[str, Any], ...] = (
     ("what is patched", re2.compile(r"(?i)what\s+(?:is|gets)\s+patched")),

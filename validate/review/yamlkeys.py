@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import yaml
 
-from relpipe.core.check import Evidence, Judgement, judged
-from relpipe.core.status import FAIL, NA, PASS, WARN
-from relpipe.validate.review.context import Review, plural
-from relpipe.validate.review.scope import master_paths
+from ...core.check import Evidence, Judgement, judged
+from ...core.status import FAIL, NA, PASS, WARN
+from .context import Review, plural
+from .scope import master_paths
 
 
 @dataclass(frozen=True, kw_only=True)
