@@ -6,6 +6,7 @@ loaded with a stand-in `nox` module, and its functions are called as nox would."
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import types
 from pathlib import Path
@@ -50,6 +51,8 @@ def test_uv_gets_the_indexes_pip_is_configured_with(
         "extra-index-url = file:///opt/a/simple file:///opt/b/simple\n"
         f"constraint = {tmp_path / 'c.txt'}\ncert = /etc/ssl/x.pem\n"
     )
+    for name in [name for name in os.environ if name.startswith("PIP_")]:
+        monkeypatch.delenv(name)  # the machine's own (PIP_CERT, PIP_INDEX_URL, ...) override files
     monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
     monkeypatch.setenv("PIP_FIND_LINKS", "/opt/wheels")  # a variable overrides the files
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
@@ -76,7 +79,9 @@ def test_without_pip_settings_uv_keeps_its_defaults(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     noxfile = _noxfile(monkeypatch)
+    for name in [name for name in os.environ if name.startswith("PIP_")]:
+        monkeypatch.delenv(name)
     monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
-    for name in ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CONSTRAINT"):
-        monkeypatch.delenv(name, raising=False)
-    assert noxfile._uv_options(_Session("uv")) == ["--index-strategy", "unsafe-best-match"]
+    session = _Session("uv")
+    assert noxfile._uv_options(session) == ["--index-strategy", "unsafe-best-match"]
+    assert session.env == {}

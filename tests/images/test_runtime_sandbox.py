@@ -121,14 +121,17 @@ def test_the_output_cap_is_enforced_while_the_container_runs(
     runtime: Runtime, nightly: FixtureImage, tmp_path: Path
 ) -> None:
     """A container writing its output folder without end is killed once it passes the cap, not at
-    its timeout. (The writer stops at 512 MiB so that a broken cap cannot fill the disk.)"""
+    its timeout. The folder is measured every `out_dir_poll_s` (0.2 s), so a writer overshoots by
+    what it writes in one interval: this one writes 200 MiB/s (a page-cache writer on an idle
+    disk can write all 512 MiB inside one interval, which says nothing about the cap). It stops at
+    512 MiB so that a broken cap cannot fill the disk."""
     cap = 8 << 20
     capped = replace(runtime, limits=Limits(out_dir_bytes=cap))
     code = (
         "import time\n"
         f"with open('{OUT_DIR}/flood', 'wb') as f:\n"
         "    for _ in range(512):\n"
-        "        f.write(b'x' * (1 << 20)); f.flush()\n"
+        "        f.write(b'x' * (1 << 20)); f.flush(); time.sleep(0.005)\n"
         "time.sleep(600)\n"
     )
     t0 = time.monotonic()
