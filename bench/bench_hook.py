@@ -12,8 +12,9 @@ a process's cost on a shared machine):
   masters at both refs);
 - reference (a): plain PyYAML `SafeLoader` full parse of base and head in one process;
 - reference (b): `python -c pass`;
-- (f), information: the floor of any Python hook reading both versions from git (the interpreter,
-  `re`, `subprocess` and one `git cat-file --batch`), to show how much of the hook is start-up;
+- reference (f): the floor of any Python hook reading both versions from git (the interpreter,
+  `re`, `subprocess` and one `git cat-file --batch`); target hook <= 2 x (f) (issue 31: it replaces
+  issue 22's 3 x (b), which no Python hook can meet: (f) alone is about 2.8 x (b));
 - a 20,000-entry synthetic changelog: `--full` audit and base -> head with one appended entry.
 Every command gets one untimed warm-up run (bytecode caches written, files in the page cache).
 - a 9 MB changelog of entries in a non-house style (2-space items, comments, `yes`): `--full`
@@ -23,7 +24,7 @@ Every command gets one untimed warm-up run (bytecode caches written, files in th
   base -> head from `tree-2026-10/_derived/`, against (e): the 2026-10 validator's library call
   (`parse_changelog` x2, `compare_entries`, `validate_raw_change`) timed inside its process
   (target: hook <= (e)/15).
-Targets: hook <= (o)/15, hook <= (e)/15, hook <= (a)/10, hook <= 3 x (b), 20k entries < 0.5 s.
+Targets: hook <= (o)/15, hook <= (e)/15, hook <= (a)/10, hook <= 2 x (f), 20k entries < 0.5 s.
 """
 
 from __future__ import annotations
@@ -373,7 +374,7 @@ def _real_changelog(tmp: Path, lines: list[str]) -> list[str]:
             "information",
             None,
         ),
-        _row("", *hook, f"<= 3 x (b) = {ref_b[0] * 3000:.0f} ms", hook[0] <= 3 * ref_b[0]),
+        _row("", *hook, f"<= 2 x (f) = {ref_f[0] * 2000:.0f} ms", hook[0] <= 2 * ref_f[0]),
         _row(
             "(a) PyYAML SafeLoader full parse of base + head, one process",
             *ref_a,
@@ -384,7 +385,7 @@ def _real_changelog(tmp: Path, lines: list[str]) -> list[str]:
         _row(
             "(f) floor: `import re, subprocess` and one `git cat-file --batch` of base + head",
             *ref_f,
-            f"information: (f) = {ref_f[0] / ref_b[0]:.1f} x (b); "
+            f"reference: (f) = {ref_f[0] / ref_b[0]:.1f} x (b); "
             f"hook = {hook[0] / ref_f[0]:.1f} x (f)",
             None,
         ),
