@@ -22,6 +22,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..core.reference import DOCKER_HUB, DOCKER_HUB_API, Reference, is_loopback
+
+# `auth.RegistryAuth` and `transport.HttpxTransport` subclass httpx's types and are built on first
+# access (PEP 562): named at the top, they would import httpx on the light resolve path.
+from . import auth, transport
 from .auth import (
     AUTH_HOST_ENV,
     CAP_EXT,
@@ -33,7 +37,6 @@ from .auth import (
     USER_ENV,
     Authenticator,
     Credentials,
-    RegistryAuth,
     load_credentials,
 )
 from .options import (
@@ -46,7 +49,6 @@ from .options import (
 from .transport import (
     MIB,
     Engine,
-    HttpxTransport,
     Limits,
     RegistryError,
     Request,
@@ -197,8 +199,8 @@ class RegistryConnection:
                 import httpx
 
                 self._http = httpx.Client(
-                    transport=HttpxTransport(self._send),
-                    auth=RegistryAuth(self._auth),
+                    transport=transport.HttpxTransport(self._send),
+                    auth=auth.RegistryAuth(self._auth),
                     follow_redirects=True,  # blob GETs may redirect to storage; see images.auth
                     max_redirects=_MAX_REDIRECTS,
                     trust_env=False,

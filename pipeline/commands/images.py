@@ -8,28 +8,17 @@ A thin shell over `images.registry`, `images.nightly`, `images.lock` and (for `p
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ...changelog.configs.pin import pin_image
-from ...changelog.repository.checkout import find_root, is_checkout
 from ...core import sanitize
 from ...core.reference import parse, split
-from ...images import archive
 from ...images.errors import ImageError
-from ...images.evidence import choose_newest, default_cache_path
-from ...images.lock import entry_from_pin, load, lookup, merge_facts, update
-from ...images.nightly import default_family, engine_of, families
+from ...images.nightly import default_family, families
 from ...images.options import add_registry_args, apply_registry_args
 from ...images.registry import RegistryClient
-from ...images.runtime import Runtime
-from .. import pins
-from ..run import state_dir
-from ..workspace import Workspace
 from .parser import Parser
 from .parser import parser as new_parser
 
@@ -58,6 +47,8 @@ def _resolve(args: argparse.Namespace) -> int:
 
 
 def _latest(args: argparse.Namespace) -> int:
+    # deferred: `images resolve`'s start-up (bench_registry: at most 0.3x skopeo)
+    from ...images.evidence import choose_newest, default_cache_path
 
     repo = parse(args.repository)
     if repo.tag or repo.digest:
@@ -107,7 +98,7 @@ def _pin(args: argparse.Namespace) -> int:
         raise ImageError("--config-key pins exactly one REF into the config; give one")
     if bool(args.config) != bool(args.config_key):
         raise ImageError("--config and --config-key go together")
-    # Imported here: PyYAML is only needed by the commands that write the lock.
+    from ...images.lock import entry_from_pin  # deferred: PyYAML, only for what writes the lock
 
     with _client(args) as client:
         pins = [client.pin(r, args.platform) for r in args.refs]
@@ -117,7 +108,7 @@ def _pin(args: argparse.Namespace) -> int:
         entry = entry_from_pin(pin)
         out.append({"key": entry.key, "ref": pin.ref, **entry.to_yaml()})
     if args.config:
-        # Imported here: the config editor belongs to changelog/, wired by this command only.
+        from ...changelog.configs.pin import pin_image  # deferred: changelog/, this option only
 
         pin = pins[0]
         image = split(pin.ref).without_digest
@@ -150,7 +141,12 @@ def _probe(args: argparse.Namespace) -> int:
     """Pin REF (verified), run `python -m relpipe.engine probe` inside it by digest, report the
     facts.
     """
-    # Imported here: docker and the runtime are needed by this subcommand only.
+    import importlib.util  # deferred: docker and the runtime, this action only
+    import tempfile  # deferred: this action only
+
+    from ...images.lock import merge_facts  # deferred: PyYAML, this action only
+    from ...images.nightly import engine_of  # deferred: this action only
+    from ...images.runtime import Runtime  # deferred: docker, this action only
 
     # Located, never imported: it is mounted, not run here.
     spec = importlib.util.find_spec("relpipe.engine")
@@ -280,6 +276,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _state() -> tuple[Any, Path]:
     """The benchmark repository the command runs in (if any) and relpipe's state folder."""
+    # The state (pipeline/, the results store) is read by pin and archive only, never on
+    # `images resolve`'s path (bench_registry: at most 0.3x skopeo).
+    from ...changelog.repository.checkout import find_root, is_checkout  # deferred: see above
+    from ..run import state_dir  # deferred: see above
+    from ..workspace import Workspace  # deferred: see above
 
     ws = Workspace(find_root(Path.cwd())) if is_checkout(Path.cwd()) else None
     return ws, state_dir(ws, None)
@@ -287,7 +288,8 @@ def _state() -> tuple[Any, Path]:
 
 def _record_pins(args: argparse.Namespace, pinned: list[Any]) -> str:
     """Pins into relpipe's state (`pipeline.pins`), and into `--lock FILE` when given."""
-    # Imported here: the state lives in pipeline/, which only these commands of `images` need.
+    from ...images.lock import update  # deferred: PyYAML, only for what writes the lock
+    from .. import pins  # deferred: the results store, pin and archive only
 
     ws, state = _state()
     pins.record(None, state, pinned)
@@ -297,6 +299,9 @@ def _record_pins(args: argparse.Namespace, pinned: list[Any]) -> str:
 
 
 def _archive(args: argparse.Namespace) -> int:
+    from ...images import archive  # deferred: this action only
+    from ...images.lock import load, lookup  # deferred: PyYAML, this action only
+    from .. import pins  # deferred: the results store, pin and archive only
 
     ws, state = _state()
     entries = load(args.lock) if args.lock else pins.load(None, state)
