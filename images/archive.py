@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from ..core import instant
+from ..core.pin import Pin
 from ..core.reference import Reference, parse
 from . import lock as lockfile
 from .manifest import Index, parse_manifest
@@ -91,7 +92,7 @@ def record(lock_path: str | os.PathLike[str], ref: str | Reference, copy: Archiv
 
 
 def pin_or_archived(
-    client: RegistryClient, ref: str | Reference, pinned: Mapping[str, lockfile.LockEntry] | None
+    client: RegistryClient, ref: str | Reference, pinned: Mapping[str, Pin] | None
 ) -> Pinned:
     """`client.pin(ref)`, or, when upstream no longer has it, the pinned digest from the
     archive its pin names (verified; the canonical name kept). `pinned`: the pins relpipe keeps
@@ -115,9 +116,7 @@ def pin_or_archived(
     return pin
 
 
-def _archived_entry(
-    ref: str | Reference, entries: Mapping[str, lockfile.LockEntry] | None
-) -> lockfile.LockEntry | None:
+def _archived_entry(ref: str | Reference, entries: Mapping[str, Pin] | None) -> Pin | None:
     if not entries:
         return None
     reference = parse(ref)
@@ -147,7 +146,7 @@ class Stale:
 
 def stale_pins(
     client: RegistryClient,
-    entries: Mapping[str, lockfile.LockEntry],
+    entries: Mapping[str, Pin],
     retention_days: float,
     now: datetime | None = None,
 ) -> list[Stale]:

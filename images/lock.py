@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,8 @@ import yaml
 
 from ..core import instant
 from ..core.files import file_lock, write_atomic
-from ..core.reference import InvalidReference, Reference, parse, split
+from ..core.pin import Pin
+from ..core.reference import InvalidReference, Reference, parse
 from ..core.yamlload import load_yaml
 from .errors import ImageError
 from .registry import Pinned
@@ -51,36 +52,6 @@ class LockError(ImageError):
     exit_code = 1
 
 
-@dataclass(frozen=True, kw_only=True)
-class LockEntry:
-    key: str  # registry/repository:tag (or registry/repository@digest for digest-only pins)
-    digest: str
-    platform: str | None
-    platform_digest: str
-    media_type: str
-    resolved_at: str
-    created: str | None
-    facts: Mapping[str, Any] = field(default_factory=dict)
-    # where a byte-identical copy is kept (`relpipe images archive`): {registry, archived-at}
-    archive: Mapping[str, str] | None = None
-
-    def reference(self) -> Reference:
-        """The digest-qualified reference that gets run."""
-        return parse(split(self.key).without_digest).with_digest(self.digest)
-
-    def to_yaml(self) -> dict[str, Any]:
-        return {
-            "digest": self.digest,
-            "platform": self.platform,
-            "platform-digest": self.platform_digest,
-            "media-type": self.media_type,
-            "resolved-at": self.resolved_at,
-            "created": self.created,
-            "facts": _sorted(self.facts),
-            **({"archive": dict(self.archive)} if self.archive else {}),
-        }
-
-
 def key_for(ref: Reference) -> str:
     """Lock key of a reference: by tag when it has one, else by digest."""
     if ref.tag or not ref.digest:
@@ -88,8 +59,8 @@ def key_for(ref: Reference) -> str:
     return f"{ref.name}@{ref.digest}"
 
 
-def entry_from_pin(pin: Pinned) -> LockEntry:
-    return LockEntry(
+def entry_from_pin(pin: Pinned) -> Pin:
+    return Pin(
         key=key_for(pin.reference),
         digest=pin.digest,
         platform=pin.platform,
@@ -99,14 +70,6 @@ def entry_from_pin(pin: Pinned) -> LockEntry:
         created=pin.created,
         facts={},
     )
-
-
-def _sorted(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _sorted(value[k]) for k in sorted(value, key=str)}
-    if isinstance(value, list | tuple):
-        return [_sorted(v) for v in value]
-    return value
 
 
 def _opt_str(raw: Mapping[str, Any], name: str, key: str) -> str | None:
@@ -141,7 +104,7 @@ def _archive_field(value: Any, key: str, path: str) -> dict[str, str] | None:
     return dict(value)
 
 
-def parse_lock(data: bytes, path: str = DEFAULT_LOCK) -> dict[str, LockEntry]:
+def parse_lock(data: bytes, path: str = DEFAULT_LOCK) -> dict[str, Pin]:
     """Parse and validate lock bytes; every digest is checked for shape."""
     if len(data) > MAX_LOCK_BYTES:
         raise LockError(f"{path}: larger than {MAX_LOCK_BYTES} bytes; refusing")
@@ -154,7 +117,7 @@ def parse_lock(data: bytes, path: str = DEFAULT_LOCK) -> dict[str, LockEntry]:
         return {}
     if not isinstance(doc, dict):
         raise LockError(f"{path}: top level must be a mapping of repository:tag to entries")
-    out: dict[str, LockEntry] = {}
+    out: dict[str, Pin] = {}
     for key, raw in doc.items():
         if not isinstance(key, str) or not isinstance(raw, dict):
             raise LockError(f"{path}: entry {key!r} must map a reference string to a mapping")
@@ -180,7 +143,7 @@ def parse_lock(data: bytes, path: str = DEFAULT_LOCK) -> dict[str, LockEntry]:
         resolved_at = raw.get("resolved-at")
         if not isinstance(media_type, str) or not isinstance(resolved_at, str):
             raise LockError(f"{path}: entry {key}: media-type and resolved-at are required strings")
-        out[key] = LockEntry(
+        out[key] = Pin(
             key=key,
             digest=digest,
             platform=_opt_str(raw, "platform", key),
@@ -194,7 +157,7 @@ def parse_lock(data: bytes, path: str = DEFAULT_LOCK) -> dict[str, LockEntry]:
     return out
 
 
-def render(entries: Mapping[str, LockEntry]) -> str:
+def render(entries: Mapping[str, Pin]) -> str:
     """Deterministic text: sorted keys, fixed field order, sorted facts."""
     doc = {key: entries[key].to_yaml() for key in sorted(entries)}
     body = (
@@ -207,14 +170,14 @@ def render(entries: Mapping[str, LockEntry]) -> str:
     return HEADER + body
 
 
-def load(path: str | os.PathLike[str]) -> dict[str, LockEntry]:
+def load(path: str | os.PathLike[str]) -> dict[str, Pin]:
     p = Path(path)
     if not p.exists():
         return {}
     return parse_lock(p.read_bytes(), str(p))
 
 
-def lookup(entries: Mapping[str, LockEntry], ref: str | Reference) -> LockEntry | None:
+def lookup(entries: Mapping[str, Pin], ref: str | Reference) -> Pin | None:
     return entries.get(key_for(parse(ref)))
 
 
@@ -228,7 +191,7 @@ def locked(path: str | os.PathLike[str]) -> AbstractContextManager[None]:
     return file_lock(_lock_path(Path(path)), what="lock-file lock", error=LockError)
 
 
-def update(path: str | os.PathLike[str], pins: Iterable[Pinned]) -> dict[str, LockEntry]:
+def update(path: str | os.PathLike[str], pins: Iterable[Pinned]) -> dict[str, Pin]:
     """Add or replace entries for `pins`; facts survive only when the digest is unchanged."""
     p = Path(path)
     with locked(p):
@@ -245,10 +208,10 @@ def update(path: str | os.PathLike[str], pins: Iterable[Pinned]) -> dict[str, Lo
 
 def merge_facts(
     path: str | os.PathLike[str], ref: str | Reference, digest: str, facts: Mapping[str, Any]
-) -> LockEntry:
+) -> Pin:
     """Merge probe facts into the entry of `ref`, refusing when the probed digest differs."""
 
-    def merged(p: Path, key: str, entry: LockEntry) -> LockEntry:
+    def merged(p: Path, key: str, entry: Pin) -> Pin:
         if digest not in (entry.digest, entry.platform_digest):
             raise LockError(
                 f"{p}: facts are for {digest} but {key} is pinned to {entry.digest}; re-pin first"
@@ -260,10 +223,10 @@ def merge_facts(
 
 def set_archive(
     path: str | os.PathLike[str], ref: str | Reference, digest: str, registry: str
-) -> LockEntry:
+) -> Pin:
     """Record that `ref`'s pinned `digest` is kept byte for byte on `registry`."""
 
-    def archived(p: Path, key: str, entry: LockEntry) -> LockEntry:
+    def archived(p: Path, key: str, entry: Pin) -> Pin:
         if digest != entry.digest:
             raise LockError(f"{p}: {key} is pinned to {entry.digest}, not the archived {digest}")
         when = instant.text(instant.now())
@@ -275,8 +238,8 @@ def set_archive(
 def _update(
     path: str | os.PathLike[str],
     ref: str | Reference,
-    change: Callable[[Path, str, LockEntry], LockEntry],
-) -> LockEntry:
+    change: Callable[[Path, str, Pin], Pin],
+) -> Pin:
     """Replace the pinned entry of `ref` with `change(path, key, entry)`, under the lock file's
     lock, atomically; a ref with no entry is refused."""
     p = Path(path)

@@ -22,8 +22,8 @@ from ..changelog.errors import ChangelogError
 from ..changelog.results import pins as table
 from ..changelog.results import store
 from ..core import instant
+from ..core.pin import Pin
 from ..images import lock
-from ..images.lock import LockEntry
 from ..images.registry import Pinned
 from .comparison import history_url
 from .errors import PipelineError
@@ -38,51 +38,18 @@ def where(ws: Workspace | None, state: Path) -> str:
     return f"the pins in {shown}" + (f" and {opted}" if opted is not None else "")
 
 
-def _entry(row: table.PinRow) -> LockEntry:
-    archive = None
-    if row.archive_registry and row.archived_at:
-        archive = {"registry": row.archive_registry, "archived-at": row.archived_at}
-    return LockEntry(
-        key=row.ref,
-        digest=row.digest,
-        platform=row.platform,
-        platform_digest=row.platform_digest,
-        media_type=row.media_type,
-        resolved_at=row.resolved_at,
-        created=row.created,
-        facts=dict(row.facts),
-        archive=archive,
-    )
-
-
-def _row(entry: LockEntry) -> table.PinRow:
-    archive = entry.archive or {}
-    return table.PinRow(
-        ref=entry.key,
-        digest=entry.digest,
-        platform=entry.platform,
-        platform_digest=entry.platform_digest,
-        media_type=entry.media_type,
-        resolved_at=entry.resolved_at,
-        created=entry.created,
-        facts=dict(entry.facts),
-        archive_registry=archive.get("registry"),
-        archived_at=archive.get("archived-at"),
-    )
-
-
 def _exists(url: str) -> bool:
     return store.is_postgres(url) or Path(url.removeprefix("sqlite:///")).is_file()
 
 
-def load(ws: Workspace | None, state: Path) -> dict[str, LockEntry]:
+def load(ws: Workspace | None, state: Path) -> dict[str, Pin]:
     """Every pin: the store's, then the opt-in lock file's (which wins for a reference it has)."""
     url = history_url(state)
-    out: dict[str, LockEntry] = {}
+    out: dict[str, Pin] = {}
     if _exists(url):
         try:
             with store.open_store(url) as db:
-                out = {ref: _entry(row) for ref, row in table.load(db).items()}
+                out = table.load(db)
         except ChangelogError as exc:
             raise PipelineError(str(exc)) from None
     if ws is not None and ws.lock is not None and (ws.root / ws.lock).is_file():
@@ -90,12 +57,12 @@ def load(ws: Workspace | None, state: Path) -> dict[str, LockEntry]:
     return out
 
 
-def lookup(ws: Workspace | None, state: Path, ref: str) -> LockEntry | None:
+def lookup(ws: Workspace | None, state: Path, ref: str) -> Pin | None:
     return lock.lookup(load(ws, state), ref)
 
 
-def _save(ws: Workspace | None, state: Path, entries: Iterable[LockEntry]) -> None:
-    rows = [_row(e) for e in entries]
+def _save(ws: Workspace | None, state: Path, entries: Iterable[Pin]) -> None:
+    rows = list(entries)
     url = history_url(state)
     if not store.is_postgres(url):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
@@ -111,11 +78,11 @@ def record(
     state: Path,
     pinned: Iterable[Pinned],
     facts: Mapping[str, Mapping[str, Any]] | None = None,
-) -> dict[str, LockEntry]:
+) -> dict[str, Pin]:
     """Record verified pins (and probe facts by reference, merged in): in the store, and in the
     opt-in lock file. Facts survive a re-pin only when the digest is unchanged."""
     known = load(ws, state)
-    written: dict[str, LockEntry] = {}
+    written: dict[str, Pin] = {}
     for pin in pinned:
         new = lock.entry_from_pin(pin)
         old = known.get(new.key)
@@ -135,9 +102,7 @@ def record(
     return written
 
 
-def set_archive(
-    ws: Workspace | None, state: Path, ref: str, digest: str, registry: str
-) -> LockEntry:
+def set_archive(ws: Workspace | None, state: Path, ref: str, digest: str, registry: str) -> Pin:
     """Record that `ref`'s pinned `digest` is kept byte for byte on `registry`."""
     entry = lookup(ws, state, ref)
     if entry is None:

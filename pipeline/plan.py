@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from ..core import jsoncodec
+from ..core.pin import Pin
 from ..core.reference import parse
 from ..core.status import PASS
 from ..images import lock
 from ..images.archive import pin_or_archived
-from ..images.lock import LockEntry
 from ..images.registry import Pinned, RegistryClient
 from ..validate import golden_al
 from ..validate.errors import ValidateError
@@ -122,7 +122,7 @@ def make_plan(
     ws: Workspace | None,
     options: Options,
     client: RegistryClient,
-    pinned: Mapping[str, LockEntry] | None = None,
+    pinned: Mapping[str, Pin] | None = None,
 ) -> Plan:
     """Pin the image (and the baseline: `pinned` = the config key's image, locked digest first)."""
     config = None
@@ -170,7 +170,7 @@ def make_plan(
     )
 
 
-def locked_ref(pinned: Mapping[str, LockEntry], ref: str) -> str:
+def locked_ref(pinned: Mapping[str, Pin], ref: str) -> str:
     """`ref` at the digest relpipe pinned for it (what was benchmarked), else `ref` itself."""
     entry = lock.lookup(pinned, ref)
     if entry is None:

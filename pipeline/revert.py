@@ -25,9 +25,9 @@ from ..changelog.entry import Entry
 from ..changelog.errors import ChangelogError
 from ..core import instant, sanitize
 from ..core.files import file_lock, write_atomic
+from ..core.pin import Pin
 from ..core.reference import parse
 from ..images import lock
-from ..images.lock import LockEntry
 from .errors import PipelineError
 from .release import SCENARIO_TYPES, new_image_text, pr_link
 from .workspace import Workspace
@@ -46,7 +46,7 @@ class Revert:
 
 
 def previous_image(
-    entries: Mapping[str, LockEntry], current: str, to: str | None, where: str
+    entries: Mapping[str, Pin], current: str, to: str | None, where: str
 ) -> tuple[str, str]:
     """(pin key, digest) of the image to restore: `to`, else the one of the same repository
     created last before `current` (compared as instants), from the pins in `where`."""
@@ -83,7 +83,7 @@ def previous_image(
 
 
 def plan_revert(
-    ws: Workspace, config_key: str, to: str | None, reason: str, pinned: Mapping[str, LockEntry]
+    ws: Workspace, config_key: str, to: str | None, reason: str, pinned: Mapping[str, Pin]
 ) -> Revert:
 
     if not reason.strip() or "\n" in reason:

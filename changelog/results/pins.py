@@ -1,19 +1,19 @@
 """The pins table of the results store: each image reference relpipe pinned, with its verified
 digest, times, probe facts and archive (migration 0003_pins.sql).
 
-Rows are plain values (`PinRow`); the pipeline turns them into the images layer's records. A
-write replaces a reference's row whole (`save`, one transaction, `ON CONFLICT ... DO UPDATE` on
-both databases); times are stored as `core.instant` writes them and read back through it.
+A row is a `core.pin.Pin` (the one record of a pinned image, the lock file's too); its archive is
+two columns. A write replaces a reference's row whole (`save`, one transaction,
+`ON CONFLICT ... DO UPDATE` on both databases); times are stored as `core.instant` writes them
+and read back through it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable
 
 from ...core import instant, jsonload
+from ...core.pin import Pin
 from ..errors import ChangelogError
 from .store import Store
 
@@ -21,20 +21,6 @@ COLUMNS = (
     "ref digest platform platform_digest media_type resolved_at created facts archive_registry "
     "archived_at"
 ).split()
-
-
-@dataclass(frozen=True, kw_only=True)
-class PinRow:
-    ref: str  # registry/repository:tag (or @digest), as images.lock keys it
-    digest: str
-    platform: str | None
-    platform_digest: str
-    media_type: str
-    resolved_at: str
-    created: str | None
-    facts: Mapping[str, Any] = field(default_factory=dict)
-    archive_registry: str | None = None
-    archived_at: str | None = None
 
 
 def _stored_time(value: str | None, what: str, ref: str) -> str | None:
@@ -46,22 +32,22 @@ def _stored_time(value: str | None, what: str, ref: str) -> str | None:
         raise ChangelogError(f"pin {ref}: {what} {value!r} is not a time with a zone") from None
 
 
-def save(store: Store, rows: Iterable[PinRow]) -> int:
+def save(store: Store, pins: Iterable[Pin]) -> int:
     """Insert or replace the rows of their references; returns how many were written."""
     values = [
         (
-            r.ref,
+            r.key,
             r.digest,
             r.platform,
             r.platform_digest,
             r.media_type,
-            _stored_time(r.resolved_at, "resolved-at", r.ref),
-            _stored_time(r.created, "created", r.ref),
+            _stored_time(r.resolved_at, "resolved-at", r.key),
+            _stored_time(r.created, "created", r.key),
             json.dumps(dict(r.facts), sort_keys=True),
-            r.archive_registry,
-            _stored_time(r.archived_at, "archived-at", r.ref),
+            (r.archive or {}).get("registry"),
+            _stored_time((r.archive or {}).get("archived-at"), "archived-at", r.key),
         )
-        for r in rows
+        for r in pins
     ]
     if not values:
         return 0
@@ -75,7 +61,7 @@ def save(store: Store, rows: Iterable[PinRow]) -> int:
     return len(values)
 
 
-def load(store: Store) -> dict[str, PinRow]:
+def load(store: Store) -> dict[str, Pin]:
     """Every pin, by reference."""
     cur = store.conn.cursor()
     try:
@@ -83,7 +69,7 @@ def load(store: Store) -> dict[str, PinRow]:
         rows = cur.fetchall()
     finally:
         cur.close()
-    out: dict[str, PinRow] = {}
+    out: dict[str, Pin] = {}
     for row in rows:
         f = dict(zip(COLUMNS, row, strict=True))
         try:
@@ -92,5 +78,8 @@ def load(store: Store) -> dict[str, PinRow]:
             facts = None
         if not isinstance(facts, dict):
             raise ChangelogError(f"{store.where}: pin {f['ref']}: facts are not a JSON object")
-        out[f["ref"]] = PinRow(**{**f, "facts": facts})
+        registry, archived_at = f.pop("archive_registry"), f.pop("archived_at")
+        archive = {"registry": registry, "archived-at": archived_at} if registry else None
+        ref = f.pop("ref")
+        out[ref] = Pin(key=ref, **{**f, "facts": facts}, archive=archive)
     return out

@@ -12,7 +12,7 @@ import pytest
 from pr_support import CHANGELOG, KEY, MASTER, REPO, TOKEN, fetch, hook_passes, remote_file
 from support import checkout_snapshot, git
 
-from relpipe.images.lock import LockEntry
+from relpipe.core.pin import Pin
 from relpipe.pipeline.cli import main as relpipe
 from relpipe.pipeline.errors import PipelineError
 from relpipe.pipeline.revert import previous_image
@@ -98,9 +98,9 @@ def test_revert_to_an_image_it_cannot_restore(
     assert (world / CHANGELOG).read_bytes() == before and api.seen == []
 
 
-def _pin(tag: str, created: str | None) -> LockEntry:
+def _pin(tag: str, created: str | None) -> Pin:
     digest = "sha256:" + hashlib.sha256(tag.encode()).hexdigest()
-    return LockEntry(
+    return Pin(
         key=f"docker.io/rocm/atom-dev:{tag}",
         digest=digest,
         platform="linux/amd64",
