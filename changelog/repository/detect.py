@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import posixpath
 
+from ...core.files import read_capped
 from ...core.record import Record, fields, replace
 from ..errors import ChangelogError
 from .era import Era
@@ -192,13 +193,7 @@ def read_override(root: str) -> dict[str, Any] | None:
         raise ChangelogError(f"{path}: a symlink out of the checkout; not read")
     import tomllib  # deferred: only when the repository has an override file (the hook's start-up)
 
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(_OVERRIDE_CAP + 1)
-    except OSError as exc:
-        raise ChangelogError(f"{path}: cannot be read ({exc.strerror})") from None
-    if len(data) > _OVERRIDE_CAP:
-        raise ChangelogError(f"{path}: larger than {_OVERRIDE_CAP} bytes; not read")
+    data = read_capped(path, _OVERRIDE_CAP, "the override file", error=ChangelogError)
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

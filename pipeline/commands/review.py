@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ...core import checkrender, sanitize
 from ...core.check import Check
+from ...core.files import read_capped
 from ...core.status import FAIL, WARN
 from ...validate.review.context import Options
 from ...validate.review.run import CHECKS, FAST, run
@@ -86,13 +87,7 @@ def _parser() -> argparse.ArgumentParser:
 def _read(path: str | None, what: str) -> str | None:
     if path is None:
         return None
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_TEXT_INPUT + 1)
-    except OSError as exc:
-        raise PipelineError(f"cannot read {what} {path}: {exc.strerror}; check the path") from None
-    if len(raw) > MAX_TEXT_INPUT:
-        raise PipelineError(f"{what} {path} is over {MAX_TEXT_INPUT} bytes; refusing it")
+    raw = read_capped(path, MAX_TEXT_INPUT, what, error=PipelineError)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
